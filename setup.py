@@ -1,0 +1,26 @@
+"""Install vits_ref; ``kernels/`` is installed as the subpackage ``vits_ref.kernels``."""
+
+from setuptools import setup
+
+EXTRAS = {
+    "test": ["pytest>=7", "hypothesis>=6", "statsmodels>=0.14", "scikit-learn>=1.3",
+             "nbclient>=0.9", "nbformat>=5.9", "ipykernel>=6", "matplotlib>=3.7", "ruff>=0.5"],
+    "plot": ["matplotlib>=3.7"],
+    "bench": ["asv>=0.6"],
+    "notebooks": ["jupyter", "nbclient>=0.9", "nbformat>=5.9", "ipykernel>=6", "matplotlib>=3.7"],
+    "cuda": ["numba-cuda[cu12]>=0.20"],
+}
+
+setup(
+    name="vits_ref",
+    version="0.1.0",
+    description="Reference NumPy/Numba library for Thompson sampling with approximate posteriors (VITS and baselines).",
+    long_description=open("README.rst", encoding="utf-8").read(),
+    long_description_content_type="text/x-rst",
+    python_requires=">=3.10",
+    packages=["vits_ref", "vits_ref.inference", "vits_ref.experiments", "vits_ref.kernels"],
+    package_dir={"vits_ref.kernels": "kernels"},
+    install_requires=["numpy>=1.24", "scipy>=1.10", "numba>=0.59"],
+    extras_require=EXTRAS,
+    entry_points={"console_scripts": ["vits-ref=vits_ref.__main__:main"]},
+)

@@ -1,0 +1,113 @@
+"""Input validation at the public boundary (Numba does no bounds checking)."""
+
+import numbers
+
+import numpy as np
+
+
+def positive_int(value, name, minimum=1):
+    """Return ``value`` as an int >= ``minimum`` or raise naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def positive_float(value, name, allow_zero=False):
+    """Return ``value`` as a finite float > 0 (or >= 0) or raise naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be {bound}, got {value}")
+    return value
+
+
+def choice(value, name, options):
+    """Return ``value`` if it is one of ``options`` (strings compared case-insensitively)."""
+    if isinstance(value, str) and value.lower() in {o.lower() for o in options}:
+        return next(o for o in options if o.lower() == value.lower())
+    raise ValueError(f"{name} must be one of {sorted(options)}, got {value!r}")
+
+
+def float_array(value, name, ndim=None, shape=None, finite=True):
+    """Return ``value`` as a C-contiguous float64 array, checking rank, shape, finiteness."""
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # pragma: no cover - exotic objects
+        raise TypeError(f"{name} must be array-like: {exc}") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number)
+                                   or arr.dtype == np.bool_):
+        raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name} must be real, got complex dtype {arr.dtype}")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
+    if shape is not None:
+        for axis, (got, want) in enumerate(zip(arr.shape, shape)):
+            if want is not None and got != want:
+                raise ValueError(f"{name} must have shape {tuple('any' if s is None else s for s in shape)}, "
+                                 f"got {arr.shape} (axis {axis})")
+    if finite and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return arr
+
+
+def spd_matrix(value, name, dim=None):
+    """Return a symmetric positive definite float64 matrix, or raise naming ``name``."""
+    arr = float_array(value, name, ndim=2)
+    if arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{name} must be square, got shape {arr.shape}")
+    if dim is not None and arr.shape[0] != dim:
+        raise ValueError(f"{name} must be {dim} x {dim}, got shape {arr.shape}")
+    if not np.allclose(arr, arr.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(arr).max())):
+        raise ValueError(f"{name} must be symmetric")
+    try:
+        np.linalg.cholesky(arr)
+    except np.linalg.LinAlgError:
+        raise ValueError(f"{name} must be positive definite") from None
+    return arr
+
+
+def observations(features, rewards, dim):
+    """Validate a batch of observations: features (n, dim), rewards (n,)."""
+    features = float_array(features, "features", ndim=2)
+    if features.shape[1] != dim:
+        raise ValueError(f"features must have {dim} columns (the engine's dim), "
+                         f"got shape {features.shape}")
+    rewards = float_array(rewards, "rewards", ndim=1)
+    if rewards.shape[0] != features.shape[0]:
+        raise ValueError(f"rewards has {rewards.shape[0]} entries but features has "
+                         f"{features.shape[0]} rows")
+    return features, rewards
+
+
+def as_generator(seed, name="seed"):
+    """A ``numpy.random.Generator`` from an int, a SeedSequence, a Generator or None."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or isinstance(seed, (numbers.Integral, np.random.SeedSequence)):
+        if isinstance(seed, (bool, np.bool_)):
+            raise TypeError(f"{name} must be an int, a SeedSequence or a Generator, got bool")
+        if isinstance(seed, numbers.Integral) and seed < 0:
+            raise ValueError(f"{name} must be non-negative, got {seed}")
+        return np.random.default_rng(seed)
+    raise TypeError(f"{name} must be an int, a numpy.random.SeedSequence or a "
+                    f"numpy.random.Generator, got {type(seed).__name__}")
+
+
+def as_seed_sequence(seed, name="seed"):
+    """A ``SeedSequence`` from an int, a SeedSequence or None (Generators are not accepted)."""
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)):
+        if seed is not None and seed < 0:
+            raise ValueError(f"{name} must be non-negative, got {seed}")
+        return np.random.SeedSequence(seed)
+    raise TypeError(f"{name} must be an int or a numpy.random.SeedSequence, "
+                    f"got {type(seed).__name__}")

@@ -1,0 +1,29 @@
+"""Exceptions raised by vits_ref."""
+
+
+class DivergenceError(FloatingPointError):
+    """An engine's state became non-finite: the step size is too large for the data.
+
+    Attributes
+    ----------
+    engine : str
+        Name of the engine (e.g. ``"VITS-II"``).
+    round : int
+        1-based bandit round (number of observations) at which it happened.
+    step_size : float
+        Step size in force at that round.
+    run : int or None
+        Index of the simulated run, when raised by :func:`vits_ref.simulate`.
+    """
+
+    def __init__(self, engine, round, step_size, run=None, detail=""):
+        self.engine = engine
+        self.round = int(round)
+        self.step_size = float(step_size)
+        self.run = run
+        where = f" in run {run}" if run is not None else ""
+        msg = (f"{engine} diverged (non-finite state) at round {self.round}{where} with step "
+               f"size {self.step_size:.4g}; lower the step size or use schedule='decayed'.")
+        if detail:
+            msg += " " + detail
+        super().__init__(msg)
