@@ -1,0 +1,19 @@
+"""vits_ref: Thompson sampling with approximate posteriors, fast and checked.
+
+Engines (:mod:`vits_ref.inference`): :class:`LinTS` (exact), :class:`VITS` (variants
+"I", "II", "hessian_free"), :class:`Langevin`. Policies: :class:`ThompsonSampling`,
+:class:`LinUCB`, :class:`RandomPolicy`. Environments: :mod:`vits_ref.envs`. Many seeded
+runs: :func:`simulate`. Closed forms: :mod:`vits_ref.gaussian`.
+"""
+
+from . import envs, gaussian, models, schedules
+from .errors import DivergenceError
+from .inference import LinTS, Langevin, VITS
+from .policies import LinUCB, RandomPolicy, ThompsonSampling
+from .simulate import POLICY_NAMES, SimulationResult, make_policy, simulate
+
+__version__ = "0.1.0"
+
+__all__ = ["DivergenceError", "LinTS", "LinUCB", "Langevin", "POLICY_NAMES", "RandomPolicy",
+           "SimulationResult", "ThompsonSampling", "VITS", "envs", "gaussian", "make_policy",
+           "models", "schedules", "simulate"]

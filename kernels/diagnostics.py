@@ -1,0 +1,41 @@
+"""Posterior-quality diagnostics computed inside compiled loops."""
+
+import math
+
+from vits_ref.config import kernel
+
+from .linalg import cholesky, gemm_nt, gemm_tn, log_abs_det_chol, solve_lower, solve_lower_t
+
+
+@kernel
+def kl_to_linear_posterior(mu, B, V, b, eta, Lv, Ls, W, v1):
+    """``KL(N(mu, B B^T) || N(V^-1 b, inv(eta V)))`` via Cholesky factors.
+
+    ``KL = 1/2 [eta tr(V S) + eta |L_V^T (m - mu)|^2 - d - d log eta - logdet V - logdet S]``
+    with ``S = B B^T`` and ``m = V^-1 b`` (ALGORITHMS.md section 1). ``Lv``, ``Ls``, ``W``
+    (d, d) and ``v1`` (d,) are scratch. Returns inf if ``B B^T`` is singular.
+    """
+    d = mu.shape[0]
+    if not cholesky(V, Lv):
+        return math.inf
+    gemm_nt(B, B, W)
+    if not cholesky(W, Ls):
+        return math.inf
+    logdet_q = log_abs_det_chol(Ls)
+    logdet_v = log_abs_det_chol(Lv)
+    gemm_tn(Lv, B, W)  # L_V^T B: eta tr(V B B^T) = eta |L_V^T B|_F^2
+    tr = 0.0
+    for i in range(d):
+        for j in range(d):
+            tr += W[i, j] * W[i, j]
+    solve_lower(Lv, b, v1)
+    solve_lower_t(Lv, v1, v1)
+    for i in range(d):
+        v1[i] -= mu[i]
+    quad = 0.0
+    for i in range(d):
+        s = 0.0
+        for k in range(i, d):
+            s += Lv[k, i] * v1[k]
+        quad += s * s
+    return 0.5 * (eta * tr + eta * quad - d - d * math.log(eta) - logdet_v - logdet_q)

@@ -1,0 +1,150 @@
+"""VITS inner steps (VITS paper, Algorithms 2 and 3; ALGORITHMS.md section 2).
+
+State ``(mu, B, C)``: Gaussian ``N(mu, B B^T)``, ``C ~ inv(B)``. One step with step
+sizes ``h_mu`` (mean) and ``h`` (square root), averaged gradient ``g`` and matrix ``A``::
+
+    mu <- mu - h_mu g
+    VITS-I :  B <- (I - h A) B + h inv(B)^T
+    VITS-II:  B <- (I - h A) B + h C^T,   C <- C (I - h (C^T C - A))
+
+``A`` is the Hessian at the draw(s) for VITS-I/II, and for the Hessian-free variant
+``A = (C^T C) mean_j (theta_j - mu) grad U(theta_j)^T`` (eq. 13 with the typo fixed).
+The ``A`` and ``mu`` updates use the same draws; ``B`` and ``C`` are updated from the
+old ``(B, C)``.
+"""
+
+import numpy as np
+
+from vits_ref.config import cpu_jit, kernel
+
+from .linalg import gemm_nn, gemm_nt, gemm_tn, gemv, inv_transpose
+
+VARIANT_I = 0
+VARIANT_II = 1
+VARIANT_HF = 2
+
+
+@kernel
+def vits_apply(variant, mu, B, C, g, A, CtC, h_mu, h, W1, W2, work2d):
+    """Apply one VITS step given the averaged gradient ``g`` and the matrix ``A``.
+
+    ``CtC`` must hold ``C^T C`` for variants II and Hessian-free (the caller computes it
+    because the Hessian-free ``A`` needs it too); it is overwritten. ``W1``, ``W2``
+    (d, d) and ``work2d`` (d, 2d) are scratch. Returns False if VITS-I meets a singular
+    ``B`` (the caller reports divergence).
+    """
+    d = mu.shape[0]
+    for i in range(d):
+        mu[i] -= h_mu * g[i]
+    gemm_nn(A, B, W1)  # A B
+    if variant == VARIANT_I:
+        if not inv_transpose(B, W2, work2d):
+            return False
+        for i in range(d):
+            for j in range(d):
+                B[i, j] += h * (W2[i, j] - W1[i, j])
+        return True
+    for i in range(d):
+        for j in range(d):
+            CtC[i, j] -= A[i, j]
+    gemm_nn(C, CtC, W2)  # C (C^T C - A), from the old C
+    for i in range(d):
+        for j in range(d):
+            B[i, j] += h * (C[j, i] - W1[i, j])
+    for i in range(d):
+        for j in range(d):
+            C[i, j] -= h * W2[i, j]
+    return True
+
+
+@kernel
+def linear_draws(mu, B, etaV, eta_b, eps, Z, G, g):
+    """Draws ``theta_j = mu + B eps_j`` and gradients of the linear potential.
+
+    ``eps`` (M, d) gives ``Z = eps B^T`` (rows ``B eps_j``), ``G`` (M, d) the gradients
+    ``eta (V theta_j - b)`` (``etaV`` symmetric), and ``g`` their mean.
+    """
+    M, d = eps.shape
+    gemm_nt(eps, B, Z)
+    for m in range(M):
+        for i in range(d):
+            Z[m, i] += mu[i]
+    gemm_nt(Z, etaV, G)  # (etaV theta_j)^T, etaV symmetric
+    for i in range(d):
+        g[i] = 0.0
+    for m in range(M):
+        for i in range(d):
+            G[m, i] -= eta_b[i]
+            g[i] += G[m, i]
+            Z[m, i] -= mu[i]  # back to theta_j - mu for the Hessian-free estimator
+    for i in range(d):
+        g[i] /= M
+
+
+@kernel
+def hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize):
+    """``A = (C^T C) mean_j z_j g_j^T`` with ``z_j = theta_j - mu`` (rows of Z, G).
+
+    Also leaves ``C^T C`` in ``CtC``; ``D`` is scratch. With ``symmetrize``,
+    ``A <- (A + A^T) / 2``.
+    """
+    M, d = Z.shape
+    gemm_tn(Z, G, D)
+    for i in range(d):
+        for j in range(d):
+            D[i, j] /= M
+    gemm_tn(C, C, CtC)
+    gemm_nn(CtC, D, A)
+    if symmetrize:
+        for i in range(d):
+            for j in range(i + 1, d):
+                s = 0.5 * (A[i, j] + A[j, i])
+                A[i, j] = s
+                A[j, i] = s
+
+
+@kernel
+def vits_linear_steps(variant, symmetrize, mu, B, C, etaV, eta_b, eps, h_mu, h,
+                      A, CtC, D, W1, W2, work2d, Z, G, g):
+    """Run ``S = eps.shape[0]`` VITS steps on the linear potential, in place.
+
+    ``U(theta) = 1/2 theta^T (eta V) theta - (eta b)^T theta``: gradient
+    ``eta (V theta - b)``, Hessian ``eta V`` (constant, so VITS-I/II use ``A = etaV``).
+    ``eps`` (S, M, d) are the standard normals of the ``M`` draws of each step.
+    Returns False if a VITS-I step meets a singular ``B``.
+    """
+    S = eps.shape[0]
+    d = mu.shape[0]
+    for s in range(S):
+        linear_draws(mu, B, etaV, eta_b, eps[s], Z, G, g)
+        if variant == VARIANT_HF:
+            hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize)
+            ok = vits_apply(variant, mu, B, C, g, A, CtC, h_mu, h, W1, W2, work2d)
+        else:
+            if variant == VARIANT_II:
+                gemm_tn(C, C, CtC)
+            ok = vits_apply(variant, mu, B, C, g, etaV, CtC, h_mu, h, W1, W2, work2d)
+        if not ok:
+            return False
+    return True
+
+
+@kernel
+def gaussian_draw(mu, B, eps, out):
+    """``out = mu + B eps``."""
+    gemv(B, eps, out)
+    for i in range(mu.shape[0]):
+        out[i] += mu[i]
+
+
+@cpu_jit
+def linear_steps_cpu(variant, symmetrize, mu, B, C, etaV, eta_b, eps, h_mu, h):
+    """CPU driver of :func:`vits_linear_steps` for the engine API (allocates scratch)."""
+    S, M, d = eps.shape
+    mats = np.empty((5, d, d))
+    work2d = np.empty((d, 2 * d))
+    Z = np.empty((M, d))
+    G = np.empty((M, d))
+    g = np.empty(d)
+    return vits_linear_steps(variant, symmetrize, mu, B, C, etaV, eta_b, eps, h_mu, h,
+                             mats[0], mats[1], mats[2], mats[3], mats[4], work2d, Z, G, g)

@@ -1,0 +1,8 @@
+"""Approximate-posterior engines, one module each, sharing the protocol of :mod:`.base`."""
+
+from .base import Engine, GaussianEngine
+from .exact import LinTS
+from .langevin import Langevin
+from .vits import VITS
+
+__all__ = ["Engine", "GaussianEngine", "LinTS", "Langevin", "VITS"]

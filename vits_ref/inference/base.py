@@ -1,0 +1,119 @@
+"""The engine protocol every approximate posterior follows.
+
+An engine holds a posterior over ``theta`` (dimension ``dim``) for one reward model:
+
+``update(features, rewards)``
+    append observations (``features`` (n, dim), ``rewards`` (n,)) and refit (inner steps).
+``sample(n)``
+    ``n`` draws, shape ``(n, dim)``, from the engine's sampling stream.
+``mean``, ``cov``
+    the current Gaussian, where the engine has one (:class:`GaussianEngine`).
+``diagnostics``
+    a dict of what the last update did (step size, steps, ...).
+``fresh(seed)``
+    a new engine with the same hyperparameters, at the prior, with its own seed: how
+    :func:`vits_ref.simulate` starts each run.
+
+Engines draw their randomness from two streams (:func:`vits_ref._seeding.engine_streams`):
+one for Thompson draws, one for the inner steps of ``update``.
+"""
+
+import numpy as np
+
+from .. import _validate as val
+from .._seeding import engine_streams
+from ..errors import DivergenceError
+from ..models import Linear
+
+MODELS = ("linear",)
+
+
+class Engine:
+    """Base class: validation, seeding, the model and the protocol's defaults."""
+
+    #: short name used in messages and results
+    name = "engine"
+
+    def __init__(self, dim, model="linear", eta=1.0, lam=1.0, seed=None):
+        self.dim = val.positive_int(dim, "dim")
+        self.eta = val.positive_float(eta, "eta")
+        self.lam = val.positive_float(lam, "lam")
+        if isinstance(model, str):
+            model = val.choice(model, "model", MODELS)
+            self.model = Linear(self.dim, eta=self.eta, lam=self.lam)
+        else:
+            raise TypeError(f"model must be one of {list(MODELS)}, got {type(model).__name__}")
+        self.seed = seed
+        self._rng_sample, self._rng_update = engine_streams(seed)
+        self.diagnostics = {"n_obs": 0}
+
+    # -- protocol -----------------------------------------------------------------------
+    @property
+    def n_obs(self):
+        """Number of observations seen so far."""
+        return self.model.n_obs
+
+    def update(self, features, rewards):
+        """Append observations and refit. Subclasses implement :meth:`_refit`.
+
+        Parameters
+        ----------
+        features : (n, dim) array
+        rewards : (n,) array
+
+        Returns
+        -------
+        self
+        """
+        features, rewards = val.observations(features, rewards, self.dim)
+        self.model.add(features, rewards)
+        self._refit(features, rewards)
+        self.diagnostics["n_obs"] = self.model.n_obs
+        return self
+
+    def sample(self, n=1):
+        """``n`` posterior draws, shape ``(n, dim)``."""
+        n = val.positive_int(n, "n")
+        return self._sample(n)
+
+    def fresh(self, seed=None):
+        """A new engine with the same hyperparameters, at the prior, seeded with ``seed``."""
+        return type(self)(**{**self._params(), "seed": seed})
+
+    def _params(self):
+        return {"dim": self.dim, "eta": self.eta, "lam": self.lam}
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
+        return f"{type(self).__name__}({args})"
+
+    # -- helpers ------------------------------------------------------------------------
+    def _check_finite(self, step_size, *arrays):
+        for a in arrays:
+            if not np.all(np.isfinite(a)):
+                raise DivergenceError(self.name, self.model.n_obs, step_size)
+
+    def _refit(self, features, rewards):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _sample(self, n):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class GaussianEngine(Engine):
+    """An engine whose posterior is a Gaussian ``N(mean, cov)``."""
+
+    @property
+    def mean(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def cov(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def kl_to_posterior(self):
+        """``KL(q || p)`` from the engine's Gaussian ``q`` to the exact linear posterior ``p``."""
+        from ..gaussian import kl
+
+        mean_p, cov_p = self.model.posterior()
+        return kl(self.mean, self.cov, mean_p, cov_p)

@@ -1,0 +1,153 @@
+"""VITS: Gaussian variational inference by Wasserstein gradient steps on a square root.
+
+VITS paper (Clavier, Huix & Durmus, ICML 2024), Algorithms 1-3; ALGORITHMS.md section 2.
+"""
+
+import math
+
+import numpy as np
+
+from .. import _validate as val
+from ..kernels.vits import VARIANT_HF, VARIANT_I, VARIANT_II, linear_steps_cpu
+from ..schedules import SCHEDULES, step_size, theoretical_step
+from .base import GaussianEngine
+
+VARIANTS = {"I": VARIANT_I, "II": VARIANT_II, "hessian_free": VARIANT_HF}
+_NAMES = {"I": "VITS-I", "II": "VITS-II", "hessian_free": "VITS-II-HF"}
+
+
+class VITS(GaussianEngine):
+    """Variational Thompson-sampling posterior ``N(mu, B B^T)`` (VITS-I, VITS-II, Hessian-free).
+
+    Parameters
+    ----------
+    dim : int
+        Parameter dimension ``d``.
+    variant : {"I", "II", "hessian_free"}, default "II"
+        ``"I"``: exact ``inv(B)^T`` each step (O(d^3), LAPACK on the CPU); ``"II"``: the
+        O(d^2)-storage recursion with ``C ~ inv(B)``; ``"hessian_free"``: VITS-II with ``A``
+        estimated from gradients only (eq. 13).
+    model : {"linear"}, default "linear"
+        The reward model (the potential ``U``).
+    eta, lam : float, default 1.0
+        Inverse temperature and ridge; prior ``N(0, I/(lam eta))``.
+    step_size : float, default 0.01
+        ``h0``: the step (``constant``) or its scale (``decayed``: ``h_t = h0/(eta t)``).
+        Ignored by the ``theoretical`` schedule.
+    cov_step_size : float or None
+        Separate ``h0`` for the square root ``(B, C)``; defaults to ``step_size`` (the
+        authors' code allows two).
+    n_steps : int, default 10
+        ``K_t`` for the ``constant`` and ``decayed`` schedules.
+    n_mc : int, default 1
+        Monte Carlo draws per step, averaged (20 in the paper for Hessian-free).
+    schedule : {"decayed", "constant", "theoretical"}, default "decayed"
+        See :mod:`vits_ref.schedules`.
+    symmetrize : bool, default False
+        Hessian-free only: use ``(A + A^T)/2``. Off by default to follow Algorithm 3; on,
+        the estimator's variance is lower (see ``tests/test_vits.py``).
+    horizon, R : int, float
+        ``T`` and the sub-Gaussian constant, for the ``theoretical`` schedule.
+    max_steps : int, default 10000
+        Cap on ``K_t`` under the ``theoretical`` schedule (capped rounds are counted in
+        ``diagnostics["capped_rounds"]``).
+    seed : int, SeedSequence, Generator or None
+
+    Notes
+    -----
+    Initialisation (Algorithm 1): ``B = I/sqrt(lam eta)``, ``C = sqrt(lam eta) I``,
+    ``mu ~ N(0, I/(lam eta))``. Each :meth:`update` adds the observations then runs
+    ``K_t`` steps warm-started from the current state; see :mod:`vits_ref.kernels.vits`
+    for the step. For the linear model the fixed point of the square-root recursion is
+    ``B B^T = inv(eta V)``, the exact posterior covariance.
+
+    Examples
+    --------
+    >>> import numpy as np, vits_ref as vr
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((50, 3)); r = X @ [1.0, -1.0, 0.5]
+    >>> eng = vr.VITS(3, variant="II", step_size=0.5, schedule="constant", n_steps=2000,
+    ...               seed=1).update(X / 10, r / 10)
+    >>> bool(eng.kl_to_posterior() < 0.05)
+    True
+    """
+
+    def __init__(self, dim, variant="II", model="linear", eta=1.0, lam=1.0, step_size=0.01,
+                 cov_step_size=None, n_steps=10, n_mc=1, schedule="decayed", symmetrize=False,
+                 horizon=None, R=1.0, max_steps=10000, seed=None):
+        variant = val.choice(variant, "variant", tuple(VARIANTS))
+        self.variant = variant
+        self.name = _NAMES[variant]
+        self.schedule = val.choice(schedule, "schedule", SCHEDULES)
+        self.step_size = val.positive_float(step_size, "step_size")
+        self.cov_step_size = (self.step_size if cov_step_size is None
+                              else val.positive_float(cov_step_size, "cov_step_size"))
+        self.n_steps = val.positive_int(n_steps, "n_steps")
+        self.n_mc = val.positive_int(n_mc, "n_mc")
+        if not isinstance(symmetrize, (bool, np.bool_)):
+            raise TypeError(f"symmetrize must be a bool, got {type(symmetrize).__name__}")
+        self.symmetrize = bool(symmetrize)
+        self.R = val.positive_float(R, "R")
+        self.max_steps = val.positive_int(max_steps, "max_steps")
+        if self.schedule == "theoretical":
+            if horizon is None:
+                raise ValueError("horizon (the number of rounds T) is required by "
+                                 "schedule='theoretical'")
+            self.horizon = val.positive_int(horizon, "horizon")
+        else:
+            self.horizon = None if horizon is None else val.positive_int(horizon, "horizon")
+        super().__init__(dim, model=model, eta=eta, lam=lam, seed=seed)
+        s0 = math.sqrt(self.lam * self.eta)
+        self.B = np.eye(self.dim) / s0
+        self.C = np.eye(self.dim) * s0
+        self.mu = self._rng_update.standard_normal(self.dim) / s0
+        self.diagnostics.update(step_size=None, n_steps=0, capped_rounds=0)
+
+    def _params(self):
+        return {**super()._params(), "variant": self.variant, "step_size": self.step_size,
+                "cov_step_size": self.cov_step_size, "n_steps": self.n_steps,
+                "n_mc": self.n_mc, "schedule": self.schedule, "symmetrize": self.symmetrize,
+                "horizon": self.horizon, "R": self.R, "max_steps": self.max_steps}
+
+    def _steps_and_sizes(self):
+        t = self.model.n_obs
+        if self.schedule == "theoretical":
+            h, K = theoretical_step(self.model.V, self.eta, self.horizon, self.R)
+            if K > self.max_steps:
+                self.diagnostics["capped_rounds"] += 1
+                K = self.max_steps
+            return K, h, h
+        return (self.n_steps, step_size(self.schedule, self.step_size, self.eta, t),
+                step_size(self.schedule, self.cov_step_size, self.eta, t))
+
+    def _refit(self, features, rewards):
+        K, h_mu, h = self._steps_and_sizes()
+        eps = self._rng_update.standard_normal((K, self.n_mc, self.dim))
+        ok = linear_steps_cpu(VARIANTS[self.variant], self.symmetrize, self.mu, self.B,
+                              self.C, self.model.eta * self.model.V,
+                              self.model.eta * self.model.b, eps, h_mu, h)
+        self.diagnostics.update(step_size=h, n_steps=K)
+        if not ok:
+            self._check_finite(h, np.full(1, np.nan))
+        self._check_finite(h, self.mu, self.B, self.C)
+
+    def _sample(self, n):
+        eps = self._rng_sample.standard_normal((n, self.dim))
+        return self.mu + eps @ self.B.T
+
+    @property
+    def mean(self):
+        """The variational mean ``mu`` (a copy)."""
+        return self.mu.copy()
+
+    @property
+    def cov(self):
+        """The variational covariance ``B B^T``."""
+        return self.B @ self.B.T
+
+    @property
+    def precision(self):
+        """``C^T C`` (VITS-II's running approximation of ``inv(cov)``); ``inv(cov)`` for VITS-I."""
+        if self.variant == "I":
+            return np.linalg.inv(self.cov)
+        return self.C.T @ self.C

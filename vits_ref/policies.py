@@ -1,0 +1,175 @@
+"""Bandit policies: Thompson sampling over any engine, LinUCB, uniform random.
+
+Online use::
+
+    arm = policy.select(contexts)          # contexts: (K, d) features of this round's arms
+    policy.update(contexts, arm, reward)   # the features played are contexts[arm]
+
+``policy.fresh(seed)`` returns the same policy at its prior with a new seed, which is how
+:func:`vits_ref.simulate` starts each run.
+"""
+
+import numpy as np
+
+from . import _validate as val
+from ._seeding import engine_streams
+from .inference.base import Engine
+
+
+def _contexts(contexts, dim):
+    return val.float_array(contexts, "contexts", ndim=2, shape=(None, dim))
+
+
+def _arm(arm, n_arms):
+    if isinstance(arm, (bool, np.bool_)) or not isinstance(arm, (int, np.integer)):
+        raise TypeError(f"arm must be an integer index, got {type(arm).__name__}")
+    if not 0 <= arm < n_arms:
+        raise ValueError(f"arm must be in [0, {n_arms}), got {arm}")
+    return int(arm)
+
+
+def _reward(reward):
+    reward = float(reward)
+    if not np.isfinite(reward):
+        raise ValueError(f"reward must be finite, got {reward}")
+    return reward
+
+
+class ThompsonSampling:
+    """Thompson sampling: play ``argmax_a x_a theta`` for one draw ``theta`` of the engine.
+
+    Parameters
+    ----------
+    engine : Engine
+        Any engine of :mod:`vits_ref.inference` (LinTS, VITS, Langevin, ...).
+
+    Examples
+    --------
+    >>> import numpy as np, vits_ref as vr
+    >>> pol = vr.ThompsonSampling(vr.LinTS(2, seed=0))
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> arm = pol.select(X)
+    >>> pol.update(X, arm, 1.0).engine.n_obs
+    1
+    """
+
+    def __init__(self, engine):
+        if not isinstance(engine, Engine):
+            raise TypeError(f"engine must be a vits_ref engine, got {type(engine).__name__}")
+        self.engine = engine
+        self.dim = engine.dim
+        self.name = engine.name
+
+    def select(self, contexts):
+        """Index of the arm to play for the ``(K, d)`` features ``contexts``."""
+        X = _contexts(contexts, self.dim)
+        theta = self.engine.sample(1)[0]
+        return int(np.argmax(X @ theta))
+
+    def update(self, contexts, arm, reward):
+        """Feed back the reward of ``contexts[arm]``."""
+        X = _contexts(contexts, self.dim)
+        arm = _arm(arm, X.shape[0])
+        self.engine.update(X[arm][None, :], np.array([_reward(reward)]))
+        return self
+
+    def fresh(self, seed=None):
+        """The same policy at the prior, with a new seed."""
+        return ThompsonSampling(self.engine.fresh(seed))
+
+    def __repr__(self):
+        return f"ThompsonSampling({self.engine!r})"
+
+
+class LinUCB:
+    """LinUCB: ``argmax_a x_a theta_hat + alpha sqrt(x_a^T inv(V) x_a)``.
+
+    ``inv(V)`` (``V = lam I + sum x x^T``) is kept by Sherman-Morrison updates, ``O(d^2)``
+    per round; ``theta_hat = inv(V) b``. Ties go to the lowest index.
+
+    Parameters
+    ----------
+    dim : int
+    alpha : float, default 1.0
+        Width of the confidence bonus (>= 0).
+    lam : float, default 1.0
+        Ridge.
+
+    Examples
+    --------
+    >>> import numpy as np, vits_ref as vr
+    >>> pol = vr.LinUCB(2, alpha=1.0, lam=1.0)
+    >>> pol.select(np.array([[1.0, 0.0], [0.0, 2.0]]))
+    1
+    """
+
+    name = "LinUCB"
+
+    def __init__(self, dim, alpha=1.0, lam=1.0, seed=None):
+        self.dim = val.positive_int(dim, "dim")
+        self.alpha = val.positive_float(alpha, "alpha", allow_zero=True)
+        self.lam = val.positive_float(lam, "lam")
+        self.Vinv = np.eye(self.dim) / self.lam
+        self.b = np.zeros(self.dim)
+
+    def scores(self, contexts):
+        """Upper confidence bounds of the arms."""
+        X = _contexts(contexts, self.dim)
+        theta = self.Vinv @ self.b
+        width = np.sqrt(np.maximum(np.einsum("ai,ij,aj->a", X, self.Vinv, X), 0.0))
+        return X @ theta + self.alpha * width
+
+    def select(self, contexts):
+        """Index of the arm with the largest upper confidence bound."""
+        return int(np.argmax(self.scores(contexts)))
+
+    def update(self, contexts, arm, reward):
+        """Sherman-Morrison update of ``inv(V)`` with ``x = contexts[arm]``; ``b += r x``."""
+        X = _contexts(contexts, self.dim)
+        x = X[_arm(arm, X.shape[0])]
+        u = self.Vinv @ x
+        self.Vinv -= np.outer(u, u) / (1.0 + x @ u)
+        self.b += _reward(reward) * x
+        return self
+
+    def fresh(self, seed=None):
+        """A new LinUCB at the prior (LinUCB is deterministic; ``seed`` is ignored)."""
+        return LinUCB(self.dim, alpha=self.alpha, lam=self.lam)
+
+    def __repr__(self):
+        return f"LinUCB(dim={self.dim}, alpha={self.alpha!r}, lam={self.lam!r})"
+
+
+class RandomPolicy:
+    """Uniformly random arm: ``floor(u K)`` for ``u ~ U(0, 1)`` from the sampling stream.
+
+    Parameters
+    ----------
+    dim : int or None
+        Feature dimension, only used to validate ``contexts``.
+    seed : int, SeedSequence, Generator or None
+    """
+
+    name = "random"
+
+    def __init__(self, dim=None, seed=None):
+        self.dim = None if dim is None else val.positive_int(dim, "dim")
+        self.seed = seed
+        self._rng, _ = engine_streams(seed)
+
+    def select(self, contexts):
+        """A uniformly random arm index."""
+        X = _contexts(contexts, self.dim) if self.dim else np.asarray(contexts)
+        K = X.shape[0]
+        return min(int(self._rng.random() * K), K - 1)
+
+    def update(self, contexts, arm, reward):
+        """Nothing to learn."""
+        return self
+
+    def fresh(self, seed=None):
+        """A new random policy with ``seed``."""
+        return RandomPolicy(self.dim, seed=seed)
+
+    def __repr__(self):
+        return f"RandomPolicy(dim={self.dim})"

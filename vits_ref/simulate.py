@@ -1,0 +1,343 @@
+"""Many seeded runs of a (policy, environment) pair.
+
+Seeding: ``SeedSequence(seed)`` gives run ``r`` the child ``r``; the run's child 0 drives
+the environment's draws (so every policy meets the same contexts and noise for the same
+``seed``: common random numbers), child 1 seeds the policy, child 2 the problem instance
+when ``new_instance_per_run``. Results are bit-identical for the same seed whatever the
+number of threads: runs are independent and each is computed by one thread.
+
+Policies with a fused compiled loop (:mod:`vits_ref.kernels.bandit`): LinTS, LinUCB,
+random, and Thompson sampling over VITS or Langevin on the linear model with the
+``constant`` or ``decayed`` schedule. Their per-run randomness is drawn in bulk in the
+same order as the engines draw it online, so the fused loop and the Python loop give the
+same regret (``tests/test_simulate.py``).
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+
+from . import _validate as val
+from ._seeding import child, engine_streams
+from .envs import Environment
+from .errors import DivergenceError
+from .inference import LinTS, Langevin, VITS
+from .inference.base import GaussianEngine
+from .inference.vits import VARIANTS
+from .kernels import bandit as kb
+from .policies import LinUCB, RandomPolicy, ThompsonSampling
+from .schedules import schedule_code, step_size
+
+#: documented defaults of the named policies (VITS paper appendix E grid, eta = lam = 1).
+#: Decayed steps ``h_t = h0/(eta t)`` with ``h0 = 0.01`` keep ``h_t eta lmax(V_t)`` below
+#: ``0.01 max |x|^2 ~ 0.4`` on the pool environment (|x|^2 ~ d (1 + zeta^2)) and far
+#: below on the hard instance (|x| = 1): no divergence at the paper's sizes.
+POLICY_DEFAULTS = {
+    "lints": {"eta": 1.0, "lam": 1.0},
+    "linucb": {"alpha": 1.0, "lam": 1.0},
+    "vits-i": {"variant": "I", "eta": 1.0, "lam": 1.0, "step_size": 0.01, "n_steps": 10},
+    "vits-ii": {"variant": "II", "eta": 1.0, "lam": 1.0, "step_size": 0.01, "n_steps": 10},
+    "vits-hf": {"variant": "hessian_free", "eta": 1.0, "lam": 1.0, "step_size": 0.01,
+                "n_steps": 10, "n_mc": 20},
+    "lmc": {"eta": 1.0, "lam": 1.0, "step_size": 0.01, "n_steps": 10},
+    "random": {},
+}
+POLICY_NAMES = tuple(POLICY_DEFAULTS)
+
+_MEMORY_BUDGET = 256 * 2 ** 20  # bytes of pre-drawn randomness held at once
+
+
+def make_policy(name, dim, seed=None, **overrides):
+    """A policy by name with the documented defaults of :data:`POLICY_DEFAULTS`.
+
+    Parameters
+    ----------
+    name : {"lints", "linucb", "vits-i", "vits-ii", "vits-hf", "lmc", "random"}
+    dim : int
+    seed : int, SeedSequence, Generator or None
+    **overrides
+        Hyperparameters replacing the defaults (e.g. ``step_size=0.005``, ``n_steps=50``).
+
+    Examples
+    --------
+    >>> from vits_ref.simulate import make_policy
+    >>> make_policy("vits-hf", 20).engine.n_mc
+    20
+    """
+    name = val.choice(name, "policy", POLICY_NAMES)
+    params = {**POLICY_DEFAULTS[name], **overrides}
+    if name == "lints":
+        return ThompsonSampling(LinTS(dim, seed=seed, **params))
+    if name == "linucb":
+        return LinUCB(dim, **params)
+    if name.startswith("vits"):
+        return ThompsonSampling(VITS(dim, seed=seed, **params))
+    if name == "lmc":
+        return ThompsonSampling(Langevin(dim, seed=seed, **params))
+    return RandomPolicy(dim, seed=seed, **params)
+
+
+@dataclass
+class SimulationResult:
+    """Outcome of :func:`simulate`.
+
+    Attributes
+    ----------
+    regret, cumulative_regret : (n_runs, n_rounds) arrays
+        Instantaneous (exact: expected reward of the best arm minus that of the played
+        arm) and cumulative regret.
+    arms : (n_runs, n_rounds) int array
+        Arms played.
+    kl_rounds : (n_kl,) int array
+        1-based rounds at which ``kl`` was recorded.
+    kl : (n_runs, n_kl) array or None
+        ``KL(q_t || p_t)`` from the engine's Gaussian to the exact linear posterior after
+        the update of those rounds; None for policies without a Gaussian posterior.
+    wall_time : float
+        Seconds for all runs (randomness drawn, compiled loop or Python loop).
+    fused : bool
+        Whether the fused compiled loop ran.
+    """
+
+    policy: str
+    environment: str
+    regret: np.ndarray
+    arms: np.ndarray
+    kl_rounds: np.ndarray
+    kl: np.ndarray | None
+    wall_time: float
+    fused: bool
+    seed: object = None
+    cumulative_regret: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        self.cumulative_regret = np.cumsum(self.regret, axis=1)
+
+    @property
+    def n_runs(self):
+        return self.regret.shape[0]
+
+    @property
+    def n_rounds(self):
+        return self.regret.shape[1]
+
+    def mean_and_stderr(self):
+        """Mean and standard error over runs of the cumulative regret, each (n_rounds,)."""
+        cr = self.cumulative_regret
+        se = cr.std(axis=0, ddof=1) / np.sqrt(cr.shape[0]) if cr.shape[0] > 1 else 0 * cr[0]
+        return cr.mean(axis=0), se
+
+
+def _policy_name(policy):
+    return getattr(policy, "name", type(policy).__name__)
+
+
+def _fused_spec(policy):
+    """Kernel parameters of a policy with a fused loop, else None."""
+    spec = {"variant": 0, "symmetrize": False, "schedule": 0, "eta": 1.0, "lam": 1.0,
+            "h0_mu": 0.0, "h0": 0.0, "ucb_alpha": 0.0, "n_steps": 0, "n_mc": 1}
+    if isinstance(policy, RandomPolicy):
+        return {**spec, "policy": kb.POLICY_RANDOM}
+    if isinstance(policy, LinUCB):
+        return {**spec, "policy": kb.POLICY_LINUCB, "lam": policy.lam,
+                "ucb_alpha": policy.alpha}
+    if not isinstance(policy, ThompsonSampling):
+        return None
+    eng = policy.engine
+    if eng.model.name != "linear":
+        return None
+    spec.update(eta=eng.eta, lam=eng.lam)
+    if type(eng) is LinTS:
+        return {**spec, "policy": kb.POLICY_LINTS}
+    code = schedule_code(getattr(eng, "schedule", None))
+    if code is None:
+        return None
+    if type(eng) is VITS:
+        return {**spec, "policy": kb.POLICY_VITS, "variant": VARIANTS[eng.variant],
+                "symmetrize": eng.symmetrize, "schedule": code, "h0_mu": eng.step_size,
+                "h0": eng.cov_step_size, "n_steps": eng.n_steps, "n_mc": eng.n_mc}
+    if type(eng) is Langevin:
+        return {**spec, "policy": kb.POLICY_LMC, "schedule": code, "h0": eng.step_size,
+                "n_steps": eng.n_steps}
+    return None
+
+
+def draw_policy_noise(spec, policy_seed, n_rounds, dim):
+    """The randomness a fused run consumes, in the order the engines draw it online.
+
+    Returns ``(init_noise (d,), sel_noise (T, d) or (T, 1), step_noise (T, S, M, d))``.
+    """
+    rng_sample, rng_update = engine_streams(policy_seed)
+    code, T, d = spec["policy"], n_rounds, dim
+    init = np.zeros(0)
+    sel = np.zeros((T, 0))
+    steps = np.zeros((T, 0, 1, d))
+    if code == kb.POLICY_RANDOM:
+        sel = rng_sample.random((T, 1))
+    elif code == kb.POLICY_LINTS:
+        sel = rng_sample.standard_normal((T, d))
+    elif code == kb.POLICY_VITS:
+        init = rng_update.standard_normal(d)
+        sel = rng_sample.standard_normal((T, d))
+        steps = rng_update.standard_normal((T, spec["n_steps"], spec["n_mc"], d))
+    elif code == kb.POLICY_LMC:
+        init = rng_update.standard_normal(d)
+        steps = rng_update.standard_normal((T, spec["n_steps"], 1, d))
+    return init, sel, steps
+
+
+def _validate_kl_rounds(kl_rounds, n_rounds):
+    if kl_rounds is None:
+        return np.zeros(0, dtype=np.int64)
+    arr = np.asarray(kl_rounds)
+    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError("kl_rounds must be a 1-D sequence of integers (1-based rounds)")
+    arr = np.unique(arr.astype(np.int64))
+    if arr.size and (arr[0] < 1 or arr[-1] > n_rounds):
+        raise ValueError(f"kl_rounds must lie in [1, n_rounds={n_rounds}], got {kl_rounds}")
+    return arr
+
+
+def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
+             new_instance_per_run=False, fused=None, n_threads=None, progress=None):
+    """Run ``n_runs`` independent seeded simulations of ``policy`` on ``env``.
+
+    Parameters
+    ----------
+    policy : str or policy object
+        A name of :data:`POLICY_NAMES` (documented defaults, see :func:`make_policy`) or a
+        policy object; an object serves as a specification: every run starts from its
+        prior (``policy.fresh(seed)``), so its current state is not used.
+    env : Environment
+        From :mod:`vits_ref.envs`.
+    n_rounds, n_runs : int
+    seed : int, SeedSequence or None
+    kl_rounds : sequence of int, optional
+        1-based rounds after which to record ``KL(q_t || p_t)`` (Gaussian engines).
+    new_instance_per_run : bool, default False
+        Draw a new problem instance (``theta_star``, pool, arms) for every run.
+    fused : bool or None
+        None: use the fused compiled loop when the pair has one; True: require it;
+        False: the Python loop over ``select``/``update``.
+    n_threads : int or None
+        Numba threads for the fused loop (default: Numba's current setting).
+    progress : callable or None
+        Called as ``progress(runs_done, n_runs)``.
+
+    Returns
+    -------
+    SimulationResult
+
+    Raises
+    ------
+    DivergenceError
+        If an engine's state becomes non-finite (names engine, run, round, step size).
+
+    Examples
+    --------
+    >>> import vits_ref as vr
+    >>> env = vr.envs.pool(dim=5, n_arms=10, zeta=1.0, seed=0)
+    >>> res = vr.simulate("lints", env, n_rounds=50, n_runs=2, seed=0)
+    >>> res.cumulative_regret.shape
+    (2, 50)
+    """
+    if not isinstance(env, Environment):
+        raise TypeError(f"env must be a vits_ref environment, got {type(env).__name__}")
+    n_rounds = val.positive_int(n_rounds, "n_rounds")
+    n_runs = val.positive_int(n_runs, "n_runs")
+    if isinstance(policy, str):
+        policy = make_policy(policy, env.dim)
+    if not all(hasattr(policy, a) for a in ("select", "update", "fresh")):
+        raise TypeError("policy must be a name or an object with select, update and fresh")
+    if getattr(policy, "dim", env.dim) not in (None, env.dim):
+        raise ValueError(f"policy dim {policy.dim} does not match env.dim {env.dim}")
+    kl_rounds = _validate_kl_rounds(kl_rounds, n_rounds)
+    root = val.as_seed_sequence(seed)
+    spec = _fused_spec(policy)
+    if fused and spec is None:
+        raise ValueError(f"{_policy_name(policy)} has no fused loop on this model/schedule; "
+                         "use fused=None or False")
+    use_fused = spec is not None and fused is not False
+    gaussian = isinstance(getattr(policy, "engine", None), GaussianEngine)
+
+    def env_for(run_seed):
+        return env.new_instance(child(run_seed, 2)) if new_instance_per_run else env
+
+    regret = np.empty((n_runs, n_rounds))
+    arms = np.empty((n_runs, n_rounds), dtype=np.int64)
+    kl = np.zeros((n_runs, kl_rounds.size))
+    start = time.perf_counter()
+    if use_fused:
+        _run_fused(spec, policy, env_for, root, n_rounds, n_runs, kl_rounds, regret, arms, kl,
+                   n_threads, progress)
+    else:
+        for r in range(n_runs):
+            run_seed = child(root, r)
+            e = env_for(run_seed)
+            real = e.realise(n_rounds, np.random.Generator(np.random.PCG64(child(run_seed, 0))))
+            pol = policy.fresh(child(run_seed, 1))
+            _run_python(pol, real, kl_rounds, regret[r], arms[r], kl[r], r, gaussian)
+            if progress:
+                progress(r + 1, n_runs)
+    wall = time.perf_counter() - start
+    return SimulationResult(_policy_name(policy), repr(env), regret, arms, kl_rounds,
+                            kl if gaussian else None, wall, use_fused, seed)
+
+
+def _run_python(pol, real, kl_rounds, regret, arms, kl, run, gaussian):
+    T = real.means.shape[0]
+    nk = 0
+    for t in range(T):
+        X = real.contexts[t]
+        arm = pol.select(X)
+        regret[t] = real.means[t].max() - real.means[t, arm]
+        arms[t] = arm
+        try:
+            pol.update(X, arm, real.rewards[t, arm])
+        except DivergenceError as err:
+            raise DivergenceError(err.engine, err.round, err.step_size, run=run) from None
+        if nk < kl_rounds.size and kl_rounds[nk] == t + 1:
+            if gaussian:
+                kl[nk] = pol.engine.kl_to_posterior()
+            nk += 1
+
+
+def _run_fused(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, arms, kl,
+               n_threads, progress):
+    d = None
+    # size a batch so that the pre-drawn randomness stays within the memory budget
+    first = env_for(child(root, 0))
+    d, K = first.dim, first.n_arms
+    per_run = 8 * (T * K * (d + 2) + T * d * (1 + spec["n_steps"] * spec["n_mc"]))
+    batch = int(max(1, min(n_runs, _MEMORY_BUDGET // per_run)))
+    old_threads = numba.get_num_threads()
+    if n_threads is not None:
+        numba.set_num_threads(val.positive_int(n_threads, "n_threads"))
+    try:
+        for lo in range(0, n_runs, batch):
+            hi = min(n_runs, lo + batch)
+            reals, noises = [], []
+            for r in range(lo, hi):
+                run_seed = child(root, r)
+                e = env_for(run_seed)
+                reals.append(e.realise(T, np.random.Generator(np.random.PCG64(child(run_seed, 0)))))
+                noises.append(draw_policy_noise(spec, child(run_seed, 1), T, d))
+            status = np.zeros(hi - lo, dtype=np.int64)
+            kb.run_many(spec["policy"], spec["variant"], spec["symmetrize"], spec["schedule"],
+                        spec["eta"], spec["lam"], spec["h0_mu"], spec["h0"], spec["ucb_alpha"],
+                        np.stack([x.contexts for x in reals]), np.stack([x.means for x in reals]),
+                        np.stack([x.rewards for x in reals]), np.stack([n[0] for n in noises]),
+                        np.stack([n[1] for n in noises]), np.stack([n[2] for n in noises]),
+                        kl_rounds, regret[lo:hi], arms[lo:hi], kl[lo:hi], status)
+            bad = np.flatnonzero(status)
+            if bad.size:
+                r, rnd = lo + int(bad[0]), int(status[bad[0]])
+                h = step_size(("constant", "decayed")[spec["schedule"]], spec["h0"],
+                              spec["eta"], rnd)
+                raise DivergenceError(_policy_name(policy), rnd, h, run=r)
+            if progress:
+                progress(hi, n_runs)
+    finally:
+        numba.set_num_threads(old_threads)
