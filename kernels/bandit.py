@@ -114,6 +114,7 @@ def linear_bandit_run(policy, variant, symmetrize, schedule, eta, lam, h0_mu, h0
     theta = vecs[0]
     work = vecs[1]
     nk = 0
+    track_v = policy == POLICY_VITS or policy == POLICY_LMC or kl_rounds.shape[0] > 0
     for t in range(T):
         X = contexts[t]
         # ---- select
@@ -144,10 +145,13 @@ def linear_bandit_run(policy, variant, symmetrize, schedule, eta, lam, h0_mu, h0
         x = X[arm]
         for i in range(d):
             bvec[i] += r * x[i]
-            eta_b[i] += eta * r * x[i]
-            for j in range(d):
-                V[i, j] += x[i] * x[j]
-                etaV[i, j] += eta * x[i] * x[j]
+        # V is needed by the VI/Langevin potentials and by the KL diagnostic only
+        if track_v:
+            for i in range(d):
+                eta_b[i] += eta * r * x[i]
+                for j in range(d):
+                    V[i, j] += x[i] * x[j]
+                    etaV[i, j] += eta * x[i] * x[j]
         n_obs = t + 1
         if policy == POLICY_LINTS:
             chol_rank1_update(F, x, work)

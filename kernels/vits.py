@@ -25,18 +25,18 @@ VARIANT_HF = 2
 
 
 @kernel
-def vits_apply(variant, mu, B, C, g, A, CtC, h_mu, h, W1, W2, work2d):
-    """Apply one VITS step given the averaged gradient ``g`` and the matrix ``A``.
+def vits_apply(variant, mu, B, C, g, A, AB, CtC, h_mu, h, W2, work2d):
+    """Apply one VITS step given the averaged gradient ``g``, ``A`` and ``AB = A @ B``.
 
     ``CtC`` must hold ``C^T C`` for variants II and Hessian-free (the caller computes it
-    because the Hessian-free ``A`` needs it too); it is overwritten. ``W1``, ``W2``
-    (d, d) and ``work2d`` (d, 2d) are scratch. Returns False if VITS-I meets a singular
-    ``B`` (the caller reports divergence).
+    because the Hessian-free ``A`` needs it too); it is overwritten. ``W2`` (d, d) and
+    ``work2d`` (d, 2d) are scratch. Returns False if VITS-I meets a singular ``B`` (the
+    caller reports divergence).
     """
     d = mu.shape[0]
+    W1 = AB
     for i in range(d):
         mu[i] -= h_mu * g[i]
-    gemm_nn(A, B, W1)  # A B
     if variant == VARIANT_I:
         if not inv_transpose(B, W2, work2d):
             return False
@@ -113,17 +113,30 @@ def vits_linear_steps(variant, symmetrize, mu, B, C, etaV, eta_b, eps, h_mu, h,
     ``eps`` (S, M, d) are the standard normals of the ``M`` draws of each step.
     Returns False if a VITS-I step meets a singular ``B``.
     """
-    S = eps.shape[0]
-    d = mu.shape[0]
+    S, M, d = eps.shape
     for s in range(S):
-        linear_draws(mu, B, etaV, eta_b, eps[s], Z, G, g)
         if variant == VARIANT_HF:
+            linear_draws(mu, B, etaV, eta_b, eps[s], Z, G, g)
             hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize)
-            ok = vits_apply(variant, mu, B, C, g, A, CtC, h_mu, h, W1, W2, work2d)
+            gemm_nn(A, B, W1)
+            ok = vits_apply(variant, mu, B, C, g, A, W1, CtC, h_mu, h, W2, work2d)
         else:
+            # The Hessian is constant, so the mean gradient over the draws is
+            # eta V mu - eta b + (eta V B) mean_j eps_j: it reuses A B = eta V B, which the
+            # square-root update needs anyway (two BLAS calls fewer per step).
+            gemm_nn(etaV, B, W1)
+            for i in range(d):
+                e = 0.0
+                for m in range(M):
+                    e += eps[s, m, i]
+                Z[0, i] = e / M
+            gemv(W1, Z[0], g)
+            gemv(etaV, mu, G[0])
+            for i in range(d):
+                g[i] += G[0, i] - eta_b[i]
             if variant == VARIANT_II:
                 gemm_tn(C, C, CtC)
-            ok = vits_apply(variant, mu, B, C, g, etaV, CtC, h_mu, h, W1, W2, work2d)
+            ok = vits_apply(variant, mu, B, C, g, etaV, W1, CtC, h_mu, h, W2, work2d)
         if not ok:
             return False
     return True

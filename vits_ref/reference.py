@@ -1,0 +1,104 @@
+"""Plain NumPy reference implementations: readable, slow, and the yardstick.
+
+:func:`linear_bandit_run` implements the same algorithms as the fused compiled loop
+(:func:`vits_ref.kernels.bandit.linear_bandit_run`) with ordinary NumPy calls and the same
+pre-drawn randomness, so the two must give the same regret to rounding
+(``tests/test_reference.py``). The benchmarks time it against the compiled loop in the
+same process. LinTS here refactorises ``V`` by ``np.linalg.cholesky`` and solves every
+round, as most bandit libraries do; the compiled loop uses rank-one updates.
+"""
+
+import numpy as np
+
+from .kernels import bandit as kb
+from .kernels.vits import VARIANT_HF, VARIANT_I
+
+
+def step_size(schedule, h0, eta, t):
+    """``h0`` (constant) or ``h0 / (eta t)`` (decayed)."""
+    return h0 / (eta * t) if schedule == kb.SCHEDULE_DECAYED else h0
+
+
+def vits_step(variant, mu, B, C, etaV, eta_b, eps, h_mu, h, symmetrize=False):
+    """One VITS step on the linear potential (ALGORITHMS.md section 2); returns new state.
+
+    ``eps`` (M, d): the standard normals of the step's M draws.
+    """
+    Z = eps @ B.T                      # theta_j - mu
+    G = (mu + Z) @ etaV - eta_b        # grad U(theta_j) (etaV symmetric)
+    g = G.mean(axis=0)
+    if variant == VARIANT_HF:
+        A = (C.T @ C) @ (Z.T @ G / eps.shape[0])
+        if symmetrize:
+            A = 0.5 * (A + A.T)
+    else:
+        A = etaV
+    mu = mu - h_mu * g
+    if variant == VARIANT_I:
+        return mu, B - h * (A @ B) + h * np.linalg.inv(B).T, C
+    B_new = B - h * (A @ B) + h * C.T
+    C_new = C - h * C @ (C.T @ C - A)
+    return mu, B_new, C_new
+
+
+def linear_bandit_run(spec, contexts, means, rewards, init_noise, sel_noise, step_noise):
+    """One linear-bandit run in plain NumPy; returns ``(regret (T,), arms (T,))``.
+
+    ``spec`` is the dict of :func:`vits_ref.simulate._fused_spec`; the arrays are those of
+    :func:`vits_ref.kernels.bandit.linear_bandit_run`. Raises FloatingPointError on a
+    non-finite state.
+    """
+    T, K, d = contexts.shape
+    code, eta, lam = spec["policy"], spec["eta"], spec["lam"]
+    V = lam * np.eye(d)
+    b = np.zeros(d)
+    s0 = np.sqrt(lam * eta)
+    mu = init_noise / s0 if init_noise.size else np.zeros(d)
+    B = np.eye(d) / s0
+    C = np.eye(d) * s0
+    Vinv = np.eye(d) / lam
+    regret = np.empty(T)
+    arms = np.empty(T, dtype=np.int64)
+    for t in range(T):
+        X = contexts[t]
+        if code == kb.POLICY_RANDOM:
+            arm = min(int(sel_noise[t, 0] * K), K - 1)
+        else:
+            if code == kb.POLICY_LINTS:
+                L = np.linalg.cholesky(V)
+                y = np.linalg.solve(L, b) + sel_noise[t] / np.sqrt(eta)
+                theta = np.linalg.solve(L.T, y)
+                scores = X @ theta
+            elif code == kb.POLICY_LINUCB:
+                theta = Vinv @ b
+                width = np.sqrt(np.maximum(np.einsum("ai,ij,aj->a", X, Vinv, X), 0.0))
+                scores = X @ theta + spec["ucb_alpha"] * width
+            elif code == kb.POLICY_VITS:
+                scores = X @ (mu + B @ sel_noise[t])
+            else:
+                scores = X @ mu
+            arm = int(np.argmax(scores))
+        regret[t] = means[t].max() - means[t, arm]
+        arms[t] = arm
+        x, r = X[arm], rewards[t, arm]
+        V += np.outer(x, x)
+        b += r * x
+        n_obs = t + 1
+        if code == kb.POLICY_LINUCB:
+            u = Vinv @ x
+            Vinv -= np.outer(u, u) / (1.0 + x @ u)
+        elif code == kb.POLICY_VITS:
+            h_mu = step_size(spec["schedule"], spec["h0_mu"], eta, n_obs)
+            h = step_size(spec["schedule"], spec["h0"], eta, n_obs)
+            for s in range(step_noise.shape[1]):
+                mu, B, C = vits_step(spec["variant"], mu, B, C, eta * V, eta * b,
+                                     step_noise[t, s], h_mu, h, spec["symmetrize"])
+            if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(B))):
+                raise FloatingPointError(f"non-finite state at round {n_obs}")
+        elif code == kb.POLICY_LMC:
+            h = step_size(spec["schedule"], spec["h0"], eta, n_obs)
+            for s in range(step_noise.shape[1]):
+                mu = mu - h * eta * (V @ mu - b) + np.sqrt(2 * h) * step_noise[t, s, 0]
+            if not np.all(np.isfinite(mu)):
+                raise FloatingPointError(f"non-finite state at round {n_obs}")
+    return regret, arms
