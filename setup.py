@@ -14,7 +14,8 @@ EXTRAS = {
 setup(
     name="vits_ref",
     version="0.1.0",
-    description="Reference NumPy/Numba library for Thompson sampling with approximate posteriors (VITS and baselines).",
+    description=("Reference NumPy/Numba library for Thompson sampling with approximate "
+                 "posteriors (VITS and baselines)."),
     long_description=open("README.rst", encoding="utf-8").read(),
     long_description_content_type="text/x-rst",
     python_requires=">=3.10",

@@ -21,8 +21,15 @@ from vits_ref.config import cpu_jit, kernel
 
 from .baselines import langevin_linear_steps, lints_draw, linucb_scores, sherman_morrison
 from .diagnostics import kl_to_linear_posterior
-from .linalg import (all_finite_mat, all_finite_vec, chol_rank1_update, gemv, inv_transpose,
-                     solve_lower, solve_lower_t)
+from .linalg import (
+    all_finite_mat,
+    all_finite_vec,
+    chol_rank1_update,
+    gemv,
+    inv_transpose,
+    solve_lower,
+    solve_lower_t,
+)
 from .vits import VARIANT_I, gaussian_draw, vits_linear_steps
 
 POLICY_RANDOM = 0

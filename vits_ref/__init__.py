@@ -8,7 +8,7 @@ runs: :func:`simulate`. Closed forms: :mod:`vits_ref.gaussian`.
 
 from . import envs, gaussian, models, schedules
 from .errors import DivergenceError
-from .inference import LinTS, Langevin, VITS
+from .inference import VITS, Langevin, LinTS
 from .policies import LinUCB, RandomPolicy, ThompsonSampling
 from .simulate import POLICY_NAMES, SimulationResult, make_policy, simulate
 

@@ -49,10 +49,11 @@ def float_array(value, name, ndim=None, shape=None, finite=True):
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
     if shape is not None:
-        for axis, (got, want) in enumerate(zip(arr.shape, shape)):
+        wanted = tuple("any" if s is None else s for s in shape)
+        for axis, (got, want) in enumerate(zip(arr.shape, shape, strict=True)):
             if want is not None and got != want:
-                raise ValueError(f"{name} must have shape {tuple('any' if s is None else s for s in shape)}, "
-                                 f"got {arr.shape} (axis {axis})")
+                raise ValueError(f"{name} must have shape {wanted}, got {arr.shape} "
+                                 f"(axis {axis})")
     if finite and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or inf")
     return arr

@@ -23,7 +23,8 @@ class DivergenceError(FloatingPointError):
         self.run = run
         where = f" in run {run}" if run is not None else ""
         msg = (f"{engine} diverged (non-finite state) at round {self.round}{where} with step "
-               f"size {self.step_size:.4g}; lower the step size or use schedule='decayed'.")
+               f"size {self.step_size:.4g}; lower the step size (with the 'decayed' schedule, "
+               f"h_t = h0/(eta t), lower h0).")
         if detail:
             msg += " " + detail
         super().__init__(msg)

@@ -1,0 +1,61 @@
+"""Command line: ``python -m vits_ref list | run NAME | bench``."""
+
+import argparse
+import sys
+import time
+
+
+def _progress(name):
+    start = time.perf_counter()
+
+    def report(msg):
+        print(f"[{name} {time.perf_counter() - start:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    return report
+
+
+def main(argv=None):
+    """Entry point of ``python -m vits_ref`` and the ``vits-ref`` script."""
+    from .experiments import EXPERIMENTS, get
+
+    parser = argparse.ArgumentParser(prog="python -m vits_ref",
+                                     description="Thompson sampling with approximate posteriors")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list the experiments")
+    p_run = sub.add_parser("run", help="run an experiment and write CSV, JSON and PNG")
+    p_run.add_argument("name", choices=sorted(EXPERIMENTS))
+    p_run.add_argument("--runs", type=int, default=None, help="independent runs (paper: 50)")
+    p_run.add_argument("--rounds", type=int, default=None, help="rounds per run (paper: 1000)")
+    p_run.add_argument("--seed", type=int, default=None, help="root seed (default 0)")
+    p_run.add_argument("--out", default=None, help="output folder (default results/NAME)")
+    p_bench = sub.add_parser("bench", help="print speed ratios against the NumPy reference")
+    p_bench.add_argument("--quick", action="store_true", help="fewer repeats")
+    args = parser.parse_args(argv)
+
+    if args.command == "list":
+        for name, mod in sorted(EXPERIMENTS.items()):
+            print(f"{name:18s} {mod.DESCRIPTION}")
+        return 0
+    if args.command == "bench":
+        from .bench import main as bench_main
+
+        bench_main(quick=args.quick)
+        return 0
+    mod = get(args.name)
+    opts = {**mod.DEFAULTS}
+    for key in ("runs", "rounds", "seed"):
+        value = getattr(args, key)
+        if value is not None:
+            if value < (0 if key == "seed" else 1):
+                parser.error(f"--{key} must be {'>= 0' if key == 'seed' else '>= 1'}")
+            opts[key] = value
+    out = args.out or f"results/{args.name}"
+    result = mod.run(out=out, progress=_progress(args.name), **opts)
+    print(mod.table(result))
+    print(f"wrote {out}/curves.csv, {out}/summary.json, {out}/regret.png "
+          f"({result['total_wall_time_s']:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
