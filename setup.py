@@ -4,7 +4,9 @@ from setuptools import setup
 
 EXTRAS = {
     "test": ["pytest>=7", "hypothesis>=6", "statsmodels>=0.14", "scikit-learn>=1.3",
-             "nbclient>=0.9", "nbformat>=5.9", "ipykernel>=6", "matplotlib>=3.7", "ruff>=0.5"],
+             "nbclient>=0.9", "nbformat>=5.9", "ipykernel>=6", "matplotlib>=3.7", "ruff>=0.5",
+             # the CUDA simulator tests need numba-cuda importable (no GPU is used)
+             "numba-cuda[cu12]>=0.20"],
     "plot": ["matplotlib>=3.7"],
     "bench": ["asv>=0.6"],
     "notebooks": ["jupyter", "nbclient>=0.9", "nbformat>=5.9", "ipykernel>=6", "matplotlib>=3.7"],
