@@ -3,9 +3,14 @@
 A fixed ill-conditioned linear model: d = 10, n = 100 observations whose features have
 squared singular values log-spaced over [1, 1000] (``V = I + X^T X`` has condition
 number about 500), eta = lam = 1. One ``update`` of the ``vits_ref.VITS`` engine with the
-``constant`` schedule runs ``n_steps`` steps of size ``h = 0.5 / lmax(eta V)`` from the
+``constant`` schedule runs ``n_steps`` steps of size ``h = 0.05 / lmax(eta V)`` from the
 prior; the figure is ``KL(q || p)`` with ``p`` from ``vits_ref.gaussian.linear_posterior``.
 Seeded, so deterministic for a given build; a change means the numerics changed.
+
+The step is small because the Hessian-free variant (20 draws) diverges on this model
+within 100 steps at ``h = 0.1 / lmax``; VITS-I/II are stable far beyond. With one draw per
+step the mean keeps a noise floor that grows with ``h``, so the KL of VITS-I/II stops
+falling once the bias is below it.
 """
 
 import os
@@ -38,7 +43,7 @@ def ill_conditioned_model(seed=0):
 class TrackVitsKL:
     """``KL(q || p)`` after one update of ``n_steps`` constant-size VITS steps (nats)."""
 
-    params = (("I", "II", "hessian_free"), (100, 1000, 10000))
+    params = (("I", "II", "hessian_free"), (100, 1000, 10000, 30000))
     param_names = ["variant", "n_steps"]
     unit = "nats"
     timeout = TIMEOUT
@@ -48,7 +53,7 @@ class TrackVitsKL:
         self.X, self.r = ill_conditioned_model()
         self.mean_p, self.cov_p = linear_posterior(self.X, self.r, eta=1.0, lam=1.0)
         V = np.eye(DIM) + self.X.T @ self.X
-        self.h = 0.5 / np.linalg.eigvalsh(V)[-1]
+        self.h = 0.05 / np.linalg.eigvalsh(V)[-1]
 
     def track_kl_to_posterior(self, variant, n_steps):
         eng = vits_ref.VITS(DIM, variant=variant, eta=1.0, lam=1.0, step_size=self.h,
