@@ -13,7 +13,8 @@ def kl_to_linear_posterior(mu, B, V, b, eta, Lv, Ls, W, v1):
 
     ``KL = 1/2 [eta tr(V S) + eta |L_V^T (m - mu)|^2 - d - d log eta - logdet V - logdet S]``
     with ``S = B B^T`` and ``m = V^-1 b`` (ALGORITHMS.md section 1). ``Lv``, ``Ls``, ``W``
-    (d, d) and ``v1`` (d,) are scratch. Returns inf if ``B B^T`` is singular.
+    (d, d) and ``v1`` (d,) are scratch. Returns inf if ``B B^T`` is singular; values in
+    ``(-1e-12 d, 0)`` (rounding) are returned as 0.
     """
     d = mu.shape[0]
     if not cholesky(V, Lv):
@@ -38,4 +39,8 @@ def kl_to_linear_posterior(mu, B, V, b, eta, Lv, Ls, W, v1):
         for k in range(i, d):
             s += Lv[k, i] * v1[k]
         quad += s * s
-    return 0.5 * (eta * tr + eta * quad - d - d * math.log(eta) - logdet_v - logdet_q)
+    kl = 0.5 * (eta * tr + eta * quad - d - d * math.log(eta) - logdet_v - logdet_q)
+    # rounding of an exact posterior can give -1e-14; clip it like gaussian.kl does
+    if kl < 0.0 and kl > -1e-12 * d:
+        return 0.0
+    return kl
