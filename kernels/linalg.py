@@ -138,7 +138,10 @@ def _inv_transpose_cpu(b, out, work):
             for j in range(b.shape[1]):
                 if not math.isfinite(b[i, j]):
                     return False
-        inv = np.linalg.inv(b)
+        try:
+            inv = np.linalg.inv(b)
+        except Exception:  # LinAlgError: singular (the caller reports divergence)
+            return False
         for i in range(b.shape[0]):
             for j in range(b.shape[1]):
                 out[j, i] = inv[i, j]

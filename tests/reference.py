@@ -45,3 +45,38 @@ def product_gaussian_naive(m1, s1, m2, s2):
     mean = cov @ (p1 @ np.asarray(m1, dtype=float) + p2 @ np.asarray(m2, dtype=float))
     log_z = multivariate_normal(mean=m2, cov=np.asarray(s1) + np.asarray(s2)).logpdf(m1)
     return mean, cov, float(log_z)
+
+
+# --- kernels and baselines (vits_ref.kernels) -------------------------------------------
+
+def lints_draw_naive(V, b, eta, z):
+    """A LinTS draw ``L^-T (L^-1 b + z / sqrt(eta))`` with ``L = cholesky(V)`` by dense solves."""
+    L = np.linalg.cholesky(V)
+    y = np.linalg.solve(L, b) + np.asarray(z) / np.sqrt(eta)
+    return np.linalg.solve(L.T, y)
+
+
+def langevin_linear_naive(theta, etaV, eta_b, eps, h):
+    """ULA steps ``theta <- theta - h (etaV theta - eta_b) + sqrt(2 h) eps_s``, one per row."""
+    theta = np.array(theta, dtype=float)
+    for e in eps:
+        theta = theta - h * (etaV @ theta - eta_b) + np.sqrt(2.0 * h) * e
+    return theta
+
+
+def ula_stationary_cov(etaV, h):
+    """Stationary covariance of ULA on a Gaussian target with precision ``etaV``.
+
+    ``theta' = (I - h A) theta + sqrt(2h) eps`` has stationary covariance ``S`` solving
+    ``S = (I - hA) S (I - hA) + 2h I``, i.e. ``S = inv(A (I - hA/2))`` (A symmetric).
+    """
+    A = np.asarray(etaV, dtype=float)
+    return np.linalg.inv(A @ (np.eye(len(A)) - 0.5 * h * A))
+
+
+def linucb_scores_naive(V, b, X, alpha):
+    """LinUCB scores with an explicit inverse of ``V``."""
+    Vinv = np.linalg.inv(V)
+    theta = Vinv @ b
+    width = np.sqrt(np.array([x @ Vinv @ x for x in X]))
+    return X @ theta + alpha * width

@@ -106,7 +106,7 @@ class PoolEnvironment(Environment):
     def __init__(self, dim=20, n_arms=50, zeta=0.1, reward="linear", pool_size=50, seed=None):
         self.zeta = val.positive_float(zeta, "zeta", allow_zero=True)
         self.pool_size = val.positive_int(pool_size, "pool_size")
-        if reward == "logistic":
+        if val.choice(reward, "reward", REWARDS) == "logistic":
             raise ValueError("reward must be 'linear' or 'quadratic' for the pool environment")
         super().__init__(dim, n_arms, reward, seed)
         if self.reward == "linear":
@@ -139,7 +139,7 @@ class HardInstance(Environment):
     name = "hard"
 
     def __init__(self, dim=10, n_arms=10, reward="linear", seed=None):
-        if reward == "quadratic":
+        if val.choice(reward, "reward", REWARDS) == "quadratic":
             raise ValueError("reward must be 'linear' or 'logistic' for the hard instance")
         super().__init__(dim, n_arms, reward, seed)
         if self.n_arms < 2:

@@ -27,4 +27,8 @@ class DivergenceError(FloatingPointError):
                f"h_t = h0/(eta t), lower h0).")
         if detail:
             msg += " " + detail
+        self.detail = detail
         super().__init__(msg)
+
+    def __reduce__(self):  # picklable across process pools
+        return (type(self), (self.engine, self.round, self.step_size, self.run, self.detail))

@@ -110,7 +110,7 @@ class VITS(GaussianEngine):
                 "horizon": self.horizon, "R": self.R, "max_steps": self.max_steps}
 
     def _steps_and_sizes(self):
-        t = self.model.n_obs
+        t = max(self.model.n_obs, 1)  # an empty first batch runs steps at the prior
         if self.schedule == "theoretical":
             h, K = theoretical_step(self.model.V, self.eta, self.horizon, self.R)
             if K > self.max_steps:

@@ -1,0 +1,272 @@
+"""simulate(): fused compiled loop vs Python loop vs NumPy reference, seeding, diagnostics.
+
+The fused loop (kernels/bandit.py), the Python select/update loop over the engines, and
+the plain NumPy reference (vits_ref.reference) consume the same pre-drawn numbers, so they
+must choose the same arms; the regret is then identical (it is computed from the
+environment's exact means). Comparisons that involve floating-point state (KL) use 1e-10
+relative: the three implementations differ only in summation order (BLAS vs loops vs
+NumPy), ~1e-15 per operation over at most 60 rounds of d = 5.
+"""
+
+import numba
+import numpy as np
+import pytest
+from vits_ref.kernels import bandit as kb
+
+import vits_ref as vr
+from vits_ref import bench, reference
+from vits_ref._seeding import child
+from vits_ref.simulate import _fused_spec, draw_policy_noise, make_policy
+
+T = 60
+
+
+@pytest.fixture(scope="module")
+def pool_env():
+    return vr.envs.pool(dim=5, n_arms=10, zeta=1.0, seed=0)
+
+
+@pytest.fixture(scope="module")
+def hard_env():
+    return vr.envs.hard_instance(dim=5, n_arms=6, seed=1)
+
+
+def _gen(ss):
+    return np.random.Generator(np.random.PCG64(ss))
+
+
+# ---------------------------------------------------------------------------------------
+# fused == Python loop == NumPy reference
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("env_name", ["pool", "hard"])
+@pytest.mark.parametrize("name", vr.POLICY_NAMES)
+def test_fused_equals_python_loop(pool_env, hard_env, name, env_name):
+    env = pool_env if env_name == "pool" else hard_env
+    kl_rounds = [1, 7, 30, T]
+    kw = dict(n_rounds=T, n_runs=2, seed=123, kl_rounds=kl_rounds)
+    fused = vr.simulate(name, env, fused=True, **kw)
+    python = vr.simulate(name, env, fused=False, **kw)
+    assert fused.fused and not python.fused
+    assert np.array_equal(fused.arms, python.arms)
+    assert np.array_equal(fused.regret, python.regret)
+    assert np.array_equal(fused.cumulative_regret, python.cumulative_regret)
+    if name in ("lints", "vits-i", "vits-ii", "vits-hf"):
+        assert fused.kl.shape == python.kl.shape == (2, len(kl_rounds))
+        np.testing.assert_allclose(fused.kl, python.kl, rtol=1e-10, atol=1e-10)
+        assert np.array_equal(fused.kl_rounds, kl_rounds)
+    else:
+        assert fused.kl is None and python.kl is None
+    # the runs are not trivially identical (policies that learn pick different arms)
+    if name != "linucb" or env_name == "pool":
+        assert not np.array_equal(fused.arms[0], fused.arms[1])
+
+
+def _hard_problem(name, n_rounds=T):
+    env = vr.envs.hard_instance(dim=5, n_arms=6, seed=2)
+    spec = _fused_spec(make_policy(name, 5))
+    rs = child(np.random.SeedSequence(8), 0)
+    real = env.realise(n_rounds, _gen(child(rs, 0)))
+    run = (real.contexts, real.means, real.rewards) + draw_policy_noise(spec, child(rs, 1),
+                                                                       n_rounds, 5)
+    return spec, run
+
+
+@pytest.mark.parametrize("env_name", ["pool", "hard"])
+@pytest.mark.parametrize("name", vr.POLICY_NAMES)
+def test_fused_equals_numpy_reference(name, env_name):
+    if env_name == "pool":
+        spec, (run,) = bench.problem(name, n_rounds=T, dim=5, n_arms=10, zeta=1.0, seed=4)
+    else:
+        spec, run = _hard_problem(name)
+    regret_ref, arms_ref = reference.linear_bandit_run(spec, *run)
+    regret = bench.run_compiled(spec, run)
+    np.testing.assert_allclose(regret, regret_ref, rtol=0, atol=1e-10)
+    # and the same arms through the driver that returns them
+    arms = np.empty(T, np.int64)
+    status = kb.run_one(*bench._args(spec), *run, np.zeros(0, np.int64), np.empty(T), arms,
+                        np.zeros(0))
+    assert status == 0
+    assert np.array_equal(arms, arms_ref)
+
+
+# ---------------------------------------------------------------------------------------
+# reproducibility
+# ---------------------------------------------------------------------------------------
+
+def test_same_seed_bit_identical(pool_env):
+    for name in ("vits-ii", "lmc", "random"):
+        a = vr.simulate(name, pool_env, n_rounds=40, n_runs=3, seed=7)
+        b = vr.simulate(name, pool_env, n_rounds=40, n_runs=3, seed=7)
+        assert np.array_equal(a.cumulative_regret, b.cumulative_regret)
+        assert np.array_equal(a.arms, b.arms)
+        c = vr.simulate(name, pool_env, n_rounds=40, n_runs=3, seed=8)
+        assert not np.array_equal(a.arms, c.arms)
+    # seed given as a SeedSequence is the same as the int
+    s = vr.simulate("vits-ii", pool_env, n_rounds=40, n_runs=3, seed=np.random.SeedSequence(7))
+    i = vr.simulate("vits-ii", pool_env, n_rounds=40, n_runs=3, seed=7)
+    assert np.array_equal(s.arms, i.arms)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs >= 2 Numba threads")
+@pytest.mark.parametrize("name", ["vits-i", "vits-ii", "vits-hf", "lints", "lmc"])
+def test_thread_count_does_not_change_results(pool_env, name):
+    before = numba.get_num_threads()
+    kw = dict(n_rounds=50, n_runs=5, seed=3, kl_rounds=[10, 50])
+    one = vr.simulate(name, pool_env, n_threads=1, **kw)
+    two = vr.simulate(name, pool_env, n_threads=2, **kw)
+    assert one.fused and two.fused
+    assert np.array_equal(one.cumulative_regret, two.cumulative_regret)
+    assert np.array_equal(one.arms, two.arms)
+    if one.kl is not None:
+        assert np.array_equal(one.kl, two.kl)
+    assert numba.get_num_threads() == before  # restored
+
+
+# ---------------------------------------------------------------------------------------
+# which loop runs
+# ---------------------------------------------------------------------------------------
+
+def test_object_policies_choose_the_loop(pool_env):
+    decayed = vr.ThompsonSampling(vr.VITS(5, schedule="decayed", step_size=0.01, seed=0))
+    assert vr.simulate(decayed, pool_env, n_rounds=10, seed=0).fused is True
+    theo = vr.ThompsonSampling(vr.VITS(5, schedule="theoretical", horizon=10, max_steps=20,
+                                       seed=0))
+    res = vr.simulate(theo, pool_env, n_rounds=10, seed=0)
+    assert res.fused is False
+    assert res.cumulative_regret.shape == (1, 10)
+    with pytest.raises(ValueError, match="fused"):
+        vr.simulate(theo, pool_env, n_rounds=10, seed=0, fused=True)
+
+
+def test_object_policy_equals_named_policy(pool_env):
+    # a policy object is a specification: simulate starts every run from policy.fresh(...)
+    pol = make_policy("vits-ii", 5, seed=999)
+    pol.update(pool_env.pool[:10], 0, 1.0)  # its current state must not matter
+    a = vr.simulate(pol, pool_env, n_rounds=30, n_runs=2, seed=5)
+    b = vr.simulate("vits-ii", pool_env, n_rounds=30, n_runs=2, seed=5)
+    assert np.array_equal(a.arms, b.arms)
+
+
+# ---------------------------------------------------------------------------------------
+# the KL diagnostic
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["vits-i", "vits-ii", "vits-hf"])
+def test_kl_recomputed_with_the_engine_api(pool_env, name):
+    seed, n_runs, kl_rounds = 11, 2, [1, 5, 20, 40]
+    res = vr.simulate(name, pool_env, n_rounds=40, n_runs=n_runs, seed=seed,
+                      kl_rounds=kl_rounds)
+    assert res.fused
+    policy = make_policy(name, 5)
+    root = np.random.SeedSequence(seed)
+    for r in range(n_runs):
+        run_seed = child(root, r)
+        real = pool_env.realise(40, _gen(child(run_seed, 0)))
+        pol = policy.fresh(child(run_seed, 1))
+        kls = []
+        for t in range(40):
+            arm = pol.select(real.contexts[t])
+            assert arm == res.arms[r, t]
+            pol.update(real.contexts[t], arm, real.rewards[t, arm])
+            if t + 1 in kl_rounds:
+                mean, cov = vr.gaussian.linear_posterior(
+                    real.contexts[np.arange(t + 1), res.arms[r, :t + 1]],
+                    real.rewards[np.arange(t + 1), res.arms[r, :t + 1]], eta=1.0, lam=1.0)
+                kls.append(vr.gaussian.kl(pol.engine.mean, pol.engine.cov, mean, cov))
+        # KL values are O(0.1-10); both sides are exact formulas (1e-10 relative)
+        np.testing.assert_allclose(res.kl[r], kls, rtol=1e-10)
+        assert np.all(np.asarray(kls) > 1e-6)  # the VI posterior is not exact here
+
+
+def test_kl_lints_is_zero_and_others_none(pool_env):
+    res = vr.simulate("lints", pool_env, n_rounds=T, n_runs=3, seed=1, kl_rounds=[1, 30, T])
+    # LinTS's Gaussian is the exact posterior: only rounding of the rank-one updates
+    assert np.all(np.abs(res.kl) < 1e-10)
+    for name in ("linucb", "lmc", "random"):
+        for fused in (True, False):
+            assert vr.simulate(name, pool_env, n_rounds=10, seed=1, kl_rounds=[5],
+                               fused=fused).kl is None
+    # no kl_rounds: an empty (n_runs, 0) array for Gaussian engines
+    res = vr.simulate("vits-ii", pool_env, n_rounds=10, n_runs=2, seed=1)
+    assert res.kl.shape == (2, 0) and res.kl_rounds.shape == (0,)
+
+
+def test_kl_rounds_are_sorted_and_deduplicated(pool_env):
+    res = vr.simulate("vits-ii", pool_env, n_rounds=20, seed=1, kl_rounds=[20, 3, 3, 10])
+    assert np.array_equal(res.kl_rounds, [3, 10, 20])
+    ref = vr.simulate("vits-ii", pool_env, n_rounds=20, seed=1, kl_rounds=[3, 10, 20])
+    assert np.array_equal(res.kl, ref.kl)
+
+
+# ---------------------------------------------------------------------------------------
+# new instance per run
+# ---------------------------------------------------------------------------------------
+
+def _regret_from_arms(real, arms):
+    return real.means.max(axis=1) - real.means[np.arange(len(arms)), arms]
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_new_instance_per_run(pool_env, fused):
+    seed, n_runs = 21, 3
+    res = vr.simulate("random", pool_env, n_rounds=30, n_runs=n_runs, seed=seed,
+                      new_instance_per_run=True, fused=fused)
+    again = vr.simulate("random", pool_env, n_rounds=30, n_runs=n_runs, seed=seed,
+                        new_instance_per_run=True, fused=fused)
+    assert np.array_equal(res.regret, again.regret)  # reproducible
+    root = np.random.SeedSequence(seed)
+    thetas = []
+    for r in range(n_runs):
+        run_seed = child(root, r)
+        inst = pool_env.new_instance(child(run_seed, 2))
+        thetas.append(inst.theta_star)
+        real = inst.realise(30, _gen(child(run_seed, 0)))
+        # the regret is that of the played arms under run r's own instance ...
+        assert np.array_equal(res.regret[r], _regret_from_arms(real, res.arms[r]))
+        # ... not under the shared instance
+        shared = pool_env.realise(30, _gen(child(run_seed, 0)))
+        assert not np.allclose(res.regret[r], _regret_from_arms(shared, res.arms[r]))
+    assert len({tuple(t) for t in thetas}) == n_runs
+    assert not any(np.array_equal(t, pool_env.theta_star) for t in thetas)
+
+
+# ---------------------------------------------------------------------------------------
+# results
+# ---------------------------------------------------------------------------------------
+
+def test_lints_beats_random_and_result_shapes():
+    env = vr.envs.pool(dim=5, n_arms=10, zeta=1.0, seed=0)
+    lints = vr.simulate("lints", env, n_rounds=300, n_runs=10, seed=0)
+    rand = vr.simulate("random", env, n_rounds=300, n_runs=10, seed=0)
+    m_l, se_l = lints.mean_and_stderr()
+    m_r, se_r = rand.mean_and_stderr()
+    assert m_l.shape == se_l.shape == m_r.shape == (300,)
+    # stderr = sample std (ddof=1) / sqrt(n_runs)
+    cr = lints.cumulative_regret
+    assert np.allclose(se_l, cr.std(axis=0, ddof=1) / np.sqrt(10), rtol=1e-12, atol=0)
+    assert np.allclose(m_l, cr.mean(axis=0), rtol=1e-12, atol=0)
+    # sanity with a wide margin: at seed 0 LinTS ends near 38 +- 3, random near 478 +- 4;
+    # require LinTS's upper 5-SE bound below a quarter of random's lower 5-SE bound
+    assert m_l[-1] + 5 * se_l[-1] < 0.25 * (m_r[-1] - 5 * se_r[-1])
+    # LinTS learns: its second half costs less than its first
+    assert m_l[-1] - m_l[149] < m_l[149]
+    for res in (lints, rand):
+        assert res.regret.shape == res.arms.shape == res.cumulative_regret.shape == (10, 300)
+        assert res.n_runs == 10 and res.n_rounds == 300
+        assert np.all(res.regret >= 0.0)  # exact regret from expected rewards
+        assert res.arms.min() >= 0 and res.arms.max() < 10
+        assert np.allclose(res.cumulative_regret, np.cumsum(res.regret, axis=1))
+        assert res.wall_time > 0.0
+    one = vr.simulate("lints", env, n_rounds=5, n_runs=1, seed=0)
+    m, se = one.mean_and_stderr()
+    assert m.shape == se.shape == (5,) and np.all(se == 0.0)
+
+
+def test_progress_callback(pool_env):
+    for fused in (True, False):
+        calls = []
+        vr.simulate("lints", pool_env, n_rounds=5, n_runs=3, seed=0, fused=fused,
+                    progress=lambda done, total, calls=calls: calls.append((done, total)))
+        assert calls and calls[-1] == (3, 3)
+        assert all(total == 3 for _, total in calls)
