@@ -189,13 +189,15 @@ def test_fixed_point_vits_ii(ill_conditioned, orthogonal, jit):
     assert rel_err(C1, C) > 1e-3 and rel_err(B1, L) > 1e-3
 
 
-def test_vits_i_singular_b_reported(ill_conditioned):
-    # the Python body (the CUDA path) returns False on a singular B (the caller then
-    # raises DivergenceError); see test_linalg.py for the CPU overload
+@pytest.mark.parametrize("jit", [False, True], ids=["python", "jit"])
+def test_vits_i_singular_b_reported(ill_conditioned, jit):
+    # a singular B makes the step return False (the callers raise DivergenceError), on the
+    # Python body (the CUDA path) and compiled alike; B grown along one direction (what a
+    # too-large step produces) is singular to machine precision
     prob = ill_conditioned
-    B = np.zeros((5, 5))
-    ok, *_ = apply_step(False, "I", prob.mean, B, np.eye(5), prob.etaV, 1e-3)
-    assert not ok
+    for B in (np.zeros((5, 5)), np.outer(np.arange(1.0, 6.0), np.ones(5)) * 1e45):
+        ok, *_ = apply_step(jit, "I", prob.mean, B, np.eye(5), prob.etaV, 1e-3)
+        assert not ok
 
 
 # ---------------------------------------------------------------------------------------
