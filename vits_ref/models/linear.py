@@ -10,7 +10,7 @@ The linear-Gaussian model keeps sufficient statistics, never the history
 
 import numpy as np
 
-from . import _validate as val
+from .. import _validate as val
 
 
 class Linear:
@@ -32,7 +32,7 @@ class Linear:
     >>> m = Linear(2, eta=2.0, lam=1.0)
     >>> m.add(np.array([[1.0, 0.0]]), np.array([1.0]))
     >>> m.grad(np.zeros(2))
-    array([-2., -0.])
+    array([-2.,  0.])
     """
 
     name = "linear"
@@ -69,6 +69,6 @@ class Linear:
 
     def posterior(self):
         """The exact posterior ``(mean, cov) = (V^-1 b, inv(eta V))``."""
-        from .gaussian import linear_posterior_from_stats
+        from ..gaussian import linear_posterior_from_stats
 
         return linear_posterior_from_stats(self.V, self.b, eta=self.eta)
