@@ -57,14 +57,14 @@ class ThompsonSampling:
         if not isinstance(engine, Engine):
             raise TypeError(f"engine must be a vits_ref engine, got {type(engine).__name__}")
         self.engine = engine
-        self.dim = engine.dim
+        self.dim = engine.model.input_dim
         self.name = engine.name
 
     def select(self, contexts):
         """Index of the arm to play for the ``(K, d)`` features ``contexts``."""
         X = _contexts(contexts, self.dim)
         theta = self.engine.sample(1)[0]
-        return int(np.argmax(X @ theta))
+        return int(np.argmax(self.engine.model.predict(theta, X)))
 
     def update(self, contexts, arm, reward):
         """Feed back the reward of ``contexts[arm]``."""

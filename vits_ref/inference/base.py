@@ -23,9 +23,7 @@ import numpy as np
 from .. import _validate as val
 from .._seeding import engine_streams
 from ..errors import DivergenceError
-from ..models import Linear
-
-MODELS = ("linear",)
+from ..models import MODELS
 
 
 class Engine:
@@ -39,10 +37,17 @@ class Engine:
         self.eta = val.positive_float(eta, "eta")
         self.lam = val.positive_float(lam, "lam")
         if isinstance(model, str):
-            model = val.choice(model, "model", MODELS)
-            self.model = Linear(self.dim, eta=self.eta, lam=self.lam)
+            model = val.choice(model, "model", tuple(MODELS))
+            self.model = MODELS[model](self.dim, eta=self.eta, lam=self.lam)
+        elif hasattr(model, "spawn") and hasattr(model, "grads_hessian"):
+            self.model = model.spawn(self.eta, self.lam)
+            if self.model.dim != self.dim:
+                raise ValueError(f"dim ({self.dim}) must equal the model's number of "
+                                 f"parameters ({self.model.dim})")
         else:
-            raise TypeError(f"model must be one of {list(MODELS)}, got {type(model).__name__}")
+            raise TypeError(f"model must be one of {sorted(MODELS)} or a model object "
+                            f"(vits_ref.models), got {type(model).__name__}")
+        self.model_spec = model
         self.seed = seed
         self._rng_sample, self._rng_update = engine_streams(seed)
         self.diagnostics = {"n_obs": 0}
@@ -65,7 +70,7 @@ class Engine:
         -------
         self
         """
-        features, rewards = val.observations(features, rewards, self.dim)
+        features, rewards = val.observations(features, rewards, self.model.input_dim)
         self.model.add(features, rewards)
         self._refit(features, rewards)
         self.diagnostics["n_obs"] = self.model.n_obs
@@ -81,7 +86,7 @@ class Engine:
         return type(self)(**{**self._params(), "seed": seed})
 
     def _params(self):
-        return {"dim": self.dim, "eta": self.eta, "lam": self.lam}
+        return {"dim": self.dim, "eta": self.eta, "lam": self.lam, "model": self.model_spec}
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())

@@ -43,6 +43,9 @@ class LinTS(GaussianEngine):
 
     def __init__(self, dim, eta=1.0, lam=1.0, model="linear", seed=None):
         super().__init__(dim, model=model, eta=eta, lam=lam, seed=seed)
+        if self.model.name != "linear":
+            raise ValueError(f"LinTS is exact for model='linear' only, got {self.model.name!r}; "
+                             "use Laplace, VITS or Langevin")
         self.L = np.sqrt(self.lam) * np.eye(self.dim)
 
     def _refit(self, features, rewards):

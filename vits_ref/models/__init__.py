@@ -2,8 +2,33 @@
 
 One module per model: :mod:`.linear` (sufficient statistics), and, for non-linear
 models, modules that keep their history in preallocated buffers.
+
+The model protocol (what the engines of :mod:`vits_ref.inference` use):
+
+``name``, ``dim`` (number of parameters), ``input_dim`` (size of an arm's features),
+``eta``, ``lam``, ``n_obs``
+    identity, sizes and hyperparameters.
+``add(features, rewards)``
+    append observations (validated; ``features`` (n, input_dim), ``rewards`` (n,)).
+``value(theta)``, ``grad(theta)``, ``hess(theta)``
+    the potential, its gradient and its Hessian (or the documented approximation).
+``grads_hessian(thetas, want_hessian)``
+    ``(G, H)``: the gradients at the rows of ``thetas`` (M, dim), shape (M, dim), and the
+    mean of the Hessians at those points (dim, dim), or None when not wanted (the
+    Hessian-free engine). Compiled; what VITS's inner steps call.
+``predict(theta, contexts)``
+    the score of each arm (rows of ``contexts``, (K, input_dim)) under ``theta``, whose
+    argmax Thompson sampling plays.
+``spawn(eta, lam)``
+    a model of the same kind and shape with no data: how an engine turns a model given
+    as a specification (e.g. ``MLP(20)``) into its own.
+
+:data:`MODELS` maps the model names accepted by the engines' ``model=`` argument to
+classes constructed as ``cls(dim, eta=eta, lam=lam)``.
 """
 
 from .linear import Linear
 
-__all__ = ["Linear"]
+MODELS = {"linear": Linear}
+
+__all__ = ["MODELS", "Linear"]

@@ -39,6 +39,7 @@ class Linear:
 
     def __init__(self, dim, eta=1.0, lam=1.0):
         self.dim = val.positive_int(dim, "dim")
+        self.input_dim = self.dim
         self.eta = val.positive_float(eta, "eta")
         self.lam = val.positive_float(lam, "lam")
         self.V = self.lam * np.eye(self.dim)
@@ -66,6 +67,19 @@ class Linear:
     def hess(self, theta=None):
         """``eta V`` (constant)."""
         return self.eta * self.V
+
+    def grads_hessian(self, thetas, want_hessian=True):
+        """Gradients at the rows of ``thetas`` (M, d) and the (constant) Hessian ``eta V``."""
+        G = self.eta * (np.asarray(thetas, dtype=float) @ self.V - self.b)
+        return G, (self.eta * self.V if want_hessian else None)
+
+    def predict(self, theta, contexts):
+        """``contexts @ theta``: the expected reward of each arm."""
+        return np.asarray(contexts, dtype=float) @ theta
+
+    def spawn(self, eta, lam):
+        """A linear model of the same dimension with no data."""
+        return Linear(self.dim, eta=eta, lam=lam)
 
     def posterior(self):
         """The exact posterior ``(mean, cov) = (V^-1 b, inv(eta V))``."""
