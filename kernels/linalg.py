@@ -220,11 +220,16 @@ def solve_lower(L, b, out):
 def solve_lower_t(L, b, out):
     """Solve ``L^T x = b`` (L lower triangular) into ``out``; ``out`` may alias ``b``."""
     d = L.shape[0]
+    if out is not b:
+        for i in range(d):
+            out[i] = b[i]
+    # column (axpy) form: row i of L is column i of L^T, so the inner loop reads L
+    # contiguously and vectorises without reassociation (the dot form strides down a column)
     for i in range(d - 1, -1, -1):
-        s = b[i]
-        for k in range(i + 1, d):
-            s -= L[k, i] * out[k]
-        out[i] = s / L[i, i]
+        xi = out[i] / L[i, i]
+        out[i] = xi
+        for k in range(i):
+            out[k] -= L[i, k] * xi
 
 
 @kernel
