@@ -161,3 +161,40 @@ def linear_steps_cpu(variant, symmetrize, mu, B, C, etaV, eta_b, eps, h_mu, h):
     g = np.empty(d)
     return vits_linear_steps(variant, symmetrize, mu, B, C, etaV, eta_b, eps, h_mu, h,
                              mats[0], mats[1], mats[2], mats[3], mats[4], work2d, Z, G, g)
+
+
+@kernel
+def vits_model_step(variant, symmetrize, mu, B, C, Z, G, H, h_mu, h,
+                    A, CtC, D, W1, W2, work2d, g):
+    """One VITS step for any potential, given the draws and their gradients.
+
+    ``Z`` (M, d) holds ``theta_j - mu`` (``B eps_j``), ``G`` (M, d) the gradients
+    ``grad U(theta_j)``, ``H`` (d, d) the mean Hessian over the draws (ignored by the
+    Hessian-free variant). Same update as :func:`vits_linear_steps`; returns False if
+    VITS-I meets a singular ``B``.
+    """
+    M, d = Z.shape
+    for i in range(d):
+        s = 0.0
+        for m in range(M):
+            s += G[m, i]
+        g[i] = s / M
+    if variant == VARIANT_HF:
+        hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize)
+        gemm_nn(A, B, W1)
+        return vits_apply(variant, mu, B, C, g, A, W1, CtC, h_mu, h, W2, work2d)
+    if variant == VARIANT_II:
+        gemm_tn(C, C, CtC)
+    gemm_nn(H, B, W1)
+    return vits_apply(variant, mu, B, C, g, H, W1, CtC, h_mu, h, W2, work2d)
+
+
+@cpu_jit
+def model_step_cpu(variant, symmetrize, mu, B, C, Z, G, H, h_mu, h):
+    """CPU driver of :func:`vits_model_step` (allocates scratch)."""
+    d = mu.shape[0]
+    mats = np.empty((5, d, d))
+    work2d = np.empty((d, 2 * d))
+    g = np.empty(d)
+    return vits_model_step(variant, symmetrize, mu, B, C, Z, G, H, h_mu, h,
+                           mats[0], mats[1], mats[2], mats[3], mats[4], work2d, g)

@@ -265,7 +265,9 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         raise ValueError(f"{_policy_name(policy)} has no fused loop on this model/schedule; "
                          "use fused=None or False")
     use_fused = spec is not None and fused is not False
-    gaussian = isinstance(getattr(policy, "engine", None), GaussianEngine)
+    engine = getattr(policy, "engine", None)
+    # the KL diagnostic needs the exact posterior: Gaussian engines on the linear model
+    gaussian = isinstance(engine, GaussianEngine) and engine.model.name == "linear"
 
     def env_for(run_seed):
         return env.new_instance(child(run_seed, 2)) if new_instance_per_run else env

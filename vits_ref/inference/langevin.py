@@ -17,7 +17,8 @@ class Langevin(Engine):
     ----------
     dim : int
         Parameter dimension.
-    model : {"linear"}, default "linear"
+    model : str or model object, default "linear"
+        A name of :data:`vits_ref.models.MODELS` or a model object (see :class:`VITS`).
     eta, lam : float, default 1.0
         Inverse temperature and ridge of the potential.
     step_size : float, default 0.01
@@ -65,8 +66,14 @@ class Langevin(Engine):
     def _run(self, theta, rng):
         eps = rng.standard_normal((self.n_steps, self.dim))
         h = self._h()
-        langevin_linear_steps_cpu(theta, self.eta * self.model.V, self.eta * self.model.b,
-                                  eps, h)
+        if self.model.name == "linear":
+            langevin_linear_steps_cpu(theta, self.eta * self.model.V, self.eta * self.model.b,
+                                      eps, h)
+            return h
+        c = math.sqrt(2.0 * h)
+        for s in range(self.n_steps):  # any model: its compiled gradient
+            G, _ = self.model.grads_hessian(theta[None, :], False)
+            theta += -h * G[0] + c * eps[s]
         return h
 
     def _refit(self, features, rewards):

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from .. import _validate as val
-from ..kernels.vits import VARIANT_HF, VARIANT_I, VARIANT_II, linear_steps_cpu
+from ..kernels.vits import VARIANT_HF, VARIANT_I, VARIANT_II, linear_steps_cpu, model_step_cpu
 from ..schedules import SCHEDULES, step_size, theoretical_step
 from .base import GaussianEngine
 
@@ -27,8 +27,11 @@ class VITS(GaussianEngine):
         ``"I"``: exact ``inv(B)^T`` each step (O(d^3), LAPACK on the CPU); ``"II"``: the
         O(d^2)-storage recursion with ``C ~ inv(B)``; ``"hessian_free"``: VITS-II with ``A``
         estimated from gradients only (eq. 13).
-    model : {"linear"}, default "linear"
-        The reward model (the potential ``U``).
+    model : str or model object, default "linear"
+        The reward model (the potential ``U``): a name of :data:`vits_ref.models.MODELS`
+        or a model object such as ``vits_ref.models.MLP(20)`` (its ``dim`` parameters must
+        equal ``dim``). Non-linear models run each step through the model's compiled
+        ``grads_hessian`` and the same update body.
     eta, lam : float, default 1.0
         Inverse temperature and ridge; prior ``N(0, I/(lam eta))``.
     step_size : float, default 0.01
@@ -102,6 +105,7 @@ class VITS(GaussianEngine):
         self.B = np.eye(self.dim) / s0
         self.C = np.eye(self.dim) * s0
         self.mu = self._rng_update.standard_normal(self.dim) / s0
+        self._zeros = np.zeros((self.dim, self.dim))
         self.diagnostics.update(step_size=None, n_steps=0, capped_rounds=0)
 
     def _params(self):
@@ -113,6 +117,9 @@ class VITS(GaussianEngine):
     def _steps_and_sizes(self):
         t = max(self.model.n_obs, 1)  # an empty first batch runs steps at the prior
         if self.schedule == "theoretical":
+            if self.model.name != "linear":
+                raise ValueError("schedule='theoretical' (appendix A.2) is defined for "
+                                 "model='linear' only")
             h, K = theoretical_step(self.model.V, self.eta, self.horizon, self.R)
             if K > self.max_steps:
                 self.diagnostics["capped_rounds"] += 1
@@ -124,13 +131,34 @@ class VITS(GaussianEngine):
     def _refit(self, features, rewards):
         K, h_mu, h = self._steps_and_sizes()
         eps = self._rng_update.standard_normal((K, self.n_mc, self.dim))
-        ok = linear_steps_cpu(VARIANTS[self.variant], self.symmetrize, self.mu, self.B,
-                              self.C, self.model.eta * self.model.V,
-                              self.model.eta * self.model.b, eps, h_mu, h)
+        code = VARIANTS[self.variant]
+        if self.model.name == "linear":
+            ok = linear_steps_cpu(code, self.symmetrize, self.mu, self.B, self.C,
+                                  self.model.eta * self.model.V,
+                                  self.model.eta * self.model.b, eps, h_mu, h)
+        else:
+            ok = self._model_steps(code, eps, h_mu, h)
         self.diagnostics.update(step_size=h, n_steps=K)
         if not ok:
             self._check_finite(h, np.full(1, np.nan))
         self._check_finite(h, self.mu, self.B, self.C)
+
+    def _model_steps(self, code, eps, h_mu, h):
+        # Any model of the protocol: its compiled grads_hessian gives the draws' gradients
+        # and mean Hessian (Gauss-Newton for the MLP); the update is the same kernel body.
+        want_h = code != VARIANT_HF
+        for s in range(eps.shape[0]):
+            Z = eps[s] @ self.B.T
+            G, H = self.model.grads_hessian(self.mu + Z, want_h)
+            if not (np.all(np.isfinite(G)) and (H is None or np.all(np.isfinite(H)))):
+                return False
+            if H is None:
+                H = self._zeros
+            if not model_step_cpu(code, self.symmetrize, self.mu, self.B, self.C,
+                                  np.ascontiguousarray(Z), np.ascontiguousarray(G),
+                                  np.ascontiguousarray(H), h_mu, h):
+                return False
+        return True
 
     def _sample(self, n):
         eps = self._rng_sample.standard_normal((n, self.dim))
