@@ -52,8 +52,7 @@ def main(argv=None):
     out = args.out or f"results/{args.name}"
     result = mod.run(out=out, progress=_progress(args.name), **opts)
     print(mod.table(result))
-    print(f"wrote {out}/curves.csv, {out}/summary.json, {out}/regret.png "
-          f"({result['total_wall_time_s']:.1f} s)")
+    print(f"wrote {', '.join(result['files'])} ({result['total_wall_time_s']:.1f} s)")
     return 0
 
 

@@ -1,13 +1,14 @@
 """Paper reproductions, registered by name for ``python -m vits_ref run NAME``.
 
 Each experiment module defines ``NAME``, ``DESCRIPTION``, ``DEFAULTS`` (runs, rounds,
-seed) and ``run(runs, rounds, seed, out, progress)`` which writes a CSV, a JSON summary and
-a PNG plot into ``out`` and returns the summary dict.
+seed), ``run(runs, rounds, seed, out, progress)`` which writes a CSV, a JSON summary and
+a PNG plot into ``out`` and returns the summary dict (its ``files`` lists what was
+written), and ``table(result)`` for the terminal.
 """
 
-from . import vits_fig1
+from . import vits_fig1, vits_figF, vits_figI
 
-EXPERIMENTS = {m.NAME: m for m in (vits_fig1,)}
+EXPERIMENTS = {m.NAME: m for m in (vits_fig1, vits_figF, vits_figI)}
 
 
 def get(name):

@@ -86,6 +86,7 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, me
     result = {"experiment": NAME, "description": DESCRIPTION, "runs": runs, "rounds": rounds,
               "seed": seed, "dim": DIM, "n_arms": N_ARMS, "results": summary,
               "total_wall_time_s": time.perf_counter() - t_all, "environment": environment_info()}
+    result["files"] = [os.path.join(out, f) for f in ("curves.csv", "summary.json", "regret.png")]
     write_curves_csv(os.path.join(out, "curves.csv"), rows)
     write_json(os.path.join(out, "summary.json"), result)
     try:
