@@ -12,7 +12,7 @@ Online use::
 import numpy as np
 
 from . import _validate as val
-from ._seeding import engine_streams
+from ._seeding import child, engine_streams
 from .inference.base import Engine
 
 
@@ -173,3 +173,71 @@ class RandomPolicy:
 
     def __repr__(self):
         return f"RandomPolicy(dim={self.dim})"
+
+
+class PerArm:
+    """Thompson sampling with one independent posterior per arm (the MovieLens setting).
+
+    Each arm ``a`` has its own engine (a fresh copy of ``engine`` with its own seed); a
+    round draws ``theta_a`` from every arm's engine, plays
+    ``argmax_a model.predict(theta_a, x_a)`` and updates only the played arm's engine
+    with ``(x_arm, reward)`` (VITS paper section 5: "VITS for each arm only involves
+    sampling from a low-dimensional Gaussian distribution and updating the variational
+    posterior corresponding to the chosen arm").
+
+    Parameters
+    ----------
+    engine : Engine
+        The template (hyperparameters, model); its own state is not used.
+    n_arms : int
+    seed : int, SeedSequence or None
+        Arm ``a``'s engine is seeded with child ``a`` of ``SeedSequence(seed)``.
+
+    Examples
+    --------
+    >>> import numpy as np, vits_ref as vr
+    >>> pol = vr.PerArm(vr.LinTS(2), n_arms=3, seed=0)
+    >>> X = np.ones((3, 2))
+    >>> pol.update(X, pol.select(X), 1.0).n_obs
+    1
+    """
+
+    def __init__(self, engine, n_arms, seed=None):
+        if not isinstance(engine, Engine):
+            raise TypeError(f"engine must be a vits_ref engine, got {type(engine).__name__}")
+        self.template = engine
+        self.n_arms = val.positive_int(n_arms, "n_arms")
+        self.dim = engine.model.input_dim
+        self.name = f"per-arm {engine.name}"
+        self.seed = seed
+        root = val.as_seed_sequence(seed)
+        self.engines = [engine.fresh(child(root, a)) for a in range(self.n_arms)]
+
+    @property
+    def n_obs(self):
+        """Observations over all arms."""
+        return sum(e.n_obs for e in self.engines)
+
+    def select(self, contexts):
+        """Index of the arm whose own posterior draw scores highest."""
+        X = _contexts(contexts, self.dim)
+        if X.shape[0] != self.n_arms:
+            raise ValueError(f"contexts must have one row per arm ({self.n_arms}), "
+                             f"got {X.shape[0]}")
+        scores = [e.model.predict(e.sample(1)[0], X[a:a + 1])[0]
+                  for a, e in enumerate(self.engines)]
+        return int(np.argmax(scores))
+
+    def update(self, contexts, arm, reward):
+        """Update the played arm's engine with ``(contexts[arm], reward)``."""
+        X = _contexts(contexts, self.dim)
+        arm = _arm(arm, self.n_arms)
+        self.engines[arm].update(X[arm][None, :], np.array([_reward(reward)]))
+        return self
+
+    def fresh(self, seed=None):
+        """The same policy at the prior, with a new seed."""
+        return PerArm(self.template, self.n_arms, seed=seed)
+
+    def __repr__(self):
+        return f"PerArm({self.template!r}, n_arms={self.n_arms})"
