@@ -188,3 +188,48 @@ def hard_instance(dim=10, n_arms=10, reward="linear", seed=None):
     1.0
     """
     return HardInstance(dim=dim, n_arms=n_arms, reward=reward, seed=seed)
+
+
+def movielens(path=None, n_movies=100, seed=None, rank=5, reward="logistic", noise_scale=0.75,
+              synthetic_kwargs=None, lam=1.0, n_iter=50, data_seed=0):
+    """The MovieLens per-arm bandit of section 5 (see
+    :class:`vits_ref.movielens.MovieLensEnvironment`).
+
+    Parameters
+    ----------
+    path : str, os.PathLike or None
+        A MovieLens-1M ``ratings.dat`` (or ml-latest ``ratings.csv``) you downloaded; None
+        uses the synthetic low-rank stand-in (``env.source`` says which).
+    n_movies : int, default 100
+        Number of arms, distinct random movies fixed by ``seed``.
+    seed : int, SeedSequence, Generator or None
+    rank : int, default 5
+    reward : {"logistic", "linear"}
+    noise_scale : float, default 0.75
+        Noise of the linear variant.
+    synthetic_kwargs : dict, optional
+        Sizes of the stand-in (:func:`vits_ref.movielens.synthetic_ratings`); default the
+        full-size one (6040 users, 3706 movies, 100 000 ratings).
+    lam, n_iter : float, int
+        Alternating least squares settings (:func:`vits_ref.movielens.factorize`).
+    data_seed : int, default 0
+        Seeds the stand-in and the ALS initialisation (the data, shared by every
+        instance); ``seed`` only picks the movies.
+
+    Examples
+    --------
+    >>> import vits_ref as vr
+    >>> env = vr.envs.movielens(n_movies=10, seed=0,
+    ...                         synthetic_kwargs={"n_users": 200, "n_movies": 150,
+    ...                                           "n_ratings": 3000})
+    >>> env.source, env.theta_star.shape, env.prior_mean.shape
+    ('synthetic', (10, 5), (5,))
+    >>> run = env.realise(100, rng=1)
+    >>> run.contexts.shape, run.means.shape, bool((run.contexts == run.contexts[:, :1]).all())
+    ((100, 10, 5), (100, 10), True)
+    """
+    from .movielens import MovieLensEnvironment  # the module imports this one
+
+    return MovieLensEnvironment(path=path, n_movies=n_movies, reward=reward, rank=rank,
+                                noise_scale=noise_scale, synthetic_kwargs=synthetic_kwargs,
+                                lam=lam, n_iter=n_iter, data_seed=data_seed, seed=seed)
