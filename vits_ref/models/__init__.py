@@ -28,7 +28,9 @@ classes constructed as ``cls(dim, eta=eta, lam=lam)``.
 """
 
 from .linear import Linear
+from .logistic import Logistic
 
 MODELS = {"linear": Linear}
+MODELS["logistic"] = Logistic
 
-__all__ = ["MODELS", "Linear"]
+__all__ = ["MODELS", "Linear", "Logistic"]

@@ -1,0 +1,189 @@
+"""Logistic (Bernoulli) reward model: the potential of the VITS paper's logistic bandits.
+
+Rewards ``y_s in {0, 1}`` with ``P(y = 1 | x) = sigmoid(x theta)`` and the prior
+``N(0, I/(lam eta))`` tempered by ``eta`` (VITS paper, section 5 and appendix G;
+ALGORITHMS.md section 2)::
+
+    U(theta) = eta [ sum_s (log(1 + exp(x_s theta)) - y_s x_s theta) + lam/2 |theta|^2 ]
+    grad U   = eta ( sum_s (sigmoid(x_s theta) - y_s) x_s + lam theta )
+    hess U   = eta ( sum_s sigmoid'(x_s theta) x_s x_s^T + lam I )
+
+The Hessian's data term depends on ``theta``, so nothing of it can be cached across
+``theta``; what is cached is the history, in preallocated buffers (see :class:`Logistic`).
+The kernels are in :mod:`vits_ref.kernels.logistic`.
+"""
+
+import numpy as np
+
+from .. import _validate as val
+from ..kernels.logistic import (
+    logistic_grads_hessian_cpu,
+    logistic_value_cpu,
+)
+
+
+class Logistic:
+    r"""Logistic-regression potential on a growing history of Bernoulli rewards.
+
+    Parameters
+    ----------
+    dim : int
+        Parameter dimension ``d`` (also the size of an arm's features, ``input_dim``).
+    eta : float, default 1.0
+        Inverse temperature: multiplies the whole potential (likelihood and prior).
+    lam : float, default 1.0
+        Ridge: the prior is ``N(0, I/(lam eta))``.
+    capacity : int, default 1024
+        Initial number of observations the history buffers hold. When full they double
+        (amortised O(1) per observation, never a reallocation per round); their dtype and
+        rank never change, so the compiled kernels are never recompiled as history grows.
+
+    Attributes
+    ----------
+    X, y : ndarray
+        Views ``(n, d)`` and ``(n,)`` of the history buffers (``n = n_obs``).
+
+    Notes
+    -----
+    The potential (VITS paper, section 5 / appendix G, "logistic bandit"; ALGORITHMS.md
+    section 2), with ``z_s = x_s theta`` and ``sigma`` the logistic function:
+
+    .. math::
+
+        U(\theta) = \eta \Big[\sum_s \big(\log(1 + e^{z_s}) - y_s z_s\big)
+                    + \tfrac{\lambda}{2} \|\theta\|^2\Big],\quad
+        \nabla U = \eta\big(X^T(\sigma(z) - y) + \lambda\theta\big),\quad
+        \nabla^2 U = \eta\big(X^T \mathrm{diag}(\sigma'(z)) X + \lambda I\big).
+
+    Evaluated in overflow-free forms (``log1p(exp(-|z|))``, ``exp(-|z|)``), accurate for
+    any finite ``z`` (tested at ``|z| = 1000``). Unlike the VITS authors' code, the sigmoid
+    is applied once. :meth:`predict` returns ``x theta``, not ``sigmoid(x theta)``: the mean
+    reward is monotone in ``x theta``, so the argmax (the arm Thompson sampling plays) is
+    the same and the scores stay informative where the sigmoid saturates.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vits_ref.models import Logistic
+    >>> m = Logistic(2, eta=1.0, lam=1.0)
+    >>> m.add(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1.0, 0.0]))
+    >>> m.grad(np.zeros(2))  # sigmoid(0) - y = -1/2, +1/2
+    array([-0.5,  0.5])
+    >>> float(m.value(np.zeros(2)))  # 2 log 2
+    1.3862943611198906
+    """
+
+    name = "logistic"
+
+    def __init__(self, dim, eta=1.0, lam=1.0, capacity=1024):
+        self.dim = val.positive_int(dim, "dim")
+        self.input_dim = self.dim
+        self.eta = val.positive_float(eta, "eta")
+        self.lam = val.positive_float(lam, "lam")
+        self.capacity = val.positive_int(capacity, "capacity")
+        self.n_obs = 0
+        self._alloc(self.capacity)
+
+    # -- history buffers ------------------------------------------------------------------
+    def _alloc(self, cap):
+        X = np.zeros((cap, self.dim))
+        y = np.zeros(cap)
+        if self.n_obs:
+            X[:self.n_obs] = self._X[:self.n_obs]
+            y[:self.n_obs] = self._y[:self.n_obs]
+        self._X, self._y = X, y
+        # kernel scratch, sized with the history: the Hessian's weights and scaled rows
+        self._w = np.empty(cap)
+        self._Xw = np.empty((cap, self.dim))
+
+    @property
+    def X(self):
+        """The features seen so far, ``(n_obs, dim)`` (a view of the buffer)."""
+        return self._X[:self.n_obs]
+
+    @property
+    def y(self):
+        """The rewards seen so far, ``(n_obs,)`` (a view of the buffer)."""
+        return self._y[:self.n_obs]
+
+    def add(self, features, rewards):
+        """Append observations: ``features`` (n, dim) finite, ``rewards`` (n,) in {0, 1}.
+
+        Raises
+        ------
+        ValueError
+            On a shape mismatch, non-finite features, or a reward other than 0 or 1.
+        """
+        features, rewards = val.observations(features, rewards, self.input_dim)
+        bad = (rewards != 0.0) & (rewards != 1.0)
+        if np.any(bad):
+            raise ValueError(f"rewards must be 0 or 1 for the logistic model (Bernoulli "
+                             f"rewards), got {float(rewards[bad][0])!r} at index "
+                             f"{int(np.flatnonzero(bad)[0])}")
+        m = features.shape[0]
+        need = self.n_obs + m
+        cap = self._X.shape[0]
+        if need > cap:
+            while cap < need:
+                cap *= 2
+            self._alloc(cap)
+        self._X[self.n_obs:need] = features
+        self._y[self.n_obs:need] = rewards
+        self.n_obs = need
+
+    # -- the potential --------------------------------------------------------------------
+    def _theta(self, theta):
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        if theta.shape != (self.dim,):
+            raise ValueError(f"theta must have shape ({self.dim},), got {theta.shape}")
+        return theta
+
+    def value(self, theta):
+        """``U(theta)``."""
+        return float(logistic_value_cpu(self.X, self.y, self._theta(theta), self.eta,
+                                        self.lam))
+
+    def grad(self, theta):
+        """``eta (X^T (sigmoid(X theta) - y) + lam theta)``."""
+        return self.grads_hessian(self._theta(theta)[None, :], False)[0][0]
+
+    def hess(self, theta):
+        """``eta (X^T diag(sigmoid'(X theta)) X + lam I)``."""
+        return self.grads_hessian(self._theta(theta)[None, :], True)[1]
+
+    def grads_hessian(self, thetas, want_hessian=True):
+        """Gradients at the rows of ``thetas`` and the mean of the Hessians there.
+
+        Parameters
+        ----------
+        thetas : (M, dim) array
+        want_hessian : bool, default True
+
+        Returns
+        -------
+        G : (M, dim) ndarray
+            ``G[j] = grad U(thetas[j])``.
+        H : (dim, dim) ndarray or None
+            ``mean_j hess U(thetas[j]) = eta (X^T diag(mean_j sigmoid'(X thetas[j])) X
+            + lam I)``: the weights are averaged first, so any M costs one Gram product.
+        """
+        thetas = np.ascontiguousarray(thetas, dtype=np.float64)
+        if thetas.ndim != 2 or thetas.shape[1] != self.dim:
+            raise ValueError(f"thetas must have shape (M, {self.dim}), got {thetas.shape}")
+        G = np.empty_like(thetas)
+        H = np.empty((self.dim, self.dim))
+        want = bool(want_hessian)
+        logistic_grads_hessian_cpu(self.X, self.y, thetas, self.eta, self.lam, want,
+                                   self._w, self._Xw, G, H)
+        return G, (H if want else None)
+
+    def predict(self, theta, contexts):
+        """``contexts @ theta``: monotone in the mean reward ``sigmoid(x theta)``.
+
+        The argmax (what Thompson sampling plays) is that of the mean rewards.
+        """
+        return np.asarray(contexts, dtype=float) @ theta
+
+    def spawn(self, eta, lam):
+        """A logistic model of the same dimension and initial capacity, with no data."""
+        return Logistic(self.dim, eta=eta, lam=lam, capacity=self.capacity)
