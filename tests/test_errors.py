@@ -37,7 +37,7 @@ NAN = float("nan")
     ((3,), {"eta": NAN}, ValueError, "eta"),
     ((3,), {"eta": 0.0}, ValueError, "eta"),
     ((3,), {"lam": -1}, ValueError, "lam"),
-    ((3,), {"model": "logistic"}, ValueError, "model"),
+    ((3,), {"model": "poisson"}, ValueError, "model"),
     ((3,), {"symmetrize": "yes"}, TypeError, "symmetrize"),
     ((3,), {"R": 0.0}, ValueError, "R"),
     ((3,), {"max_steps": 0}, ValueError, "max_steps"),

@@ -151,8 +151,8 @@ def _fused_spec(policy):
     if not isinstance(policy, ThompsonSampling):
         return None
     eng = policy.engine
-    if eng.model.name != "linear":
-        return None
+    if eng.model.name != "linear" or getattr(eng.model, "prior_cov", None) is not None:
+        return None  # the fused loop starts from the default prior N(0, I/(lam eta))
     spec.update(eta=eng.eta, lam=eng.lam)
     if type(eng) is LinTS:
         return {**spec, "policy": kb.POLICY_LINTS}

@@ -93,6 +93,17 @@ class Engine:
         return f"{type(self).__name__}({args})"
 
     # -- helpers ------------------------------------------------------------------------
+    def _prior_start(self):
+        """``(mean, B0)`` of the model's prior, ``B0 B0^T`` its covariance.
+
+        The default prior ``N(0, I/(lam eta))`` returns None: engines then use their own
+        closed form (bit-identical to the fused loop's initialisation).
+        """
+        cov = getattr(self.model, "prior_cov", None)
+        if cov is None:
+            return None
+        return self.model.prior_mean, np.linalg.cholesky(cov)
+
     def _check_finite(self, step_size, *arrays):
         for a in arrays:
             if not np.all(np.isfinite(a)):

@@ -46,7 +46,8 @@ class LinTS(GaussianEngine):
         if self.model.name != "linear":
             raise ValueError(f"LinTS is exact for model='linear' only, got {self.model.name!r}; "
                              "use Laplace, VITS or Langevin")
-        self.L = np.sqrt(self.lam) * np.eye(self.dim)
+        self.L = (np.sqrt(self.lam) * np.eye(self.dim) if self.model.prior_cov is None
+                  else np.linalg.cholesky(self.model.V))
 
     def _refit(self, features, rewards):
         # one rank-one update of L per observation; b is kept by the model

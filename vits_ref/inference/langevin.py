@@ -53,7 +53,10 @@ class Langevin(Engine):
         self.n_steps = val.positive_int(n_steps, "n_steps")
         self.schedule = val.choice(schedule, "schedule", ("constant", "decayed"))
         super().__init__(dim, model=model, eta=eta, lam=lam, seed=seed)
-        self.theta = self._rng_update.standard_normal(self.dim) / math.sqrt(self.lam * self.eta)
+        start = self._prior_start()
+        z = self._rng_update.standard_normal(self.dim)
+        self.theta = (z / math.sqrt(self.lam * self.eta) if start is None
+                      else start[0] + start[1] @ z)
         self.diagnostics.update(step_size=None, n_steps=0)
 
     def _params(self):

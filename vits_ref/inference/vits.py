@@ -101,10 +101,16 @@ class VITS(GaussianEngine):
         else:
             self.horizon = None if horizon is None else val.positive_int(horizon, "horizon")
         super().__init__(dim, model=model, eta=eta, lam=lam, seed=seed)
-        s0 = math.sqrt(self.lam * self.eta)
-        self.B = np.eye(self.dim) / s0
-        self.C = np.eye(self.dim) * s0
-        self.mu = self._rng_update.standard_normal(self.dim) / s0
+        start = self._prior_start()
+        if start is None:
+            s0 = math.sqrt(self.lam * self.eta)
+            self.B = np.eye(self.dim) / s0
+            self.C = np.eye(self.dim) * s0
+            self.mu = self._rng_update.standard_normal(self.dim) / s0
+        else:  # a general prior N(theta0, Sigma0): B = chol(Sigma0), C = inv(B)
+            theta0, self.B = start
+            self.C = np.linalg.inv(self.B)
+            self.mu = theta0 + self.B @ self._rng_update.standard_normal(self.dim)
         self._zeros = np.zeros((self.dim, self.dim))
         self.diagnostics.update(step_size=None, n_steps=0, capped_rounds=0)
 

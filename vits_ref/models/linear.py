@@ -13,6 +13,25 @@ import numpy as np
 from .. import _validate as val
 
 
+def general_prior(dim, prior_mean, prior_cov):
+    """Validated ``(prior_mean, prior_cov)``; ``(None, None)`` for the default prior.
+
+    ``prior_cov`` may be a vector (a diagonal covariance) or a matrix; ``prior_mean``
+    defaults to 0 when only ``prior_cov`` is given.
+    """
+    if prior_cov is None:
+        if prior_mean is not None:
+            raise ValueError("prior_mean needs prior_cov (the default prior is N(0, I/(lam eta)))")
+        return None, None
+    cov = np.asarray(prior_cov, dtype=float)
+    if cov.ndim == 1:
+        cov = np.diag(val.float_array(cov, "prior_cov", ndim=1, shape=(dim,)))
+    cov = val.spd_matrix(cov, "prior_cov", dim=dim)
+    mean = (np.zeros(dim) if prior_mean is None
+            else val.float_array(prior_mean, "prior_mean", ndim=1, shape=(dim,)))
+    return mean, cov
+
+
 class Linear:
     """Linear-Gaussian potential with prior ``N(0, I/(lam eta))`` and noise variance ``1/eta``.
 
@@ -24,6 +43,11 @@ class Linear:
         Inverse temperature (inverse noise variance).
     lam : float, default 1.0
         Ridge (prior precision in units of ``eta``).
+    prior_mean, prior_cov : array or None
+        A general Gaussian prior ``N(theta0, Sigma0)`` instead of ``N(0, I/(lam eta))``
+        (``lam`` is then unused). It enters the statistics as ``V0 = inv(Sigma0)/eta``,
+        ``b0 = V0 theta0`` (ALGORITHMS.md section 1, general form), so the potential, its
+        gradient ``eta (V theta - b)`` and every kernel are unchanged.
 
     Examples
     --------
@@ -37,13 +61,19 @@ class Linear:
 
     name = "linear"
 
-    def __init__(self, dim, eta=1.0, lam=1.0):
+    def __init__(self, dim, eta=1.0, lam=1.0, prior_mean=None, prior_cov=None):
         self.dim = val.positive_int(dim, "dim")
         self.input_dim = self.dim
         self.eta = val.positive_float(eta, "eta")
         self.lam = val.positive_float(lam, "lam")
-        self.V = self.lam * np.eye(self.dim)
-        self.b = np.zeros(self.dim)
+        self.prior_mean, self.prior_cov = general_prior(self.dim, prior_mean, prior_cov)
+        if self.prior_cov is None:
+            self.V = self.lam * np.eye(self.dim)
+            self.b = np.zeros(self.dim)
+        else:
+            self.V = np.linalg.inv(self.prior_cov) / self.eta
+            self.V = 0.5 * (self.V + self.V.T)
+            self.b = self.V @ self.prior_mean
         self.sum_r2 = 0.0
         self.n_obs = 0
 
@@ -78,8 +108,9 @@ class Linear:
         return np.asarray(contexts, dtype=float) @ theta
 
     def spawn(self, eta, lam):
-        """A linear model of the same dimension with no data."""
-        return Linear(self.dim, eta=eta, lam=lam)
+        """A linear model of the same dimension and prior with no data."""
+        return type(self)(self.dim, eta=eta, lam=lam, prior_mean=self.prior_mean,
+                          prior_cov=self.prior_cov)
 
     def posterior(self):
         """The exact posterior ``(mean, cov) = (V^-1 b, inv(eta V))``."""
