@@ -63,3 +63,35 @@ def test_general_prior_uses_the_python_loop():
     env = vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=0)
     pol = vr.ThompsonSampling(vr.LinTS(3, model=Linear(3, prior_cov=np.ones(3))))
     assert not vr.simulate(pol, env, n_rounds=5, seed=0).fused
+
+
+def test_logistic_general_prior_potential_and_laplace():
+    """Logistic with N(theta0, Sigma0): gradient/Hessian by finite differences, and
+    Laplace's MAP is the minimiser of U (zero gradient, BFGS agreement)."""
+    from scipy.optimize import minimize
+
+    from vits_ref.models import Logistic
+
+    rng = np.random.default_rng(2)
+    theta0, Sigma0 = np.array([0.3, -0.5]), np.array([[0.5, 0.1], [0.1, 0.3]])
+    X = rng.standard_normal((80, 2))
+    y = (rng.random(80) < 1 / (1 + np.exp(-X @ [1.0, -2.0]))).astype(float)
+    m = Logistic(2, eta=1.0, prior_mean=theta0, prior_cov=Sigma0)
+    m.add(X, y)
+    t = np.array([0.2, 0.1])
+    e = 1e-6
+    fd = np.array([(m.value(t + e * u) - m.value(t - e * u)) / (2 * e) for u in np.eye(2)])
+    # central differences of an O(10) function: error ~ e^2 f''' + eps f / e ~ 1e-8
+    np.testing.assert_allclose(m.grad(t), fd, rtol=1e-6, atol=1e-7)
+    fdh = np.array([(m.grad(t + e * u) - m.grad(t - e * u)) / (2 * e) for u in np.eye(2)])
+    np.testing.assert_allclose(m.hess(t), fdh, rtol=1e-6, atol=1e-6)
+    eng = vr.Laplace(2, model=m, eta=1.0).update(X, y)  # spawn keeps the prior, no data
+    np.testing.assert_allclose(eng.model.prior_cov, Sigma0)
+    assert np.linalg.norm(eng.model.grad(eng.mean)) < 1e-8
+    ref = minimize(m.value, np.zeros(2), jac=m.grad, method="BFGS", options={"gtol": 1e-10})
+    np.testing.assert_allclose(eng.mean, ref.x, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.inv(eng.cov), m.hess(eng.mean), rtol=1e-8)
+    # with no data Laplace returns the prior itself
+    prior_only = vr.Laplace(2, model=Logistic(2, prior_mean=theta0, prior_cov=Sigma0))
+    np.testing.assert_allclose(prior_only.mean, theta0)
+    np.testing.assert_allclose(prior_only.cov, Sigma0, rtol=1e-12)

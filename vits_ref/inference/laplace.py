@@ -91,12 +91,19 @@ class Laplace(GaussianEngine):
         self.tol = val.positive_float(tol, "tol")
         self.max_iter = val.positive_int(max_iter, "max_iter")
         super().__init__(dim, model=model, eta=eta, lam=lam, seed=seed)
-        self.theta = np.zeros(self.dim)
-        # the prior N(0, I/(eta lam)) is the Laplace posterior with no data
-        self.H = self.eta * self.lam * np.eye(self.dim)
-        self.L = np.sqrt(self.eta * self.lam) * np.eye(self.dim)
+        # the prior is the Laplace posterior with no data
+        start = self._prior_start()
+        if start is None:  # N(0, I/(eta lam))
+            self.theta = np.zeros(self.dim)
+            self.H = self.eta * self.lam * np.eye(self.dim)
+            self.L = np.sqrt(self.eta * self.lam) * np.eye(self.dim)
+        else:  # N(theta0, Sigma0) given by the model
+            self.theta = start[0].copy()
+            self.H = np.linalg.inv(self.model.prior_cov)
+            self.H = 0.5 * (self.H + self.H.T)
+            self.L = np.linalg.cholesky(self.H)
         self._P0 = self.H.copy()
-        self._b0 = np.zeros(self.dim)
+        self._b0 = self._P0 @ self.theta
         self.diagnostics.update(irls_iterations=0, converged=True)
 
     def _params(self):

@@ -20,6 +20,7 @@ from ..kernels.logistic import (
     logistic_grads_hessian_cpu,
     logistic_value_cpu,
 )
+from .linear import general_prior
 
 
 class Logistic:
@@ -33,6 +34,11 @@ class Logistic:
         Inverse temperature: multiplies the whole potential (likelihood and prior).
     lam : float, default 1.0
         Ridge: the prior is ``N(0, I/(lam eta))``.
+    prior_mean, prior_cov : array or None
+        A general Gaussian prior ``N(theta0, Sigma0)`` instead (``prior_cov`` a matrix or
+        the diagonal as a vector): the prior term of ``U`` becomes
+        ``1/2 (theta - theta0)^T inv(Sigma0) (theta - theta0)``, not tempered by ``eta``
+        (the MovieLens setting of the VITS paper, section 5).
     capacity : int, default 1024
         Initial number of observations the history buffers hold. When full they double
         (amortised O(1) per observation, never a reallocation per round); their dtype and
@@ -75,11 +81,17 @@ class Logistic:
 
     name = "logistic"
 
-    def __init__(self, dim, eta=1.0, lam=1.0, capacity=1024):
+    def __init__(self, dim, eta=1.0, lam=1.0, capacity=1024, prior_mean=None, prior_cov=None):
         self.dim = val.positive_int(dim, "dim")
         self.input_dim = self.dim
         self.eta = val.positive_float(eta, "eta")
         self.lam = val.positive_float(lam, "lam")
+        self.prior_mean, self.prior_cov = general_prior(self.dim, prior_mean, prior_cov)
+        # the prior term 1/2 (theta - theta0)^T P0 (theta - theta0) of U; the default
+        # prior is P0 = eta lam I, theta0 = 0 (and is handled inside the kernels)
+        self.prior_precision = (self.eta * self.lam * np.eye(self.dim)
+                                if self.prior_cov is None else np.linalg.inv(self.prior_cov))
+        self._lam_kernel = self.lam if self.prior_cov is None else 0.0
         self.capacity = val.positive_int(capacity, "capacity")
         self.n_obs = 0
         self._alloc(self.capacity)
@@ -140,8 +152,12 @@ class Logistic:
 
     def value(self, theta):
         """``U(theta)``."""
-        return float(logistic_value_cpu(self.X, self.y, self._theta(theta), self.eta,
-                                        self.lam))
+        theta = self._theta(theta)
+        value = float(logistic_value_cpu(self.X, self.y, theta, self.eta, self._lam_kernel))
+        if self.prior_cov is not None:
+            r = theta - self.prior_mean
+            value += 0.5 * float(r @ self.prior_precision @ r)
+        return value
 
     def grad(self, theta):
         """``eta (X^T (sigmoid(X theta) - y) + lam theta)``."""
@@ -173,8 +189,12 @@ class Logistic:
         G = np.empty_like(thetas)
         H = np.empty((self.dim, self.dim))
         want = bool(want_hessian)
-        logistic_grads_hessian_cpu(self.X, self.y, thetas, self.eta, self.lam, want,
+        logistic_grads_hessian_cpu(self.X, self.y, thetas, self.eta, self._lam_kernel, want,
                                    self._w, self._Xw, G, H)
+        if self.prior_cov is not None:  # general prior: P0 (theta - theta0) and P0
+            G += (thetas - self.prior_mean) @ self.prior_precision
+            if want:
+                H += self.prior_precision
         return G, (H if want else None)
 
     def predict(self, theta, contexts):
@@ -186,4 +206,5 @@ class Logistic:
 
     def spawn(self, eta, lam):
         """A logistic model of the same dimension and initial capacity, with no data."""
-        return Logistic(self.dim, eta=eta, lam=lam, capacity=self.capacity)
+        return Logistic(self.dim, eta=eta, lam=lam, capacity=self.capacity,
+                        prior_mean=self.prior_mean, prior_cov=self.prior_cov)
