@@ -72,3 +72,33 @@ def test_fig1_paper_size(tmp_path):
     for zeta in vits_fig1.ZETAS:
         assert final[(zeta, "VITS-II")] < 1.25 * final[(zeta, "LinTS")]
         assert np.isfinite(list(final.values())).all()
+
+
+@pytest.mark.parametrize("name,args", [
+    ("vits-figG", ["--runs", "2", "--rounds", "30"]),
+    ("vits-figF", ["--runs", "1", "--rounds", "2000"]),
+    ("vits-figI", ["--runs", "1", "--rounds", "1200"]),
+])
+def test_other_experiments_run_from_the_command_line(tmp_path, name, args):
+    res = _cli("run", name, *args, "--out", str(tmp_path))
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["experiment"] == name and summary["results"]
+    for f in summary["files"]:
+        assert (tmp_path / f.split("/")[-1]).exists(), f
+    assert "wrote" in res.stdout
+
+
+def test_movielens_experiment_small(tmp_path):
+    from vits_ref.experiments import vits_movielens
+
+    res = vits_movielens.run(runs=2, rounds=40, seed=1, out=str(tmp_path), n_movies=8,
+                             synthetic_kwargs={"n_users": 60, "n_movies": 40,
+                                               "n_ratings": 800})
+    assert res["data"] == "synthetic"
+    assert {e["method"] for e in res["results"]} == {"LinTS", "LMC-TS", "VITS-II",
+                                                      "VITS-II HF", "Laplace"}
+    # regret per round is at most 1 (Bernoulli means)
+    assert all(0 <= e["final_regret_mean"] <= 40 for e in res["results"])
+    assert "--data" in _cli("run", "--help").stdout
+    bad = _cli("run", "vits-fig1", "--data", "x", check=False)
+    assert bad.returncode == 2 and "takes no --data" in bad.stderr

@@ -1,6 +1,7 @@
 """Command line: ``python -m vits_ref list | run NAME | bench``."""
 
 import argparse
+import inspect
 import sys
 import time
 
@@ -28,6 +29,9 @@ def main(argv=None):
     p_run.add_argument("--rounds", type=int, default=None, help="rounds per run (paper: 1000)")
     p_run.add_argument("--seed", type=int, default=None, help="root seed (default 0)")
     p_run.add_argument("--out", default=None, help="output folder (default results/NAME)")
+    p_run.add_argument("--data", default=None,
+                       help="a data file for experiments that take one (vits-movielens: a "
+                            "MovieLens ratings.dat; default: the synthetic stand-in)")
     p_bench = sub.add_parser("bench", help="print speed ratios against the NumPy reference")
     p_bench.add_argument("--quick", action="store_true", help="fewer repeats")
     args = parser.parse_args(argv)
@@ -49,6 +53,10 @@ def main(argv=None):
             if value < (0 if key == "seed" else 1):
                 parser.error(f"--{key} must be {'>= 0' if key == 'seed' else '>= 1'}")
             opts[key] = value
+    if args.data is not None:
+        if "path" not in inspect.signature(mod.run).parameters:
+            parser.error(f"{args.name} takes no --data")
+        opts["path"] = args.data
     out = args.out or f"results/{args.name}"
     result = mod.run(out=out, progress=_progress(args.name), **opts)
     print(mod.table(result))
