@@ -190,11 +190,9 @@ def vits_model_step(variant, symmetrize, mu, B, C, Z, G, H, h_mu, h,
 
 
 @cpu_jit
-def model_step_cpu(variant, symmetrize, mu, B, C, Z, G, H, h_mu, h):
-    """CPU driver of :func:`vits_model_step` (allocates scratch)."""
-    d = mu.shape[0]
-    mats = np.empty((5, d, d))
-    work2d = np.empty((d, 2 * d))
-    g = np.empty(d)
+def model_step_cpu(variant, symmetrize, mu, B, C, Z, G, H, h_mu, h, mats, work2d, g):
+    """CPU driver of :func:`vits_model_step`; scratch ``mats`` (5, d, d), ``work2d``
+    (d, 2d) and ``g`` (d,) come from the caller, which keeps them across steps (at
+    d = 861 fresh buffers would page-fault 30 MB per step)."""
     return vits_model_step(variant, symmetrize, mu, B, C, Z, G, H, h_mu, h,
                            mats[0], mats[1], mats[2], mats[3], mats[4], work2d, g)

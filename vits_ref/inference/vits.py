@@ -112,6 +112,7 @@ class VITS(GaussianEngine):
             self.C = np.linalg.inv(self.B)
             self.mu = theta0 + self.B @ self._rng_update.standard_normal(self.dim)
         self._zeros = np.zeros((self.dim, self.dim))
+        self._scratch = None  # scratch of the generic step, allocated on first use
         self.diagnostics.update(step_size=None, n_steps=0, capped_rounds=0)
 
     def _params(self):
@@ -153,6 +154,9 @@ class VITS(GaussianEngine):
         # Any model of the protocol: its compiled grads_hessian gives the draws' gradients
         # and mean Hessian (Gauss-Newton for the MLP); the update is the same kernel body.
         want_h = code != VARIANT_HF
+        if self._scratch is None:
+            d = self.dim
+            self._scratch = (np.empty((5, d, d)), np.empty((d, 2 * d)), np.empty(d))
         for s in range(eps.shape[0]):
             Z = eps[s] @ self.B.T
             G, H = self.model.grads_hessian(self.mu + Z, want_h)
@@ -162,7 +166,7 @@ class VITS(GaussianEngine):
                 H = self._zeros
             if not model_step_cpu(code, self.symmetrize, self.mu, self.B, self.C,
                                   np.ascontiguousarray(Z), np.ascontiguousarray(G),
-                                  np.ascontiguousarray(H), h_mu, h):
+                                  np.ascontiguousarray(H), h_mu, h, *self._scratch):
                 return False
         return True
 
