@@ -29,8 +29,9 @@ classes constructed as ``cls(dim, eta=eta, lam=lam)``.
 
 from .linear import Linear
 from .logistic import Logistic
+from .mlp import MLP
 
 MODELS = {"linear": Linear}
 MODELS["logistic"] = Logistic
 
-__all__ = ["MODELS", "Linear", "Logistic"]
+__all__ = ["MODELS", "Linear", "Logistic", "MLP"]
