@@ -37,3 +37,64 @@ def write_json(path, obj):
 
     with open(path, "w") as fh:
         json.dump(obj, fh, indent=2, default=default)
+
+
+def run_panels(name, description, panels, runs, rounds, seed, out, progress=None,
+               title=None, extra=None, kl_rounds=None):
+    """Run regret experiments panel by panel and write ``curves.csv``, ``summary.json``,
+    ``regret.png``; return the summary.
+
+    ``panels``: a list of ``(panel_title, environment, methods, info)`` where ``methods``
+    is a list of ``(label, policy)`` and ``info`` a dict added to each result entry (e.g.
+    ``{"zeta": 0.1}``). Every method of a panel meets the same runs (same ``seed``: the
+    same environment draws) on new instances per run. ``kl_rounds`` records the KL
+    diagnostic of Gaussian engines on the linear model (see :func:`vits_ref.simulate`).
+    """
+    import time
+
+    from ..simulate import simulate
+
+    os.makedirs(out, exist_ok=True)
+    rows, summary, curves = [], [], {}
+    t0 = time.perf_counter()
+    for panel, env, methods, info in panels:
+        curves[panel] = {}
+        for label, policy in methods:
+            if progress:
+                progress(f"{panel}: {label} ({runs} runs x {rounds} rounds)")
+            res = simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
+                           new_instance_per_run=True, kl_rounds=kl_rounds)
+            mean, se = res.mean_and_stderr()
+            rows.append({"panel": panel, "method": label, "mean": mean, "stderr": se})
+            curves[panel][label] = (mean, se)
+            entry = {**info, "panel": panel, "method": label,
+                     "final_regret_mean": float(mean[-1]), "final_regret_stderr": float(se[-1]),
+                     "wall_time_s": res.wall_time, "fused": res.fused,
+                     "us_per_round": 1e6 * res.wall_time / (runs * rounds)}
+            if res.kl is not None:
+                entry["kl_rounds"] = res.kl_rounds
+                entry["kl_mean"] = res.kl.mean(axis=0)
+            summary.append(entry)
+    files = [os.path.join(out, f) for f in ("curves.csv", "summary.json", "regret.png")]
+    result = {"experiment": name, "description": description, "runs": runs, "rounds": rounds,
+              "seed": seed, **(extra or {}), "results": summary, "files": files,
+              "total_wall_time_s": time.perf_counter() - t0, "environment": environment_info()}
+    write_curves_csv(files[0], rows)
+    write_json(files[1], result)
+    try:
+        from ..plotting import regret_panels
+
+        regret_panels(curves, files[2], title=title)
+    except ImportError as exc:
+        if progress:
+            progress(f"no plot written: {exc}")
+    return result
+
+
+def regret_table(result):
+    """Final regrets, one line per panel and method."""
+    lines = [f"{'panel':18s} {'method':24s} {'regret(T)':>10} {'+-se':>7} {'us/round':>10}"]
+    for e in result["results"]:
+        lines.append(f"{e['panel']:18s} {e['method']:24s} {e['final_regret_mean']:10.2f} "
+                     f"{e['final_regret_stderr']:7.2f} {e['us_per_round']:10.1f}")
+    return "\n".join(lines)

@@ -14,14 +14,10 @@ linear runs with another seed (0.1 and 0.3 gave the same regret within a standar
 1000 by default.
 """
 
-import os
-import time
-
 from ..envs import hard_instance
 from ..inference import VITS, Langevin, LinTS
 from ..policies import ThompsonSampling
-from ..simulate import simulate
-from ._common import environment_info, write_curves_csv, write_json
+from ._common import regret_table, run_panels
 
 NAME = "vits-figG"
 DESCRIPTION = "VITS paper appendix G: hard non-contextual instance, linear and logistic"
@@ -43,46 +39,12 @@ def policies(reward):
 def run(runs=20, rounds=1000, seed=0, out="results/vits-figG", progress=None,
         rewards=("linear", "logistic")):
     """Run both panels; writes ``curves.csv``, ``summary.json``, ``regret.png``."""
-    os.makedirs(out, exist_ok=True)
-    rows, summary, panels = [], [], {}
-    t0 = time.perf_counter()
-    for reward in rewards:
-        env = hard_instance(dim=DIM, n_arms=N_ARMS, reward=reward, seed=seed)
-        panel = f"{reward} rewards"
-        panels[panel] = {}
-        for label, policy in policies(reward):
-            if progress:
-                progress(f"{panel}: {label} ({runs} runs x {rounds} rounds)")
-            res = simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
-                           new_instance_per_run=True)
-            mean, se = res.mean_and_stderr()
-            rows.append({"panel": panel, "method": label, "mean": mean, "stderr": se})
-            panels[panel][label] = (mean, se)
-            summary.append({"reward": reward, "method": label,
-                            "final_regret_mean": float(mean[-1]),
-                            "final_regret_stderr": float(se[-1]), "wall_time_s": res.wall_time,
-                            "fused": res.fused,
-                            "us_per_round": 1e6 * res.wall_time / (runs * rounds)})
-    files = [os.path.join(out, f) for f in ("curves.csv", "summary.json", "regret.png")]
-    result = {"experiment": NAME, "description": DESCRIPTION, "runs": runs, "rounds": rounds,
-              "seed": seed, "step_size": STEP, "results": summary, "files": files,
-              "total_wall_time_s": time.perf_counter() - t0, "environment": environment_info()}
-    write_curves_csv(files[0], rows)
-    write_json(files[1], result)
-    try:
-        from ..plotting import regret_panels
-
-        regret_panels(panels, files[2], title=f"Hard instance (d=K={DIM}, {runs} runs)")
-    except ImportError as exc:
-        if progress:
-            progress(f"no plot written: {exc}")
-    return result
+    panels = [(f"{reward} rewards", hard_instance(dim=DIM, n_arms=N_ARMS, reward=reward,
+                                                  seed=seed), policies(reward),
+               {"reward": reward}) for reward in rewards]
+    return run_panels(NAME, DESCRIPTION, panels, runs, rounds, seed, out, progress,
+                      title=f"Hard instance (d=K={DIM}, {runs} runs)",
+                      extra={"step_size": STEP})
 
 
-def table(result):
-    """Final regrets."""
-    lines = [f"{'reward':9s} {'method':8s} {'regret(T)':>10} {'+-se':>7} {'us/round':>9}"]
-    for e in result["results"]:
-        lines.append(f"{e['reward']:9s} {e['method']:8s} {e['final_regret_mean']:10.2f} "
-                     f"{e['final_regret_stderr']:7.2f} {e['us_per_round']:9.1f}")
-    return "\n".join(lines)
+table = regret_table

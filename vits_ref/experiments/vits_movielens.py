@@ -16,15 +16,11 @@ potential's curvature is at most ``1/sigma0 + |x|^2 / 4`` per observation (about
 on the stand-in), so ``h_t`` times the largest curvature stays below 0.5.
 """
 
-import os
-import time
-
 from ..envs import movielens
 from ..inference import VITS, Langevin, Laplace, LinTS
 from ..models import Linear, Logistic
 from ..policies import PerArm
-from ..simulate import simulate
-from ._common import environment_info, write_curves_csv, write_json
+from ._common import regret_table, run_panels
 
 NAME = "vits-movielens"
 DESCRIPTION = "VITS paper section 5: MovieLens logistic bandit, a posterior per movie"
@@ -53,47 +49,15 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-movielens", progress=Non
 
     ``path``: a MovieLens ``ratings.dat`` (or ``ratings.csv``); None for the stand-in.
     """
-    os.makedirs(out, exist_ok=True)
     env = movielens(path=path, n_movies=n_movies, seed=seed, rank=RANK,
                     synthetic_kwargs=synthetic_kwargs)
-    rows, summary, curves = [], [], {}
-    t0 = time.perf_counter()
-    for label, policy in policies(env, n_movies):
-        if methods is not None and label not in methods:
-            continue
-        if progress:
-            progress(f"{label} ({runs} runs x {rounds} rounds, {n_movies} movies)")
-        res = simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
-                       new_instance_per_run=True)
-        mean, se = res.mean_and_stderr()
-        rows.append({"panel": "movielens", "method": label, "mean": mean, "stderr": se})
-        curves[label] = (mean, se)
-        summary.append({"method": label, "final_regret_mean": float(mean[-1]),
-                        "final_regret_stderr": float(se[-1]), "wall_time_s": res.wall_time,
-                        "us_per_round": 1e6 * res.wall_time / (runs * rounds)})
-    files = [os.path.join(out, f) for f in ("curves.csv", "summary.json", "regret.png")]
-    result = {"experiment": NAME, "description": DESCRIPTION, "runs": runs, "rounds": rounds,
-              "seed": seed, "n_movies": n_movies, "data": env.source, "step_size": STEP,
-              "prior_mean": env.prior_mean, "prior_var": env.prior_var, "results": summary,
-              "files": files, "total_wall_time_s": time.perf_counter() - t0,
-              "environment": environment_info()}
-    write_curves_csv(files[0], rows)
-    write_json(files[1], result)
-    try:
-        from ..plotting import regret_panels
-
-        regret_panels({f"MovieLens ({env.source} data)": curves}, files[2])
-    except ImportError as exc:
-        if progress:
-            progress(f"no plot written: {exc}")
+    chosen = [m for m in policies(env, n_movies) if methods is None or m[0] in methods]
+    panel = f"MovieLens ({env.source} data)"
+    result = run_panels(NAME, DESCRIPTION, [(panel, env, chosen, {})], runs, rounds, seed,
+                        out, progress,
+                        extra={"n_movies": n_movies, "data": env.source, "step_size": STEP,
+                               "prior_mean": env.prior_mean, "prior_var": env.prior_var})
     return result
 
 
-def table(result):
-    """Final regrets."""
-    lines = [f"data: {result['data']}",
-             f"{'method':11s} {'regret(T)':>10} {'+-se':>7} {'us/round':>9}"]
-    for e in result["results"]:
-        lines.append(f"{e['method']:11s} {e['final_regret_mean']:10.2f} "
-                     f"{e['final_regret_stderr']:7.2f} {e['us_per_round']:9.1f}")
-    return "\n".join(lines)
+table = regret_table
