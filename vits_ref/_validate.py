@@ -79,7 +79,8 @@ def observations(features, rewards, dim):
     """Validate a batch of observations: features (n, dim), rewards (n,)."""
     features = float_array(features, "features", ndim=2)
     if features.shape[1] != dim:
-        raise ValueError(f"features must have {dim} columns (the engine's dim), "
+        raise ValueError(f"features must have {dim} columns (the model's input "
+                         f"dimension), "
                          f"got shape {features.shape}")
     rewards = float_array(rewards, "rewards", ndim=1)
     if rewards.shape[0] != features.shape[0]:

@@ -10,8 +10,8 @@ class DivergenceError(FloatingPointError):
         Name of the engine (e.g. ``"VITS-II"``).
     round : int
         1-based bandit round (number of observations) at which it happened.
-    step_size : float
-        Step size in force at that round.
+    step_size : float or None
+        Step size in force at that round (None for engines without one, e.g. Laplace).
     run : int or None
         Index of the simulated run, when raised by :func:`vits_ref.simulate`.
     """
@@ -19,12 +19,15 @@ class DivergenceError(FloatingPointError):
     def __init__(self, engine, round, step_size, run=None, detail=""):
         self.engine = engine
         self.round = int(round)
-        self.step_size = float(step_size)
+        self.step_size = None if step_size is None else float(step_size)
         self.run = run
         where = f" in run {run}" if run is not None else ""
-        msg = (f"{engine} diverged (non-finite state) at round {self.round}{where} with step "
-               f"size {self.step_size:.4g}; lower the step size (with the 'decayed' schedule, "
-               f"h_t = h0/(eta t), lower h0).")
+        if self.step_size is None:  # engines without a step size (Laplace's Newton fit)
+            msg = f"{engine} diverged (non-finite state) at round {self.round}{where}."
+        else:
+            msg = (f"{engine} diverged (non-finite state) at round {self.round}{where} with "
+                   f"step size {self.step_size:.4g}; lower the step size (with the 'decayed' "
+                   f"schedule, h_t = h0/(eta t), lower h0).")
         if detail:
             msg += " " + detail
         self.detail = detail

@@ -121,8 +121,8 @@ class Laplace(GaussianEngine):
             status, it = self._newton(theta, H, L)
         if status == IRLS_FAILED or not (np.all(np.isfinite(theta)) and np.all(np.isfinite(L))):
             raise DivergenceError(
-                self.name, self.model.n_obs, 1.0,
-                detail=f"(step size 1 is Newton's full step.) The IRLS/Newton fit of the "
+                self.name, self.model.n_obs, None,
+                detail=f"The IRLS/Newton fit of the "
                        f"{self.model.name} model produced a non-finite value or a Hessian "
                        f"that is not positive definite after {it} iterations: check the "
                        f"scale of the features or increase lam.")
