@@ -7,8 +7,9 @@ Every body is tested on two paths:
     simulator (and the CUDA target) runs;
 ``jit``
     the body called from a tiny ``numba.njit`` function defined here: on the CPU target
-    ``gemm_*`` and ``gemv`` resolve to their BLAS overloads, the other bodies (including
-    ``inv_transpose``, loops on every target) are compiled as written.
+    ``gemm_*`` and ``gemv`` resolve to their BLAS overloads and ``inv_transpose`` to
+    LAPACK (returning False where LAPACK raises on a singular matrix); the other bodies
+    are compiled as written.
 
 Tolerances: these are exact algorithms evaluated in float64 on matrices with condition
 number <= 100, so their rounding error is ~ cond * d * eps ~ 1e-13 relative; rtol 1e-12
