@@ -1,29 +1,48 @@
-"""Plots of experiment results (needs matplotlib, the ``plot`` extra, only when called)."""
+"""Plots of experiment results (needs matplotlib, the ``plot`` extra, only when called).
+
+Figures are drawn on ``matplotlib.figure.Figure`` objects with the Agg canvas, never
+through pyplot: writing a PNG from a notebook must not switch its backend or leave
+figures open.
+"""
 
 
-def _pyplot():
+def figure(ncols=1, width=5.5, height=4.0):
+    """A ``(fig, axes)`` pair, ``axes`` a list of ``ncols`` Axes, off pyplot."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("plotting needs matplotlib: pip install 'vits_ref[plot]'") from exc
-    return plt
+    fig = Figure(figsize=(width * ncols, height))
+    FigureCanvasAgg(fig)
+    axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
+    return fig, axes
+
+
+def band(ax, x, mid, lo, hi, label):
+    """A line with a shaded band (``lo`` to ``hi``) of the same colour."""
+    line, = ax.plot(x, mid, label=label)
+    ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2)
+    return line
+
+
+def save(fig, path):
+    """Lay out and write ``fig`` as a PNG; returns ``path``."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path
 
 
 def regret_panels(panels, path, title=None, ylabel="cumulative regret"):
     """One panel per entry of ``panels``: ``{panel_title: {label: (mean, stderr)}}``.
 
-    Draws each mean curve with a band of +- one standard error and saves a PNG at ``path``.
+    Draws each mean curve with a band of +- one standard error and saves a PNG at
+    ``path``. Returns the Figure (displayable in a notebook).
     """
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
-    for ax, (panel, curves) in zip(axes[0], panels.items(), strict=True):
+    fig, axes = figure(len(panels))
+    for ax, (panel, curves) in zip(axes, panels.items(), strict=True):
         for label, (mean, se) in curves.items():
-            rounds = range(1, len(mean) + 1)
-            line, = ax.plot(rounds, mean, label=label)
-            ax.fill_between(rounds, mean - se, mean + se, color=line.get_color(), alpha=0.2)
+            band(ax, range(1, len(mean) + 1), mean, mean - se, mean + se, label)
         ax.set_title(panel)
         ax.set_xlabel("round t")
         ax.set_ylabel(ylabel)
@@ -31,7 +50,5 @@ def regret_panels(panels, path, title=None, ylabel="cumulative regret"):
         ax.legend(fontsize=8)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    save(fig, path)
+    return fig

@@ -14,7 +14,9 @@ With one draw per step the VI mean keeps a Monte Carlo noise floor growing with 
 (notebook 01 derives it); ``eps = 0.1`` lies above it for VI-I/II at these ``c``. The
 Hessian-free estimator adds noise to the covariance too: at ``c = 0.2`` and small
 ``kappa`` (the largest absolute step) its floor sits near 0.2 and most runs hit the cap;
-``summary.json`` reports the fraction of runs that reached ``eps``.
+``summary.json`` reports the fraction of runs that reached ``eps``. The count is a
+first-passage time: a noisy method can dip below ``eps`` by chance before settling at a
+higher KL (notebook 02 shows it).
 """
 
 import csv
@@ -95,18 +97,15 @@ def run(runs=20, rounds=50000, seed=0, out="results/vits-figF", progress=None,
 
 
 def _plot(result, path):
-    from ..plotting import _pyplot
+    from ..plotting import band, figure, save
 
-    plt = _pyplot()
     factors = sorted({e["step_factor"] for e in result["results"]})
-    fig, axes = plt.subplots(1, len(factors), figsize=(5 * len(factors), 4), squeeze=False)
-    for ax, c in zip(axes[0], factors, strict=True):
+    fig, axes = figure(len(factors), width=5.0)
+    for ax, c in zip(axes, factors, strict=True):
         for label in dict.fromkeys(e["method"] for e in result["results"]):
             es = [e for e in result["results"] if e["method"] == label and e["step_factor"] == c]
-            k = [e["kappa"] for e in es]
-            line, = ax.plot(k, [e["median_steps"] for e in es], marker="o", label=label)
-            ax.fill_between(k, [e["q25"] for e in es], [e["q75"] for e in es],
-                            color=line.get_color(), alpha=0.2)
+            band(ax, [e["kappa"] for e in es], [e["median_steps"] for e in es],
+                 [e["q25"] for e in es], [e["q75"] for e in es], label)
         ax.axhline(result["cap"], color="red", ls="--", lw=1, label="cap")
         ax.set_yscale("log")
         ax.set_title(f"step size {c:g} / lmax")
@@ -114,9 +113,7 @@ def _plot(result, path):
         ax.set_ylabel(f"steps until KL <= {result['eps']:g}")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def table(result):

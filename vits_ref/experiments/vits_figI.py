@@ -110,14 +110,12 @@ def _first_time(times, kl, level):
 
 
 def _plot(curves, path):
-    from ..plotting import _pyplot
+    from ..plotting import band, figure, save
 
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, (ax,) = figure(1, width=6.0)
     for label, (tt, q) in curves.items():
         ok = np.isfinite(q[1])
-        line, = ax.plot(tt[ok], q[1][ok], label=label)
-        ax.fill_between(tt[ok], q[0][ok], q[2][ok], color=line.get_color(), alpha=0.2)
+        band(ax, tt[ok], q[1][ok], q[0][ok], q[2][ok], label)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("computing time (s)")
@@ -125,9 +123,7 @@ def _plot(curves, path):
     ax.set_title(f"Gaussian target, d={DIM}, condition number {KAPPA:g}")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def table(result):
