@@ -128,3 +128,10 @@ def main(quick=False):
           f"speed-up {sp:.2f}x")
     for label, (imp, first) in import_and_compile_times().items():
         print(f"import vits_ref {imp:.2f} s; first fused call ({label}) {first:.2f} s")
+
+    # -- non-linear models (issue 3): logistic / MLP VITS-II rounds, IRLS -----------------
+    # (vits_ref/bench_nonlinear.py; the asv module is asv_benchmarks/benchmarks/bench_nonlinear.py)
+    from .bench_nonlinear import main as nonlinear_main
+
+    numba.set_num_threads(1)
+    nonlinear_main(quick=quick)

@@ -1,0 +1,586 @@
+"""Non-linear rounds against plain NumPy versions of the same algorithms, in one process.
+
+The Performance section of issue 3 states three goals as ratios measured in the same run:
+
+1. a logistic VITS-II round (d = 20, 1000 observations, 10 inner steps, one draw per
+   step) at least 10x faster than plain NumPy;
+2. an MLP VITS-II round (861 parameters: input 20, hidden (20, 20)) at least 5x faster
+   than plain NumPy, with the time per round and the fraction spent in the 861 x 861
+   products reported;
+3. IRLS to convergence (d = 20, n = 1000) at least as fast as statsmodels' GLM.
+
+This module holds the plain NumPy references (written to be read: one array expression per
+line of the algorithm) and the in-process timing helpers that ``python -m vits_ref bench``
+and ``asv_benchmarks/benchmarks/bench_nonlinear.py`` use. The references compute the same
+numbers as the library to rounding (``tests/test_bench_nonlinear.py``).
+
+The library side is the engine's own path: ``VITS(..., model=...)._refit``, which draws the
+step noise, runs ``n_steps`` steps of the model's compiled ``grads_hessian`` and the
+compiled update ``model_step_cpu`` (``vits_ref.inference.vits.VITS._model_steps``), and
+checks the state is finite. Each timed library call first restores the engine's state
+``(mu, B, C)`` (three copies of d x d arrays), so every call does the same work from the
+same start; the NumPy side starts from the same arrays.
+
+What is cached across inner steps: only the history (the models' preallocated buffers) and
+the models' scratch. The Hessian (logistic: ``X^T diag(sigmoid'(X theta)) X``; MLP:
+Gauss-Newton ``J^T J``) depends on the step's draw ``theta = mu + B eps``, so it is
+recomputed at every step, in both implementations.
+"""
+
+import copy
+import ctypes
+import inspect
+import os
+import time
+
+import numpy as np
+from scipy.linalg.blas import dgemm
+
+from .envs import pool
+from .inference import VITS
+from .kernels.logistic import IRLS_CONVERGED, IRLS_FAILED, IRLS_MAX_ITER, irls_logistic_cpu
+from .kernels.vits import VARIANT_II, model_step_cpu
+
+# --------------------------------------------------------------------------- problems
+
+
+def logistic_problem(dim=20, n_obs=1000, seed=0):
+    """``(X, y)``: rows ``x ~ N(0, I/d)`` (norm about 1), ``y ~ Bernoulli(sigmoid(x theta*))``.
+
+    ``theta* ~ N(0, 4 I)``, so ``x theta*`` has standard deviation about 2: the data are not
+    separable at ``n = 1000, d = 20`` (the unpenalised MAP exists) and the weights
+    ``sigmoid'(x theta)`` are far from constant.
+    """
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n_obs, dim)) / np.sqrt(dim)
+    theta = 2.0 * rng.standard_normal(dim)
+    y = (rng.random(n_obs) < 1.0 / (1.0 + np.exp(-(X @ theta)))).astype(float)
+    return X, y
+
+
+def mlp_problem(input_dim=20, n_obs=1000, seed=0):
+    """``(X, r)``: the quadratic pool bandit of the VITS paper (``vits_ref.envs.pool``).
+
+    ``n_obs`` rounds of the pool environment (``reward="quadratic"``, zeta = 0.1, K = 50),
+    one uniformly random arm per round: the history of an exploring policy.
+    """
+    env = pool(dim=input_dim, n_arms=50, zeta=0.1, reward="quadratic", seed=seed)
+    rng = np.random.default_rng(seed)
+    real = env.realise(n_obs, rng=rng)
+    arms = rng.integers(0, real.contexts.shape[1], n_obs)
+    rows = np.arange(n_obs)
+    return real.contexts[rows, arms], real.rewards[rows, arms]
+
+
+def mlp_available():
+    """``vits_ref.models.MLP`` if it can be imported, else None."""
+    try:
+        from .models import MLP
+    except ImportError:
+        return None
+    return MLP
+
+
+# --------------------------------------------------------------------------- NumPy: potentials
+
+
+def logistic_residual_weight(z, y):
+    """``(sigmoid(z) - y, sigmoid'(z))`` in the overflow-free form of the kernels.
+
+    ``e = exp(-|z|) <= 1``; ``sigmoid(z) = 1/(1 + e)`` for ``z >= 0`` and ``e/(1 + e)``
+    otherwise; ``sigmoid(z) - y = (1 - y) sigmoid(z) - y sigmoid(-z)``;
+    ``sigmoid'(z) = e / (1 + e)^2``.
+    """
+    e = np.exp(-np.abs(z))
+    inv = 1.0 / (1.0 + e)
+    s_plus = np.where(z >= 0.0, inv, e * inv)    # sigmoid(z)
+    s_minus = np.where(z >= 0.0, e * inv, inv)   # sigmoid(-z)
+    return (1.0 - y) * s_plus - y * s_minus, e * inv * inv
+
+
+def logistic_grads_hessian_numpy(X, y, thetas, eta, lam):
+    """Gradients of the logistic potential at the rows of ``thetas`` and the mean Hessian.
+
+    ``G[j] = eta (X^T (sigmoid(X theta_j) - y) + lam theta_j)``,
+    ``H = eta (X^T diag(mean_j sigmoid'(X theta_j)) X + lam I)``.
+    """
+    Z = X @ thetas.T                                  # (n, M)
+    R, W = logistic_residual_weight(Z, y[:, None])    # residuals and weights, (n, M)
+    G = eta * (R.T @ X + lam * thetas)                # (M, d)
+    w = W.mean(axis=1)
+    H = eta * (X.T @ (w[:, None] * X) + lam * np.eye(X.shape[1]))   # the n d^2 Gram product
+    return G, H
+
+
+def mlp_unpack(theta, p, h1, h2):
+    """``(W1 (h1, p), b1, W2 (h2, h1), b2, w3, b3)`` from the flat layout of the MLP model."""
+    sizes = np.cumsum([0, h1 * p, h1, h2 * h1, h2, h2])
+    W1 = theta[sizes[0]:sizes[1]].reshape(h1, p)
+    b1 = theta[sizes[1]:sizes[2]]
+    W2 = theta[sizes[2]:sizes[3]].reshape(h2, h1)
+    b2 = theta[sizes[3]:sizes[4]]
+    w3 = theta[sizes[4]:sizes[5]]
+    return W1, b1, W2, b2, w3, theta[sizes[5]]
+
+
+def mlp_jacobian_numpy(theta, X, h1, h2):
+    """Outputs ``g_theta(x_s)`` (n,) and the Jacobian ``J`` (n, d) of the ReLU MLP.
+
+    ``relu'(0) = 0``. A row of ``J`` is ``[D1 (x) x, D1, D2 (x) a1, D2, a2, 1]`` with
+    ``D2 = w3 1[z2 > 0]`` and ``D1 = (D2 W2) 1[z1 > 0]`` (the layout of the flat vector).
+    """
+    n, p = X.shape
+    W1, b1, W2, b2, w3, b3 = mlp_unpack(theta, p, h1, h2)
+    Z1 = X @ W1.T + b1
+    A1 = np.maximum(Z1, 0.0)
+    Z2 = A1 @ W2.T + b2
+    A2 = np.maximum(Z2, 0.0)
+    out = A2 @ w3 + b3
+    D2 = w3 * (Z2 > 0.0)
+    D1 = (D2 @ W2) * (Z1 > 0.0)
+    J = np.concatenate([(D1[:, :, None] * X[:, None, :]).reshape(n, h1 * p), D1,
+                        (D2[:, :, None] * A1[:, None, :]).reshape(n, h2 * h1), D2, A2,
+                        np.ones((n, 1))], axis=1)
+    return out, J
+
+
+def mlp_grads_hessian_numpy(X, r, thetas, eta, lam, h1, h2):
+    """Gradients of the MLP potential and the mean Gauss-Newton matrix at the rows of ``thetas``.
+
+    ``U = eta/2 (|g_theta(X) - r|^2 + lam |theta|^2)``, ``G[j] = eta (J_j^T e_j + lam theta_j)``,
+    ``H = eta (mean_j J_j^T J_j + lam I)``.
+    """
+    M, d = thetas.shape
+    G = np.empty((M, d))
+    JtJ = np.zeros((d, d))
+    for j in range(M):
+        out, J = mlp_jacobian_numpy(thetas[j], X, h1, h2)
+        G[j] = eta * (J.T @ (out - r) + lam * thetas[j])
+        JtJ += J.T @ J                                # the n d^2 Gauss-Newton product
+    return G, eta * (JtJ / M + lam * np.eye(d))
+
+
+# --------------------------------------------------------------------------- NumPy: VITS-II
+
+
+def vits_ii_step_numpy(mu, B, C, Z, G, H, h_mu, h):
+    """One VITS-II step given the draws' offsets ``Z = eps B^T``, gradients and mean Hessian.
+
+    ``mu <- mu - h_mu mean(G)``, ``B <- B - h H B + h C^T``, ``C <- C - h C (C^T C - H)``:
+    three d x d x d products (``C^T C``, ``H B``, ``C (C^T C - H)``).
+    """
+    mu_new = mu - h_mu * G.mean(axis=0)
+    B_new = B - h * (H @ B) + h * C.T
+    C_new = C - h * (C @ (C.T @ C - H))
+    return mu_new, B_new, C_new
+
+
+def vits_ii_round_numpy(grads_hessian, mu, B, C, eps, h_mu, h):
+    """``eps.shape[0]`` VITS-II steps; ``grads_hessian(thetas) -> (G, H)``; returns the state.
+
+    ``eps`` (S, M, d): the standard normals of each step's M draws.
+    """
+    for s in range(eps.shape[0]):
+        Z = eps[s] @ B.T                   # theta_j - mu
+        G, H = grads_hessian(mu + Z)
+        mu, B, C = vits_ii_step_numpy(mu, B, C, Z, G, H, h_mu, h)
+    if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(B)) and np.all(np.isfinite(C))):
+        raise FloatingPointError("non-finite VITS-II state")
+    return mu, B, C
+
+
+def numpy_grads_hessian(model):
+    """``thetas -> (G, H)`` in NumPy for a library model (logistic or MLP), same potential."""
+    if model.name == "logistic":
+        if getattr(model, "prior_cov", None) is not None:
+            raise ValueError("the NumPy reference covers the default prior N(0, I/(eta lam))")
+        X, y = model.X.copy(), model.y.copy()
+        return lambda thetas: logistic_grads_hessian_numpy(X, y, thetas, model.eta, model.lam)
+    if model.name == "mlp":
+        X, r = model.features, model.rewards
+        h1, h2 = model.hidden
+        return lambda thetas: mlp_grads_hessian_numpy(X, r, thetas, model.eta, model.lam,
+                                                      h1, h2)
+    raise ValueError(f"no NumPy reference for model {model.name!r}")
+
+
+# --------------------------------------------------------------------------- NumPy: IRLS
+
+
+def logistic_prior_value_numpy(X, y, eta, P0, b0, theta):
+    """``eta sum_s (log(1 + exp(z_s)) - y_s z_s) + 1/2 theta^T P0 theta - b0^T theta``."""
+    z = X @ theta
+    softplus_abs = np.log1p(np.exp(-np.abs(z)))
+    nll = (1.0 - y) * (np.maximum(z, 0.0) + softplus_abs) + y * (np.maximum(-z, 0.0)
+                                                                  + softplus_abs)
+    return eta * nll.sum() + theta @ (0.5 * (P0 @ theta) - b0)
+
+
+def irls_logistic_numpy(X, y, eta, P0, b0, theta, tol=1e-8, max_iter=100):
+    """IRLS/Newton with step halving for the logistic GLM: the algorithm of the kernel.
+
+    Same iteration as :func:`vits_ref.kernels.logistic.irls_logistic` (Newton form of
+    IRLS, backtracking on ``U``, converged when the last full Newton step
+    ``|H^-1 grad| <= tol max(1, |theta|)``). Returns ``(status, iterations, theta, H)``
+    with ``H = P0 + eta X^T diag(sigmoid'(X theta)) X`` at the returned ``theta``.
+    """
+    theta = np.array(theta, dtype=float)
+    f = logistic_prior_value_numpy(X, y, eta, P0, b0, theta)
+    it, last = 0, np.inf
+    while True:
+        if not np.isfinite(f):
+            return IRLS_FAILED, it, theta, None
+        resid, w = logistic_residual_weight(X @ theta, y)
+        g = eta * (X.T @ resid) + P0 @ theta - b0
+        H = eta * (X.T @ (w[:, None] * X)) + P0
+        try:
+            L = np.linalg.cholesky(H)
+        except np.linalg.LinAlgError:
+            return IRLS_FAILED, it, theta, H
+        if last <= tol * max(1.0, float(np.linalg.norm(theta))):
+            return IRLS_CONVERGED, it, theta, H
+        if it >= max_iter:
+            return IRLS_MAX_ITER, it, theta, H
+        step = -np.linalg.solve(L.T, np.linalg.solve(L, g))
+        t, slack = 1.0, 1e-12 * (1.0 + abs(f))
+        for _ in range(60):
+            trial = theta + t * step
+            f_new = logistic_prior_value_numpy(X, y, eta, P0, b0, trial)
+            if f_new <= f + slack:
+                break
+            t *= 0.5
+        theta, f, last = trial, f_new, float(np.linalg.norm(step))
+        it += 1
+
+
+# --------------------------------------------------------------------------- library side
+
+
+def logistic_engine(X, y, n_steps=10, n_mc=1, seed=0, **kw):
+    """``VITS(d, model="logistic", variant="II")`` with ``(X, y)`` in its history."""
+    eng = VITS(X.shape[1], model="logistic", variant="II", n_steps=n_steps, n_mc=n_mc,
+               seed=seed, **kw)
+    eng.model.add(X, y)
+    return eng
+
+
+def mlp_engine(X, r, hidden=(20, 20), n_steps=10, n_mc=1, seed=0, eta=1.0, lam=10.0,
+               step_size=1e-3, **kw):
+    """``VITS(861, model=MLP(p, hidden), variant="II")`` with ``(X, r)`` in its history.
+
+    Defaults are those of the vits-fig2 experiment (``eta = 1``, ``lam = 10``, decayed
+    steps ``h_t = 1e-3 / t``), with which VITS-II is stable on this potential.
+    """
+    MLP = mlp_available()
+    if MLP is None:
+        raise NotImplementedError("vits_ref.models.MLP is not available")
+    spec = MLP(X.shape[1], hidden=hidden)
+    eng = VITS(spec.dim, model=spec, variant="II", n_steps=n_steps, n_mc=n_mc, seed=seed,
+               eta=eta, lam=lam, step_size=step_size, **kw)
+    eng.model.add(X, r)
+    return eng
+
+
+class EngineRound:
+    """One engine update's inner steps (``VITS._refit``) from a fixed state, repeatable.
+
+    ``__call__`` restores ``(mu, B, C)`` to the state at construction and runs the
+    engine's ``_refit`` (step noise drawn from the engine's stream, ``n_steps`` steps on
+    the model's compiled kernels, finiteness checks).
+    """
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.state = (engine.mu.copy(), engine.B.copy(), engine.C.copy())
+
+    def restore(self):
+        for a, a0 in zip((self.engine.mu, self.engine.B, self.engine.C), self.state,
+                         strict=True):
+            np.copyto(a, a0)
+
+    def __call__(self):
+        self.restore()
+        self.engine._refit(None, None)
+
+    def with_reference(self):
+        """Run one round in the library and the same round in NumPy; return both states.
+
+        The NumPy round consumes the same step noise (a copy of the engine's update
+        stream) and step sizes. Returns ``((mu, B, C) library, (mu, B, C) NumPy)``.
+        """
+        eng = self.engine
+        self.restore()
+        rng = copy.deepcopy(eng._rng_update)
+        K, h_mu, h = eng._steps_and_sizes()
+        eng._refit(None, None)
+        eps = rng.standard_normal((K, eng.n_mc, eng.dim))
+        ref = vits_ii_round_numpy(numpy_grads_hessian(eng.model), *self.state, eps, h_mu, h)
+        return (eng.mu.copy(), eng.B.copy(), eng.C.copy()), ref
+
+
+class NumpyRound:
+    """The same round in NumPy from the same state: draws the noise, runs the steps."""
+
+    def __init__(self, engine, seed=1):
+        self.grads_hessian = numpy_grads_hessian(engine.model)
+        self.state = (engine.mu.copy(), engine.B.copy(), engine.C.copy())
+        self.K, self.h_mu, self.h = engine._steps_and_sizes()
+        self.shape = (self.K, engine.n_mc, engine.dim)
+        self.rng = np.random.default_rng(seed)
+
+    def __call__(self):
+        eps = self.rng.standard_normal(self.shape)
+        return vits_ii_round_numpy(self.grads_hessian, *self.state, eps, self.h_mu, self.h)
+
+
+# --------------------------------------------------------------------------- timing
+
+
+_SET_THREADS = ("openblas_set_num_threads", "openblas_set_num_threads64_",
+                "scipy_openblas_set_num_threads", "scipy_openblas_set_num_threads64_")
+_GET_THREADS = tuple(name.replace("set_", "get_") for name in _SET_THREADS)
+
+
+def _loaded_openblas():
+    """Paths of the OpenBLAS libraries loaded in this process (Linux; else empty)."""
+    try:
+        with open("/proc/self/maps") as fh:
+            paths = {line.split()[-1] for line in fh if "openblas" in line.lower()}
+    except OSError:
+        return []
+    return sorted(p for p in paths if p.startswith("/"))
+
+
+def blas_threads():
+    """``{library: threads}`` of every loaded OpenBLAS (NumPy's and SciPy's are separate)."""
+    out = {}
+    for path in _loaded_openblas():
+        lib = ctypes.CDLL(path)
+        for name in _GET_THREADS:
+            if hasattr(lib, name):
+                out[os.path.basename(path)] = int(getattr(lib, name)())
+                break
+    return out
+
+
+def pin_blas_threads(n=1):
+    """Set the thread count of every loaded OpenBLAS at run time; returns :func:`blas_threads`.
+
+    ``OPENBLAS_NUM_THREADS`` is read once, when a library is loaded: a process that
+    imported NumPy before the variable was set (asv 0.6's runner does, through pympler)
+    keeps a multi-threaded NumPy BLAS, which slows the small products of the NumPy
+    references and statsmodels on a busy machine. SciPy's OpenBLAS (the one the compiled
+    kernels call) is a separate library with its own count; both are set here.
+    """
+    for path in _loaded_openblas():
+        lib = ctypes.CDLL(path)
+        for name in _SET_THREADS:
+            if hasattr(lib, name):
+                getattr(lib, name)(int(n))
+                break
+    return blas_threads()
+
+
+
+def median_times(fns, repeats):
+    """Median seconds of each function, calls interleaved so drift hits all alike."""
+    times = [[] for _ in fns]
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            times[i].append(time.perf_counter() - t0)
+    return [float(np.median(t)) for t in times]
+
+
+def _step_parts(engine):
+    """Library callables for one inner step's parts at the current state.
+
+    ``(grads+Hessian, grads only, update)``: the model's compiled ``grads_hessian`` at one
+    draw with and without the Hessian, and ``model_step_cpu`` on copies of the state.
+    """
+    model = engine.model
+    rng = np.random.default_rng(2)
+    thetas = engine.mu + rng.standard_normal((engine.n_mc, engine.dim)) @ engine.B.T
+    G, H = model.grads_hessian(thetas, True)
+    Z = np.ascontiguousarray(thetas - engine.mu)
+    mu, B, C = engine.mu.copy(), engine.B.copy(), engine.C.copy()
+    K, h_mu, h = engine._steps_and_sizes()
+    d = engine.dim
+    # arguments by name: the driver's signature has grown scratch and control-variate
+    # arguments over time; supply the ones it declares (scratch kept, as the engine does)
+    known = {"variant": VARIANT_II, "symmetrize": False, "mu": mu, "B": B, "C": C, "Z": Z,
+             "G": G, "H": H, "gmu": np.zeros(d), "h_mu": h_mu, "h": h,
+             "mats": np.empty((5, d, d)), "work2d": np.empty((d, 2 * d)), "g": np.empty(d)}
+    names = list(inspect.signature(model_step_cpu.py_func).parameters)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise TypeError(f"model_step_cpu takes arguments this benchmark does not know: "
+                        f"{unknown}")
+    args = [known[n] for n in names]
+
+    def update():
+        np.copyto(mu, engine.mu)
+        np.copyto(B, engine.B)
+        np.copyto(C, engine.C)
+        model_step_cpu(*args)
+
+    return (lambda: model.grads_hessian(thetas, True),
+            lambda: model.grads_hessian(thetas, False), update, (Z, G, H, mu, B, C))
+
+
+def logistic_round_stats(dim=20, n_obs=1000, repeats=15, seed=0):
+    """Logistic VITS-II round (10 steps, one draw each): library vs NumPy, and the parts.
+
+    Returns a dict of microseconds per round (``numpy``, ``compiled``), their ``ratio``,
+    and per-step microseconds: ``step_grads_hessian`` (compiled gradient + Hessian),
+    ``step_hessian`` (its Hessian part: weights and the n d^2 Gram product),
+    ``step_update`` (compiled VITS-II update), ``step_glue`` (the rest of an engine step:
+    Python, allocation, checks), ``numpy_step_gram`` (NumPy's Gram product line alone) and
+    ``numpy_step`` (a whole NumPy step).
+    """
+    X, y = logistic_problem(dim, n_obs, seed)
+    eng = logistic_engine(X, y, seed=seed)
+    lib, ref = EngineRound(eng), NumpyRound(eng)
+    lib()  # compile (or load the cache) outside the timing
+    K = eng.n_steps
+    gh, g_only, update, _ = _step_parts(eng)
+    w = np.random.default_rng(3).random(n_obs) * 0.25
+    t_ref, t_lib, t_gh, t_g, t_up, t_gram = median_times(
+        [ref, lib, gh, g_only, update, lambda: X.T @ (w[:, None] * X)], repeats)
+    us = 1e6
+    return {"numpy": us * t_ref, "compiled": us * t_lib, "ratio": t_ref / t_lib,
+            "step_grads_hessian": us * t_gh, "step_hessian": us * (t_gh - t_g),
+            "step_update": us * t_up, "step_glue": us * (t_lib / K - t_gh - t_up),
+            "numpy_step": us * t_ref / K, "numpy_step_gram": us * t_gram,
+            "n_steps": K, "dim": dim, "n_obs": n_obs}
+
+
+def mlp_round_stats(n_obs=1000, input_dim=20, hidden=(20, 20), repeats=3, seed=0):
+    """MLP VITS-II round (10 steps, one draw each): library vs NumPy, and the parts.
+
+    Returns a dict of seconds per round (``numpy``, ``compiled``) and their ``ratio``;
+    per-step seconds: ``step_gauss_newton`` (the Hessian part of the compiled
+    ``grads_hessian``: Jacobian rows and ``J^T J`` by dsyrk), ``step_grads`` (forward and
+    back-propagation only), ``step_update`` (compiled VITS-II update), ``step_products``
+    (the update's three d x d x d products alone, by SciPy's dgemm as the kernel makes
+    them: ``C^T C``, ``H B``, ``C (C^T C - H)``); and the
+    fractions of the compiled round spent in the products (``frac_products``), in the
+    Gauss-Newton matrix (``frac_gauss_newton``) and in the update (``frac_update``).
+    Raises NotImplementedError when ``vits_ref.models.MLP`` cannot be imported.
+    """
+    X, r = mlp_problem(input_dim, n_obs, seed)
+    eng = mlp_engine(X, r, hidden=hidden, seed=seed)
+    lib, ref = EngineRound(eng), NumpyRound(eng)
+    lib()  # compile (or load the cache) outside the timing
+    K = eng.n_steps
+    gh, g_only, update, (_, _, H, _, B, C) = _step_parts(eng)
+    D = C.T @ C - H
+    Ct, Bt, Dt = C.T, B.T, D.T  # F-ordered views: dgemm reads them without copies
+    out = np.empty_like(Ct)          # F-ordered: written in place, as the kernel's scratch
+
+    def products():  # the update's three products, as the kernel makes them (dgemm)
+        dgemm(1.0, Ct, Ct, trans_b=1, c=out, overwrite_c=1)   # C^T C
+        dgemm(1.0, Bt, H, c=out, overwrite_c=1)               # (H B)^T, H symmetric
+        dgemm(1.0, Dt, Ct, c=out, overwrite_c=1)              # (C D)^T
+
+    t_ref, t_lib, t_gh, t_g, t_up, t_prod = median_times(
+        [ref, lib, gh, g_only, update, products], repeats)
+    return {"numpy": t_ref, "compiled": t_lib, "ratio": t_ref / t_lib,
+            "step_gauss_newton": t_gh - t_g, "step_grads": t_g, "step_update": t_up,
+            "step_products": t_prod, "frac_products": K * t_prod / t_lib,
+            "frac_gauss_newton": K * (t_gh - t_g) / t_lib, "frac_update": K * t_up / t_lib,
+            "n_steps": K, "dim": eng.dim, "n_obs": n_obs}
+
+
+def irls_problem(dim=20, n_obs=1000, seed=0):
+    """``(X, y, P0, b0)``: the unpenalised logistic MLE (``P0 = 0``) on :func:`logistic_problem`."""
+    X, y = logistic_problem(dim, n_obs, seed)
+    return X, y, np.zeros((dim, dim)), np.zeros(dim)
+
+
+def irls_compiled(X, y, P0, b0, tol=1e-8, max_iter=100):
+    """The compiled IRLS kernel from ``theta = 0``: ``(status, iterations, theta, H)``."""
+    d = X.shape[1]
+    theta, H, L = np.zeros(d), np.empty((d, d)), np.empty((d, d))
+    status, it = irls_logistic_cpu(X, y, 1.0, P0, b0, theta, tol, max_iter, H, L)
+    return status, it, theta, H
+
+
+def irls_stats(dim=20, n_obs=1000, repeats=15, seed=0):
+    """IRLS to convergence (unpenalised logistic MLE): compiled vs NumPy vs statsmodels.
+
+    Both vits_ref versions start at ``theta = 0`` with ``tol = 1e-8``; statsmodels'
+    ``GLM(y, X, family=Binomial()).fit()`` runs its own IRLS with its defaults (deviance
+    change ``tol = 1e-8``). Returns microseconds: ``compiled``, ``numpy``, ``statsmodels``
+    (``fit()`` only, the model built outside the timing) and ``statsmodels_build_fit``
+    (``GLM(...)`` and ``fit()``), the ratios ``ratio_numpy`` and ``ratio_statsmodels``
+    (statsmodels / compiled, fit only), the iteration counts and the largest coefficient
+    difference. The statsmodels entries are None when it is not installed.
+    """
+    X, y, P0, b0 = irls_problem(dim, n_obs, seed)
+    status, it, theta, _ = irls_compiled(X, y, P0, b0)  # compile outside the timing
+    if status != IRLS_CONVERGED:
+        raise RuntimeError(f"IRLS did not converge (status {status})")
+    fns = [lambda: irls_compiled(X, y, P0, b0), lambda: irls_logistic_numpy(X, y, 1.0, P0, b0,
+                                                                            np.zeros(dim))]
+    try:
+        import statsmodels.api as sm
+    except ImportError:
+        sm = None
+    if sm is not None:
+        family = sm.families.Binomial()
+        glm = sm.GLM(y, X, family=family)
+        res = glm.fit()
+        fns += [glm.fit, lambda: sm.GLM(y, X, family=family).fit()]
+    times = median_times(fns, repeats)
+    us = [1e6 * t for t in times]
+    out = {"compiled": us[0], "numpy": us[1], "ratio_numpy": times[1] / times[0],
+           "iterations": it, "statsmodels": None, "statsmodels_build_fit": None,
+           "ratio_statsmodels": None, "statsmodels_iterations": None,
+           "max_abs_diff_statsmodels": None, "dim": dim, "n_obs": n_obs}
+    if sm is not None:
+        out.update(statsmodels=us[2], statsmodels_build_fit=us[3],
+                   ratio_statsmodels=times[2] / times[0],
+                   statsmodels_iterations=int(res.fit_history["iteration"]),
+                   max_abs_diff_statsmodels=float(np.max(np.abs(res.params - theta))))
+    return out
+
+
+# --------------------------------------------------------------------------- report
+
+
+def main(quick=False):
+    """Print the non-linear section of ``python -m vits_ref bench``."""
+    threads = ", ".join(f"{k} {v}" for k, v in blas_threads().items())
+    print(f"non-linear (issue 3): ratios = NumPy time / compiled time, same process, "
+          f"interleaved medians; VITS-II, 10 inner steps, one draw per step; BLAS threads: "
+          f"{threads}")
+    s = logistic_round_stats(repeats=7 if quick else 21)
+    print(f"logistic VITS-II round d={s['dim']}, n={s['n_obs']}: NumPy {s['numpy']:7.1f} us, "
+          f"compiled {s['compiled']:7.1f} us, ratio {s['ratio']:5.2f}x (goal >= 10)")
+    print(f"  per step: compiled grads+Hessian {s['step_grads_hessian']:5.1f} us (Hessian "
+          f"part {s['step_hessian']:5.1f}), update {s['step_update']:4.1f} us, engine glue "
+          f"{s['step_glue']:4.1f} us; NumPy step {s['numpy_step']:5.1f} us, of which the Gram "
+          f"product line {s['numpy_step_gram']:5.1f} us")
+    if mlp_available() is None:
+        print("MLP VITS-II round: skipped (vits_ref.models.MLP not available)")
+    else:
+        for n in ((100,) if quick else (100, 1000)):
+            m = mlp_round_stats(n_obs=n, repeats=2 if quick else 3)
+            print(f"MLP VITS-II round d={m['dim']}, n={n}: NumPy {m['numpy']:6.3f} s, compiled "
+                  f"{m['compiled']:6.3f} s, ratio {m['ratio']:5.2f}x (goal >= 5); of the "
+                  f"compiled round: three d^3 products {100 * m['frac_products']:4.1f}%, "
+                  f"Gauss-Newton J^T J {100 * m['frac_gauss_newton']:4.1f}%, whole update "
+                  f"{100 * m['frac_update']:4.1f}%")
+    i = irls_stats(repeats=7 if quick else 21)
+    line = (f"IRLS to convergence d={i['dim']}, n={i['n_obs']} (unpenalised): compiled "
+            f"{i['compiled']:7.1f} us ({i['iterations']} Newton steps), NumPy {i['numpy']:7.1f} "
+            f"us (ratio {i['ratio_numpy']:5.2f}x)")
+    if i["statsmodels"] is None:
+        print(line + "; statsmodels not installed")
+    else:
+        print(line + f"; statsmodels GLM fit {i['statsmodels']:7.1f} us "
+              f"({i['statsmodels_iterations']} iterations; with GLM() "
+              f"{i['statsmodels_build_fit']:7.1f} us), ratio {i['ratio_statsmodels']:5.2f}x "
+              f"(goal >= 1), max |coef diff| {i['max_abs_diff_statsmodels']:.1e}")
