@@ -8,7 +8,8 @@ sizes ``h_mu`` (mean) and ``h`` (square root), averaged gradient ``g`` and matri
     VITS-II:  B <- (I - h A) B + h C^T,   C <- C (I - h (C^T C - A))
 
 ``A`` is the Hessian at the draw(s) for VITS-I/II, and for the Hessian-free variant
-``A = (C^T C) mean_j (theta_j - mu) grad U(theta_j)^T`` (eq. 13 with the typo fixed).
+``A = (C^T C) mean_j (theta_j - mu) grad U(theta_j)^T`` (eq. 13 with the typo fixed),
+optionally with the control variate ``grad U(mu)`` subtracted (:data:`VARIANT_HF_CV`).
 The ``A`` and ``mu`` updates use the same draws; ``B`` and ``C`` are updated from the
 old ``(B, C)``.
 """
@@ -22,6 +23,11 @@ from .linalg import gemm_nn, gemm_nt, gemm_tn, gemv, inv_transpose
 VARIANT_I = 0
 VARIANT_II = 1
 VARIANT_HF = 2
+#: Hessian-free with the control variate ``grad U(mu)``:
+#: ``A = (C^T C) mean_j (theta_j - mu)(grad U(theta_j) - grad U(mu))^T``. Unbiased like the
+#: plain estimator (``E[theta_j - mu] = 0``), without its noise term
+#: ``mean_j (theta_j - mu) grad U(mu)^T``, which is large while ``mu`` is far from the mode.
+VARIANT_HF_CV = 3
 
 
 @kernel
@@ -82,6 +88,14 @@ def linear_draws(mu, B, etaV, eta_b, eps, Z, G, g):
 
 
 @kernel
+def subtract_rows(G, v):
+    """``G[m] -= v`` for every row (the Hessian-free control variate)."""
+    for m in range(G.shape[0]):
+        for i in range(G.shape[1]):
+            G[m, i] -= v[i]
+
+
+@kernel
 def hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize):
     """``A = (C^T C) mean_j z_j g_j^T`` with ``z_j = theta_j - mu`` (rows of Z, G).
 
@@ -115,8 +129,14 @@ def vits_linear_steps(variant, symmetrize, mu, B, C, etaV, eta_b, eps, h_mu, h,
     """
     S, M, d = eps.shape
     for s in range(S):
-        if variant == VARIANT_HF:
+        if variant == VARIANT_HF or variant == VARIANT_HF_CV:
             linear_draws(mu, B, etaV, eta_b, eps[s], Z, G, g)
+            if variant == VARIANT_HF_CV:
+                gmu = W2[0]  # scratch row, free until vits_apply
+                gemv(etaV, mu, gmu)
+                for i in range(d):
+                    gmu[i] -= eta_b[i]
+                subtract_rows(G, gmu)
             hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize)
             gemm_nn(A, B, W1)
             ok = vits_apply(variant, mu, B, C, g, A, W1, CtC, h_mu, h, W2, work2d)
@@ -164,14 +184,15 @@ def linear_steps_cpu(variant, symmetrize, mu, B, C, etaV, eta_b, eps, h_mu, h):
 
 
 @kernel
-def vits_model_step(variant, symmetrize, mu, B, C, Z, G, H, h_mu, h,
+def vits_model_step(variant, symmetrize, mu, B, C, Z, G, H, gmu, h_mu, h,
                     A, CtC, D, W1, W2, work2d, g):
     """One VITS step for any potential, given the draws and their gradients.
 
     ``Z`` (M, d) holds ``theta_j - mu`` (``B eps_j``), ``G`` (M, d) the gradients
-    ``grad U(theta_j)``, ``H`` (d, d) the mean Hessian over the draws (ignored by the
-    Hessian-free variant). Same update as :func:`vits_linear_steps`; returns False if
-    VITS-I meets a singular ``B``.
+    ``grad U(theta_j)`` (modified under the control variate), ``H`` (d, d) the mean
+    Hessian over the draws (ignored by the Hessian-free variants), ``gmu`` the gradient at
+    ``mu`` (used by :data:`VARIANT_HF_CV` only). Same update as :func:`vits_linear_steps`;
+    returns False if VITS-I meets a singular ``B``.
     """
     M, d = Z.shape
     for i in range(d):
@@ -179,7 +200,9 @@ def vits_model_step(variant, symmetrize, mu, B, C, Z, G, H, h_mu, h,
         for m in range(M):
             s += G[m, i]
         g[i] = s / M
-    if variant == VARIANT_HF:
+    if variant == VARIANT_HF or variant == VARIANT_HF_CV:
+        if variant == VARIANT_HF_CV:
+            subtract_rows(G, gmu)
         hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize)
         gemm_nn(A, B, W1)
         return vits_apply(variant, mu, B, C, g, A, W1, CtC, h_mu, h, W2, work2d)
@@ -190,9 +213,9 @@ def vits_model_step(variant, symmetrize, mu, B, C, Z, G, H, h_mu, h,
 
 
 @cpu_jit
-def model_step_cpu(variant, symmetrize, mu, B, C, Z, G, H, h_mu, h, mats, work2d, g):
+def model_step_cpu(variant, symmetrize, mu, B, C, Z, G, H, gmu, h_mu, h, mats, work2d, g):
     """CPU driver of :func:`vits_model_step`; scratch ``mats`` (5, d, d), ``work2d``
     (d, 2d) and ``g`` (d,) come from the caller, which keeps them across steps (at
     d = 861 fresh buffers would page-fault 30 MB per step)."""
-    return vits_model_step(variant, symmetrize, mu, B, C, Z, G, H, h_mu, h,
+    return vits_model_step(variant, symmetrize, mu, B, C, Z, G, H, gmu, h_mu, h,
                            mats[0], mats[1], mats[2], mats[3], mats[4], work2d, g)

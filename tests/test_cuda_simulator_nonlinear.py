@@ -59,22 +59,22 @@ SCRIPT = textwrap.dedent("""
     worst = max(worst, np.abs(theta2[0] - theta_c).max())
 
     @cuda.jit
-    def step(variant, mu, B, C, Zs, G, H, mats, work2d, g):
+    def step(variant, mu, B, C, Zs, G, H, gmu, mats, work2d, g):
         if cuda.grid(1) == 0:
-            kv.vits_model_step(variant, True, mu, B, C, Zs, G, H, 0.01, 0.02, mats[0],
+            kv.vits_model_step(variant, True, mu, B, C, Zs, G, H, gmu, 0.01, 0.02, mats[0],
                                mats[1], mats[2], mats[3], mats[4], work2d, g)
 
-    for variant in (kv.VARIANT_I, kv.VARIANT_II, kv.VARIANT_HF):
+    for variant in (kv.VARIANT_I, kv.VARIANT_II, kv.VARIANT_HF, kv.VARIANT_HF_CV):
         mu, B = rng.standard_normal(d), np.eye(d) + 0.1 * rng.standard_normal((d, d))
         C = np.linalg.inv(B)
         Zs, Gs = rng.standard_normal((M, d)), rng.standard_normal((M, d))
-        Hs = np.eye(d) * 2.0
+        Hs, gmu = np.eye(d) * 2.0, rng.standard_normal(d)
         state = [a.copy() for a in (mu, B, C)]
-        step[1, 1](variant, *state, Zs, Gs, Hs, np.empty((5, d, d)), np.empty((d, 2 * d)),
-                   np.empty(d))
+        step[1, 1](variant, *state, Zs, Gs.copy(), Hs, gmu, np.empty((5, d, d)),
+                   np.empty((d, 2 * d)), np.empty(d))
         ref = [a.copy() for a in (mu, B, C)]
-        kv.model_step_cpu(variant, True, *ref, Zs, Gs, Hs, 0.01, 0.02, np.empty((5, d, d)),
-                          np.empty((d, 2 * d)), np.empty(d))
+        kv.model_step_cpu(variant, True, *ref, Zs, Gs.copy(), Hs, gmu, 0.01, 0.02,
+                          np.empty((5, d, d)), np.empty((d, 2 * d)), np.empty(d))
         worst = max(worst, *(np.abs(a - b).max() for a, b in zip(state, ref)))
     print("MAXDIFF", worst)
 """)

@@ -51,7 +51,7 @@ def test_fused_equals_python_loop(pool_env, hard_env, name, env_name):
     assert np.array_equal(fused.arms, python.arms)
     assert np.array_equal(fused.regret, python.regret)
     assert np.array_equal(fused.cumulative_regret, python.cumulative_regret)
-    if name in ("lints", "vits-i", "vits-ii", "vits-hf"):
+    if name in ("lints", "vits-i", "vits-ii", "vits-hf", "vits-hf-cv"):
         assert fused.kl.shape == python.kl.shape == (2, len(kl_rounds))
         np.testing.assert_allclose(fused.kl, python.kl, rtol=1e-10, atol=1e-10)
         assert np.array_equal(fused.kl_rounds, kl_rounds)

@@ -11,7 +11,7 @@ round, as most bandit libraries do; the compiled loop uses rank-one updates.
 import numpy as np
 
 from .kernels import bandit as kb
-from .kernels.vits import VARIANT_HF, VARIANT_I
+from .kernels.vits import VARIANT_HF, VARIANT_HF_CV, VARIANT_I
 
 
 def step_size(schedule, h0, eta, t):
@@ -27,7 +27,9 @@ def vits_step(variant, mu, B, C, etaV, eta_b, eps, h_mu, h, symmetrize=False):
     Z = eps @ B.T                      # theta_j - mu
     G = (mu + Z) @ etaV - eta_b        # grad U(theta_j) (etaV symmetric)
     g = G.mean(axis=0)
-    if variant == VARIANT_HF:
+    if variant in (VARIANT_HF, VARIANT_HF_CV):
+        if variant == VARIANT_HF_CV:  # control variate: the gradient at the mean
+            G = G - (mu @ etaV - eta_b)
         A = (C.T @ C) @ (Z.T @ G / eps.shape[0])
         if symmetrize:
             A = 0.5 * (A + A.T)

@@ -10,9 +10,10 @@ stated defaults, :data:`vits_ref.simulate.POLICY_DEFAULTS`): every method uses
 LinUCB (``alpha = 1``), VITS-II (10 steps), VITS-II Hessian-free (10 steps, 20 draws), and
 LMC-TS with 10 and 50 steps; VITS and LMC use the decayed step ``h_t = h0/(eta t)``
 with ``h0 = 0.01`` (VITS-II), 0.005 for the mean, 0.0025 for the square root and a
-symmetrised ``A`` (Hessian-free), 0.02 (LMC-TS). All methods see the same contexts and
-noise in each run (common random numbers), so their differences are not sampling noise of
-the environment.
+symmetrised ``A`` (Hessian-free), 0.02 (LMC-TS). One line is not in the paper: the
+Hessian-free variant with the control variate ``grad U(mu)`` (``"vits-hf-cv"``). All
+methods see the same contexts and noise in each run (common random numbers), so their
+differences are not sampling noise of the environment.
 """
 
 from ..envs import pool
@@ -30,6 +31,7 @@ METHODS = (
     ("LinUCB", "linucb", {}),
     ("VITS-II", "vits-ii", {}),
     ("VITS-II HF (20 draws)", "vits-hf", {}),
+    ("VITS-II HF + control variate", "vits-hf-cv", {}),
     ("LMC-TS (10 steps)", "lmc", {"n_steps": 10}),
     ("LMC-TS (50 steps)", "lmc", {"n_steps": 50}),
 )

@@ -8,7 +8,14 @@ import math
 import numpy as np
 
 from .. import _validate as val
-from ..kernels.vits import VARIANT_HF, VARIANT_I, VARIANT_II, linear_steps_cpu, model_step_cpu
+from ..kernels.vits import (
+    VARIANT_HF,
+    VARIANT_HF_CV,
+    VARIANT_I,
+    VARIANT_II,
+    linear_steps_cpu,
+    model_step_cpu,
+)
 from ..schedules import SCHEDULES, step_size, theoretical_step
 from .base import GaussianEngine
 
@@ -49,6 +56,13 @@ class VITS(GaussianEngine):
     symmetrize : bool, default False
         Hessian-free only: use ``(A + A^T)/2``. Off by default to follow Algorithm 3; on,
         the estimator's variance is lower (see ``tests/test_vits.py``).
+    control_variate : bool, default False
+        Hessian-free only: estimate ``A`` from ``grad U(theta_j) - grad U(mu)`` instead of
+        ``grad U(theta_j)`` (one more gradient per step for non-linear models). Unbiased
+        like Algorithm 3's estimator since ``E[theta_j - mu] = 0``, without its noise term
+        ``mean_j (theta_j - mu) grad U(mu)^T``, large while ``mu`` is far from the mode
+        (the first rounds, where the plain estimator diverges). Off by default: not in the
+        paper.
     horizon, R : int, float
         ``T`` and the sub-Gaussian constant, for the ``theoretical`` schedule.
     max_steps : int, default 10000
@@ -78,6 +92,7 @@ class VITS(GaussianEngine):
 
     def __init__(self, dim, variant="II", model="linear", eta=1.0, lam=1.0, step_size=0.01,
                  cov_step_size=None, n_steps=10, n_mc=1, schedule="decayed", symmetrize=False,
+                 control_variate=False,
                  horizon=None, R=1.0, max_steps=10000, seed=None):
         variant = val.choice(variant, "variant", tuple(VARIANTS))
         self.variant = variant
@@ -91,6 +106,13 @@ class VITS(GaussianEngine):
         if not isinstance(symmetrize, (bool, np.bool_)):
             raise TypeError(f"symmetrize must be a bool, got {type(symmetrize).__name__}")
         self.symmetrize = bool(symmetrize)
+        if not isinstance(control_variate, (bool, np.bool_)):
+            raise TypeError(f"control_variate must be a bool, got "
+                            f"{type(control_variate).__name__}")
+        if control_variate and variant != "hessian_free":
+            raise ValueError("control_variate applies to variant='hessian_free' only")
+        self.control_variate = bool(control_variate)
+        self.variant_code = VARIANT_HF_CV if self.control_variate else VARIANTS[variant]
         self.R = val.positive_float(R, "R")
         self.max_steps = val.positive_int(max_steps, "max_steps")
         if self.schedule == "theoretical":
@@ -119,6 +141,7 @@ class VITS(GaussianEngine):
         return {**super()._params(), "variant": self.variant, "step_size": self.step_size,
                 "cov_step_size": self.cov_step_size, "n_steps": self.n_steps,
                 "n_mc": self.n_mc, "schedule": self.schedule, "symmetrize": self.symmetrize,
+                "control_variate": self.control_variate,
                 "horizon": self.horizon, "R": self.R, "max_steps": self.max_steps}
 
     def _steps_and_sizes(self):
@@ -138,7 +161,7 @@ class VITS(GaussianEngine):
     def _refit(self, features, rewards):
         K, h_mu, h = self._steps_and_sizes()
         eps = self._rng_update.standard_normal((K, self.n_mc, self.dim))
-        code = VARIANTS[self.variant]
+        code = self.variant_code
         if self.model.name == "linear":
             ok = linear_steps_cpu(code, self.symmetrize, self.mu, self.B, self.C,
                                   self.model.eta * self.model.V,
@@ -153,7 +176,8 @@ class VITS(GaussianEngine):
     def _model_steps(self, code, eps, h_mu, h):
         # Any model of the protocol: its compiled grads_hessian gives the draws' gradients
         # and mean Hessian (Gauss-Newton for the MLP); the update is the same kernel body.
-        want_h = code != VARIANT_HF
+        want_h = code not in (VARIANT_HF, VARIANT_HF_CV)
+        gmu = np.zeros(self.dim)
         if self._scratch is None:
             d = self.dim
             self._scratch = (np.empty((5, d, d)), np.empty((d, 2 * d)), np.empty(d))
@@ -164,9 +188,11 @@ class VITS(GaussianEngine):
                 return False
             if H is None:
                 H = self._zeros
+            if code == VARIANT_HF_CV:
+                gmu = self.model.grads_hessian(self.mu[None, :], False)[0][0]
             if not model_step_cpu(code, self.symmetrize, self.mu, self.B, self.C,
                                   np.ascontiguousarray(Z), np.ascontiguousarray(G),
-                                  np.ascontiguousarray(H), h_mu, h, *self._scratch):
+                                  np.ascontiguousarray(H), gmu, h_mu, h, *self._scratch):
                 return False
         return True
 
