@@ -6,6 +6,7 @@ the command sets Numba's thread count itself. Each figure is the median of inter
 repeats, so the machine's drift affects both sides alike.
 """
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -61,7 +62,54 @@ def run_many_compiled(spec, runs):
     return regret
 
 
-def _median_times(fns, repeats):
+_SET_THREADS = ("openblas_set_num_threads", "openblas_set_num_threads64_",
+                "scipy_openblas_set_num_threads", "scipy_openblas_set_num_threads64_")
+_GET_THREADS = tuple(name.replace("set_", "get_") for name in _SET_THREADS)
+
+
+def _loaded_openblas():
+    """Paths of the OpenBLAS libraries loaded in this process (Linux; else empty)."""
+    try:
+        with open("/proc/self/maps") as fh:
+            paths = {line.split()[-1] for line in fh if "openblas" in line.lower()}
+    except OSError:
+        return []
+    return sorted(p for p in paths if p.startswith("/"))
+
+
+def blas_threads():
+    """``{library: threads}`` of every loaded OpenBLAS (NumPy's and SciPy's are separate)."""
+    out = {}
+    for path in _loaded_openblas():
+        lib = ctypes.CDLL(path)
+        for name in _GET_THREADS:
+            if hasattr(lib, name):
+                out[os.path.basename(path)] = int(getattr(lib, name)())
+                break
+    return out
+
+
+def pin_blas_threads(n=1):
+    """Set the thread count of every loaded OpenBLAS at run time; returns :func:`blas_threads`.
+
+    ``OPENBLAS_NUM_THREADS`` is read once, when a library is loaded: a process that
+    imported NumPy before the variable was set (asv 0.6's runner does, through pympler)
+    keeps a multi-threaded NumPy BLAS, which slows the small products of the NumPy
+    references and statsmodels on a busy machine. SciPy's OpenBLAS (the one the compiled
+    kernels call) is a separate library with its own count; both are set here.
+    """
+    for path in _loaded_openblas():
+        lib = ctypes.CDLL(path)
+        for name in _SET_THREADS:
+            if hasattr(lib, name):
+                getattr(lib, name)(int(n))
+                break
+    return blas_threads()
+
+
+
+def median_times(fns, repeats):
+    """Median seconds of each function, calls interleaved so drift hits all alike."""
     times = [[] for _ in fns]
     for _ in range(repeats):
         for i, fn in enumerate(fns):
@@ -77,7 +125,7 @@ def round_ratio(policy, n_rounds_ref=200, n_rounds=1000, repeats=7, **kw):
     ref_run = tuple(a[:n_rounds_ref] for a in run[:3]) + (run[3],) + tuple(
         a[:n_rounds_ref] for a in run[4:])
     run_compiled(spec, run)  # compile outside the timing
-    t_ref, t_jit = _median_times([lambda: reference.linear_bandit_run(spec, *ref_run),
+    t_ref, t_jit = median_times([lambda: reference.linear_bandit_run(spec, *ref_run),
                                   lambda: run_compiled(spec, run)], repeats)
     us_ref, us_jit = 1e6 * t_ref / n_rounds_ref, 1e6 * t_jit / n_rounds
     return us_ref, us_jit, us_ref / us_jit
@@ -91,7 +139,7 @@ def parallel_speedup(policy="vits-ii", n_runs=8, n_rounds=500, repeats=3):
     out = []
     for n in (1, n_max):
         numba.set_num_threads(n)
-        out.append(_median_times([lambda: run_many_compiled(spec, runs)], repeats)[0])
+        out.append(median_times([lambda: run_many_compiled(spec, runs)], repeats)[0])
     numba.set_num_threads(n_max)
     return out[0], out[1], out[0] / out[1], n_max
 

@@ -42,15 +42,7 @@ MLP_N = (100, 1000)
 IRLS_DIM, IRLS_N = 20, 1000
 
 
-def _single_thread():
-    """One Numba thread, and every loaded OpenBLAS pinned to one thread at run time.
-
-    asv 0.6's runner imports NumPy (through pympler) before this package sets
-    ``OPENBLAS_NUM_THREADS``, so NumPy's BLAS would otherwise keep one thread per core
-    (statsmodels' fit measured 4-6x slower on a busy 2-core machine that way).
-    """
-    single_thread()
-    bn.pin_blas_threads(1)
+_single_thread = single_thread
 
 
 def _require_mlp():

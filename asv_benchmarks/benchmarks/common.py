@@ -4,10 +4,9 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import time  # noqa: E402
-
 import numba  # noqa: E402
-import numpy as np  # noqa: E402
+
+from vits_ref.bench import median_times, pin_blas_threads  # noqa: E402, F401 (re-exported)
 
 #: asv's time limit per benchmark (seconds). A fresh environment has an empty Numba
 #: cache, so the first ``setup`` compiles the fused loop cold (3-12 s per large kernel).
@@ -15,8 +14,14 @@ TIMEOUT = 300
 
 
 def single_thread():
-    """One Numba thread (OpenBLAS is pinned by the environment variable above)."""
+    """One Numba thread, and every loaded OpenBLAS pinned to one thread at run time.
+
+    asv 0.6's runner imports NumPy (through pympler) before this package sets
+    ``OPENBLAS_NUM_THREADS``, so the variable alone left NumPy's BLAS with one thread per
+    core in the NumPy references (statsmodels measured 4-6x slower that way).
+    """
     numba.set_num_threads(1)
+    pin_blas_threads(1)
 
 
 def truncate(run, n_rounds):
@@ -30,12 +35,3 @@ def truncate(run, n_rounds):
             sel_noise[:n_rounds], step_noise[:n_rounds])
 
 
-def median_times(fns, repeats):
-    """Median seconds of each function, calls interleaved so drift hits all alike."""
-    times = [[] for _ in fns]
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            times[i].append(time.perf_counter() - t0)
-    return [float(np.median(t)) for t in times]
