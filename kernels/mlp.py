@@ -51,14 +51,9 @@ Bodies here are plain loops plus the primitives of :mod:`.linalg`; scratch comes
 arguments, and nothing allocates.
 """
 
-from llvmlite import binding as ll
-from llvmlite import ir
-from numba.core import cgutils, types
-from numba.extending import get_cython_function_address, intrinsic, overload
-
 from vits_ref.config import cpu_jit, kernel
 
-from .linalg import gemm_nn, gemm_nt, gemm_tn, gemv
+from .linalg import gemm_nn, gemm_nt, gemm_tn, gemv, syrk_lower
 
 # --------------------------------------------------------------------------- layout
 
@@ -85,91 +80,6 @@ def mlp_views(theta, p, h1, h2):
 
 
 # --------------------------------------------------------------------------- J^T J
-
-
-def syrk_lower(a, alpha, beta, c):
-    """Lower triangle of ``c`` (``i >= j``) <- ``beta c + alpha a^T a``; strict upper untouched.
-
-    ``beta == 0`` overwrites (whatever ``c`` held, NaN included), as BLAS does. Loops here
-    (CUDA, the simulator, tests); BLAS ``dsyrk`` on the CPU for C-contiguous operands.
-    """
-    n, d = a.shape
-    for i in range(d):
-        for j in range(i + 1):
-            s = 0.0
-            for k in range(n):
-                s += a[k, i] * a[k, j]
-            if beta == 0.0:
-                c[i, j] = alpha * s
-            else:
-                c[i, j] = beta * c[i, j] + alpha * s
-
-
-# scipy's Fortran BLAS, registered under our own symbol name so that compiled functions
-# refer to it by name and stay cacheable (a ctypes pointer would be baked into the cached
-# code and Numba refuses to cache it). The symbol is re-registered at every import, before
-# any cached function of this module can be loaded.
-_DSYRK = "vits_ref_mlp_dsyrk"
-ll.add_symbol(_DSYRK, get_cython_function_address("scipy.linalg.cython_blas", "dsyrk"))
-
-
-@intrinsic
-def _dsyrk_lower(typingctx, a, alpha, beta, c):
-    """``dsyrk('U', 'N', d, n, alpha, a, d, beta, c, d)`` on C-ordered ``a`` (n, d), ``c`` (d, d).
-
-    Read in Fortran order ``a`` is ``A = a^T`` (d, n) and ``c``'s lower triangle is the
-    upper triangle of the Fortran matrix, so this is ``lower(c) <- beta c + alpha a^T a``.
-    """
-    sig = types.void(a, alpha, beta, c)
-
-    def codegen(context, builder, sig, args):
-        aty, alty, bty, cty = sig.args
-        av = context.make_array(aty)(context, builder, args[0])
-        cv = context.make_array(cty)(context, builder, args[3])
-        rows, d = cgutils.unpack_tuple(builder, av.shape, 2)
-        i8, i32, f64 = ir.IntType(8), ir.IntType(32), ir.DoubleType()
-
-        def slot(ty, value):
-            ptr = cgutils.alloca_once(builder, ty)
-            builder.store(value, ptr)
-            return ptr
-
-        d32 = builder.trunc(d, i32)
-        alval = context.cast(builder, args[1], alty, types.float64)
-        bval = context.cast(builder, args[2], bty, types.float64)
-        argv = [slot(i8, ir.Constant(i8, ord("U"))), slot(i8, ir.Constant(i8, ord("N"))),
-                slot(i32, d32), slot(i32, builder.trunc(rows, i32)),
-                slot(f64, alval), av.data, slot(i32, d32), slot(f64, bval),
-                cv.data, slot(i32, d32)]
-        fnty = ir.FunctionType(ir.VoidType(), [v.type for v in argv])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, _DSYRK)
-        builder.call(fn, argv)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@overload(syrk_lower, target="cpu")
-def _syrk_lower_cpu(a, alpha, beta, c):
-    blas_ok = (isinstance(a, types.Array) and isinstance(c, types.Array)
-               and a.dtype == types.float64 and c.dtype == types.float64
-               and a.layout == "C" and c.layout == "C" and c.mutable)
-    if not blas_ok:
-        return syrk_lower
-
-    def impl(a, alpha, beta, c):
-        if a.shape[0] == 0:  # nothing to add: scale (beta 0: clear) the lower triangle
-            for i in range(c.shape[0]):
-                for j in range(i + 1):
-                    c[i, j] = 0.0 if beta == 0.0 else beta * c[i, j]
-            return
-        _dsyrk_lower(a, float(alpha), float(beta), c)
-    return impl
-
-
-@overload(syrk_lower, target="cuda")
-def _syrk_lower_cuda(a, alpha, beta, c):
-    return syrk_lower
 
 
 @kernel

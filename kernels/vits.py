@@ -18,7 +18,7 @@ import numpy as np
 
 from vits_ref.config import cpu_jit, kernel
 
-from .linalg import gemm_nn, gemm_nt, gemm_tn, gemv, inv_transpose
+from .linalg import gemm_nn, gemm_nt, gemm_tn, gemv, gram, inv_transpose
 
 VARIANT_I = 0
 VARIANT_II = 1
@@ -107,7 +107,7 @@ def hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize):
     for i in range(d):
         for j in range(d):
             D[i, j] /= M
-    gemm_tn(C, C, CtC)
+    gram(C, CtC)
     gemm_nn(CtC, D, A)
     if symmetrize:
         for i in range(d):
@@ -155,7 +155,7 @@ def vits_linear_steps(variant, symmetrize, mu, B, C, etaV, eta_b, eps, h_mu, h,
             for i in range(d):
                 g[i] += G[0, i] - eta_b[i]
             if variant == VARIANT_II:
-                gemm_tn(C, C, CtC)
+                gram(C, CtC)
             ok = vits_apply(variant, mu, B, C, g, etaV, W1, CtC, h_mu, h, W2, work2d)
         if not ok:
             return False
@@ -207,7 +207,7 @@ def vits_model_step(variant, symmetrize, mu, B, C, Z, G, H, gmu, h_mu, h,
         gemm_nn(A, B, W1)
         return vits_apply(variant, mu, B, C, g, A, W1, CtC, h_mu, h, W2, work2d)
     if variant == VARIANT_II:
-        gemm_tn(C, C, CtC)
+        gram(C, CtC)
     gemm_nn(H, B, W1)
     return vits_apply(variant, mu, B, C, g, H, W1, CtC, h_mu, h, W2, work2d)
 

@@ -450,3 +450,21 @@ def test_kl_to_linear_posterior_matches_gaussian_kl(impl, rng, spd):
     # a singular square root gives inf, not a crash
     B[:, 0] = 0.0
     assert impl("kl_to_linear_posterior")(mu, B, V, b, eta, *scratch) == np.inf
+
+
+@pytest.mark.parametrize("d", [5, 80])  # below and above the dsyrk switch (d = 64)
+def test_gram_is_symmetric_product(d):
+    rng = np.random.default_rng(d)
+    a = rng.standard_normal((d, d))
+    out = np.full((d, d), np.nan)
+
+    @numba.njit(cache=False)
+    def jit_gram(a, out):
+        la.gram(a, out)
+
+    jit_gram(a, out)
+    np.testing.assert_allclose(out, a.T @ a, rtol=1e-12, atol=1e-12 * d)
+    assert np.array_equal(out, out.T)
+    loops = np.full((d, d), np.nan)
+    la.gram(a, loops)  # the Python (CUDA-simulator) body
+    np.testing.assert_allclose(loops, a.T @ a, rtol=1e-12, atol=1e-12 * d)
