@@ -18,7 +18,17 @@ import numpy as np
 
 from vits_ref.config import cpu_jit, kernel
 
-from .linalg import gemm_nn, gemm_nt, gemm_tn, gemv, gram, inv_transpose
+from .linalg import (
+    all_finite_mat,
+    all_finite_vec,
+    gemm_nn,
+    gemm_nt,
+    gemm_tn,
+    gemv,
+    gram,
+    inv_transpose,
+)
+from .logistic import logistic_grads_hessian
 
 VARIANT_I = 0
 VARIANT_II = 1
@@ -219,3 +229,62 @@ def model_step_cpu(variant, symmetrize, mu, B, C, Z, G, H, gmu, h_mu, h, mats, w
     d = 861 fresh buffers would page-fault 30 MB per step)."""
     return vits_model_step(variant, symmetrize, mu, B, C, Z, G, H, gmu, h_mu, h,
                            mats[0], mats[1], mats[2], mats[3], mats[4], work2d, g)
+
+
+@kernel
+def vits_logistic_steps(variant, symmetrize, mu, B, C, X, y, eta, lam, eps, h_mu, h,
+                        thetas, Zd, G, H, gmu, Zn, Zn1, wbar, Xw, A, CtC, D, W1, W2, work2d,
+                        g):
+    """``S = eps.shape[0]`` VITS steps on the logistic potential, in place (one body).
+
+    Each step draws ``thetas = mu + eps_s B^T`` (rows), evaluates the gradients and the
+    mean Hessian with :func:`kernels.logistic.logistic_grads_hessian` on the history
+    ``X``, ``y`` (default prior ``N(0, I/(lam eta))``), and applies
+    :func:`vits_model_step`. Scratch: ``thetas``, ``Zd``, ``G`` (M, d); ``H`` (d, d);
+    ``gmu``, ``g`` (d,); ``Zn`` (n, M); ``Zn1`` (n, 1); ``wbar`` (n,); ``Xw`` (n, d);
+    the step's ``A``, ``CtC``, ``D``, ``W1``, ``W2`` (d, d) and ``work2d`` (d, 2d).
+    Returns False on a singular ``B`` (VITS-I) or a non-finite state.
+    """
+    S, M, d = eps.shape
+    want_h = variant != VARIANT_HF and variant != VARIANT_HF_CV
+    for s in range(S):
+        gemm_nt(eps[s], B, Zd)
+        for m in range(M):
+            for i in range(d):
+                thetas[m, i] = mu[i] + Zd[m, i]
+        logistic_grads_hessian(X, y, thetas, eta, lam, want_h, Zn, wbar, Xw, G, H)
+        if variant == VARIANT_HF_CV:
+            for i in range(d):
+                thetas[0, i] = mu[i]
+            # the gradient at the mean, through the same body on a one-row batch
+            logistic_grads_hessian(X, y, thetas[:1], eta, lam, False, Zn1, wbar, Xw, W2[:1],
+                                   H)
+            for i in range(d):
+                gmu[i] = W2[0, i]
+        if not vits_model_step(variant, symmetrize, mu, B, C, Zd, G, H, gmu, h_mu, h,
+                               A, CtC, D, W1, W2, work2d, g):
+            return False
+        if not (all_finite_vec(mu) and all_finite_mat(B)):
+            return False
+    return True
+
+
+@cpu_jit
+def logistic_steps_cpu(variant, symmetrize, mu, B, C, X, y, eta, lam, eps, h_mu, h, wbar, Xw):
+    """CPU driver of :func:`vits_logistic_steps`; ``wbar``/``Xw`` are the model's scratch
+    (sized with its capacity, sliced to the history here)."""
+    S, M, d = eps.shape
+    n = X.shape[0]
+    thetas = np.empty((M, d))
+    Zd = np.empty((M, d))
+    G = np.empty((M, d))
+    H = np.zeros((d, d))
+    gmu = np.zeros(d)
+    Zn = np.empty((n, M))
+    Zn1 = np.empty((n, 1))
+    mats = np.empty((5, d, d))
+    work2d = np.empty((d, 2 * d))
+    g = np.empty(d)
+    return vits_logistic_steps(variant, symmetrize, mu, B, C, X, y, eta, lam, eps, h_mu, h,
+                               thetas, Zd, G, H, gmu, Zn, Zn1, wbar[:n], Xw[:n], mats[0], mats[1],
+                               mats[2], mats[3], mats[4], work2d, g)

@@ -14,6 +14,7 @@ from ..kernels.vits import (
     VARIANT_I,
     VARIANT_II,
     linear_steps_cpu,
+    logistic_steps_cpu,
     model_step_cpu,
 )
 from ..schedules import SCHEDULES, step_size, theoretical_step
@@ -162,10 +163,15 @@ class VITS(GaussianEngine):
         K, h_mu, h = self._steps_and_sizes()
         eps = self._rng_update.standard_normal((K, self.n_mc, self.dim))
         code = self.variant_code
-        if self.model.name == "linear":
+        model = self.model
+        if model.name == "linear":
             ok = linear_steps_cpu(code, self.symmetrize, self.mu, self.B, self.C,
-                                  self.model.eta * self.model.V,
-                                  self.model.eta * self.model.b, eps, h_mu, h)
+                                  model.eta * model.V, model.eta * model.b, eps, h_mu, h)
+        elif model.name == "logistic" and model.prior_cov is None:
+            # the whole round in one compiled body (no Python between steps)
+            ok = logistic_steps_cpu(code, self.symmetrize, self.mu, self.B, self.C, model.X,
+                                    model.y, model.eta, model.lam, eps, h_mu, h, model._w,
+                                    model._Xw)
         else:
             ok = self._model_steps(code, eps, h_mu, h)
         self.diagnostics.update(step_size=h, n_steps=K)
