@@ -502,9 +502,9 @@ def main(quick=False):
     print(f"logistic VITS-II round d={s['dim']}, n={s['n_obs']}: NumPy {s['numpy']:7.1f} us, "
           f"compiled {s['compiled']:7.1f} us, ratio {s['ratio']:5.2f}x (goal >= 10)")
     print(f"  per step: compiled grads+Hessian {s['step_grads_hessian']:5.1f} us (Hessian "
-          f"part {s['step_hessian']:5.1f}), update {s['step_update']:4.1f} us (each timed alone), "
-          f"whole step {s['step']:4.1f} us; NumPy step {s['numpy_step']:5.1f} us, of which the Gram "
-          f"product line {s['numpy_step_gram']:5.1f} us")
+          f"part {s['step_hessian']:5.1f}), update {s['step_update']:4.1f} us (each timed "
+          f"alone), whole step {s['step']:4.1f} us; NumPy step {s['numpy_step']:5.1f} us, of "
+          f"which the Gram product line {s['numpy_step_gram']:5.1f} us")
     if mlp_available() is None:
         print("MLP VITS-II round: skipped (vits_ref.models.MLP not available)")
     else:
