@@ -93,8 +93,9 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
 
 def regret_table(result):
     """Final regrets, one line per panel and method."""
-    lines = [f"{'panel':18s} {'method':24s} {'regret(T)':>10} {'+-se':>7} {'us/round':>10}"]
+    width = max(len(e["method"]) for e in result["results"])
+    lines = [f"{'panel':18s} {'method':{width}s} {'regret(T)':>10} {'+-se':>7} {'us/round':>10}"]
     for e in result["results"]:
-        lines.append(f"{e['panel']:18s} {e['method']:24s} {e['final_regret_mean']:10.2f} "
+        lines.append(f"{e['panel']:18s} {e['method']:{width}s} {e['final_regret_mean']:10.2f} "
                      f"{e['final_regret_stderr']:7.2f} {e['us_per_round']:10.1f}")
     return "\n".join(lines)
