@@ -113,3 +113,15 @@ def test_fig2_tiny(tmp_path):
     assert len(res["results"]) == 2 * 4
     assert all(np.isfinite(e["final_regret_mean"]) for e in res["results"])
     assert (tmp_path / "regret.png").exists()
+
+
+def test_jobs_option(tmp_path):
+    _cli("run", "vits-figG", "--runs", "2", "--rounds", "15", "--out", str(tmp_path / "a"))
+    _cli("run", "vits-figG", "--runs", "2", "--rounds", "15", "--jobs", "2", "--out",
+         str(tmp_path / "b"))
+    regrets = [[(e["method"], e["final_regret_mean"]) for e in
+                json.loads((tmp_path / x / "summary.json").read_text())["results"]]
+               for x in ("a", "b")]
+    assert regrets[0] == regrets[1]  # the logistic panel ran in 2 worker processes
+    bad = _cli("run", "vits-figF", "--jobs", "2", check=False)
+    assert bad.returncode == 2 and "takes no --jobs" in bad.stderr

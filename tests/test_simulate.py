@@ -270,3 +270,24 @@ def test_progress_callback(pool_env):
                     progress=lambda done, total, calls=calls: calls.append((done, total)))
         assert calls and calls[-1] == (3, 3)
         assert all(total == 3 for _, total in calls)
+
+
+def test_worker_processes_give_identical_results():
+    """n_jobs only distributes the Python loop's runs: every run keeps its own seeds."""
+    env = vr.envs.hard_instance(dim=4, n_arms=5, reward="logistic", seed=0)
+    pol = vr.ThompsonSampling(vr.VITS(4, model="logistic", step_size=0.2, n_steps=3))
+    one = vr.simulate(pol, env, n_rounds=25, n_runs=3, seed=7, new_instance_per_run=True)
+    two = vr.simulate(pol, env, n_rounds=25, n_runs=3, seed=7, new_instance_per_run=True,
+                      n_jobs=2)
+    assert not one.fused
+    np.testing.assert_array_equal(one.regret, two.regret)
+    np.testing.assert_array_equal(one.arms, two.arms)
+    with pytest.raises(ValueError, match="n_jobs"):
+        vr.simulate(pol, env, n_rounds=5, n_jobs=0)
+
+
+def test_divergence_in_a_worker_names_the_run():
+    env = vr.envs.pool(dim=5, n_arms=10, zeta=1.0, seed=0)
+    pol = vr.ThompsonSampling(vr.VITS(5, variant="II", schedule="constant", step_size=1.0))
+    with pytest.raises(vr.DivergenceError, match="in run 0"):
+        vr.simulate(pol, env, n_rounds=50, n_runs=2, seed=4, fused=False, n_jobs=2)

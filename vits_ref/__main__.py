@@ -29,6 +29,9 @@ def main(argv=None):
     p_run.add_argument("--rounds", type=int, default=None, help="rounds per run (paper: 1000)")
     p_run.add_argument("--seed", type=int, default=None, help="root seed (default 0)")
     p_run.add_argument("--out", default=None, help="output folder (default results/NAME)")
+    p_run.add_argument("--jobs", type=int, default=None,
+                       help="worker processes for policies without a fused loop (logistic, "
+                            "MLP, per-arm); results do not depend on it")
     p_run.add_argument("--data", default=None,
                        help="a data file for experiments that take one (vits-movielens: a "
                             "MovieLens ratings.dat; default: the synthetic stand-in)")
@@ -53,6 +56,12 @@ def main(argv=None):
             if value < (0 if key == "seed" else 1):
                 parser.error(f"--{key} must be {'>= 0' if key == 'seed' else '>= 1'}")
             opts[key] = value
+    if args.jobs is not None:
+        if "n_jobs" not in inspect.signature(mod.run).parameters:
+            parser.error(f"{args.name} takes no --jobs (it parallelises over seeds itself)")
+        if args.jobs < 1:
+            parser.error("--jobs must be >= 1")
+        opts["n_jobs"] = args.jobs
     if args.data is not None:
         if "path" not in inspect.signature(mod.run).parameters:
             parser.error(f"{args.name} takes no --data")

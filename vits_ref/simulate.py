@@ -211,7 +211,8 @@ def _validate_kl_rounds(kl_rounds, n_rounds):
 
 
 def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
-             new_instance_per_run=False, fused=None, n_threads=None, progress=None):
+             new_instance_per_run=False, fused=None, n_threads=None, progress=None,
+             n_jobs=1):
     """Run ``n_runs`` independent seeded simulations of ``policy`` on ``env``.
 
     Parameters
@@ -235,6 +236,11 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         Numba threads for the fused loop (default: Numba's current setting).
     progress : callable or None
         Called as ``progress(runs_done, n_runs)``.
+    n_jobs : int, default 1
+        Worker processes for policies without a fused loop (the Python loop: logistic,
+        MLP, per-arm, ...). Each run keeps its own seeds, so the results are bit-identical
+        whatever ``n_jobs``; workers are spawned (each imports vits_ref and loads Numba's
+        cache, about a second), so this pays off for runs of a second or more.
 
     Returns
     -------
@@ -275,7 +281,7 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     gaussian = isinstance(engine, GaussianEngine) and engine.model.name == "linear"
 
     def env_for(run_seed):
-        return env.new_instance(child(run_seed, 2)) if new_instance_per_run else env
+        return _run_env(env, new_instance_per_run, run_seed)
 
     regret = np.empty((n_runs, n_rounds))
     arms = np.empty((n_runs, n_rounds), dtype=np.int64)
@@ -285,17 +291,50 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         _run_fused(spec, policy, env_for, root, n_rounds, n_runs, kl_rounds, regret, arms, kl,
                    n_threads, progress)
     else:
-        for r in range(n_runs):
-            run_seed = child(root, r)
-            e = env_for(run_seed)
-            real = e.realise(n_rounds, np.random.Generator(np.random.PCG64(child(run_seed, 0))))
-            pol = policy.fresh(child(run_seed, 1))
-            _run_python(pol, real, kl_rounds, regret[r], arms[r], kl[r], r, gaussian)
-            if progress:
-                progress(r + 1, n_runs)
+        n_jobs = min(val.positive_int(n_jobs, "n_jobs"), n_runs)
+        jobs = [(policy, env, new_instance_per_run, root, r, n_rounds, kl_rounds, gaussian)
+                for r in range(n_runs)]
+        if n_jobs > 1:
+            import multiprocessing
+
+            # spawn, not fork: forking a process with Numba's threads running is unsafe
+            with multiprocessing.get_context("spawn").Pool(n_jobs) as pool:
+                outcomes = pool.imap(_python_job, jobs)
+                _collect(outcomes, regret, arms, kl, n_runs, progress)
+        else:
+            _collect(map(_python_job, jobs), regret, arms, kl, n_runs, progress)
     wall = time.perf_counter() - start
     return SimulationResult(_policy_name(policy), repr(env), regret, arms, kl_rounds,
                             kl if gaussian else None, wall, use_fused, seed)
+
+
+def _run_env(env, new_instance, run_seed):
+    """The run's environment: ``env``, or a new instance from the run's child 2."""
+    return env.new_instance(child(run_seed, 2)) if new_instance else env
+
+
+def _realise(env, run_seed, n_rounds):
+    """The run's draws of the environment, from the run's child 0."""
+    return env.realise(n_rounds, np.random.Generator(np.random.PCG64(child(run_seed, 0))))
+
+
+def _python_job(job):
+    """One run of the Python loop (module level, so worker processes can import it)."""
+    policy, env, new_instance, root, r, n_rounds, kl_rounds, gaussian = job
+    run_seed = child(root, r)
+    real = _realise(_run_env(env, new_instance, run_seed), run_seed, n_rounds)
+    pol = policy.fresh(child(run_seed, 1))
+    regret, arms = np.empty(n_rounds), np.empty(n_rounds, dtype=np.int64)
+    kl = np.zeros(kl_rounds.size)
+    _run_python(pol, real, kl_rounds, regret, arms, kl, r, gaussian)
+    return regret, arms, kl
+
+
+def _collect(outcomes, regret, arms, kl, n_runs, progress):
+    for r, (reg, arm, k) in enumerate(outcomes):
+        regret[r], arms[r], kl[r] = reg, arm, k
+        if progress:
+            progress(r + 1, n_runs)
 
 
 def _run_python(pol, real, kl_rounds, regret, arms, kl, run, gaussian):
@@ -334,7 +373,7 @@ def _run_fused(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, arms, 
             for r in range(lo, hi):
                 run_seed = child(root, r)
                 e = env_for(run_seed)
-                reals.append(e.realise(T, np.random.Generator(np.random.PCG64(child(run_seed, 0)))))
+                reals.append(_realise(e, run_seed, T))
                 noises.append(draw_policy_noise(spec, child(run_seed, 1), T, d))
             status = np.zeros(hi - lo, dtype=np.int64)
             kb.run_many(spec["policy"], spec["variant"], spec["symmetrize"], spec["schedule"],

@@ -40,7 +40,7 @@ def write_json(path, obj):
 
 
 def run_panels(name, description, panels, runs, rounds, seed, out, progress=None,
-               title=None, extra=None, kl_rounds=None):
+               title=None, extra=None, kl_rounds=None, n_jobs=1):
     """Run regret experiments panel by panel and write ``curves.csv``, ``summary.json``,
     ``regret.png``; return the summary.
 
@@ -48,7 +48,8 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     is a list of ``(label, policy)`` and ``info`` a dict added to each result entry (e.g.
     ``{"zeta": 0.1}``). Every method of a panel meets the same runs (same ``seed``: the
     same environment draws) on new instances per run. ``kl_rounds`` records the KL
-    diagnostic of Gaussian engines on the linear model (see :func:`vits_ref.simulate`).
+    diagnostic of Gaussian engines on the linear model, and ``n_jobs`` spreads the runs of
+    policies without a fused loop over processes (see :func:`vits_ref.simulate`).
     """
     import time
 
@@ -63,7 +64,7 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
             if progress:
                 progress(f"{panel}: {label} ({runs} runs x {rounds} rounds)")
             res = simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
-                           new_instance_per_run=True, kl_rounds=kl_rounds)
+                           new_instance_per_run=True, kl_rounds=kl_rounds, n_jobs=n_jobs)
             mean, se = res.mean_and_stderr()
             rows.append({"panel": panel, "method": label, "mean": mean, "stderr": se})
             curves[panel][label] = (mean, se)

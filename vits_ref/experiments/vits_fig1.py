@@ -37,7 +37,8 @@ METHODS = (
 )
 
 
-def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, methods=None):
+def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, methods=None,
+        n_jobs=1):
     """Run the experiment and write ``curves.csv``, ``summary.json``, ``regret.png``.
 
     Parameters
@@ -67,7 +68,7 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, me
     return run_panels(NAME, DESCRIPTION, panels, runs, rounds, seed, out, progress,
                       title=f"Linear pool bandit (d={DIM}, K={N_ARMS}, {runs} runs)",
                       extra={"dim": DIM, "n_arms": N_ARMS, "hyperparameters": hyper},
-                      kl_rounds=kl_rounds)
+                      kl_rounds=kl_rounds, n_jobs=n_jobs)
 
 
 table = regret_table

@@ -46,7 +46,8 @@ def policies():
             ("LMC-TS", ThompsonSampling(Langevin(net.dim, **common)))]
 
 
-def run(runs=2, rounds=100, seed=0, out="results/vits-fig2", progress=None, methods=None):
+def run(runs=2, rounds=100, seed=0, out="results/vits-fig2", progress=None, methods=None,
+        n_jobs=1):
     """Run both panels; writes ``curves.csv``, ``summary.json``, ``regret.png``."""
     panels = [(f"zeta = {zeta:g}",
                pool(dim=DIM, n_arms=N_ARMS, zeta=zeta, reward="quadratic", seed=seed),
@@ -55,7 +56,8 @@ def run(runs=2, rounds=100, seed=0, out="results/vits-fig2", progress=None, meth
     return run_panels(NAME, DESCRIPTION, panels, runs, rounds, seed, out, progress,
                       title=f"Quadratic pool bandit ({runs} runs)",
                       extra={"eta": ETA, "lam": LAM, "step_size": STEP,
-                             "hf_cov_step_size": HF_COV_STEP, "hidden": HIDDEN})
+                             "hf_cov_step_size": HF_COV_STEP, "hidden": HIDDEN},
+                      n_jobs=n_jobs)
 
 
 table = regret_table

@@ -37,14 +37,14 @@ def policies(reward):
 
 
 def run(runs=20, rounds=1000, seed=0, out="results/vits-figG", progress=None,
-        rewards=("linear", "logistic")):
+        rewards=("linear", "logistic"), n_jobs=1):
     """Run both panels; writes ``curves.csv``, ``summary.json``, ``regret.png``."""
     panels = [(f"{reward} rewards", hard_instance(dim=DIM, n_arms=N_ARMS, reward=reward,
                                                   seed=seed), policies(reward),
                {"reward": reward}) for reward in rewards]
     return run_panels(NAME, DESCRIPTION, panels, runs, rounds, seed, out, progress,
                       title=f"Hard instance (d=K={DIM}, {runs} runs)",
-                      extra={"step_size": STEP})
+                      extra={"step_size": STEP}, n_jobs=n_jobs)
 
 
 table = regret_table

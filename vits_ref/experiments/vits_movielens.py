@@ -44,7 +44,7 @@ def policies(env, n_movies):
 
 
 def run(runs=50, rounds=1000, seed=0, out="results/vits-movielens", progress=None,
-        path=None, n_movies=N_MOVIES, methods=None, synthetic_kwargs=None):
+        path=None, n_movies=N_MOVIES, methods=None, synthetic_kwargs=None, n_jobs=1):
     """Run the experiment; writes ``curves.csv``, ``summary.json``, ``regret.png``.
 
     ``path``: a MovieLens ``ratings.dat`` (or ``ratings.csv``); None for the stand-in.
@@ -56,7 +56,8 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-movielens", progress=Non
     result = run_panels(NAME, DESCRIPTION, [(panel, env, chosen, {})], runs, rounds, seed,
                         out, progress,
                         extra={"n_movies": n_movies, "data": env.source, "step_size": STEP,
-                               "prior_mean": env.prior_mean, "prior_var": env.prior_var})
+                               "prior_mean": env.prior_mean, "prior_var": env.prior_var},
+                        n_jobs=n_jobs)
     return result
 
 
