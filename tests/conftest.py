@@ -110,3 +110,22 @@ def spd():
 def orthogonal():
     """Factory ``orthogonal(rng, d)`` of random orthogonal matrices."""
     return random_orthogonal
+
+
+def max_diff_under_cuda_simulator(script):
+    """Run ``script`` with ``NUMBA_ENABLE_CUDASIM=1`` in a subprocess (the simulator must
+    be enabled before Numba is imported) and return the float it prints after
+    ``MAXDIFF``. Skips when ``numba-cuda`` (the ``cuda`` extra) is not installed."""
+    import os
+    import subprocess
+    import sys
+
+    try:  # the simulator needs numba-cuda importable
+        import numba_cuda  # noqa: F401
+    except ImportError:
+        pytest.skip("numba-cuda (the 'cuda' extra) is not installed")
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return float(res.stdout.split("MAXDIFF")[1])

@@ -6,12 +6,9 @@ driver compiles) and must reproduce the CPU driver's regret and KL. Skips cleanl
 ``numba-cuda`` (the ``cuda`` extra) is absent.
 """
 
-import os
-import subprocess
-import sys
 import textwrap
 
-import pytest
+from conftest import max_diff_under_cuda_simulator
 
 SCRIPT = textwrap.dedent("""
     import warnings
@@ -54,16 +51,7 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_fused_body_under_cuda_simulator():
-    pytest.importorskip("numba.cuda")
-    try:  # numba-cuda is the optional `cuda` extra; the simulator needs it importable
-        import numba_cuda  # noqa: F401
-    except ImportError:
-        pytest.skip("numba-cuda (the 'cuda' extra) is not installed")
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    worst = float(res.stdout.split("MAXDIFF")[1])
+    worst = max_diff_under_cuda_simulator(SCRIPT)
     # The simulator runs the loop bodies in Python (loop products, Gauss-Jordan inverse)
     # while the CPU driver uses BLAS/LAPACK: same algorithm, different summation order,
     # so agreement is to rounding accumulated over 6 rounds of d = 3 (~1e-15 relative).

@@ -6,12 +6,9 @@ compile, in a subprocess with ``NUMBA_ENABLE_CUDASIM=1``, and must reproduce the
 results. Skips when ``numba-cuda`` is absent.
 """
 
-import os
-import subprocess
-import sys
 import textwrap
 
-import pytest
+from conftest import max_diff_under_cuda_simulator
 
 SCRIPT = textwrap.dedent("""
     import warnings
@@ -81,15 +78,7 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_nonlinear_bodies_under_cuda_simulator():
-    try:  # numba-cuda is the optional `cuda` extra; the simulator needs it importable
-        import numba_cuda  # noqa: F401
-    except ImportError:
-        pytest.skip("numba-cuda (the 'cuda' extra) is not installed")
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    worst = float(res.stdout.split("MAXDIFF")[1])
+    worst = max_diff_under_cuda_simulator(SCRIPT)
     # loops (simulator) vs BLAS/LAPACK (CPU driver): same algorithm, other summation
     # order; O(1) values at d = 3, so agreement to ~1e-14 (IRLS converged to 1e-10 on both)
     assert worst < 1e-10
