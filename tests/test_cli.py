@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+import vits_ref as vr
 from vits_ref.experiments import EXPERIMENTS, get, vits_fig1
 
 
@@ -125,3 +126,34 @@ def test_jobs_option(tmp_path):
     assert regrets[0] == regrets[1]  # the logistic panel ran in 2 worker processes
     bad = _cli("run", "vits-figF", "--jobs", "2", check=False)
     assert bad.returncode == 2 and "takes no --jobs" in bad.stderr
+
+
+def test_fig1_tuning_records_the_grid_and_the_choice(tmp_path):
+    res = vits_fig1.run(runs=2, rounds=30, seed=1, out=str(tmp_path), methods=["LinUCB",
+                                                                            "VITS-II"],
+                        tune=True, tune_runs=2)
+    assert res["tuned"] and res["tune_seed"] == 1 + vits_fig1.TUNE_SEED_OFFSET
+    for panel, by_method in res["tuning"].items():
+        for label, scored in by_method.items():
+            name = dict((m[0], m[1]) for m in vits_fig1.METHODS)[label]
+            assert len(scored) == len(vits_fig1.tuning_grid(name))
+            best = min(scored, key=lambda s: s["final_regret"])
+            chosen = res["hyperparameters"][panel][label]
+            assert all(chosen[k] == v for k, v in best["overrides"].items())
+    assert "--tune" in _cli("run", "--help").stdout
+
+
+def test_a_diverging_method_is_reported_and_the_next_candidate_runs(tmp_path):
+    from vits_ref.experiments._common import regret_table, run_panels
+
+    env = vr.envs.pool(dim=5, n_arms=10, zeta=1.0, seed=0)
+    bad = vr.ThompsonSampling(vr.VITS(5, schedule="constant", step_size=1.0))
+    good = vr.ThompsonSampling(vr.VITS(5, step_size=0.01))
+    res = run_panels("t", "test", [("p", env, [("fallback", [(bad, {"h": 1.0}),
+                                                             (good, {"h": 0.01})]),
+                                               ("broken", bad)], {})],
+                     runs=2, rounds=40, seed=0, out=str(tmp_path))
+    fallback, broken = res["results"]
+    assert fallback["h"] == 0.01 and "diverged" in fallback["diverged_candidates"][0]
+    assert "final_regret_mean" not in broken and broken["diverged_candidates"]
+    assert "diverged" in regret_table(res)

@@ -32,6 +32,9 @@ def main(argv=None):
     p_run.add_argument("--jobs", type=int, default=None,
                        help="worker processes for policies without a fused loop (logistic, "
                             "MLP, per-arm); results do not depend on it")
+    p_run.add_argument("--tune", action="store_true",
+                       help="choose hyperparameters on a small grid first (experiments that "
+                            "support it: vits-fig1)")
     p_run.add_argument("--data", default=None,
                        help="a data file for experiments that take one (vits-movielens: a "
                             "MovieLens ratings.dat; default: the synthetic stand-in)")
@@ -62,6 +65,10 @@ def main(argv=None):
         if args.jobs < 1:
             parser.error("--jobs must be >= 1")
         opts["n_jobs"] = args.jobs
+    if args.tune:
+        if "tune" not in inspect.signature(mod.run).parameters:
+            parser.error(f"{args.name} takes no --tune")
+        opts["tune"] = True
     if args.data is not None:
         if "path" not in inspect.signature(mod.run).parameters:
             parser.error(f"{args.name} takes no --data")

@@ -45,14 +45,18 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     ``regret.png``; return the summary.
 
     ``panels``: a list of ``(panel_title, environment, methods, info)`` where ``methods``
-    is a list of ``(label, policy)`` and ``info`` a dict added to each result entry (e.g.
-    ``{"zeta": 0.1}``). Every method of a panel meets the same runs (same ``seed``: the
-    same environment draws) on new instances per run. ``kl_rounds`` records the KL
-    diagnostic of Gaussian engines on the linear model, and ``n_jobs`` spreads the runs of
-    policies without a fused loop over processes (see :func:`vits_ref.simulate`).
+    is a list of ``(label, policy)`` or ``(label, [(policy, entry_info), ...])`` (candidates
+    tried in order: a candidate that diverges is recorded and the next one runs) and
+    ``info`` a dict added to each result entry (e.g. ``{"zeta": 0.1}``). Every method of a
+    panel meets the same runs (same ``seed``: the same environment draws) on new instances
+    per run. A method all of whose candidates diverge is reported in the summary (and the
+    table) instead of stopping the experiment. ``kl_rounds`` records the KL diagnostic of
+    Gaussian engines on the linear model, and ``n_jobs`` spreads the runs of policies
+    without a fused loop over processes (see :func:`vits_ref.simulate`).
     """
     import time
 
+    from ..errors import DivergenceError
     from ..simulate import simulate
 
     os.makedirs(out, exist_ok=True)
@@ -60,21 +64,39 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     t0 = time.perf_counter()
     for panel, env, methods, info in panels:
         curves[panel] = {}
-        for label, policy in methods:
+        for label, candidates in methods:
+            if not isinstance(candidates, list):
+                candidates = [(candidates, {})]
             if progress:
                 progress(f"{panel}: {label} ({runs} runs x {rounds} rounds)")
-            res = simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
-                           new_instance_per_run=True, kl_rounds=kl_rounds, n_jobs=n_jobs)
+            diverged, res = [], None
+            for policy, cand_info in candidates:
+                try:
+                    res = simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
+                                   new_instance_per_run=True, kl_rounds=kl_rounds,
+                                   n_jobs=n_jobs)
+                    break
+                except DivergenceError as err:
+                    diverged.append({**cand_info, "diverged": str(err)})
+                    if progress:
+                        progress(f"{panel}: {label} diverged ({err.engine}, run {err.run}, "
+                                 f"round {err.round})")
+            if res is None:
+                summary.append({**info, "panel": panel, "method": label,
+                                "diverged_candidates": diverged})
+                continue
             mean, se = res.mean_and_stderr()
             rows.append({"panel": panel, "method": label, "mean": mean, "stderr": se})
             curves[panel][label] = (mean, se)
-            entry = {**info, "panel": panel, "method": label,
+            entry = {**info, **cand_info, "panel": panel, "method": label,
                      "final_regret_mean": float(mean[-1]), "final_regret_stderr": float(se[-1]),
                      "wall_time_s": res.wall_time, "fused": res.fused,
                      "us_per_round": 1e6 * res.wall_time / (runs * rounds)}
             if res.kl is not None:
                 entry["kl_rounds"] = res.kl_rounds
                 entry["kl_mean"] = res.kl.mean(axis=0)
+            if diverged:
+                entry["diverged_candidates"] = diverged
             summary.append(entry)
     files = [os.path.join(out, f) for f in ("curves.csv", "summary.json", "regret.png")]
     result = {"experiment": name, "description": description, "runs": runs, "rounds": rounds,
@@ -97,6 +119,10 @@ def regret_table(result):
     width = max(len(e["method"]) for e in result["results"])
     lines = [f"{'panel':18s} {'method':{width}s} {'regret(T)':>10} {'+-se':>7} {'us/round':>10}"]
     for e in result["results"]:
+        if "final_regret_mean" not in e:
+            lines.append(f"{e['panel']:18s} {e['method']:{width}s}   diverged (see "
+                         f"summary.json)")
+            continue
         lines.append(f"{e['panel']:18s} {e['method']:{width}s} {e['final_regret_mean']:10.2f} "
                      f"{e['final_regret_stderr']:7.2f} {e['us_per_round']:10.1f}")
     return "\n".join(lines)

@@ -16,8 +16,12 @@ methods see the same contexts and noise in each run (common random numbers), so 
 differences are not sampling noise of the environment.
 """
 
+import itertools
+import math
+
 from ..envs import pool
-from ..simulate import POLICY_DEFAULTS, make_policy
+from ..errors import DivergenceError
+from ..simulate import POLICY_DEFAULTS, make_policy, simulate
 from ._common import regret_table, run_panels
 
 NAME = "vits-fig1"
@@ -37,8 +41,59 @@ METHODS = (
 )
 
 
+#: Offset of the tuning runs' seed: tuning never sees the evaluation runs' draws.
+TUNE_SEED_OFFSET = 10_000
+
+
+def tuning_grid(name):
+    """The small grid (a subset of appendix E's) searched by ``--tune`` for a policy name.
+
+    LinTS: ``eta`` in {1, 10, 100}; LinUCB: ``alpha`` in {0.1, 0.5, 1}; VITS and LMC-TS:
+    ``eta`` in {1, 10, 100} times the step-size scale in {0.5, 1, 2} (applied to ``h0``,
+    and to the square root's ``h0`` where it has its own). The decayed step
+    ``h0 / (eta t)`` keeps ``h_t eta lmax(V_t)`` independent of ``eta``, so stability does
+    not depend on the ``eta`` of the grid.
+    """
+    if name == "linucb":
+        return [{"alpha": a} for a in (0.1, 0.5, 1.0)]
+    if name == "lints":
+        return [{"eta": e} for e in (1.0, 10.0, 100.0)]
+    base = POLICY_DEFAULTS[name]
+    grid = []
+    for eta, scale in itertools.product((1.0, 10.0, 100.0), (0.5, 1.0, 2.0)):
+        over = {"eta": eta, "step_size": scale * base["step_size"]}
+        if "cov_step_size" in base:
+            over["cov_step_size"] = scale * base["cov_step_size"]
+        grid.append(over)
+    return grid
+
+
+def tune_method(name, overrides, env, rounds, seed, tune_runs, n_jobs=1):
+    """Grid points ranked by mean final regret on ``tune_runs`` separate runs.
+
+    Returns ``(ranked_overrides, [{"overrides": ..., "final_regret": ...}, ...])``: the
+    overrides of the points that never diverged, best first (the evaluation falls back to
+    the next one if the best diverges on the evaluation runs), and every point's score
+    (``inf`` for a point that diverged).
+    """
+    scored = []
+    for point in tuning_grid(name):
+        params = {**overrides, **point}
+        try:
+            res = simulate(make_policy(name, DIM, **params), env, n_rounds=rounds,
+                           n_runs=tune_runs, seed=seed + TUNE_SEED_OFFSET,
+                           new_instance_per_run=True, n_jobs=n_jobs)
+            score = float(res.cumulative_regret[:, -1].mean())
+        except DivergenceError:
+            score = math.inf
+        scored.append({"overrides": point, "final_regret": score})
+    ranked = sorted((s for s in scored if math.isfinite(s["final_regret"])),
+                    key=lambda s: s["final_regret"])
+    return [{**overrides, **s["overrides"]} for s in ranked] or [overrides], scored
+
+
 def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, methods=None,
-        n_jobs=1):
+        n_jobs=1, tune=False, tune_runs=10):
     """Run the experiment and write ``curves.csv``, ``summary.json``, ``regret.png``.
 
     Parameters
@@ -50,6 +105,12 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, me
         ``progress(message)`` for status lines.
     methods : sequence of labels, optional
         Subset of :data:`METHODS` to run.
+    n_jobs : int
+        Worker processes for policies without a fused loop (none here; kept for the CLI).
+    tune : bool, default False
+        Choose each method's hyperparameters per zeta on :func:`tuning_grid` (``tune_runs``
+        runs of ``rounds`` rounds with seed ``seed + TUNE_SEED_OFFSET``) instead of the
+        stated defaults; the JSON records the grid's scores and the choice.
 
     Returns
     -------
@@ -58,17 +119,36 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, me
     """
     chosen = [m for m in METHODS if methods is None or m[0] in methods]
     kl_rounds = sorted({r for r in (10, 100, rounds // 2, rounds) if 1 <= r <= rounds})
-    panels = []
+    panels, hyper, tuning = [], {}, {}
     for zeta in ZETAS:
         env = pool(dim=DIM, n_arms=N_ARMS, zeta=zeta, reward="linear", seed=seed)
-        methods_ = [(label, make_policy(name, DIM, **overrides))
-                    for label, name, overrides in chosen]
-        panels.append((f"zeta = {zeta:g}", env, methods_, {"zeta": zeta}))
-    hyper = {label: {**POLICY_DEFAULTS[name], **overrides} for label, name, overrides in chosen}
+        panel = f"zeta = {zeta:g}"
+        methods_ = []
+        for label, name, overrides in chosen:
+            ranked = [overrides]
+            if tune:
+                if progress:
+                    progress(f"{panel}: tuning {label} ({len(tuning_grid(name))} points x "
+                             f"{tune_runs} runs)")
+                ranked, scored = tune_method(name, overrides, env, rounds, seed, tune_runs,
+                                             n_jobs)
+                tuning.setdefault(panel, {})[label] = scored
+            hyper.setdefault(panel, {})[label] = {**POLICY_DEFAULTS[name], **ranked[0]}
+            methods_.append((label, [(make_policy(name, DIM, **o),
+                                      {"hyperparameters": {**POLICY_DEFAULTS[name], **o}})
+                                     for o in ranked]))
+        panels.append((panel, env, methods_, {"zeta": zeta}))
+    # "hyperparameters": the first choice per panel and method; each result entry holds
+    # the ones actually used (a tuned choice that diverged is listed under
+    # "diverged_candidates" and the next grid point was run)
+    extra = {"dim": DIM, "n_arms": N_ARMS, "hyperparameters": hyper, "tuned": tune}
+    if tune:
+        extra.update(tuning=tuning, tune_runs=tune_runs,
+                     tune_seed=seed + TUNE_SEED_OFFSET)
     return run_panels(NAME, DESCRIPTION, panels, runs, rounds, seed, out, progress,
-                      title=f"Linear pool bandit (d={DIM}, K={N_ARMS}, {runs} runs)",
-                      extra={"dim": DIM, "n_arms": N_ARMS, "hyperparameters": hyper},
-                      kl_rounds=kl_rounds, n_jobs=n_jobs)
+                      title=f"Linear pool bandit (d={DIM}, K={N_ARMS}, {runs} runs"
+                            f"{', tuned' if tune else ''})",
+                      extra=extra, kl_rounds=kl_rounds, n_jobs=n_jobs)
 
 
 table = regret_table
