@@ -1,0 +1,172 @@
+"""Golden outputs recorded before the house restructuring (issue 6), asserted after it.
+
+``python tests/golden/make_golden.py`` writes ``tests/golden/golden.npz`` from the public
+API only (so the same script runs on the old and the new layout): the regret and arms of
+every named policy on both synthetic environments (fused and Python loops), their KL
+traces, the states of the non-linear engines after a few updates, and the Gaussian-target
+traces of appendices F/I. ``tests/test_golden.py`` recomputes every entry with
+:func:`compute` and compares.
+
+Recorded on main at b6d5d19 (numba 0.68.1, numpy 2.4.6, OpenBLAS 1 thread).
+"""
+
+import os
+import sys
+
+import numpy as np
+
+import vits_ref as vr
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PATH = os.path.join(HERE, "golden.npz")
+
+NAMED = ("lints", "linucb", "vits-i", "vits-ii", "vits-hf", "vits-hf-cv", "lmc", "random")
+GAUSSIAN = ("lints", "vits-i", "vits-ii", "vits-hf", "vits-hf-cv")
+
+
+def _envs():
+    return {"pool": vr.envs.pool(dim=6, n_arms=8, zeta=1.0, seed=3),
+            "hard": vr.envs.hard_instance(dim=5, n_arms=5, seed=4)}
+
+
+def _named(out):
+    for env_name, env in _envs().items():
+        for name in NAMED:
+            kl_rounds = [5, 20, 40] if name in GAUSSIAN else None
+            for fused in (True, False):
+                res = vr.simulate(name, env, n_rounds=40, n_runs=2, seed=11,
+                                  kl_rounds=kl_rounds, fused=fused)
+                key = f"named/{env_name}/{name}/{'fused' if fused else 'python'}"
+                out[key + "/regret"] = res.regret
+                out[key + "/arms"] = res.arms
+                if res.kl is not None:
+                    out[key + "/kl"] = res.kl
+
+
+def _engines():
+    """(label, engine factory, data kind) of the non-linear and general-prior engines."""
+    m0 = np.array([0.3, -0.2, 0.1])
+    s0 = np.array([[1.0, 0.2, 0.0], [0.2, 0.8, 0.1], [0.0, 0.1, 0.5]])
+    mlp = vr.models.MLP(3, hidden=(4, 3), lam=2.0)
+    out = []
+    for variant in ("I", "II", "hessian_free"):
+        out.append((f"logistic/vits-{variant}",
+                    lambda v=variant: vr.VITS(3, variant=v, model="logistic", step_size=0.1,
+                                              n_steps=4, n_mc=3, seed=5), "bernoulli"))
+        out.append((f"mlp/vits-{variant}",
+                    lambda v=variant: vr.VITS(mlp.dim, variant=v, model=mlp, lam=2.0,
+                                              step_size=0.002, n_steps=3, n_mc=2, seed=6),
+                    "mlp"))
+        out.append((f"logistic-prior/vits-{variant}",
+                    lambda v=variant: vr.VITS(3, variant=v,
+                                              model=vr.models.Logistic(3, prior_mean=m0,
+                                                                       prior_cov=s0),
+                                              step_size=0.1, n_steps=4, n_mc=2, seed=7),
+                    "bernoulli"))
+        out.append((f"linear-prior/vits-{variant}",
+                    lambda v=variant: vr.VITS(3, variant=v,
+                                              model=vr.models.Linear(3, prior_mean=m0,
+                                                                     prior_cov=s0),
+                                              step_size=0.05, n_steps=4, n_mc=2, seed=8),
+                    "gaussian"))
+    out.append(("logistic/vits-hf-cv",
+                lambda: vr.VITS(3, variant="hessian_free", control_variate=True,
+                                model="logistic", step_size=0.1, n_steps=4, n_mc=3, seed=5),
+                "bernoulli"))
+    out.append(("mlp/vits-hf-cv",
+                lambda: vr.VITS(mlp.dim, variant="hessian_free", control_variate=True,
+                                model=mlp, lam=2.0, step_size=0.002, n_steps=3, n_mc=2, seed=6),
+                "mlp"))
+    out.append(("logistic/lmc", lambda: vr.Langevin(3, model="logistic", step_size=0.05,
+                                                    n_steps=5, seed=9), "bernoulli"))
+    out.append(("mlp/lmc", lambda: vr.Langevin(mlp.dim, model=mlp, lam=2.0, step_size=0.001,
+                                               n_steps=5, seed=9), "mlp"))
+    out.append(("logistic/laplace", lambda: vr.Laplace(3, model="logistic", seed=10),
+                "bernoulli"))
+    out.append(("logistic-prior/laplace",
+                lambda: vr.Laplace(3, model=vr.models.Logistic(3, prior_mean=m0, prior_cov=s0),
+                                   seed=10), "bernoulli"))
+    out.append(("linear/laplace", lambda: vr.Laplace(3, model="linear", seed=10), "gaussian"))
+    out.append(("mlp/laplace", lambda: vr.Laplace(mlp.dim, model=mlp, lam=2.0, seed=10),
+                "mlp"))
+    out.append(("linear/lints", lambda: vr.LinTS(3, eta=2.0, lam=0.5, seed=12), "gaussian"))
+    out.append(("linear-prior/lints",
+                lambda: vr.LinTS(3, model=vr.models.Linear(3, prior_mean=m0, prior_cov=s0),
+                                 seed=12), "gaussian"))
+    out.append(("linear/lmc", lambda: vr.Langevin(3, step_size=0.05, seed=13), "gaussian"))
+    return out
+
+
+def _data(kind, rng, n):
+    if kind == "mlp":
+        X = rng.standard_normal((n, 3))
+        return X, np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+    X = rng.standard_normal((n, 3))
+    z = X @ np.array([1.0, -0.5, 0.25])
+    if kind == "bernoulli":
+        return X, (rng.random(n) < 1.0 / (1.0 + np.exp(-z))).astype(float)
+    return X, z + 0.3 * rng.standard_normal(n)
+
+
+def _engine_states(out):
+    for label, make, kind in _engines():
+        eng = make()
+        rng = np.random.default_rng(21)
+        for batch in (1, 5, 20):
+            X, r = _data(kind, rng, batch)
+            eng.update(X, r)
+        for attr in ("mu", "B", "C", "theta", "H", "L"):
+            if hasattr(eng, attr):
+                out[f"engine/{label}/{attr}"] = np.asarray(getattr(eng, attr))
+        out[f"engine/{label}/sample"] = eng.sample(3)
+
+
+def _per_arm(out):
+    env = vr.envs.hard_instance(dim=4, n_arms=4, reward="logistic", seed=2)
+    for label, eng in (("vits-ii", vr.VITS(4, model="logistic", step_size=0.1, n_steps=3)),
+                       ("laplace", vr.Laplace(4, model="logistic"))):
+        res = vr.simulate(vr.PerArm(eng, 4), env, n_rounds=25, n_runs=2, seed=3)
+        out[f"perarm/{label}/regret"] = res.regret
+    for name, kw in (("vits-ii", {"model": "logistic", "step_size": 0.2}),
+                     ("lmc", {"model": "logistic", "step_size": 0.05})):
+        eng = (vr.VITS(5, **kw) if name.startswith("vits") else vr.Langevin(5, **kw))
+        res = vr.simulate(vr.ThompsonSampling(eng),
+                          vr.envs.hard_instance(dim=5, n_arms=5, reward="logistic", seed=4),
+                          n_rounds=30, n_runs=2, seed=5)
+        out[f"logistic-bandit/{name}/regret"] = res.regret
+
+
+def _targets(out):
+    import csv
+    import tempfile
+
+    from vits_ref.experiments import vits_figF, vits_figI
+
+    with tempfile.TemporaryDirectory() as tmp:
+        res = vits_figF.run(runs=2, rounds=3000, seed=1, out=tmp, kappas=(2.5, 10.0),
+                            step_factors=(0.2,))
+        for row in res["results"]:
+            out[f"figF/{row['method']}/median_steps"] = np.array(row["median_steps"])
+        with open(os.path.join(tmp, "steps.csv")) as fh:
+            out["figF/steps"] = np.array([float(r["steps"]) for r in csv.DictReader(fh)])
+    with tempfile.TemporaryDirectory() as tmp:
+        vits_figI.run(runs=3, rounds=400, seed=1, out=tmp)
+        with open(os.path.join(tmp, "kl_vs_time.csv")) as fh:
+            rows = list(csv.DictReader(fh))
+        for key in ("kl_q25", "kl_median", "kl_q75"):
+            out[f"figI/{key}"] = np.array([float(r[key]) for r in rows])
+
+
+def compute():
+    out = {}
+    _named(out)
+    _engine_states(out)
+    _per_arm(out)
+    _targets(out)
+    return out
+
+
+if __name__ == "__main__":
+    data = compute()
+    np.savez_compressed(PATH, **data)
+    print(f"wrote {len(data)} arrays to {PATH}", file=sys.stderr)
