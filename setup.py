@@ -22,6 +22,7 @@ setup(
     long_description_content_type="text/x-rst",
     python_requires=">=3.10",
     packages=["vits_ref", "vits_ref.inference", "vits_ref.experiments", "vits_ref.models",
+              "vits_ref.reference",
               "vits_ref.kernels"],
     package_dir={"vits_ref.kernels": "kernels"},
     install_requires=["numpy>=1.24", "scipy>=1.10", "numba>=0.59"],

@@ -45,6 +45,7 @@ import numpy as np
 from vits_ref.config import cpu_jit, kernel
 
 from .linalg import cholesky, gemm_nt, gemm_tn, solve_lower, solve_lower_t
+from .scalars import bernoulli_nll, residual_weight, sigmoid, softplus  # noqa: F401
 
 # IRLS status codes (first element of the tuple the IRLS bodies return)
 IRLS_CONVERGED = 1
@@ -52,51 +53,6 @@ IRLS_MAX_ITER = 0
 IRLS_FAILED = -1  # a non-finite value or a Hessian that is not positive definite
 
 _MAX_HALVINGS = 60  # 2^-60 ~ 1e-18: past this the step is below rounding of theta
-
-# --------------------------------------------------------------------------- scalars
-
-
-@kernel
-def softplus(z):
-    """``log(1 + exp(z)) = max(z, 0) + log1p(exp(-|z|))``, exact to rounding for any z."""
-    return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
-
-
-@kernel
-def bernoulli_nll(z, y):
-    """``log(1 + exp(z)) - y z = (1 - y) softplus(z) + y softplus(-z)`` (no cancellation)."""
-    e = math.log1p(math.exp(-abs(z)))
-    if y == 0.0:
-        return max(z, 0.0) + e
-    if y == 1.0:
-        return max(-z, 0.0) + e
-    return (1.0 - y) * (max(z, 0.0) + e) + y * (max(-z, 0.0) + e)
-
-
-@kernel
-def sigmoid(z):
-    """``1 / (1 + exp(-z))`` via ``e = exp(-|z|)``: never overflows."""
-    e = math.exp(-abs(z))
-    if z >= 0.0:
-        return 1.0 / (1.0 + e)
-    return e / (1.0 + e)
-
-
-@kernel
-def residual_weight(z, y):
-    """``(sigmoid(z) - y, sigmoid'(z))``: the gradient residual and the Hessian weight.
-
-    ``sigmoid(z) - y = (1 - y) sigmoid(z) - y sigmoid(-z)`` keeps full relative accuracy
-    when ``y = 1`` and ``z`` is large; ``sigmoid'(z) = e / (1 + e)^2``, ``e = exp(-|z|)``.
-    """
-    e = math.exp(-abs(z))
-    inv = 1.0 / (1.0 + e)
-    if z >= 0.0:
-        sp, sm = inv, e * inv  # sigmoid(z), sigmoid(-z)
-    else:
-        sp, sm = e * inv, inv
-    return (1.0 - y) * sp - y * sm, e * inv * inv
-
 
 # --------------------------------------------------------------------------- the potential
 

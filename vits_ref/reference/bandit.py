@@ -10,8 +10,8 @@ round, as most bandit libraries do; the compiled loop uses rank-one updates.
 
 import numpy as np
 
-from .kernels import bandit as kb
-from .kernels.vits import VARIANT_HF, VARIANT_HF_CV, VARIANT_I
+from ..kernels import bandit as kb
+from ..kernels.vits import VARIANT_HF, VARIANT_HF_CV, VARIANT_I
 
 
 def step_size(schedule, h0, eta, t):
