@@ -22,7 +22,8 @@ in an (n, d) scratch buffer. For the mean Hessian over M points (what VITS's inn
 use) the weights are averaged first, ``mean_j X^T diag(w_j) X = X^T diag(mean_j w_j) X``,
 so M draws cost one product, not M.
 
-IRLS (Algorithm 1 of the diffusion paper, ALGORITHMS.md section 3) for the logit link with
+IRLS (Algorithm 1 of the diffusion paper, ALGORITHMS.md section 3; the generic Newton
+kernel :mod:`.newton` runs it on this potential) for the logit link with
 a general Gaussian prior ``N(theta0, Sigma0)``, given as its precision ``P0 = inv(Sigma0)``
 and ``b0 = P0 theta0``, and the data term scaled by ``eta``, is computed in its Newton
 form: for the canonical link ``g = sigmoid`` the IRLS update
@@ -34,25 +35,22 @@ b0^T theta``. The Newton form never divides by ``g'``, which underflows to 0 for
 descent step, so the iteration converges from any warm start (plain IRLS can overshoot
 on nearly separable data). ``P0 = eta lam I``, ``b0 = 0`` is Newton on the VITS potential.
 
-Every body takes its scratch as arguments and allocates nothing; the ``*_cpu`` drivers
-(compiled with :func:`vits_ref.config.cpu_jit`) allocate the scratch and call them.
+The potential's bodies (:data:`POTENTIAL`, the interface of :mod:`.potential`) take
+``data = (X, y, eta, lam, has_prior, P0, theta0)``: the history views ``X[:n]``,
+``y[:n]``, the temperature and ridge, and an optional general Gaussian prior
+``N(theta0, inv(P0))`` whose term ``1/2 (theta - theta0)^T P0 (theta - theta0)`` is not
+tempered by ``eta`` and replaces the ridge (the model then passes ``lam = 0``).
+``scratch = (zbuf, wbuf, Xwbuf, D, DP)``: flat ``(>= n M,)``, ``(>= n,)``, ``(>= n, d)`` and
+two ``(>= M, d)`` buffers the model sizes with its capacity. Bodies allocate nothing.
 """
 
 import math
 
-import numpy as np
+from vits_ref.config import kernel
 
-from vits_ref.config import cpu_jit, kernel
-
-from .linalg import cholesky, gemm_nt, gemm_tn, solve_lower, solve_lower_t
-from .scalars import bernoulli_nll, residual_weight, sigmoid, softplus  # noqa: F401
-
-# IRLS status codes (first element of the tuple the IRLS bodies return)
-IRLS_CONVERGED = 1
-IRLS_MAX_ITER = 0
-IRLS_FAILED = -1  # a non-finite value or a Hessian that is not positive definite
-
-_MAX_HALVINGS = 60  # 2^-60 ~ 1e-18: past this the step is below rounding of theta
+from .linalg import gemm_nn, gemm_nt, gemm_tn
+from .potential import Potential, linear_scores
+from .scalars import bernoulli_nll, residual_weight
 
 # --------------------------------------------------------------------------- the potential
 
@@ -81,17 +79,14 @@ def weighted_gram(X, w, scale, Xw, out):
 
 
 @kernel
-def logistic_value(X, y, theta, eta, lam, z):
-    """``U(theta)``; ``z`` is an (n,) scratch buffer (receives ``X theta``)."""
+def logistic_value(X, y, theta, eta, lam, z2):
+    """``U(theta)`` (default prior); ``z2`` an (n, 1) scratch buffer (receives ``X theta``)."""
     n, d = X.shape
-    for s in range(n):
-        acc = 0.0
-        for i in range(d):
-            acc += X[s, i] * theta[i]
-        z[s] = acc
+    if n > 0:
+        gemm_nt(X, theta.reshape((1, d)), z2)
     total = 0.0
     for s in range(n):
-        total += bernoulli_nll(z[s], y[s])
+        total += bernoulli_nll(z2[s, 0], y[s])
     sq = 0.0
     for i in range(d):
         sq += theta[i] * theta[i]
@@ -149,172 +144,52 @@ def logistic_grads_hessian(X, y, thetas, eta, lam, want_hessian, Z, wbar, Xw, G,
             H[i, i] += el
 
 
-# --------------------------------------------------------------------------- IRLS
+# --------------------------------------------------------------------------- potential
 
 
 @kernel
-def _prior_and_data_value(X, y, eta, P0, b0, theta2, z2):
-    """``eta sum_s l_s + 1/2 theta^T P0 theta - b0^T theta``, ``z2 = X theta`` precomputed."""
-    n, d = X.shape
-    total = 0.0
-    for s in range(n):
-        total += bernoulli_nll(z2[s, 0], y[s])
-    quad = 0.0
-    for i in range(d):
-        acc = 0.0
-        for k in range(d):
-            acc += P0[i, k] * theta2[0, k]
-        quad += theta2[0, i] * (0.5 * acc - b0[i])
-    return eta * total + quad
-
-
-@kernel
-def irls_logistic(X, y, eta, P0, b0, theta2, tol, max_iter, H, L,
-                  z2, w, Xw, g2, step, trial2, ztrial2):
-    """MAP and posterior precision of the logistic GLM with prior ``N(theta0, inv(P0))``.
-
-    Minimises ``U(theta) = eta sum_s (log(1 + exp(x_s theta)) - y_s x_s theta)
-    + 1/2 theta^T P0 theta - b0^T theta`` (``b0 = P0 theta0``) by Newton/IRLS steps with
-    step halving, warm-started from ``theta2[0]``.
-
-    Parameters
-    ----------
-    X, y : (n, d), (n,)
-    eta : float
-        Scale of the data term (the inverse temperature).
-    P0, b0 : (d, d), (d,)
-        Prior precision and ``P0 theta0``.
-    theta2 : (1, d), in/out
-        The warm start on entry, the last iterate (the MAP when converged) on exit.
-    tol : float
-        Converged when the last Newton step ``delta = -H^-1 grad`` satisfies
-        ``|delta|_2 <= tol max(1, |theta|_2)``: the relative change of ``theta`` (the
-        undamped step, so a halved step never fakes convergence), with an absolute floor
-        for ``|theta| < 1``.
-    max_iter : int
-        Cap on the number of Newton steps.
-    H, L : (d, d) outputs
-        The posterior precision ``inv(Sigma_hat) = P0 + eta X^T diag(sigmoid'(X theta)) X``
-        at the returned ``theta`` and its lower Cholesky factor.
-    z2 : (n, 1), w : (n,), Xw : (n, d), g2 : (1, d), step : (d,), trial2 : (1, d),
-    ztrial2 : (n, 1)
-        Scratch.
-
-    Returns
-    -------
-    status : int
-        :data:`IRLS_CONVERGED` (1), :data:`IRLS_MAX_ITER` (0: the cap was reached; ``theta``,
-        ``H``, ``L`` are those of the last iterate) or :data:`IRLS_FAILED` (-1: a non-finite
-        value or a precision that is not positive definite).
-    iterations : int
-        Newton steps taken. The precision is always evaluated at the returned ``theta``
-        (one more Gram product than steps).
-    """
-    n, d = X.shape
-    if n > 0:
-        gemm_nt(X, theta2, z2)
-    f = _prior_and_data_value(X, y, eta, P0, b0, theta2, z2)
-    it = 0
-    last = math.inf
-    while True:
-        if not math.isfinite(f):
-            return IRLS_FAILED, it
-        # gradient and precision at the current iterate
-        if n > 0:
-            for s in range(n):
-                r, ws = residual_weight(z2[s, 0], y[s])
-                z2[s, 0] = r
-                w[s] = ws
-            gemm_tn(z2, X, g2)
-        else:
+def grads_hessian(data, thetas, want_hessian, G, H, scratch):
+    """The potential interface: :func:`logistic_grads_hessian` plus the general prior."""
+    X, y, eta, lam, has_prior, P0, theta0 = data
+    zbuf, wbuf, Xwbuf, D, DP = scratch
+    n = X.shape[0]
+    M, d = thetas.shape
+    logistic_grads_hessian(X, y, thetas, eta, lam, want_hessian, zbuf[:n * M].reshape((n, M)),
+                           wbuf[:n], Xwbuf[:n], G, H)
+    if has_prior:  # + P0 (theta - theta0) and + P0
+        Dm = D[:M]
+        DPm = DP[:M]
+        for m in range(M):
             for i in range(d):
-                g2[0, i] = 0.0
-        weighted_gram(X, w, eta, Xw, H)
+                Dm[m, i] = thetas[m, i] - theta0[i]
+        gemm_nn(Dm, P0, DPm)
+        for m in range(M):
+            for i in range(d):
+                G[m, i] += DPm[m, i]
+        if want_hessian:
+            for i in range(d):
+                for j in range(d):
+                    H[i, j] += P0[i, j]
+
+
+@kernel
+def value(data, theta, scratch):
+    """The potential interface: ``U(theta)`` with the general prior's term if any."""
+    X, y, eta, lam, has_prior, P0, theta0 = data
+    n = X.shape[0]
+    u = logistic_value(X, y, theta, eta, lam, scratch[0][:n].reshape((n, 1)))
+    if has_prior:
+        d = theta.shape[0]
+        q = 0.0
         for i in range(d):
             acc = 0.0
             for k in range(d):
-                H[i, k] += P0[i, k]
-                acc += P0[i, k] * theta2[0, k]
-            g2[0, i] = eta * g2[0, i] + acc - b0[i]
-        if not cholesky(H, L):
-            return IRLS_FAILED, it
-        tnorm = 0.0
-        for i in range(d):
-            tnorm += theta2[0, i] * theta2[0, i]
-        tnorm = math.sqrt(tnorm)
-        if last <= tol * max(1.0, tnorm):
-            return IRLS_CONVERGED, it
-        if it >= max_iter:
-            return IRLS_MAX_ITER, it
-        # Newton direction: step = -H^-1 g
-        for i in range(d):
-            step[i] = -g2[0, i]
-        solve_lower(L, step, step)
-        solve_lower_t(L, step, step)
-        snorm = 0.0
-        for i in range(d):
-            snorm += step[i] * step[i]
-        snorm = math.sqrt(snorm)
-        if not math.isfinite(snorm):
-            return IRLS_FAILED, it
-        # step halving until U does not increase beyond its rounding level
-        t = 1.0
-        slack = 1e-12 * (1.0 + abs(f))
-        f_new = f
-        for _ in range(_MAX_HALVINGS):
-            for i in range(d):
-                trial2[0, i] = theta2[0, i] + t * step[i]
-            if n > 0:
-                gemm_nt(X, trial2, ztrial2)
-            f_new = _prior_and_data_value(X, y, eta, P0, b0, trial2, ztrial2)
-            if f_new <= f + slack:
-                break
-            t *= 0.5
-        for i in range(d):
-            theta2[0, i] = trial2[0, i]
-        for s in range(n):
-            z2[s, 0] = ztrial2[s, 0]
-        f = f_new
-        last = snorm  # the full Newton step: a damped step never fakes convergence
-        it += 1
+                acc += P0[i, k] * (theta[k] - theta0[k])
+            q += (theta[i] - theta0[i]) * acc
+        u += 0.5 * q
+    return u
 
 
-# --------------------------------------------------------------------------- CPU drivers
-
-
-@cpu_jit
-def logistic_value_cpu(X, y, theta, eta, lam):
-    """Compiled ``U(theta)`` (allocates an (n,) scratch)."""
-    z = np.empty(X.shape[0])
-    return logistic_value(X, y, theta, eta, lam, z)
-
-
-@cpu_jit
-def logistic_grads_hessian_cpu(X, y, thetas, eta, lam, want_hessian, wbar, Xw, G, H):
-    """Compiled :func:`logistic_grads_hessian`; ``wbar`` (>= n,) and ``Xw`` (>= n, d) are
-    scratch (the model's, sized with its capacity), ``G`` (M, d) and ``H`` (d, d) outputs."""
-    n = X.shape[0]
-    Z = np.empty((n, thetas.shape[0]))
-    logistic_grads_hessian(X, y, thetas, eta, lam, want_hessian, Z, wbar[:n], Xw[:n], G, H)
-
-
-@cpu_jit
-def irls_logistic_cpu(X, y, eta, P0, b0, theta, tol, max_iter, H, L):
-    """Compiled :func:`irls_logistic`; ``theta`` (d,) is updated in place.
-
-    Returns ``(status, iterations)``.
-    """
-    n, d = X.shape
-    theta2 = np.empty((1, d))
-    theta2[0] = theta
-    z2 = np.empty((n, 1))
-    ztrial2 = np.empty((n, 1))
-    w = np.empty(n)
-    Xw = np.empty((n, d))
-    g2 = np.empty((1, d))
-    trial2 = np.empty((1, d))
-    step = np.empty(d)
-    status, it = irls_logistic(X, y, eta, P0, b0, theta2, tol, max_iter, H, L,
-                               z2, w, Xw, g2, step, trial2, ztrial2)
-    theta[:] = theta2[0]
-    return status, it
+#: The logistic potential's bodies; ``predict`` scores ``x theta`` (monotone in the mean
+#: reward ``sigmoid(x theta)``, so the argmax is the same).
+POTENTIAL = Potential("logistic", grads_hessian, value, linear_scores)

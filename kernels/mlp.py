@@ -1,16 +1,19 @@
-"""The neural potential of the VITS paper's quadratic bandit (ALGORITHMS.md section 2).
+"""The ReLU-network potential (ALGORITHMS.md section 2) as kernel bodies, any depth.
 
-The network ``g_theta: R^p -> R`` has two ReLU hidden layers of widths ``h1`` and ``h2``::
+The network ``g_theta: R^p -> R`` has ``L >= 1`` ReLU hidden layers of widths
+``h_1, ..., h_L`` (the VITS paper's quadratic bandit: ``p = 20``, ``(20, 20)``; the
+particle-VI paper's BNN: ``(50,)``)::
 
-    z1 = W1 x + b1,   a1 = relu(z1)          (h1,)
-    z2 = W2 a1 + b2,  a2 = relu(z2)          (h2,)
-    g  = w3 . a2 + b3                        scalar
+    a_0 = x,   z_l = W_l a_{l-1} + b_l,   a_l = relu(z_l)     (h_l,),  l = 1..L
+    g   = w_out . a_L + b_out                                  scalar
 
-with ``relu'(0) := 0``. Its parameters are one flat vector ``theta`` of length
-``n_params(p, h1, h2) = h1 p + h1 + h2 h1 + h2 + h2 + 1`` (861 for p = h1 = h2 = 20),
-laid out as (offsets in order)::
+with ``relu'(0) := 0``. Its parameters are one flat vector ``theta``, laid out as::
 
-    W1 (h1, p) row-major | b1 (h1) | W2 (h2, h1) row-major | b2 (h2) | w3 (h2) | b3 (1)
+    W_1 (h_1, p) row-major | b_1 | W_2 (h_2, h_1) | b_2 | ... | w_out (h_L) | b_out (1)
+
+The layout is defined once, by :func:`layer_block` (a body, so the kernels use it too);
+:func:`layout` and :func:`n_params` are its plain-Python views for the model and the
+NumPy reference (``n_params(20, (20, 20)) = 861``).
 
 Potential, gradient and Gauss-Newton matrix over observations ``(x_s, r_s)``, with
 residuals ``e_s = g(x_s) - r_s`` and ``J`` the (n, d) Jacobian of the outputs::
@@ -19,9 +22,14 @@ residuals ``e_s = g(x_s) - r_s`` and ``J`` the (n, d) Jacobian of the outputs::
     grad U = eta (J^T e + lam theta)          by back-propagation, J never formed
     G = eta (J^T J + lam I)                   Gauss-Newton (positive definite)
 
+or, with a general Gaussian prior ``N(theta0, inv(P0))`` (not tempered by ``eta``; ``lam``
+unused), ``eta/2 sum_s e_s^2 + 1/2 (theta - theta0)^T P0 (theta - theta0)``, gradient
+``eta J^T e + P0 (theta - theta0)`` and Gauss-Newton ``eta J^T J + P0``.
+
 Back-propagation uses the output's sensitivities to the pre-activations,
-``D2 = dg/dz2 = w3 * 1[z2 > 0]`` and ``D1 = dg/dz1 = (D2 W2) * 1[z1 > 0]`` (rows per
-observation); a row of ``J`` is ``[D1 (x) x, D1, D2 (x) a1, D2, a2, 1]`` (``(x)`` the
+``D_L = dg/dz_L = w_out * 1[z_L > 0]`` and ``D_{l-1} = (D_l W_l) * 1[z_{l-1} > 0]`` (rows
+per observation); a row of ``J`` is
+``[D_1 (x) x, D_1, D_2 (x) a_1, D_2, ..., D_L (x) a_{L-1}, D_L, a_L, 1]`` (``(x)`` the
 outer product, flattened row-major like the weights).
 
 The history is processed in chunks of rows as tall as the scratch buffers (the model uses
@@ -31,10 +39,10 @@ The history is processed in chunks of rows as tall as the scratch buffers (the m
 mirrored once.
 
 Cost per parameter vector with n observations, d = n_params: forward and backward passes
-about ``2 n (2 p h1 + 3 h1 h2)`` flops (4 MFLOP at n = 1000, p = h = 20); the
+about ``2 n (2 p h_1 + 3 sum_l h_{l-1} h_l)`` flops (4 MFLOP at n = 1000, p = h = 20); the
 Gauss-Newton matrix ``n d^2`` flops (0.74 GFLOP at n = 1000, d = 861) plus ``n d`` writes
 to build ``J``. Nothing of ``J^T J`` can be cached across parameter vectors: every row of
-``J`` depends on ``theta`` through the activations and the ReLU masks (only the ``b3``
+``J`` depends on ``theta`` through the activations and the ReLU masks (only the ``b_out``
 column, constant 1, does not). What a caller can choose is *where* to evaluate it: at each
 draw of every inner step (what VITS-II prescribes), or once per round at the mean (an
 approximation the caller must own and document). For n < d/2 the matrix is a ridge plus
@@ -47,8 +55,25 @@ gradient 0.017 ms at n = 100 and 0.15 ms at n = 1000 (vectorised NumPy: 0.049 an
 ``J.T @ J`` calls ``dsyrk`` too, so both sit near the BLAS peak). One 861 x 861 product
 takes 19 ms, so the three products of a VITS-II step outweigh the potential.
 
+**The potential's interface** (the same for every model, so that generic steps close over
+it)::
+
+    mlp_grads_hessian(data, thetas, want_hessian, G, H, scratch)
+    mlp_value(data, theta, scratch) -> float
+    mlp_predict(data, theta, X, out, scratch)
+
+``data = (X, r, eta, lam, widths, general, P0, theta0)``: the history ``X`` (n, p) and
+``r`` (n,) (C-contiguous views), ``eta`` and ``lam`` (floats), ``widths`` (L,) int64 the
+hidden widths, ``general`` (bool) whether the prior is the general ``N(theta0, inv(P0))``
+with ``P0`` (d, d) and ``theta0`` (d,) (any float64 arrays, e.g. (1, 1) and (1,), when
+False). ``scratch = (A, D, out, gtmp, J, pbuf)``: ``A`` and ``D`` flat
+(c sum_l h_l,) float64, the activations and sensitivities of a chunk of ``c`` rows (layer
+``l`` at ``[c sum_{k<l} h_k, +m h_l)``, reshaped to (m, h_l): C-contiguous for BLAS),
+``out`` (c,), ``gtmp`` (d,), ``J`` (c, d), ``pbuf`` (d,). ``c = out.shape[0]`` is the chunk
+height.
+
 Bodies here are plain loops plus the primitives of :mod:`.linalg`; scratch comes in as
-arguments, and nothing allocates.
+arguments, and nothing allocates. The ``*_cpu`` drivers just call a body.
 """
 
 from vits_ref.config import cpu_jit, kernel
@@ -58,25 +83,75 @@ from .linalg import gemm_nn, gemm_nt, gemm_tn, gemv, syrk_lower
 # --------------------------------------------------------------------------- layout
 
 
-def n_params(p, h1, h2):
-    """Length of the flat parameter vector of the ``p -> h1 -> h2 -> 1`` network."""
-    return h1 * p + h1 + h2 * h1 + h2 + h2 + 1
+@kernel
+def layer_block(p, widths, l):
+    """``(start_W, start_b, fan_out, fan_in)`` of layer ``l`` in the flat layout.
+
+    Layers ``l = 0 .. L-1`` are the hidden layers (``W`` (fan_out, fan_in) row-major at
+    ``[start_W, start_b)``, then ``b`` (fan_out,)); ``l = L = len(widths)`` is the output
+    layer: ``w_out`` (h_L,) at ``[start_W, start_b)`` and ``b_out`` at ``start_b``. This is
+    the one definition of the layout: :func:`layout`, :func:`n_params`, the kernels, the
+    model and the NumPy reference all derive from it.
+    """
+    start = 0
+    fan_in = p
+    for k in range(l):
+        h = widths[k]
+        start += h * fan_in + h
+        fan_in = h
+    fan_out = widths[l] if l < len(widths) else 1
+    return start, start + fan_out * fan_in, fan_out, fan_in
+
+
+def layout(p, hidden):
+    """``{block: (start, stop, shape)}`` of the flat vector of the ``p -> hidden -> 1`` net.
+
+    Blocks in order: ``W1``, ``b1``, ..., ``WL``, ``bL`` for the hidden layers, then
+    ``w{L+1}`` (h_L,) and ``b{L+1}`` (shape ``()``, one entry) for the output. For
+    ``hidden = (h1, h2)``: ``W1, b1, W2, b2, w3, b3``.
+    """
+    hidden = tuple(int(h) for h in hidden)
+    L = len(hidden)
+    out = {}
+    for l in range(L + 1):
+        sw, sb, fan_out, fan_in = (int(v) for v in layer_block(int(p), hidden, l))
+        if l < L:
+            out[f"W{l + 1}"] = (sw, sb, (fan_out, fan_in))
+            out[f"b{l + 1}"] = (sb, sb + fan_out, (fan_out,))
+        else:
+            out[f"w{l + 1}"] = (sw, sb, (fan_in,))
+            out[f"b{l + 1}"] = (sb, sb + 1, ())
+    return out
+
+
+def n_params(p, hidden):
+    """Length of the flat parameter vector of the ``p -> hidden[0] -> ... -> 1`` network."""
+    hidden = tuple(int(h) for h in hidden)
+    return int(layer_block(int(p), hidden, len(hidden))[1]) + 1
 
 
 @kernel
-def mlp_views(theta, p, h1, h2):
-    """Views ``(W1, b1, W2, b2, w3, k3)`` into the flat vector ``theta``.
+def layer_params(theta, p, widths, l):
+    """Views ``(W_l (h_l, fan_in), b_l (h_l,))`` of hidden layer ``l`` (0-based) of ``theta``.
 
-    ``W1`` (h1, p) and ``W2`` (h2, h1) are row-major reshapes of contiguous slices;
-    ``k3`` is the index of ``b3`` (the last entry). Works on gradients too (same layout).
+    Works on gradients too (same layout).
     """
-    o1 = h1 * p
-    o2 = o1 + h1
-    o3 = o2 + h2 * h1
-    o4 = o3 + h2
-    o5 = o4 + h2
-    return (theta[:o1].reshape((h1, p)), theta[o1:o2], theta[o2:o3].reshape((h2, h1)),
-            theta[o3:o4], theta[o4:o5], o5)
+    sw, sb, h, fan_in = layer_block(p, widths, l)
+    return theta[sw:sb].reshape((h, fan_in)), theta[sb:sb + h]
+
+
+@kernel
+def layer_rows(buf, c, widths, l, m):
+    """Rows (m, h_l) of layer ``l`` in a flat per-layer buffer of ``c sum(widths)`` entries.
+
+    Layer ``l`` owns ``[c sum_{k<l} h_k, c sum_{k<=l} h_k)``; its first ``m h_l`` entries are
+    the (m, h_l) C-contiguous view (``m <= c``).
+    """
+    base = 0
+    for k in range(l):
+        base += c * widths[k]
+    h = widths[l]
+    return buf[base:base + m * h].reshape((m, h))
 
 
 # --------------------------------------------------------------------------- J^T J
@@ -113,118 +188,152 @@ def relu_bias(Z, b):
 
 
 @kernel
-def mlp_forward(theta, X, h1, h2, A1, A2, out):
-    """Forward pass over the rows of ``X`` (n, p).
+def mlp_forward(theta, X, widths, A, c, out):
+    """Forward pass over the rows of ``X`` (m, p), ``m <= c``.
 
-    ``A1`` (n, h1) and ``A2`` (n, h2) receive the post-ReLU activations (``a > 0`` is the
-    ReLU mask), ``out`` (n,) the outputs ``g_theta(x_s)``.
+    Layer ``l``'s post-ReLU activations go to ``layer_rows(A, c, widths, l, m)`` (``a > 0``
+    is the ReLU mask), the outputs ``g_theta(x_s)`` to ``out`` (m,).
     """
-    W1, b1, W2, b2, w3, k3 = mlp_views(theta, X.shape[1], h1, h2)
-    gemm_nt(X, W1, A1)
-    relu_bias(A1, b1)
-    gemm_nt(A1, W2, A2)
-    relu_bias(A2, b2)
-    gemv(A2, w3, out)
-    b3 = theta[k3]
-    for s in range(X.shape[0]):
-        out[s] += b3
+    m, p = X.shape
+    L = widths.shape[0]
+    prev = X
+    for l in range(L):
+        W, b = layer_params(theta, p, widths, l)
+        a = layer_rows(A, c, widths, l, m)
+        gemm_nt(prev, W, a)
+        relu_bias(a, b)
+        prev = a
+    sw, sb, _, _ = layer_block(p, widths, L)
+    gemv(prev, theta[sw:sb], out)
+    bo = theta[sb]
+    for s in range(m):
+        out[s] += bo
 
 
 @kernel
-def mlp_sensitivities(theta, p, A1, A2, D1, D2):
-    """``D2 = w3 * 1[a2 > 0]`` and ``D1 = (D2 W2) * 1[a1 > 0]``: ``dg/dz`` per row."""
-    n, h1 = A1.shape
-    h2 = A2.shape[1]
-    W1, b1, W2, b2, w3, k3 = mlp_views(theta, p, h1, h2)
-    for s in range(n):
-        for j in range(h2):
-            D2[s, j] = w3[j] if A2[s, j] > 0.0 else 0.0
-    gemm_nn(D2, W2, D1)
-    for s in range(n):
-        for i in range(h1):
-            if not A1[s, i] > 0.0:
-                D1[s, i] = 0.0
+def mlp_sensitivities(theta, p, widths, A, D, c, m):
+    """``D_L = w_out * 1[a_L > 0]``, ``D_{l-1} = (D_l W_l) * 1[a_{l-1} > 0]``: ``dg/dz``."""
+    L = widths.shape[0]
+    sw, sb, _, _ = layer_block(p, widths, L)
+    w_out = theta[sw:sb]
+    a = layer_rows(A, c, widths, L - 1, m)
+    dl = layer_rows(D, c, widths, L - 1, m)
+    h = a.shape[1]
+    for s in range(m):
+        for j in range(h):
+            dl[s, j] = w_out[j] if a[s, j] > 0.0 else 0.0
+    for l in range(L - 1, 0, -1):
+        W, _ = layer_params(theta, p, widths, l)
+        dprev = layer_rows(D, c, widths, l - 1, m)
+        aprev = layer_rows(A, c, widths, l - 1, m)
+        gemm_nn(dl, W, dprev)
+        hp = aprev.shape[1]
+        for s in range(m):
+            for i in range(hp):
+                if not aprev[s, i] > 0.0:
+                    dprev[s, i] = 0.0
+        dl = dprev
 
 
 @kernel
-def mlp_jacobian_rows(X, A1, A2, D1, D2, J):
-    """Rows ``J_s = dg(x_s)/dtheta = [D1 (x) x, D1, D2 (x) a1, D2, a2, 1]`` (flat layout)."""
-    n, p = X.shape
-    h1 = A1.shape[1]
-    h2 = A2.shape[1]
-    for s in range(n):
+def mlp_jacobian_rows(X, widths, A, D, c, J):
+    """Rows ``J_s = [D_1 (x) x, D_1, ..., D_L (x) a_{L-1}, D_L, a_L, 1]`` (flat layout).
+
+    ``X`` (m, p); ``A``, ``D`` the flat activation and sensitivity buffers (chunk height
+    ``c``); ``J`` (m, d). Written row by row (each row of ``J`` once, in order).
+    """
+    m, p = X.shape
+    L = widths.shape[0]
+    for s in range(m):
         k = 0
-        for i in range(h1):
-            di = D1[s, i]
-            for q in range(p):
-                J[s, k + q] = di * X[s, q]
-            k += p
-        for i in range(h1):
-            J[s, k + i] = D1[s, i]
-        k += h1
-        for j in range(h2):
-            dj = D2[s, j]
-            for i in range(h1):
-                J[s, k + i] = dj * A1[s, i]
-            k += h1
-        for j in range(h2):
-            J[s, k + j] = D2[s, j]
-        k += h2
-        for j in range(h2):
-            J[s, k + j] = A2[s, j]
-        J[s, k + h2] = 1.0
+        base = 0        # start of layer l in the flat buffers
+        base_prev = 0   # start of layer l - 1
+        fan_in = p
+        for l in range(L):
+            h = widths[l]
+            ds = base + s * h
+            if l == 0:
+                for i in range(h):
+                    di = D[ds + i]
+                    for q in range(p):
+                        J[s, k + q] = di * X[s, q]
+                    k += p
+            else:
+                ps = base_prev + s * fan_in
+                for i in range(h):
+                    di = D[ds + i]
+                    for q in range(fan_in):
+                        J[s, k + q] = di * A[ps + q]
+                    k += fan_in
+            for i in range(h):
+                J[s, k + i] = D[ds + i]
+            k += h
+            base_prev = base
+            base += c * h
+            fan_in = h
+        ps = base_prev + s * fan_in
+        for j in range(fan_in):
+            J[s, k + j] = A[ps + j]
+        J[s, k + fan_in] = 1.0
 
 
 @kernel
-def mlp_backprop(X, e, A1, A2, D1, D2, g):
+def mlp_backprop(X, e, widths, A, D, c, g):
     """``g = J^T e`` by back-propagation, without forming ``J``.
 
-    ``D1``, ``D2`` (the sensitivities) are scaled in place by ``e`` row by row, which makes
-    them the gradients of ``sum_s e_s g(x_s)`` with respect to ``z1``, ``z2``.
+    The sensitivities in ``D`` are scaled in place by ``e`` row by row, which makes them
+    the gradients of ``sum_s e_s g(x_s)`` with respect to the pre-activations.
     """
-    n, p = X.shape
-    h1 = A1.shape[1]
-    h2 = A2.shape[1]
-    for s in range(n):
+    m, p = X.shape
+    L = widths.shape[0]
+    for l in range(L):
+        dl = layer_rows(D, c, widths, l, m)
+        h = dl.shape[1]
+        for s in range(m):
+            es = e[s]
+            for i in range(h):
+                dl[s, i] *= es
+    prev = X
+    for l in range(L):
+        gW, gb = layer_params(g, p, widths, l)
+        dl = layer_rows(D, c, widths, l, m)
+        gemm_tn(dl, prev, gW)
+        h = dl.shape[1]
+        for i in range(h):
+            gb[i] = 0.0
+        for s in range(m):
+            for i in range(h):
+                gb[i] += dl[s, i]
+        prev = layer_rows(A, c, widths, l, m)
+    sw, sb, _, hL = layer_block(p, widths, L)
+    gw = g[sw:sb]
+    for j in range(hL):
+        gw[j] = 0.0
+    sbo = 0.0
+    for s in range(m):
         es = e[s]
-        for i in range(h1):
-            D1[s, i] *= es
-        for j in range(h2):
-            D2[s, j] *= es
-    gW1, gb1, gW2, gb2, gw3, k3 = mlp_views(g, p, h1, h2)
-    gemm_tn(D1, X, gW1)
-    gemm_tn(D2, A1, gW2)
-    for i in range(h1):
-        gb1[i] = 0.0
-    for j in range(h2):
-        gb2[j] = 0.0
-        gw3[j] = 0.0
-    sb3 = 0.0
-    for s in range(n):
-        es = e[s]
-        for i in range(h1):
-            gb1[i] += D1[s, i]
-        for j in range(h2):
-            gb2[j] += D2[s, j]
-            gw3[j] += A2[s, j] * es
-        sb3 += es
-    g[k3] = sb3
+        for j in range(hL):
+            gw[j] += prev[s, j] * es
+        sbo += es
+    g[sb] = sbo
+
+
+# --------------------------------------------------------------------------- potential
 
 
 @kernel
-def mlp_potential(theta, X, r, h1, h2, want_jtj, alpha, first, JtJ, grad, A1, A2, out,
-                  D1, D2, gtmp, J):
-    """The data term over all rows of ``X`` (n, p), in chunks of ``A1.shape[0]`` rows.
+def mlp_data_term(data, theta, want_jtj, alpha, first, JtJ, grad, scratch):
+    """The data term over all rows of the history, in chunks of ``c`` rows.
 
-    Returns ``(sum_s e_s^2, first)``; ``grad`` (d,) receives ``J^T e``. With
-    ``want_jtj`` the lower triangle of ``JtJ`` accumulates ``alpha J^T J``, overwriting it at the
-    first chunk when ``first`` is True; the returned ``first`` is False once a chunk was
-    added (so a caller can accumulate over several parameter vectors). Scratch: ``A1``
-    (c, h1), ``A2`` (c, h2), ``out`` (c,), ``D1`` (c, h1), ``D2`` (c, h2), ``gtmp`` (d,),
-    ``J`` (c, d).
+    Returns ``(sum_s e_s^2, first)``; ``grad`` (d,) receives ``J^T e``. With ``want_jtj``
+    the lower triangle of ``JtJ`` accumulates ``alpha J^T J``, overwriting it at the first
+    chunk when ``first`` is True; the returned ``first`` is False once a chunk was added
+    (so a caller can accumulate over several parameter vectors).
     """
+    X, r, eta, lam, widths, general, P0, theta0 = data
+    A, D, out, gtmp, J, pbuf = scratch
     n, p = X.shape
-    c = A1.shape[0]
+    c = out.shape[0]
     d = grad.shape[0]
     for i in range(d):
         grad[i] = 0.0
@@ -232,97 +341,170 @@ def mlp_potential(theta, X, r, h1, h2, want_jtj, alpha, first, JtJ, grad, A1, A2
     for c0 in range(0, n, c):
         m = min(c, n - c0)
         Xc = X[c0:c0 + m]
-        a1 = A1[:m]
-        a2 = A2[:m]
         o = out[:m]
-        d1 = D1[:m]
-        d2 = D2[:m]
-        mlp_forward(theta, Xc, h1, h2, a1, a2, o)
+        mlp_forward(theta, Xc, widths, A, c, o)
         for s in range(m):
             o[s] -= r[c0 + s]
             ss += o[s] * o[s]
-        mlp_sensitivities(theta, p, a1, a2, d1, d2)
+        mlp_sensitivities(theta, p, widths, A, D, c, m)
         if want_jtj:
             Jc = J[:m]
-            mlp_jacobian_rows(Xc, a1, a2, d1, d2, Jc)
+            mlp_jacobian_rows(Xc, widths, A, D, c, Jc)
             syrk_lower(Jc, alpha, 0.0 if first else 1.0, JtJ)
             first = False
-        mlp_backprop(Xc, o, a1, a2, d1, d2, gtmp)
+        mlp_backprop(Xc, o, widths, A, D, c, gtmp)
         for i in range(d):
             grad[i] += gtmp[i]
     return ss, first
 
 
 @kernel
-def mlp_grads_hessian(thetas, X, r, eta, lam, h1, h2, want_hessian, G, H, values, A1, A2,
-                      out, D1, D2, gtmp, J):
-    """Potentials, gradients and the mean Gauss-Newton matrix at the rows of ``thetas``.
+def mlp_prior_general(theta, P0, theta0, diff, Pdiff):
+    """``diff <- theta - theta0``, ``Pdiff <- P0 diff``; returns ``1/2 diff^T P0 diff``."""
+    d = theta.shape[0]
+    for i in range(d):
+        diff[i] = theta[i] - theta0[i]
+    gemv(P0, diff, Pdiff)
+    q = 0.0
+    for i in range(d):
+        q += diff[i] * Pdiff[i]
+    return 0.5 * q
 
-    ``values[m] = U(theta_m)``, ``G[m] = grad U(theta_m)``; with ``want_hessian``,
-    ``H = eta (mean_m J_m^T J_m + lam I)`` (full, symmetric). Scratch as in
-    :func:`mlp_potential`.
+
+@kernel
+def mlp_grad_at(data, theta, want_hessian, alpha, first, H, g, scratch):
+    """``g <- grad U(theta)``; returns ``(U(theta), first)``.
+
+    With ``want_hessian`` the lower triangle of ``H`` accumulates ``alpha J^T J`` as in
+    :func:`mlp_data_term`.
     """
-    M, d = thetas.shape
-    first = True
-    for m in range(M):
-        th = thetas[m]
-        g = G[m]
-        ss, first = mlp_potential(th, X, r, h1, h2, want_hessian, eta / M, first, H, g,
-                                  A1, A2, out, D1, D2, gtmp, J)
-        q = 0.0
+    X, r, eta, lam, widths, general, P0, theta0 = data
+    gtmp, pbuf = scratch[3], scratch[5]
+    ss, first = mlp_data_term(data, theta, want_hessian, alpha, first, H, g, scratch)
+    d = theta.shape[0]
+    if general:
+        prior = mlp_prior_general(theta, P0, theta0, gtmp, pbuf)
         for i in range(d):
-            q += th[i] * th[i]
-            g[i] = eta * (g[i] + lam * th[i])
-        values[m] = 0.5 * eta * (ss + lam * q)
-    if want_hessian:
-        if first:  # no observations: the prior term only
-            for i in range(d):
-                for j in range(i + 1):
-                    H[i, j] = 0.0
+            g[i] = eta * g[i] + pbuf[i]
+        return 0.5 * eta * ss + prior, first
+    q = 0.0
+    for i in range(d):
+        q += theta[i] * theta[i]
+        g[i] = eta * (g[i] + lam * theta[i])
+    return 0.5 * eta * (ss + lam * q), first
+
+
+@kernel
+def mlp_hessian_finish(data, first, H):
+    """Add the prior's precision to the accumulated lower triangle of ``H``, mirror it.
+
+    ``first`` True (nothing accumulated: no observations) clears the triangle first.
+    """
+    X, r, eta, lam, widths, general, P0, theta0 = data
+    d = H.shape[0]
+    if first:
+        for i in range(d):
+            for j in range(i + 1):
+                H[i, j] = 0.0
+    if general:
+        for i in range(d):
+            for j in range(i + 1):
+                H[i, j] += P0[i, j]
+        gauss_newton_finish(H, 0.0)
+    else:
         gauss_newton_finish(H, eta * lam)
 
 
 @kernel
-def mlp_outputs(theta, X, h1, h2, A1, A2, out):
-    """Network outputs ``out`` (n,) for the rows of ``X``, in chunks of ``A1.shape[0]``."""
-    n = X.shape[0]
-    c = A1.shape[0]
-    for c0 in range(0, n, c):
-        m = min(c, n - c0)
-        mlp_forward(theta, X[c0:c0 + m], h1, h2, A1[:m], A2[:m], out[c0:c0 + m])
+def mlp_grads_hessian(data, thetas, want_hessian, G, H, scratch):
+    """Gradients and the mean Gauss-Newton matrix at the rows of ``thetas`` (M, d).
+
+    ``G[m] = grad U(theta_m)``; with ``want_hessian``,
+    ``H = eta mean_m J_m^T J_m + prior precision`` (full, symmetric; the prior precision is
+    ``eta lam I`` by default, ``P0`` for the general prior), else ``H`` is untouched.
+    """
+    eta = data[2]
+    M = thetas.shape[0]
+    first = True
+    for m in range(M):
+        _, first = mlp_grad_at(data, thetas[m], want_hessian, eta / M, first, H, G[m],
+                               scratch)
+    if want_hessian:
+        mlp_hessian_finish(data, first, H)
 
 
 @kernel
-def mlp_jacobian(theta, X, h1, h2, A1, A2, out, D1, D2, J):
-    """The full Jacobian ``J`` (n, d) and outputs ``out`` (n,), in chunks (tests, notebooks)."""
+def mlp_value(data, theta, scratch):
+    """``U(theta)`` (forward passes only), including the constant ``eta/2 sum r^2``."""
+    X, r, eta, lam, widths, general, P0, theta0 = data
+    A, D, out, gtmp, J, pbuf = scratch
+    n = X.shape[0]
+    c = out.shape[0]
+    ss = 0.0
+    for c0 in range(0, n, c):
+        m = min(c, n - c0)
+        o = out[:m]
+        mlp_forward(theta, X[c0:c0 + m], widths, A, c, o)
+        for s in range(m):
+            o[s] -= r[c0 + s]
+            ss += o[s] * o[s]
+    if general:
+        return 0.5 * eta * ss + mlp_prior_general(theta, P0, theta0, gtmp, pbuf)
+    q = 0.0
+    for i in range(theta.shape[0]):
+        q += theta[i] * theta[i]
+    return 0.5 * eta * (ss + lam * q)
+
+
+@kernel
+def mlp_predict(data, theta, X, out, scratch):
+    """Network outputs ``out`` (K,) for the rows of ``X`` (K, p), in chunks of ``c`` rows."""
+    widths = data[4]
+    A = scratch[0]
+    n = X.shape[0]
+    c = scratch[2].shape[0]
+    for c0 in range(0, n, c):
+        m = min(c, n - c0)
+        mlp_forward(theta, X[c0:c0 + m], widths, A, c, out[c0:c0 + m])
+
+
+@kernel
+def mlp_jacobian(data, theta, X, out, J, scratch):
+    """The full Jacobian ``J`` (n, d) and outputs ``out`` (n,) at the rows of ``X``."""
+    widths = data[4]
+    A, D = scratch[0], scratch[1]
     n, p = X.shape
-    c = A1.shape[0]
+    c = scratch[2].shape[0]
     for c0 in range(0, n, c):
         m = min(c, n - c0)
         Xc = X[c0:c0 + m]
-        mlp_forward(theta, Xc, h1, h2, A1[:m], A2[:m], out[c0:c0 + m])
-        mlp_sensitivities(theta, p, A1[:m], A2[:m], D1[:m], D2[:m])
-        mlp_jacobian_rows(Xc, A1[:m], A2[:m], D1[:m], D2[:m], J[c0:c0 + m])
+        mlp_forward(theta, Xc, widths, A, c, out[c0:c0 + m])
+        mlp_sensitivities(theta, p, widths, A, D, c, m)
+        mlp_jacobian_rows(Xc, widths, A, D, c, J[c0:c0 + m])
 
 
 # --------------------------------------------------------------------------- CPU drivers
 
 
 @cpu_jit
-def mlp_grads_hessian_cpu(thetas, X, r, eta, lam, h1, h2, want_hessian, G, H, values, A1,
-                          A2, out, D1, D2, gtmp, J):
+def mlp_grads_hessian_cpu(data, thetas, want_hessian, G, H, scratch):
     """CPU driver of :func:`mlp_grads_hessian` (serial over the rows of ``thetas``)."""
-    mlp_grads_hessian(thetas, X, r, eta, lam, h1, h2, want_hessian, G, H, values, A1, A2,
-                      out, D1, D2, gtmp, J)
+    mlp_grads_hessian(data, thetas, want_hessian, G, H, scratch)
 
 
 @cpu_jit
-def mlp_outputs_cpu(theta, X, h1, h2, A1, A2, out):
-    """CPU driver of :func:`mlp_outputs`."""
-    mlp_outputs(theta, X, h1, h2, A1, A2, out)
+def mlp_value_cpu(data, theta, scratch):
+    """CPU driver of :func:`mlp_value`."""
+    return mlp_value(data, theta, scratch)
 
 
 @cpu_jit
-def mlp_jacobian_cpu(theta, X, h1, h2, A1, A2, out, D1, D2, J):
+def mlp_predict_cpu(data, theta, X, out, scratch):
+    """CPU driver of :func:`mlp_predict`."""
+    mlp_predict(data, theta, X, out, scratch)
+
+
+@cpu_jit
+def mlp_jacobian_cpu(data, theta, X, out, J, scratch):
     """CPU driver of :func:`mlp_jacobian`."""
-    mlp_jacobian(theta, X, h1, h2, A1, A2, out, D1, D2, J)
+    mlp_jacobian(data, theta, X, out, J, scratch)

@@ -12,32 +12,28 @@ sizes ``h_mu`` (mean) and ``h`` (square root), averaged gradient ``g`` and matri
 optionally with the control variate ``grad U(mu)`` subtracted (:data:`VARIANT_HF_CV`).
 The ``A`` and ``mu`` updates use the same draws; ``B`` and ``C`` are updated from the
 old ``(B, C)``.
+
+The step is generic over the potential: :func:`make_vits_steps` closes over a potential's
+``vits_inputs`` hook (:mod:`.potential`), and :data:`PIECE` is the VITS policy's part of
+the fused linear-bandit loop (:mod:`.bandit`).
 """
 
-import numpy as np
+import math
 
-from vits_ref.config import cpu_jit, kernel
+from vits_ref.config import kernel
 
-from .linalg import (
-    all_finite_mat,
-    all_finite_vec,
-    gemm_nn,
-    gemm_nt,
-    gemm_tn,
-    gemv,
-    gram,
-    inv_transpose,
+from .bandit import BanditPiece, argmax, step_size
+from .diagnostics import kl_to_linear_posterior
+from .linalg import all_finite_mat, all_finite_vec, gemm_nn, gemm_tn, gemv, gram, inv_transpose
+from .linear import POTENTIAL as LINEAR
+from .linear import stats_add, stats_init
+from .potential import (  # noqa: F401 (the variant codes are this engine's vocabulary)
+    VARIANT_HF,
+    VARIANT_HF_CV,
+    VARIANT_I,
+    VARIANT_II,
+    is_hessian_free,
 )
-from .logistic import logistic_grads_hessian
-
-VARIANT_I = 0
-VARIANT_II = 1
-VARIANT_HF = 2
-#: Hessian-free with the control variate ``grad U(mu)``:
-#: ``A = (C^T C) mean_j (theta_j - mu)(grad U(theta_j) - grad U(mu))^T``. Unbiased like the
-#: plain estimator (``E[theta_j - mu] = 0``), without its noise term
-#: ``mean_j (theta_j - mu) grad U(mu)^T``, which is large while ``mu`` is far from the mode.
-VARIANT_HF_CV = 3
 
 
 @kernel
@@ -74,30 +70,6 @@ def vits_apply(variant, mu, B, C, g, A, AB, CtC, h_mu, h, W2, work2d):
 
 
 @kernel
-def linear_draws(mu, B, etaV, eta_b, eps, Z, G, g):
-    """Draws ``theta_j = mu + B eps_j`` and gradients of the linear potential.
-
-    ``eps`` (M, d) gives ``Z = eps B^T`` (rows ``B eps_j``), ``G`` (M, d) the gradients
-    ``eta (V theta_j - b)`` (``etaV`` symmetric), and ``g`` their mean.
-    """
-    M, d = eps.shape
-    gemm_nt(eps, B, Z)
-    for m in range(M):
-        for i in range(d):
-            Z[m, i] += mu[i]
-    gemm_nt(Z, etaV, G)  # (etaV theta_j)^T, etaV symmetric
-    for i in range(d):
-        g[i] = 0.0
-    for m in range(M):
-        for i in range(d):
-            G[m, i] -= eta_b[i]
-            g[i] += G[m, i]
-            Z[m, i] -= mu[i]  # back to theta_j - mu for the Hessian-free estimator
-    for i in range(d):
-        g[i] /= M
-
-
-@kernel
 def subtract_rows(G, v):
     """``G[m] -= v`` for every row (the Hessian-free control variate)."""
     for m in range(G.shape[0]):
@@ -128,51 +100,6 @@ def hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize):
 
 
 @kernel
-def vits_linear_steps(variant, symmetrize, mu, B, C, etaV, eta_b, eps, h_mu, h,
-                      A, CtC, D, W1, W2, work2d, Z, G, g):
-    """Run ``S = eps.shape[0]`` VITS steps on the linear potential, in place.
-
-    ``U(theta) = 1/2 theta^T (eta V) theta - (eta b)^T theta``: gradient
-    ``eta (V theta - b)``, Hessian ``eta V`` (constant, so VITS-I/II use ``A = etaV``).
-    ``eps`` (S, M, d) are the standard normals of the ``M`` draws of each step.
-    Returns False if a VITS-I step meets a singular ``B``.
-    """
-    S, M, d = eps.shape
-    for s in range(S):
-        if variant == VARIANT_HF or variant == VARIANT_HF_CV:
-            linear_draws(mu, B, etaV, eta_b, eps[s], Z, G, g)
-            if variant == VARIANT_HF_CV:
-                gmu = W2[0]  # scratch row, free until vits_apply
-                gemv(etaV, mu, gmu)
-                for i in range(d):
-                    gmu[i] -= eta_b[i]
-                subtract_rows(G, gmu)
-            hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize)
-            gemm_nn(A, B, W1)
-            ok = vits_apply(variant, mu, B, C, g, A, W1, CtC, h_mu, h, W2, work2d)
-        else:
-            # The Hessian is constant, so the mean gradient over the draws is
-            # eta V mu - eta b + (eta V B) mean_j eps_j: it reuses A B = eta V B, which the
-            # square-root update needs anyway (two BLAS calls fewer per step).
-            gemm_nn(etaV, B, W1)
-            for i in range(d):
-                e = 0.0
-                for m in range(M):
-                    e += eps[s, m, i]
-                Z[0, i] = e / M
-            gemv(W1, Z[0], g)
-            gemv(etaV, mu, G[0])
-            for i in range(d):
-                g[i] += G[0, i] - eta_b[i]
-            if variant == VARIANT_II:
-                gram(C, CtC)
-            ok = vits_apply(variant, mu, B, C, g, etaV, W1, CtC, h_mu, h, W2, work2d)
-        if not ok:
-            return False
-    return True
-
-
-@kernel
 def gaussian_draw(mu, B, eps, out):
     """``out = mu + B eps``."""
     gemv(B, eps, out)
@@ -180,111 +107,143 @@ def gaussian_draw(mu, B, eps, out):
         out[i] += mu[i]
 
 
-@cpu_jit
-def linear_steps_cpu(variant, symmetrize, mu, B, C, etaV, eta_b, eps, h_mu, h):
-    """CPU driver of :func:`vits_linear_steps` for the engine API (allocates scratch)."""
-    S, M, d = eps.shape
-    mats = np.empty((5, d, d))
-    work2d = np.empty((d, 2 * d))
-    Z = np.empty((M, d))
-    G = np.empty((M, d))
-    g = np.empty(d)
-    return vits_linear_steps(variant, symmetrize, mu, B, C, etaV, eta_b, eps, h_mu, h,
-                             mats[0], mats[1], mats[2], mats[3], mats[4], work2d, Z, G, g)
+def make_vits_steps(potential):
+    """The VITS steps body for ``potential``.
+
+    ``vits_steps(variant, symmetrize, mu, B, C, data, eps, h_mu, h, scr, pscr) -> ok`` runs
+    ``S = eps.shape[0]`` steps in place (``eps`` (S, M, d): the standard normals of the
+    ``M`` draws of each step). ``scr = (mats, work2d, Z, T, G, vecs)``: ``mats`` (6, d, d),
+    ``work2d`` (d, 2d), ``Z``, ``T``, ``G`` (M, d), ``vecs`` (2, d); ``pscr`` is the
+    potential's scratch. Returns False if a VITS-I step meets a singular ``B``; the caller
+    checks the state for non-finite values.
+    """
+    inputs = potential.vits_inputs
+
+    @kernel
+    def vits_steps(variant, symmetrize, mu, B, C, data, eps, h_mu, h, scr, pscr):
+        mats, work2d, Z, T, G, vecs = scr
+        Amat, CtC, D, W1, W2, H = mats[0], mats[1], mats[2], mats[3], mats[4], mats[5]
+        g, gmu = vecs[0], vecs[1]
+        for s in range(eps.shape[0]):
+            A = inputs(data, variant, mu, B, eps[s], Z, T, G, g, H, W1, gmu, pscr)
+            if is_hessian_free(variant):
+                if variant == VARIANT_HF_CV:
+                    subtract_rows(G, gmu)
+                hessian_free_matrix(C, Z, G, CtC, D, Amat, symmetrize)
+                gemm_nn(Amat, B, W1)
+                A = Amat
+            elif variant == VARIANT_II:
+                gram(C, CtC)
+            if not vits_apply(variant, mu, B, C, g, A, W1, CtC, h_mu, h, W2, work2d):
+                return False
+        return True
+
+    return vits_steps
+
+
+# --------------------------------------------------------------------------- bandit piece
+#
+# VITS on the linear potential inside the fused bandit loop. params: (variant,
+# symmetrize, schedule, eta, lam, h0_mu, h0); state: the statistics V, b, eta V, eta b,
+# the Gaussian (mu, B, C), the step's scratch and the KL scratch, carved from one buffer.
+
+_linear_steps = make_vits_steps(LINEAR)
+
+
+def state_size(d, K, M):
+    """Length of the flat state buffer of :func:`views`."""
+    return 13 * d * d + 2 * d * d + 3 * M * d + 6 * d + K
 
 
 @kernel
-def vits_model_step(variant, symmetrize, mu, B, C, Z, G, H, gmu, h_mu, h,
-                    A, CtC, D, W1, W2, work2d, g):
-    """One VITS step for any potential, given the draws and their gradients.
+def views(buf, d, K, M):
+    """The state's arrays, carved from the flat buffer ``buf`` (see :func:`state_size`)."""
+    o = 0
+    V = buf[o:o + d * d].reshape((d, d))
+    o += d * d
+    etaV = buf[o:o + d * d].reshape((d, d))
+    o += d * d
+    B = buf[o:o + d * d].reshape((d, d))
+    o += d * d
+    C = buf[o:o + d * d].reshape((d, d))
+    o += d * d
+    mats = buf[o:o + 6 * d * d].reshape((6, d, d))
+    o += 6 * d * d
+    klm = buf[o:o + 3 * d * d].reshape((3, d, d))
+    o += 3 * d * d
+    work2d = buf[o:o + 2 * d * d].reshape((d, 2 * d))
+    o += 2 * d * d
+    Z = buf[o:o + M * d].reshape((M, d))
+    o += M * d
+    T = buf[o:o + M * d].reshape((M, d))
+    o += M * d
+    G = buf[o:o + M * d].reshape((M, d))
+    o += M * d
+    vecs = buf[o:o + 6 * d].reshape((6, d))
+    o += 6 * d
+    scores = buf[o:o + K]
+    o += K
+    return (V, etaV, B, C, mats, klm, work2d, Z, T, G, vecs, scores), o
 
-    ``Z`` (M, d) holds ``theta_j - mu`` (``B eps_j``), ``G`` (M, d) the gradients
-    ``grad U(theta_j)`` (modified under the control variate), ``H`` (d, d) the mean
-    Hessian over the draws (ignored by the Hessian-free variants), ``gmu`` the gradient at
-    ``mu`` (used by :data:`VARIANT_HF_CV` only). Same update as :func:`vits_linear_steps`;
-    returns False if VITS-I meets a singular ``B``.
-    """
-    M, d = Z.shape
+
+@kernel
+def init(params, state, init_noise):
+    """Algorithm 1's start: ``B = I/sqrt(lam eta)``, ``C = sqrt(lam eta) I``, ``mu ~ prior``."""
+    eta, lam = params[3], params[4]
+    V, etaV, B, C = state[0], state[1], state[2], state[3]
+    vecs = state[10]
+    b, eta_b, mu = vecs[0], vecs[1], vecs[2]
+    d = b.shape[0]
+    stats_init(V, b, etaV, eta_b, lam, eta)
+    s0 = math.sqrt(lam * eta)
     for i in range(d):
-        s = 0.0
-        for m in range(M):
-            s += G[m, i]
-        g[i] = s / M
-    if variant == VARIANT_HF or variant == VARIANT_HF_CV:
-        if variant == VARIANT_HF_CV:
-            subtract_rows(G, gmu)
-        hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize)
-        gemm_nn(A, B, W1)
-        return vits_apply(variant, mu, B, C, g, A, W1, CtC, h_mu, h, W2, work2d)
-    if variant == VARIANT_II:
-        gram(C, CtC)
-    gemm_nn(H, B, W1)
-    return vits_apply(variant, mu, B, C, g, H, W1, CtC, h_mu, h, W2, work2d)
-
-
-@cpu_jit
-def model_step_cpu(variant, symmetrize, mu, B, C, Z, G, H, gmu, h_mu, h, mats, work2d, g):
-    """CPU driver of :func:`vits_model_step`; scratch ``mats`` (5, d, d), ``work2d``
-    (d, 2d) and ``g`` (d,) come from the caller, which keeps them across steps (at
-    d = 861 fresh buffers would page-fault 30 MB per step)."""
-    return vits_model_step(variant, symmetrize, mu, B, C, Z, G, H, gmu, h_mu, h,
-                           mats[0], mats[1], mats[2], mats[3], mats[4], work2d, g)
+        for j in range(d):
+            B[i, j] = 0.0
+            C[i, j] = 0.0
+        B[i, i] = 1.0 / s0
+        C[i, i] = s0
+        mu[i] = init_noise[i] / s0
 
 
 @kernel
-def vits_logistic_steps(variant, symmetrize, mu, B, C, X, y, eta, lam, eps, h_mu, h,
-                        thetas, Zd, G, H, gmu, Zn, Zn1, wbar, Xw, A, CtC, D, W1, W2, work2d,
-                        g):
-    """``S = eps.shape[0]`` VITS steps on the logistic potential, in place (one body).
+def select(params, state, X, noise):
+    """Thompson draw ``theta = mu + B z`` and the best arm for it."""
+    B = state[2]
+    vecs = state[10]
+    scores = state[11]
+    theta = vecs[3]
+    gaussian_draw(vecs[2], B, noise, theta)
+    gemv(X, theta, scores)
+    return argmax(scores)
 
-    Each step draws ``thetas = mu + eps_s B^T`` (rows), evaluates the gradients and the
-    mean Hessian with :func:`kernels.logistic.logistic_grads_hessian` on the history
-    ``X``, ``y`` (default prior ``N(0, I/(lam eta))``), and applies
-    :func:`vits_model_step`. Scratch: ``thetas``, ``Zd``, ``G`` (M, d); ``H`` (d, d);
-    ``gmu``, ``g`` (d,); ``Zn`` (n, M); ``Zn1`` (n, 1); ``wbar`` (n,); ``Xw`` (n, d);
-    the step's ``A``, ``CtC``, ``D``, ``W1``, ``W2`` (d, d) and ``work2d`` (d, 2d).
-    Returns False on a singular ``B`` (VITS-I) or a non-finite state.
-    """
-    S, M, d = eps.shape
-    want_h = variant != VARIANT_HF and variant != VARIANT_HF_CV
-    for s in range(S):
-        gemm_nt(eps[s], B, Zd)
-        for m in range(M):
-            for i in range(d):
-                thetas[m, i] = mu[i] + Zd[m, i]
-        logistic_grads_hessian(X, y, thetas, eta, lam, want_h, Zn, wbar, Xw, G, H)
-        if variant == VARIANT_HF_CV:
-            for i in range(d):
-                thetas[0, i] = mu[i]
-            # the gradient at the mean, through the same body on a one-row batch
-            logistic_grads_hessian(X, y, thetas[:1], eta, lam, False, Zn1, wbar, Xw, W2[:1],
-                                   H)
-            for i in range(d):
-                gmu[i] = W2[0, i]
-        if not vits_model_step(variant, symmetrize, mu, B, C, Zd, G, H, gmu, h_mu, h,
-                               A, CtC, D, W1, W2, work2d, g):
-            return False
-        if not (all_finite_vec(mu) and all_finite_mat(B)):
-            return False
+
+@kernel
+def update(params, state, x, r, n_obs, noise):
+    """Add ``(x, r)`` to the statistics, then ``K_t`` VITS steps (``noise`` (S, M, d))."""
+    variant, symmetrize, schedule, eta, lam, h0_mu, h0 = params
+    V, etaV, B, C, mats, klm, work2d, Z, T, G, vecs, scores = state
+    b, eta_b, mu = vecs[0], vecs[1], vecs[2]
+    stats_add(V, b, etaV, eta_b, x, r, eta, True)
+    hm = step_size(schedule, h0_mu, eta, n_obs)
+    h = step_size(schedule, h0, eta, n_obs)
+    ok = _linear_steps(variant, symmetrize, mu, B, C, (etaV, eta_b), noise, hm, h,
+                       (mats, work2d, Z, T, G, vecs[4:6]), 0)
+    if not (ok and all_finite_vec(mu) and all_finite_mat(B)):
+        return False
+    if variant != VARIANT_I and not all_finite_mat(C):
+        return False
     return True
 
 
-@cpu_jit
-def logistic_steps_cpu(variant, symmetrize, mu, B, C, X, y, eta, lam, eps, h_mu, h, wbar, Xw):
-    """CPU driver of :func:`vits_logistic_steps`; ``wbar``/``Xw`` are the model's scratch
-    (sized with its capacity, sliced to the history here)."""
-    S, M, d = eps.shape
-    n = X.shape[0]
-    thetas = np.empty((M, d))
-    Zd = np.empty((M, d))
-    G = np.empty((M, d))
-    H = np.zeros((d, d))
-    gmu = np.zeros(d)
-    Zn = np.empty((n, M))
-    Zn1 = np.empty((n, 1))
-    mats = np.empty((5, d, d))
-    work2d = np.empty((d, 2 * d))
-    g = np.empty(d)
-    return vits_logistic_steps(variant, symmetrize, mu, B, C, X, y, eta, lam, eps, h_mu, h,
-                               thetas, Zd, G, H, gmu, Zn, Zn1, wbar[:n], Xw[:n], mats[0], mats[1],
-                               mats[2], mats[3], mats[4], work2d, g)
+@kernel
+def kl(params, state):
+    """``KL(N(mu, B B^T) || exact posterior)`` from the statistics."""
+    eta = params[3]
+    V, B = state[0], state[2]
+    klm = state[5]
+    vecs = state[10]
+    return kl_to_linear_posterior(vecs[2], B, V, vecs[0], eta, klm[0], klm[1], klm[2], vecs[3])
+
+
+#: VITS's part of the fused linear-bandit loop.
+PIECE = BanditPiece("vits", state_size, views, init, select, update, kl)

@@ -13,7 +13,11 @@ import numpy as np
 
 from . import _validate as val
 from ._seeding import child, engine_streams
+from .drivers import cpu
+from .fused import FusedSpec
 from .inference.base import Engine
+from .kernels import bandit as kbandit
+from .kernels import linucb as klinucb
 
 
 def _contexts(contexts, dim):
@@ -33,6 +37,15 @@ def _reward(reward):
     if not np.isfinite(reward):
         raise ValueError(f"reward must be finite, got {reward}")
     return reward
+
+
+def _no_noise(policy_seed, n_rounds, dim):
+    return np.zeros(0), np.zeros((n_rounds, 0)), np.zeros((n_rounds, 0, 1, dim))
+
+
+def _uniforms(policy_seed, n_rounds, dim):
+    rng_sample, _ = engine_streams(policy_seed)
+    return np.zeros(0), rng_sample.random((n_rounds, 1)), np.zeros((n_rounds, 0, 1, dim))
 
 
 class ThompsonSampling:
@@ -77,6 +90,10 @@ class ThompsonSampling:
         """The same policy at the prior, with a new seed."""
         return ThompsonSampling(self.engine.fresh(seed))
 
+    def fused(self, kl=False):
+        """The engine's part of the fused compiled loop (:meth:`Engine.fused`), or None."""
+        return self.engine.fused(kl=kl)
+
     def __repr__(self):
         return f"ThompsonSampling({self.engine!r})"
 
@@ -85,7 +102,9 @@ class LinUCB:
     """LinUCB: ``argmax_a x_a theta_hat + alpha sqrt(x_a^T inv(V) x_a)``.
 
     ``inv(V)`` (``V = lam I + sum x x^T``) is kept by Sherman-Morrison updates, ``O(d^2)``
-    per round; ``theta_hat = inv(V) b``. Ties go to the lowest index.
+    per round; ``theta_hat = inv(V) b``. Ties go to the lowest index. LinUCB is
+    deterministic: it takes no seed. Scores and updates are the compiled bodies of
+    :mod:`vits_ref.kernels.linucb`, the same as in the fused loop.
 
     Parameters
     ----------
@@ -105,7 +124,7 @@ class LinUCB:
 
     name = "LinUCB"
 
-    def __init__(self, dim, alpha=1.0, lam=1.0, seed=None):
+    def __init__(self, dim, alpha=1.0, lam=1.0):
         self.dim = val.positive_int(dim, "dim")
         self.alpha = val.positive_float(alpha, "alpha", allow_zero=True)
         self.lam = val.positive_float(lam, "lam")
@@ -115,9 +134,9 @@ class LinUCB:
     def scores(self, contexts):
         """Upper confidence bounds of the arms."""
         X = _contexts(contexts, self.dim)
-        theta = self.Vinv @ self.b
-        width = np.sqrt(np.maximum(np.einsum("ai,ij,aj->a", X, self.Vinv, X), 0.0))
-        return X @ theta + self.alpha * width
+        out = np.empty(X.shape[0])
+        cpu.linucb_scores(self.Vinv, self.b, self.alpha, X, out)
+        return out
 
     def select(self, contexts):
         """Index of the arm with the largest upper confidence bound."""
@@ -126,15 +145,20 @@ class LinUCB:
     def update(self, contexts, arm, reward):
         """Sherman-Morrison update of ``inv(V)`` with ``x = contexts[arm]``; ``b += r x``."""
         X = _contexts(contexts, self.dim)
-        x = X[_arm(arm, X.shape[0])]
-        u = self.Vinv @ x
-        self.Vinv -= np.outer(u, u) / (1.0 + x @ u)
+        x = np.ascontiguousarray(X[_arm(arm, X.shape[0])])
         self.b += _reward(reward) * x
+        cpu.sherman_morrison(self.Vinv, x)
         return self
 
     def fresh(self, seed=None):
-        """A new LinUCB at the prior (LinUCB is deterministic; ``seed`` is ignored)."""
+        """A new LinUCB at the prior (``seed`` is accepted for the policy protocol, which
+        :func:`vits_ref.simulate` calls with one; LinUCB draws nothing)."""
         return LinUCB(self.dim, alpha=self.alpha, lam=self.lam)
+
+    def fused(self, kl=False):
+        """The fused loop's spec (:data:`vits_ref.kernels.linucb.PIECE`)."""
+        return FusedSpec(piece=klinucb.PIECE, params=(self.alpha, self.lam),
+                         draw=_no_noise)
 
     def __repr__(self):
         return f"LinUCB(dim={self.dim}, alpha={self.alpha!r}, lam={self.lam!r})"
@@ -170,6 +194,10 @@ class RandomPolicy:
     def fresh(self, seed=None):
         """A new random policy with ``seed``."""
         return RandomPolicy(self.dim, seed=seed)
+
+    def fused(self, kl=False):
+        """The fused loop's spec (:data:`vits_ref.kernels.bandit.RANDOM`)."""
+        return FusedSpec(piece=kbandit.RANDOM, params=(0.0,), draw=_uniforms)
 
     def __repr__(self):
         return f"RandomPolicy(dim={self.dim})"

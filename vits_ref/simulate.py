@@ -6,11 +6,12 @@ the environment's draws (so every policy meets the same contexts and noise for t
 when ``new_instance_per_run``. Results are bit-identical for the same seed whatever the
 number of threads: runs are independent and each is computed by one thread.
 
-Policies with a fused compiled loop (:mod:`vits_ref.kernels.bandit`): LinTS, LinUCB,
-random, and Thompson sampling over VITS or Langevin on the linear model with the
-``constant`` or ``decayed`` schedule. Their per-run randomness is drawn in bulk in the
-same order as the engines draw it online, so the fused loop and the Python loop give the
-same regret (``tests/test_simulate.py``).
+A policy whose ``fused(kl=...)`` returns a :class:`vits_ref.fused.FusedSpec` runs in the
+fused compiled loop (:mod:`vits_ref.kernels.bandit`, generic over the policy's piece):
+today LinTS, LinUCB, random, and Thompson sampling over VITS or Langevin on the linear
+model with the ``constant`` or ``decayed`` schedule. Their per-run randomness is drawn in
+bulk in the same order as the engines draw it online, so the fused loop and the Python
+loop give the same regret (``tests/test_simulate.py``).
 """
 
 import time
@@ -22,12 +23,11 @@ import numpy as np
 from . import _validate as val
 from ._seeding import child, engine_streams
 from .envs import Environment
+from .drivers import cpu
 from .errors import DivergenceError
 from .inference import VITS, Langevin, LinTS
 from .inference.base import GaussianEngine
-from .kernels import bandit as kb
 from .policies import LinUCB, RandomPolicy, ThompsonSampling
-from .schedules import schedule_code, step_size
 
 #: Documented defaults of the named policies (within the VITS paper's appendix E grids,
 #: eta = lam = 1). Decayed steps ``h_t = h0/(eta t)``: stability needs roughly
@@ -144,34 +144,10 @@ def _policy_name(policy):
     return getattr(policy, "name", type(policy).__name__)
 
 
-def _fused_spec(policy):
-    """Kernel parameters of a policy with a fused loop, else None."""
-    spec = {"variant": 0, "symmetrize": False, "schedule": 0, "eta": 1.0, "lam": 1.0,
-            "h0_mu": 0.0, "h0": 0.0, "ucb_alpha": 0.0, "n_steps": 0, "n_mc": 1}
-    if isinstance(policy, RandomPolicy):
-        return {**spec, "policy": kb.POLICY_RANDOM}
-    if isinstance(policy, LinUCB):
-        return {**spec, "policy": kb.POLICY_LINUCB, "lam": policy.lam,
-                "ucb_alpha": policy.alpha}
-    if not isinstance(policy, ThompsonSampling):
-        return None
-    eng = policy.engine
-    if eng.model.name != "linear" or getattr(eng.model, "prior_cov", None) is not None:
-        return None  # the fused loop starts from the default prior N(0, I/(lam eta))
-    spec.update(eta=eng.eta, lam=eng.lam)
-    if type(eng) is LinTS:
-        return {**spec, "policy": kb.POLICY_LINTS}
-    code = schedule_code(getattr(eng, "schedule", None))
-    if code is None:
-        return None
-    if type(eng) is VITS:
-        return {**spec, "policy": kb.POLICY_VITS, "variant": eng.variant_code,
-                "symmetrize": eng.symmetrize, "schedule": code, "h0_mu": eng.step_size,
-                "h0": eng.cov_step_size, "n_steps": eng.n_steps, "n_mc": eng.n_mc}
-    if type(eng) is Langevin:
-        return {**spec, "policy": kb.POLICY_LMC, "schedule": code, "h0": eng.step_size,
-                "n_steps": eng.n_steps}
-    return None
+def fused_spec(policy, kl=False):
+    """The policy's :class:`vits_ref.fused.FusedSpec`, or None if it has no fused loop."""
+    fused = getattr(policy, "fused", None)
+    return fused(kl=kl) if fused is not None else None
 
 
 def draw_policy_noise(spec, policy_seed, n_rounds, dim):
@@ -179,23 +155,7 @@ def draw_policy_noise(spec, policy_seed, n_rounds, dim):
 
     Returns ``(init_noise (d,), sel_noise (T, d) or (T, 1), step_noise (T, S, M, d))``.
     """
-    rng_sample, rng_update = engine_streams(policy_seed)
-    code, T, d = spec["policy"], n_rounds, dim
-    init = np.zeros(0)
-    sel = np.zeros((T, 0))
-    steps = np.zeros((T, 0, 1, d))
-    if code == kb.POLICY_RANDOM:
-        sel = rng_sample.random((T, 1))
-    elif code == kb.POLICY_LINTS:
-        sel = rng_sample.standard_normal((T, d))
-    elif code == kb.POLICY_VITS:
-        init = rng_update.standard_normal(d)
-        sel = rng_sample.standard_normal((T, d))
-        steps = rng_update.standard_normal((T, spec["n_steps"], spec["n_mc"], d))
-    elif code == kb.POLICY_LMC:
-        init = rng_update.standard_normal(d)
-        steps = rng_update.standard_normal((T, spec["n_steps"], 1, d))
-    return init, sel, steps
+    return spec.draw(policy_seed, n_rounds, dim)
 
 
 def _validate_kl_rounds(kl_rounds, n_rounds):
@@ -271,7 +231,7 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         raise ValueError(f"policy dim {policy.dim} does not match env.dim {env.dim}")
     kl_rounds = _validate_kl_rounds(kl_rounds, n_rounds)
     root = val.as_seed_sequence(seed)
-    spec = _fused_spec(policy)
+    spec = fused_spec(policy, kl=bool(kl_rounds.size))
     if fused and spec is None:
         raise ValueError(f"{_policy_name(policy)} has no fused loop on this model/schedule; "
                          "use fused=None or False")
@@ -361,7 +321,7 @@ def _run_fused(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, arms, 
     # size a batch so that the pre-drawn randomness stays within the memory budget
     first = env_for(child(root, 0))
     d, K = first.dim, first.n_arms
-    per_run = 8 * (T * K * (d + 2) + T * d * (1 + spec["n_steps"] * spec["n_mc"]))
+    per_run = 8 * (T * K * (d + 2) + T * d * spec.n_draws_per_round)
     batch = int(max(1, min(n_runs, _MEMORY_BUDGET // per_run)))
     old_threads = numba.get_num_threads()
     if n_threads is not None:
@@ -376,17 +336,16 @@ def _run_fused(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, arms, 
                 reals.append(_realise(e, run_seed, T))
                 noises.append(draw_policy_noise(spec, child(run_seed, 1), T, d))
             status = np.zeros(hi - lo, dtype=np.int64)
-            kb.run_many(spec["policy"], spec["variant"], spec["symmetrize"], spec["schedule"],
-                        spec["eta"], spec["lam"], spec["h0_mu"], spec["h0"], spec["ucb_alpha"],
-                        np.stack([x.contexts for x in reals]), np.stack([x.means for x in reals]),
-                        np.stack([x.rewards for x in reals]), np.stack([n[0] for n in noises]),
-                        np.stack([n[1] for n in noises]), np.stack([n[2] for n in noises]),
-                        kl_rounds, regret[lo:hi], arms[lo:hi], kl[lo:hi], status)
+            cpu.bandit_runs(spec.piece)(
+                spec.params, np.stack([x.contexts for x in reals]),
+                np.stack([x.means for x in reals]), np.stack([x.rewards for x in reals]),
+                np.stack([n[0] for n in noises]), np.stack([n[1] for n in noises]),
+                np.stack([n[2] for n in noises]), kl_rounds, regret[lo:hi], arms[lo:hi],
+                kl[lo:hi], status)
             bad = np.flatnonzero(status)
             if bad.size:
                 r, rnd = lo + int(bad[0]), int(status[bad[0]])
-                h = step_size(("constant", "decayed")[spec["schedule"]], spec["h0"],
-                              spec["eta"], rnd)
+                h = spec.step_size(rnd) if spec.step_size is not None else None
                 raise DivergenceError(_policy_name(policy), rnd, h, run=r)
             if progress:
                 progress(hi, n_runs)

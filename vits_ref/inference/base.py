@@ -13,6 +13,12 @@ An engine holds a posterior over ``theta`` (dimension ``dim``) for one reward mo
 ``fresh(seed)``
     a new engine with the same hyperparameters, at the prior, with its own seed: how
     :func:`vits_ref.simulate` starts each run.
+``fused(kl=False)``
+    the engine's part of the fused compiled bandit loop (a :class:`vits_ref.fused.FusedSpec`),
+    or None where it has none (non-linear models, general priors, some schedules).
+
+Every engine's constructor starts ``(dim, model="linear", eta=1.0, lam=1.0, ...)`` and
+ends with ``seed=None``; arguments with the same name mean the same thing everywhere.
 
 Engines draw their randomness from two streams (:func:`vits_ref._seeding.engine_streams`):
 one for Thompson draws, one for the inner steps of ``update``.
@@ -38,8 +44,11 @@ class Engine:
         self.lam = val.positive_float(lam, "lam")
         if isinstance(model, str):
             model = val.choice(model, "model", tuple(MODELS))
-            self.model = MODELS[model](self.dim, eta=self.eta, lam=self.lam)
-        elif hasattr(model, "spawn") and hasattr(model, "grads_hessian"):
+            # dim is the features' size; the engine's dimension is the model's parameter
+            # count (the same for "linear" and "logistic", larger for "mlp")
+            self.model = MODELS[model].from_dim(self.dim, eta=self.eta, lam=self.lam)
+            self.dim = self.model.dim
+        elif hasattr(model, "spawn") and hasattr(model, "potential"):
             self.model = model.spawn(self.eta, self.lam)
             if self.model.dim != self.dim:
                 raise ValueError(f"dim ({self.dim}) must equal the model's number of "
@@ -81,6 +90,10 @@ class Engine:
         n = val.positive_int(n, "n")
         return self._sample(n)
 
+    def fused(self, kl=False):
+        """The engine's part of the fused compiled bandit loop, or None (the default)."""
+        return None
+
     def fresh(self, seed=None):
         """A new engine with the same hyperparameters, at the prior, seeded with ``seed``."""
         return type(self)(**{**self._params(), "seed": seed})
@@ -99,10 +112,9 @@ class Engine:
         The default prior ``N(0, I/(lam eta))`` returns None: engines then use their own
         closed form (bit-identical to the fused loop's initialisation).
         """
-        cov = getattr(self.model, "prior_cov", None)
-        if cov is None:
+        if self.model.has_default_prior:
             return None
-        return self.model.prior_mean, np.linalg.cholesky(cov)
+        return self.model.prior_mean, np.linalg.cholesky(self.model.prior_cov)
 
     def _check_finite(self, step_size, *arrays):
         for a in arrays:
@@ -128,8 +140,18 @@ class GaussianEngine(Engine):
         raise NotImplementedError
 
     def kl_to_posterior(self):
-        """``KL(q || p)`` from the engine's Gaussian ``q`` to the exact linear posterior ``p``."""
+        """``KL(q || p)`` from the engine's Gaussian ``q`` to the exact posterior ``p``.
+
+        Raises
+        ------
+        ValueError
+            If the model has no closed-form posterior (only the linear-Gaussian one has).
+        """
         from ..gaussian import kl
 
-        mean_p, cov_p = self.model.posterior()
+        posterior = getattr(self.model, "posterior", None)
+        if posterior is None:
+            raise ValueError(f"kl_to_posterior needs a closed-form posterior: the "
+                             f"{self.model.name!r} model has none (only model='linear' does)")
+        mean_p, cov_p = posterior()
         return kl(self.mean, self.cov, mean_p, cov_p)

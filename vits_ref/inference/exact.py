@@ -2,7 +2,9 @@
 
 import numpy as np
 
-from ..kernels.baselines import chol_update_rows_cpu, lints_draws_cpu
+from ..drivers import cpu
+from ..fused import FusedSpec, thompson_noise
+from ..kernels import lints as klints
 from .base import GaussianEngine
 
 
@@ -16,6 +18,8 @@ class LinTS(GaussianEngine):
     ----------
     dim : int
         Parameter dimension.
+    model : "linear" or a :class:`vits_ref.models.Linear`, default "linear"
+        LinTS is exact for the linear-Gaussian model only (a general prior is allowed).
     eta : float, default 1.0
         Inverse temperature (inverse noise variance).
     lam : float, default 1.0
@@ -41,23 +45,33 @@ class LinTS(GaussianEngine):
 
     name = "LinTS"
 
-    def __init__(self, dim, eta=1.0, lam=1.0, model="linear", seed=None):
+    def __init__(self, dim, model="linear", eta=1.0, lam=1.0, seed=None):
         super().__init__(dim, model=model, eta=eta, lam=lam, seed=seed)
         if self.model.name != "linear":
             raise ValueError(f"LinTS is exact for model='linear' only, got {self.model.name!r}; "
                              "use Laplace, VITS or Langevin")
-        self.L = (np.sqrt(self.lam) * np.eye(self.dim) if self.model.prior_cov is None
+        self.L = (np.sqrt(self.lam) * np.eye(self.dim) if self.model.has_default_prior
                   else np.linalg.cholesky(self.model.V))
 
     def _refit(self, features, rewards):
         # one rank-one update of L per observation; b is kept by the model
-        chol_update_rows_cpu(self.L, features)
+        cpu.chol_update_rows(self.L, features)
 
     def _sample(self, n):
         z = self._rng_sample.standard_normal((n, self.dim))
         out = np.empty((n, self.dim))
-        lints_draws_cpu(self.L, self.model.b, self.eta, z, out)
+        cpu.lints_draws(self.L, self.model.b, self.eta, z, out)
         return out
+
+    def fused(self, kl=False):
+        """The fused loop's spec (:data:`vits_ref.kernels.lints.PIECE`) under the default
+        prior, else None. ``kl``: keep ``V`` for the KL diagnostic (costs O(d^2) a round)."""
+        if not self.model.has_default_prior:
+            return None
+        return FusedSpec(
+            piece=klints.PIECE, params=(self.eta, self.lam, bool(kl)),
+            draw=lambda seed, T, d: thompson_noise(seed, T, d, init=False),
+            gaussian=True)
 
     @property
     def mean(self):

@@ -5,8 +5,10 @@ import math
 import numpy as np
 
 from .. import _validate as val
-from ..kernels.baselines import langevin_linear_steps_cpu
-from ..schedules import step_size
+from ..drivers import cpu
+from ..fused import FusedSpec, thompson_noise
+from ..kernels import langevin as klangevin
+from ..schedules import schedule_code, step_size
 from .base import Engine
 
 
@@ -57,6 +59,9 @@ class Langevin(Engine):
         z = self._rng_update.standard_normal(self.dim)
         self.theta = (z / math.sqrt(self.lam * self.eta) if start is None
                       else start[0] + start[1] @ z)
+        self._steps = cpu.langevin_steps(self.model.potential)
+        self._g = np.empty(self.dim)
+        self._H = np.empty((1, 1))  # the gradient hook leaves it untouched
         self.diagnostics.update(step_size=None, n_steps=0)
 
     def _params(self):
@@ -69,15 +74,20 @@ class Langevin(Engine):
     def _run(self, theta, rng):
         eps = rng.standard_normal((self.n_steps, self.dim))
         h = self._h()
-        if self.model.name == "linear":
-            langevin_linear_steps_cpu(theta, self.eta * self.model.V, self.eta * self.model.b,
-                                      eps, h)
-            return h
-        c = math.sqrt(2.0 * h)
-        for s in range(self.n_steps):  # any model: its compiled gradient
-            G, _ = self.model.grads_hessian(theta[None, :], False)
-            theta += -h * G[0] + c * eps[s]
+        self._steps(theta, self.model.kernel_data(), eps, h, self._g, self._H,
+                    self.model.kernel_scratch(1))
         return h
+
+    def fused(self, kl=False):
+        """The fused loop's spec on the linear model with the default prior, else None."""
+        code = schedule_code(self.schedule)
+        if self.model.name != "linear" or not self.model.has_default_prior or code is None:
+            return None
+        sched, h0, eta, S = self.schedule, self.step_size, self.eta, self.n_steps
+        return FusedSpec(
+            piece=klangevin.PIECE, params=(code, self.eta, self.lam, self.step_size),
+            draw=lambda seed, T, d: thompson_noise(seed, T, d, select=False, n_steps=S),
+            step_size=lambda rnd: step_size(sched, h0, eta, rnd), n_draws_per_round=S)
 
     def _refit(self, features, rewards):
         h = self._run(self.theta, self._rng_update)

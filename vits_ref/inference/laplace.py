@@ -10,16 +10,10 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from .. import _validate as val
+from ..drivers import cpu
 from ..errors import DivergenceError
-from ..kernels.logistic import (
-    IRLS_CONVERGED,
-    IRLS_FAILED,
-    irls_logistic_cpu,
-)
-from ..models.logistic import Logistic
+from ..kernels.newton import CONVERGED, FAILED
 from .base import GaussianEngine
-
-_MAX_HALVINGS = 60
 
 
 class Laplace(GaussianEngine):
@@ -29,11 +23,12 @@ class Laplace(GaussianEngine):
     ----------
     dim : int
         Parameter dimension ``d``.
-    model : {"logistic", "linear"} or a model object, default "logistic"
-        The potential ``U``. For ``"logistic"`` the MAP is fitted by the compiled IRLS
-        kernel (:func:`vits_ref.kernels.logistic.irls_logistic`); for any other model by
-        the same damped Newton iteration in Python on ``model.grad`` / ``model.hess``.
-        For ``"linear"`` the Laplace approximation is the exact posterior.
+    model : str or model object, default "linear"
+        The potential ``U``: a name of :data:`vits_ref.models.MODELS` or a model object.
+        The MAP is fitted by the compiled damped Newton kernel
+        (:mod:`vits_ref.kernels.newton`) on the model's likelihood plus its Gaussian prior;
+        for ``"logistic"`` that is IRLS. For ``"linear"`` the Laplace approximation is the
+        exact posterior.
     eta, lam : float, default 1.0
         Inverse temperature and ridge; prior ``N(0, I/(lam eta))``.
     tol : float, default 1e-8
@@ -86,7 +81,7 @@ class Laplace(GaussianEngine):
 
     name = "Laplace"
 
-    def __init__(self, dim, model="logistic", eta=1.0, lam=1.0, tol=1e-8, max_iter=100,
+    def __init__(self, dim, model="linear", eta=1.0, lam=1.0, tol=1e-8, max_iter=100,
                  seed=None):
         self.tol = val.positive_float(tol, "tol")
         self.max_iter = val.positive_int(max_iter, "max_iter")
@@ -104,6 +99,7 @@ class Laplace(GaussianEngine):
             self.L = np.linalg.cholesky(self.H)
         self._P0 = self.H.copy()
         self._b0 = self._P0 @ self.theta
+        self._newton = cpu.newton(self.model.potential)
         self.diagnostics.update(irls_iterations=0, converged=True)
 
     def _params(self):
@@ -114,19 +110,19 @@ class Laplace(GaussianEngine):
         theta = self.theta.copy()
         H = np.empty((self.dim, self.dim))
         L = np.zeros((self.dim, self.dim))
-        if isinstance(self.model, Logistic):
-            status, it = irls_logistic_cpu(self.model.X, self.model.y, self.eta, self._P0,
-                                           self._b0, theta, self.tol, self.max_iter, H, L)
-        else:
-            status, it = self._newton(theta, H, L)
-        if status == IRLS_FAILED or not (np.all(np.isfinite(theta)) and np.all(np.isfinite(L))):
+        # the likelihood's part of the potential, with the prior as an explicit Gaussian
+        # term (for the logistic model: IRLS with prior N(theta0, inv(P0)))
+        status, it = self._newton(self.model.kernel_data(prior=False), self._P0, self._b0,
+                                  theta, self.tol, self.max_iter, H, L,
+                                  self.model.kernel_scratch(1))
+        if status == FAILED or not (np.all(np.isfinite(theta)) and np.all(np.isfinite(L))):
             raise DivergenceError(
                 self.name, self.model.n_obs, None,
                 detail=f"The IRLS/Newton fit of the "
                        f"{self.model.name} model produced a non-finite value or a Hessian "
                        f"that is not positive definite after {it} iterations: check the "
                        f"scale of the features or increase lam.")
-        converged = status == IRLS_CONVERGED
+        converged = status == CONVERGED
         self.theta, self.H, self.L = theta, H, L
         self.diagnostics.update(irls_iterations=int(it), converged=converged)
         if not converged:
@@ -135,41 +131,6 @@ class Laplace(GaussianEngine):
                           f"the mean and covariance are those of the last iterate. Raise "
                           f"max_iter, or raise lam if the data are (nearly) separable.",
                           RuntimeWarning, stacklevel=3)
-
-    def _newton(self, theta, H, L):
-        """Damped Newton on ``model.value/grad/hess`` (any model; mirrors the kernel)."""
-        model = self.model
-        f = model.value(theta)
-        it = 0
-        last = np.inf
-        while True:
-            if not np.isfinite(f):
-                return IRLS_FAILED, it
-            g = model.grad(theta)
-            H[:] = model.hess(theta)
-            try:
-                L[:] = np.linalg.cholesky(H)
-            except np.linalg.LinAlgError:
-                return IRLS_FAILED, it
-            if last <= self.tol * max(1.0, float(np.linalg.norm(theta))):
-                return IRLS_CONVERGED, it
-            if it >= self.max_iter:
-                return 0, it
-            step = -solve_triangular(L, solve_triangular(L, g, lower=True), lower=True,
-                                     trans="T")
-            snorm = float(np.linalg.norm(step))
-            if not np.isfinite(snorm):
-                return IRLS_FAILED, it
-            t, slack = 1.0, 1e-12 * (1.0 + abs(f))
-            for _ in range(_MAX_HALVINGS):
-                trial = theta + t * step
-                f_new = model.value(trial)
-                if f_new <= f + slack:
-                    break
-                t *= 0.5
-            theta[:] = trial
-            f, last = f_new, snorm
-            it += 1
 
     # -- the Gaussian ---------------------------------------------------------------------
     def _sample(self, n):

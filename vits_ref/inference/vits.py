@@ -8,16 +8,11 @@ import math
 import numpy as np
 
 from .. import _validate as val
-from ..kernels.vits import (
-    VARIANT_HF,
-    VARIANT_HF_CV,
-    VARIANT_I,
-    VARIANT_II,
-    linear_steps_cpu,
-    logistic_steps_cpu,
-    model_step_cpu,
-)
-from ..schedules import SCHEDULES, step_size, theoretical_step
+from ..drivers import cpu
+from ..fused import FusedSpec, thompson_noise
+from ..kernels import vits as kvits
+from ..kernels.vits import VARIANT_HF, VARIANT_HF_CV, VARIANT_I, VARIANT_II
+from ..schedules import SCHEDULES, schedule_code, step_size, theoretical_step
 from .base import GaussianEngine
 
 VARIANTS = {"I": VARIANT_I, "II": VARIANT_II, "hessian_free": VARIANT_HF}
@@ -91,10 +86,9 @@ class VITS(GaussianEngine):
     True
     """
 
-    def __init__(self, dim, variant="II", model="linear", eta=1.0, lam=1.0, step_size=0.01,
+    def __init__(self, dim, model="linear", eta=1.0, lam=1.0, variant="II", step_size=0.01,
                  cov_step_size=None, n_steps=10, n_mc=1, schedule="decayed", symmetrize=False,
-                 control_variate=False,
-                 horizon=None, R=1.0, max_steps=10000, seed=None):
+                 control_variate=False, horizon=None, R=1.0, max_steps=10000, seed=None):
         variant = val.choice(variant, "variant", tuple(VARIANTS))
         self.variant = variant
         self.name = _NAMES[variant]
@@ -134,8 +128,8 @@ class VITS(GaussianEngine):
             theta0, self.B = start
             self.C = np.linalg.inv(self.B)
             self.mu = theta0 + self.B @ self._rng_update.standard_normal(self.dim)
-        self._zeros = np.zeros((self.dim, self.dim))
-        self._scratch = None  # scratch of the generic step, allocated on first use
+        self._steps = cpu.vits_steps(self.model.potential)
+        self._scratch = cpu.vits_scratch(self.dim, self.n_mc)
         self.diagnostics.update(step_size=None, n_steps=0, capped_rounds=0)
 
     def _params(self):
@@ -162,45 +156,33 @@ class VITS(GaussianEngine):
     def _refit(self, features, rewards):
         K, h_mu, h = self._steps_and_sizes()
         eps = self._rng_update.standard_normal((K, self.n_mc, self.dim))
-        code = self.variant_code
-        model = self.model
-        if model.name == "linear":
-            ok = linear_steps_cpu(code, self.symmetrize, self.mu, self.B, self.C,
-                                  model.eta * model.V, model.eta * model.b, eps, h_mu, h)
-        elif model.name == "logistic" and model.prior_cov is None:
-            # the whole round in one compiled body (no Python between steps)
-            ok = logistic_steps_cpu(code, self.symmetrize, self.mu, self.B, self.C, model.X,
-                                    model.y, model.eta, model.lam, eps, h_mu, h, model._w,
-                                    model._Xw)
-        else:
-            ok = self._model_steps(code, eps, h_mu, h)
+        # one compiled step for every model: the potential's bodies, closed over
+        ok = self._steps(self.variant_code, self.symmetrize, self.mu, self.B, self.C,
+                         self.model.kernel_data(), eps, h_mu, h, self._scratch,
+                         self.model.kernel_scratch(self.n_mc))
         self.diagnostics.update(step_size=h, n_steps=K)
         if not ok:
             self._check_finite(h, np.full(1, np.nan))
         self._check_finite(h, self.mu, self.B, self.C)
 
-    def _model_steps(self, code, eps, h_mu, h):
-        # Any model of the protocol: its compiled grads_hessian gives the draws' gradients
-        # and mean Hessian (Gauss-Newton for the MLP); the update is the same kernel body.
-        want_h = code not in (VARIANT_HF, VARIANT_HF_CV)
-        gmu = np.zeros(self.dim)
-        if self._scratch is None:
-            d = self.dim
-            self._scratch = (np.empty((5, d, d)), np.empty((d, 2 * d)), np.empty(d))
-        for s in range(eps.shape[0]):
-            Z = eps[s] @ self.B.T
-            G, H = self.model.grads_hessian(self.mu + Z, want_h)
-            if not (np.all(np.isfinite(G)) and (H is None or np.all(np.isfinite(H)))):
-                return False
-            if H is None:
-                H = self._zeros
-            if code == VARIANT_HF_CV:
-                gmu = self.model.grads_hessian(self.mu[None, :], False)[0][0]
-            if not model_step_cpu(code, self.symmetrize, self.mu, self.B, self.C,
-                                  np.ascontiguousarray(Z), np.ascontiguousarray(G),
-                                  np.ascontiguousarray(H), gmu, h_mu, h, *self._scratch):
-                return False
-        return True
+    def fused(self, kl=False):
+        """The fused loop's spec on the linear model with the default prior, else None.
+
+        The loop starts from the default prior ``N(0, I/(lam eta))`` and runs the
+        ``constant`` or ``decayed`` schedule (:data:`vits_ref.kernels.vits.PIECE`).
+        """
+        code = schedule_code(self.schedule)
+        if self.model.name != "linear" or not self.model.has_default_prior or code is None:
+            return None
+        sched, h0, eta = self.schedule, self.cov_step_size, self.eta
+        S, M = self.n_steps, self.n_mc
+        return FusedSpec(
+            piece=kvits.PIECE,
+            params=(self.variant_code, self.symmetrize, code, self.eta, self.lam,
+                    self.step_size, self.cov_step_size),
+            draw=lambda seed, T, d: thompson_noise(seed, T, d, n_steps=S, n_mc=M),
+            step_size=lambda rnd: step_size(sched, h0, eta, rnd),
+            gaussian=True, n_draws_per_round=1 + S * M)
 
     def _sample(self, n):
         eps = self._rng_sample.standard_normal((n, self.dim))

@@ -11,6 +11,7 @@ The linear-Gaussian model keeps sufficient statistics, never the history
 import numpy as np
 
 from .. import _validate as val
+from ..kernels.linear import POTENTIAL
 
 
 def general_prior(dim, prior_mean, prior_cov):
@@ -60,6 +61,8 @@ class Linear:
     """
 
     name = "linear"
+    #: the kernel bodies of this potential (``data = (eta V, eta b)``)
+    potential = POTENTIAL
 
     def __init__(self, dim, eta=1.0, lam=1.0, prior_mean=None, prior_cov=None):
         self.dim = val.positive_int(dim, "dim")
@@ -74,8 +77,29 @@ class Linear:
             self.V = np.linalg.inv(self.prior_cov) / self.eta
             self.V = 0.5 * (self.V + self.V.T)
             self.b = self.V @ self.prior_mean
+        self._V0, self._b0 = self.V.copy(), self.b.copy()
         self.sum_r2 = 0.0
         self.n_obs = 0
+
+    @classmethod
+    def from_dim(cls, dim, eta=1.0, lam=1.0):
+        """The model for features of size ``dim`` (what ``model="linear"`` builds)."""
+        return cls(dim, eta=eta, lam=lam)
+
+    @property
+    def has_default_prior(self):
+        """True for the prior ``N(0, I/(lam eta))`` (the fused bandit loops start there)."""
+        return self.prior_cov is None
+
+    def kernel_data(self, prior=True):
+        """``(eta V, eta b)`` for the kernels; ``prior=False``: the likelihood's part only."""
+        if prior:
+            return self.eta * self.V, self.eta * self.b
+        return self.eta * (self.V - self._V0), self.eta * (self.b - self._b0)
+
+    def kernel_scratch(self, n_rows=1):
+        """The linear potential needs no scratch."""
+        return 0
 
     def add(self, features, rewards):
         """Add observations: ``features`` (n, d), ``rewards`` (n,)."""

@@ -16,10 +16,8 @@ The kernels are in :mod:`vits_ref.kernels.logistic`.
 import numpy as np
 
 from .. import _validate as val
-from ..kernels.logistic import (
-    logistic_grads_hessian_cpu,
-    logistic_value_cpu,
-)
+from ..drivers import cpu
+from ..kernels.logistic import POTENTIAL
 from .linear import general_prior
 
 
@@ -80,6 +78,8 @@ class Logistic:
     """
 
     name = "logistic"
+    #: the kernel bodies of this potential (:mod:`vits_ref.kernels.logistic`)
+    potential = POTENTIAL
 
     def __init__(self, dim, eta=1.0, lam=1.0, capacity=1024, prior_mean=None, prior_cov=None):
         self.dim = val.positive_int(dim, "dim")
@@ -92,9 +92,39 @@ class Logistic:
         self.prior_precision = (self.eta * self.lam * np.eye(self.dim)
                                 if self.prior_cov is None else np.linalg.inv(self.prior_cov))
         self._lam_kernel = self.lam if self.prior_cov is None else 0.0
+        self._prior = ((False, np.zeros((1, 1)), np.zeros(1)) if self.prior_cov is None
+                       else (True, self.prior_precision, self.prior_mean))
         self.capacity = val.positive_int(capacity, "capacity")
         self.n_obs = 0
+        self._rows = 1  # rows of parameter vectors the scratch holds
         self._alloc(self.capacity)
+
+    @classmethod
+    def from_dim(cls, dim, eta=1.0, lam=1.0):
+        """The model for features of size ``dim`` (what ``model="logistic"`` builds)."""
+        return cls(dim, eta=eta, lam=lam)
+
+    @property
+    def has_default_prior(self):
+        """True for the prior ``N(0, I/(lam eta))``."""
+        return self.prior_cov is None
+
+    def kernel_data(self, prior=True):
+        """``(X, y, eta, lam, has_prior, P0, theta0)`` for the kernels.
+
+        ``prior=False``: the likelihood's part only (``lam = 0``, no prior term), which the
+        Laplace engine completes with the prior as an explicit Gaussian term.
+        """
+        if prior:
+            return (self.X, self.y, self.eta, self._lam_kernel) + self._prior
+        return (self.X, self.y, self.eta, 0.0, False, np.zeros((1, 1)), np.zeros(1))
+
+    def kernel_scratch(self, n_rows=1):
+        """The kernels' scratch for up to ``n_rows`` parameter vectors at a time."""
+        if n_rows > self._rows:
+            self._rows = int(n_rows)
+            self._alloc(self._X.shape[0])
+        return self._scratch
 
     # -- history buffers ------------------------------------------------------------------
     def _alloc(self, cap):
@@ -104,9 +134,10 @@ class Logistic:
             X[:self.n_obs] = self._X[:self.n_obs]
             y[:self.n_obs] = self._y[:self.n_obs]
         self._X, self._y = X, y
-        # kernel scratch, sized with the history: the Hessian's weights and scaled rows
-        self._w = np.empty(cap)
-        self._Xw = np.empty((cap, self.dim))
+        # kernel scratch, sized with the history: X theta^T (flat), the Hessian's weights
+        # and scaled rows, and the general prior's two (rows, d) buffers
+        self._scratch = (np.empty(cap * self._rows), np.empty(cap), np.empty((cap, self.dim)),
+                         np.empty((self._rows, self.dim)), np.empty((self._rows, self.dim)))
 
     @property
     def X(self):
@@ -153,11 +184,7 @@ class Logistic:
     def value(self, theta):
         """``U(theta)``."""
         theta = self._theta(theta)
-        value = float(logistic_value_cpu(self.X, self.y, theta, self.eta, self._lam_kernel))
-        if self.prior_cov is not None:
-            r = theta - self.prior_mean
-            value += 0.5 * float(r @ self.prior_precision @ r)
-        return value
+        return float(cpu.value(POTENTIAL)(self.kernel_data(), theta, self.kernel_scratch()))
 
     def grad(self, theta):
         """``eta (X^T (sigmoid(X theta) - y) + lam theta)``."""
@@ -189,12 +216,8 @@ class Logistic:
         G = np.empty_like(thetas)
         H = np.empty((self.dim, self.dim))
         want = bool(want_hessian)
-        logistic_grads_hessian_cpu(self.X, self.y, thetas, self.eta, self._lam_kernel, want,
-                                   self._w, self._Xw, G, H)
-        if self.prior_cov is not None:  # general prior: P0 (theta - theta0) and P0
-            G += (thetas - self.prior_mean) @ self.prior_precision
-            if want:
-                H += self.prior_precision
+        cpu.grads_hessian(POTENTIAL)(self.kernel_data(), thetas, want, G, H,
+                                     self.kernel_scratch(thetas.shape[0]))
         return G, (H if want else None)
 
     def predict(self, theta, contexts):

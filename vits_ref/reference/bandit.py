@@ -1,8 +1,8 @@
 """Plain NumPy reference implementations: readable, slow, and the yardstick.
 
 :func:`linear_bandit_run` implements the same algorithms as the fused compiled loop
-(:func:`vits_ref.kernels.bandit.linear_bandit_run`) with ordinary NumPy calls and the same
-pre-drawn randomness, so the two must give the same regret to rounding
+(:func:`vits_ref.kernels.bandit.make_bandit_run` over each policy's piece) with ordinary
+NumPy calls and the same pre-drawn randomness, so the two must give the same regret to rounding
 (``tests/test_reference.py``). The benchmarks time it against the compiled loop in the
 same process. LinTS here refactorises ``V`` by ``np.linalg.cholesky`` and solves every
 round, as most bandit libraries do; the compiled loop uses rank-one updates.
@@ -10,13 +10,8 @@ round, as most bandit libraries do; the compiled loop uses rank-one updates.
 
 import numpy as np
 
-from ..kernels import bandit as kb
-from ..kernels.vits import VARIANT_HF, VARIANT_HF_CV, VARIANT_I
-
-
-def step_size(schedule, h0, eta, t):
-    """``h0`` (constant) or ``h0 / (eta t)`` (decayed)."""
-    return h0 / (eta * t) if schedule == kb.SCHEDULE_DECAYED else h0
+from ..kernels.bandit import step_size  # noqa: F401 (the schedule, written once)
+from ..kernels.potential import VARIANT_HF, VARIANT_HF_CV, VARIANT_I
 
 
 def vits_step(variant, mu, B, C, etaV, eta_b, eps, h_mu, h, symmetrize=False):
@@ -46,12 +41,24 @@ def vits_step(variant, mu, B, C, etaV, eta_b, eps, h_mu, h, symmetrize=False):
 def linear_bandit_run(spec, contexts, means, rewards, init_noise, sel_noise, step_noise):
     """One linear-bandit run in plain NumPy; returns ``(regret (T,), arms (T,))``.
 
-    ``spec`` is the dict of :func:`vits_ref.simulate._fused_spec`; the arrays are those of
-    :func:`vits_ref.kernels.bandit.linear_bandit_run`. Raises FloatingPointError on a
-    non-finite state.
+    ``spec`` is a policy's :class:`vits_ref.fused.FusedSpec` (its piece's name says which
+    algorithm, its ``params`` the hyperparameters in the piece's order); the arrays are
+    those of the fused loop (:func:`vits_ref.kernels.bandit.make_bandit_run`). Raises
+    FloatingPointError on a non-finite state.
     """
     T, K, d = contexts.shape
-    code, eta, lam = spec["policy"], spec["eta"], spec["lam"]
+    name, p = spec.piece.name, spec.params
+    if name == "vits":
+        variant, symmetrize, schedule, eta, lam, h0_mu, h0 = p
+    elif name == "lmc":
+        schedule, eta, lam, h0 = p
+    elif name == "lints":
+        eta, lam = p[0], p[1]
+    elif name == "linucb":
+        alpha, lam = p
+        eta = 1.0
+    else:
+        eta = lam = 1.0
     V = lam * np.eye(d)
     b = np.zeros(d)
     s0 = np.sqrt(lam * eta)
@@ -63,19 +70,19 @@ def linear_bandit_run(spec, contexts, means, rewards, init_noise, sel_noise, ste
     arms = np.empty(T, dtype=np.int64)
     for t in range(T):
         X = contexts[t]
-        if code == kb.POLICY_RANDOM:
+        if name == "random":
             arm = min(int(sel_noise[t, 0] * K), K - 1)
         else:
-            if code == kb.POLICY_LINTS:
+            if name == "lints":
                 L = np.linalg.cholesky(V)
                 y = np.linalg.solve(L, b) + sel_noise[t] / np.sqrt(eta)
                 theta = np.linalg.solve(L.T, y)
                 scores = X @ theta
-            elif code == kb.POLICY_LINUCB:
+            elif name == "linucb":
                 theta = Vinv @ b
                 width = np.sqrt(np.maximum(np.einsum("ai,ij,aj->a", X, Vinv, X), 0.0))
-                scores = X @ theta + spec["ucb_alpha"] * width
-            elif code == kb.POLICY_VITS:
+                scores = X @ theta + alpha * width
+            elif name == "vits":
                 scores = X @ (mu + B @ sel_noise[t])
             else:
                 scores = X @ mu
@@ -86,19 +93,19 @@ def linear_bandit_run(spec, contexts, means, rewards, init_noise, sel_noise, ste
         V += np.outer(x, x)
         b += r * x
         n_obs = t + 1
-        if code == kb.POLICY_LINUCB:
+        if name == "linucb":
             u = Vinv @ x
             Vinv -= np.outer(u, u) / (1.0 + x @ u)
-        elif code == kb.POLICY_VITS:
-            h_mu = step_size(spec["schedule"], spec["h0_mu"], eta, n_obs)
-            h = step_size(spec["schedule"], spec["h0"], eta, n_obs)
+        elif name == "vits":
+            h_mu = step_size(schedule, h0_mu, eta, n_obs)
+            h = step_size(schedule, h0, eta, n_obs)
             for s in range(step_noise.shape[1]):
-                mu, B, C = vits_step(spec["variant"], mu, B, C, eta * V, eta * b,
-                                     step_noise[t, s], h_mu, h, spec["symmetrize"])
+                mu, B, C = vits_step(variant, mu, B, C, eta * V, eta * b,
+                                     step_noise[t, s], h_mu, h, symmetrize)
             if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(B))):
                 raise FloatingPointError(f"non-finite state at round {n_obs}")
-        elif code == kb.POLICY_LMC:
-            h = step_size(spec["schedule"], spec["h0"], eta, n_obs)
+        elif name == "lmc":
+            h = step_size(schedule, h0, eta, n_obs)
             for s in range(step_noise.shape[1]):
                 mu = mu - h * eta * (V @ mu - b) + np.sqrt(2 * h) * step_noise[t, s, 0]
             if not np.all(np.isfinite(mu)):

@@ -1,0 +1,106 @@
+"""Unadjusted Langevin steps on any potential (LMC-TS, Xu et al. 2022).
+
+``theta <- theta - h grad U(theta) + sqrt(2 h) eps``; the noise scale follows the current
+``h`` (the LMC-TS authors' code freezes it at the first step size). The step closes over
+the potential's ``grad`` hook (:mod:`.potential`); :data:`PIECE` runs it on the linear
+potential inside the fused bandit loop.
+"""
+
+import math
+
+from vits_ref.config import kernel
+
+from .bandit import BanditPiece, argmax, step_size
+from .linalg import all_finite_vec, gemv
+from .linear import POTENTIAL as LINEAR
+from .linear import stats_add, stats_init
+
+
+def make_langevin_steps(potential):
+    """``langevin_steps(theta, data, eps, h, g, H, pscr)``: ``eps.shape[0]`` steps in place.
+
+    ``g`` (d,) receives the gradients, ``H`` is the caller's (d, d) buffer (untouched),
+    ``pscr`` the potential's scratch.
+    """
+    grad = potential.grad
+
+    @kernel
+    def langevin_steps(theta, data, eps, h, g, H, pscr):
+        S, d = eps.shape
+        c = math.sqrt(2.0 * h)
+        for s in range(S):
+            grad(data, theta, g, H, pscr)
+            for i in range(d):
+                theta[i] += -h * g[i] + c * eps[s, i]
+
+    return langevin_steps
+
+
+# --------------------------------------------------------------------------- bandit piece
+# params: (schedule, eta, lam, h0); the chain's current state is what LMC-TS plays.
+
+_linear_steps = make_langevin_steps(LINEAR)
+
+
+def state_size(d, K, M):
+    """Length of the flat state buffer of :func:`views`."""
+    return 3 * d * d + 4 * d + K
+
+
+@kernel
+def views(buf, d, K, M):
+    """``(V, etaV, H, vecs (4, d): b, eta_b, theta, grad, scores (K,))``."""
+    o = 0
+    V = buf[o:o + d * d].reshape((d, d))
+    o += d * d
+    etaV = buf[o:o + d * d].reshape((d, d))
+    o += d * d
+    H = buf[o:o + d * d].reshape((d, d))
+    o += d * d
+    vecs = buf[o:o + 4 * d].reshape((4, d))
+    o += 4 * d
+    scores = buf[o:o + K]
+    o += K
+    return (V, etaV, H, vecs, scores), o
+
+
+@kernel
+def init(params, state, init_noise):
+    """Statistics at the prior, the chain at a prior draw ``theta ~ N(0, I/(lam eta))``."""
+    eta, lam = params[1], params[2]
+    V, etaV, vecs = state[0], state[1], state[3]
+    stats_init(V, vecs[0], etaV, vecs[1], lam, eta)
+    s0 = math.sqrt(lam * eta)
+    for i in range(vecs.shape[1]):
+        vecs[2, i] = init_noise[i] / s0
+
+
+@kernel
+def select(params, state, X, noise):
+    """The best arm for the chain's current state."""
+    vecs, scores = state[3], state[4]
+    gemv(X, vecs[2], scores)
+    return argmax(scores)
+
+
+@kernel
+def update(params, state, x, r, n_obs, noise):
+    """Add ``(x, r)``, then ``K_t`` Langevin steps (``noise`` (S, 1, d))."""
+    schedule, eta, lam, h0 = params
+    V, etaV, H, vecs, scores = state
+    stats_add(V, vecs[0], etaV, vecs[1], x, r, eta, True)
+    h = step_size(schedule, h0, eta, n_obs)
+    theta = vecs[2]
+    for s in range(noise.shape[0]):
+        _linear_steps(theta, (etaV, vecs[1]), noise[s], h, vecs[3], H, 0)
+    return all_finite_vec(theta)
+
+
+@kernel
+def kl(params, state):
+    """LMC keeps no Gaussian."""
+    return 0.0
+
+
+#: LMC-TS's part of the fused linear-bandit loop.
+PIECE = BanditPiece("lmc", state_size, views, init, select, update, kl)

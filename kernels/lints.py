@@ -1,0 +1,110 @@
+"""Exact linear Thompson sampling (LinTS) from a Cholesky factor updated by rank one.
+
+LinTS keeps the lower Cholesky factor ``L`` of ``V = lam I + sum x x^T`` and updates it by
+:func:`~vits_ref.kernels.linalg.chol_rank1_update` per observation (O(d^2), no
+refactorisation); a posterior draw is ``theta = L^-T (L^-1 b + z / sqrt(eta))`` ~
+``N(V^-1 b, inv(eta V))`` (docs/algorithms.md section 1).
+"""
+
+import math
+
+from vits_ref.config import kernel
+
+from .bandit import BanditPiece, argmax
+from .diagnostics import kl_to_linear_posterior
+from .linalg import chol_rank1_update, gemv, inv_transpose, solve_lower, solve_lower_t
+from .linear import stats_add, stats_init
+
+
+@kernel
+def lints_draw(L, b, eta, z, out):
+    """One exact posterior draw from the Cholesky factor: ``out = L^-T (L^-1 b + z/sqrt(eta))``."""
+    solve_lower(L, b, out)
+    s = 1.0 / math.sqrt(eta)
+    for i in range(out.shape[0]):
+        out[i] += s * z[i]
+    solve_lower_t(L, out, out)
+
+
+# --------------------------------------------------------------------------- bandit piece
+# params: (eta, lam, track); track: keep V (and eta V, eta b) for the KL diagnostic.
+
+
+def state_size(d, K, M):
+    """Length of the flat state buffer of :func:`views`."""
+    return 9 * d * d + 6 * d + K
+
+
+@kernel
+def views(buf, d, K, M):
+    """``(F, V, etaV, mats (4, d, d), work2d (d, 2d), vecs (6, d), scores (K,))``."""
+    o = 0
+    F = buf[o:o + d * d].reshape((d, d))
+    o += d * d
+    V = buf[o:o + d * d].reshape((d, d))
+    o += d * d
+    etaV = buf[o:o + d * d].reshape((d, d))
+    o += d * d
+    mats = buf[o:o + 4 * d * d].reshape((4, d, d))
+    o += 4 * d * d
+    work2d = buf[o:o + 2 * d * d].reshape((d, 2 * d))
+    o += 2 * d * d
+    vecs = buf[o:o + 6 * d].reshape((6, d))
+    o += 6 * d
+    scores = buf[o:o + K]
+    o += K
+    return (F, V, etaV, mats, work2d, vecs, scores), o
+
+
+@kernel
+def init(params, state, init_noise):
+    """``F = sqrt(lam) I`` (the factor of ``V = lam I``), statistics at the prior."""
+    eta, lam = params[0], params[1]
+    F, V, etaV, vecs = state[0], state[1], state[2], state[5]
+    d = F.shape[0]
+    stats_init(V, vecs[0], etaV, vecs[1], lam, eta)
+    for i in range(d):
+        for j in range(d):
+            F[i, j] = 0.0
+        F[i, i] = math.sqrt(lam)
+
+
+@kernel
+def select(params, state, X, noise):
+    """An exact posterior draw and the best arm for it."""
+    F, vecs, scores = state[0], state[5], state[6]
+    theta = vecs[2]
+    lints_draw(F, vecs[0], params[0], noise, theta)
+    gemv(X, theta, scores)
+    return argmax(scores)
+
+
+@kernel
+def update(params, state, x, r, n_obs, noise):
+    """``b += r x`` and one rank-one update of the factor."""
+    F, V, etaV, vecs = state[0], state[1], state[2], state[5]
+    stats_add(V, vecs[0], etaV, vecs[1], x, r, params[0], params[2])
+    chol_rank1_update(F, x, vecs[3])
+    return True
+
+
+@kernel
+def kl(params, state):
+    """KL of LinTS's Gaussian (mean ``L^-T L^-1 b``, square root ``L^-T / sqrt(eta)``) to
+    the posterior built from ``V``: it measures the rank-one updates' rounding."""
+    eta = params[0]
+    F, V, mats, work2d, vecs = state[0], state[1], state[3], state[4], state[5]
+    S = mats[0]
+    inv_transpose(F, S, work2d)
+    d = F.shape[0]
+    for i in range(d):
+        for j in range(d):
+            S[i, j] /= math.sqrt(eta)
+    m = vecs[5]
+    solve_lower(F, vecs[0], m)
+    solve_lower_t(F, m, m)
+    return kl_to_linear_posterior(m, S, V, vecs[0], eta, mats[1], mats[2], mats[3], vecs[4])
+
+
+#: LinTS's part of the fused linear-bandit loop.
+PIECE = BanditPiece("lints", state_size, views, init, select, update, kl)

@@ -1,0 +1,107 @@
+"""LinUCB with ``inv(V)`` kept by Sherman-Morrison updates (O(d^2) per round).
+
+Scores ``x_a theta_hat + alpha sqrt(x_a^T inv(V) x_a)`` with ``theta_hat = inv(V) b`` and
+``V = lam I + sum x x^T`` (Li et al. 2010; the VITS paper's baseline).
+"""
+
+import math
+
+from vits_ref.config import kernel
+
+from .bandit import BanditPiece, argmax
+from .linalg import gemm_nn, gemv
+
+
+@kernel
+def linucb_scores(Vinv, b, alpha, X, theta, VX, out):
+    """``out_a = x_a theta_hat + alpha sqrt(x_a^T inv(V) x_a)``, ``theta_hat = inv(V) b``.
+
+    ``VX`` (K, d) is scratch for ``X inv(V)`` (inv(V) symmetric).
+    """
+    gemv(Vinv, b, theta)
+    gemv(X, theta, out)
+    gemm_nn(X, Vinv, VX)
+    K, d = X.shape
+    for a in range(K):
+        q = 0.0
+        for i in range(d):
+            q += X[a, i] * VX[a, i]
+        out[a] += alpha * math.sqrt(max(q, 0.0))
+
+
+@kernel
+def sherman_morrison(Vinv, x, u):
+    """``inv(V + x x^T) = inv(V) - (inv(V) x)(inv(V) x)^T / (1 + x^T inv(V) x)``, in place."""
+    gemv(Vinv, x, u)
+    d = x.shape[0]
+    den = 1.0
+    for i in range(d):
+        den += x[i] * u[i]
+    for i in range(d):
+        for j in range(d):
+            Vinv[i, j] -= u[i] * u[j] / den
+
+
+# --------------------------------------------------------------------------- bandit piece
+# params: (alpha, lam)
+
+
+def state_size(d, K, M):
+    """Length of the flat state buffer of :func:`views`."""
+    return d * d + 3 * d + K * d + K
+
+
+@kernel
+def views(buf, d, K, M):
+    """``(Vinv (d, d), vecs (3, d): b, theta, work, VX (K, d), scores (K,))``."""
+    o = 0
+    Vinv = buf[o:o + d * d].reshape((d, d))
+    o += d * d
+    vecs = buf[o:o + 3 * d].reshape((3, d))
+    o += 3 * d
+    VX = buf[o:o + K * d].reshape((K, d))
+    o += K * d
+    scores = buf[o:o + K]
+    o += K
+    return (Vinv, vecs, VX, scores), o
+
+
+@kernel
+def init(params, state, init_noise):
+    """``inv(V) = I / lam``, ``b = 0``."""
+    lam = params[1]
+    Vinv, vecs = state[0], state[1]
+    d = Vinv.shape[0]
+    for i in range(d):
+        vecs[0, i] = 0.0
+        for j in range(d):
+            Vinv[i, j] = 0.0
+        Vinv[i, i] = 1.0 / lam
+
+
+@kernel
+def select(params, state, X, noise):
+    """The arm with the largest upper confidence bound (ties: lowest index)."""
+    Vinv, vecs, VX, scores = state
+    linucb_scores(Vinv, vecs[0], params[0], X, vecs[1], VX, scores)
+    return argmax(scores)
+
+
+@kernel
+def update(params, state, x, r, n_obs, noise):
+    """``b += r x`` and the Sherman-Morrison update of ``inv(V)``."""
+    Vinv, vecs = state[0], state[1]
+    for i in range(x.shape[0]):
+        vecs[0, i] += r * x[i]
+    sherman_morrison(Vinv, x, vecs[2])
+    return True
+
+
+@kernel
+def kl(params, state):
+    """LinUCB keeps no posterior."""
+    return 0.0
+
+
+#: LinUCB's part of the fused linear-bandit loop.
+PIECE = BanditPiece("linucb", state_size, views, init, select, update, kl)

@@ -1,0 +1,266 @@
+"""Every CPU driver of the library: the compiled entry points that call kernel bodies.
+
+``kernels/`` holds bodies only (:mod:`vits_ref.kernels`); this module compiles them with
+:func:`vits_ref.config.cpu_jit`. Steps that are generic over a potential or a bandit
+piece are built per (step, potential) or per piece by the factories below, each cached
+in the process (``functools.lru_cache``) and on disk by Numba (one entry per closure
+contents). Drivers allocate what the bodies need as scratch when the caller does not
+keep it; engines that run many steps keep their scratch (:func:`vits_scratch`).
+"""
+
+import functools
+
+import numpy as np
+from numba import prange
+
+from ..config import cpu_jit
+from ..kernels.bandit import make_bandit_run
+from ..kernels.langevin import make_langevin_steps
+from ..kernels.linalg import chol_rank1_update
+from ..kernels.lints import lints_draw
+from ..kernels.linucb import linucb_scores as linucb_scores_body
+from ..kernels.linucb import sherman_morrison as sherman_morrison_body
+from ..kernels.newton import make_newton
+from ..kernels.target import METHOD_LMC, lmc_block, vi_block
+from ..kernels.vits import make_vits_steps
+
+# --------------------------------------------------------------------------- potentials
+
+
+@functools.lru_cache(maxsize=None)
+def grads_hessian(potential):
+    """``run(data, thetas, want_hessian, G, H, scratch)``: the potential's gradients."""
+    body = potential.grads_hessian
+
+    @cpu_jit
+    def run(data, thetas, want_hessian, G, H, scratch):
+        body(data, thetas, want_hessian, G, H, scratch)
+
+    return run
+
+
+@functools.lru_cache(maxsize=None)
+def value(potential):
+    """``run(data, theta, scratch) -> U(theta)``."""
+    body = potential.value
+
+    @cpu_jit
+    def run(data, theta, scratch):
+        return body(data, theta, scratch)
+
+    return run
+
+
+@functools.lru_cache(maxsize=None)
+def predict(potential):
+    """``run(data, theta, X, out, scratch)``: the arms' scores."""
+    body = potential.predict
+
+    @cpu_jit
+    def run(data, theta, X, out, scratch):
+        body(data, theta, X, out, scratch)
+
+    return run
+
+
+# --------------------------------------------------------------------------- steps
+
+
+def vits_scratch(d, n_mc):
+    """The VITS step's scratch ``(mats (6, d, d), work2d (d, 2d), Z, T, G (M, d), vecs (2, d))``."""
+    return (np.empty((6, d, d)), np.empty((d, 2 * d)), np.empty((n_mc, d)),
+            np.empty((n_mc, d)), np.empty((n_mc, d)), np.zeros((2, d)))
+
+
+@functools.lru_cache(maxsize=None)
+def vits_steps(potential):
+    """``run(variant, symmetrize, mu, B, C, data, eps, h_mu, h, scr, pscr) -> ok``.
+
+    See :func:`vits_ref.kernels.vits.make_vits_steps`; ``scr`` from :func:`vits_scratch`.
+    """
+    body = make_vits_steps(potential)
+
+    @cpu_jit
+    def run(variant, symmetrize, mu, B, C, data, eps, h_mu, h, scr, pscr):
+        return body(variant, symmetrize, mu, B, C, data, eps, h_mu, h, scr, pscr)
+
+    return run
+
+
+@functools.lru_cache(maxsize=None)
+def langevin_steps(potential):
+    """``run(theta, data, eps, h, g, H, pscr)``: Langevin steps in place."""
+    body = make_langevin_steps(potential)
+
+    @cpu_jit
+    def run(theta, data, eps, h, g, H, pscr):
+        body(theta, data, eps, h, g, H, pscr)
+
+    return run
+
+
+@functools.lru_cache(maxsize=None)
+def newton(potential):
+    """``run(data, P0, b0, theta, tol, max_iter, H, L, scratch) -> (status, iterations)``.
+
+    ``theta`` (d,) is updated in place; see :func:`vits_ref.kernels.newton.make_newton`.
+    """
+    body = make_newton(potential)
+
+    @cpu_jit
+    def run(data, P0, b0, theta, tol, max_iter, H, L, scratch):
+        d = theta.shape[0]
+        theta2 = np.empty((1, d))
+        theta2[0] = theta
+        g2 = np.empty((1, d))
+        trial2 = np.empty((1, d))
+        step = np.empty(d)
+        status, it = body(data, P0, b0, theta2, tol, max_iter, H, L, g2, step, trial2,
+                          scratch)
+        theta[:] = theta2[0]
+        return status, it
+
+    return run
+
+
+# --------------------------------------------------------------------------- LinTS
+
+
+@cpu_jit
+def chol_update_rows(L, X):
+    """Rank-one updates of the lower factor ``L`` with every row of ``X``, in place."""
+    work = np.empty(L.shape[0])
+    for n in range(X.shape[0]):
+        chol_rank1_update(L, X[n], work)
+
+
+@cpu_jit
+def lints_draws(L, b, eta, Z, out):
+    """Rows of ``out`` are exact posterior draws built from the rows of ``Z``."""
+    for n in range(Z.shape[0]):
+        lints_draw(L, b, eta, Z[n], out[n])
+
+
+# --------------------------------------------------------------------------- bandit runs
+
+
+@functools.lru_cache(maxsize=None)
+def bandit_run(piece):
+    """``run(params, contexts, means, rewards, init_noise, sel_noise, step_noise, kl_rounds,
+    regret, arms, kl_out) -> status``: one run (allocates its state buffer)."""
+    body = make_bandit_run(piece)
+    size = piece.state_size
+
+    @cpu_jit
+    def run(params, n_state, contexts, means, rewards, init_noise, sel_noise, step_noise,
+            kl_rounds, regret, arms, kl_out):
+        buf = np.empty(n_state)
+        return body(params, buf, contexts, means, rewards, init_noise, sel_noise, step_noise,
+                    kl_rounds, regret, arms, kl_out)
+
+    def call(params, contexts, means, rewards, init_noise, sel_noise, step_noise, kl_rounds,
+             regret, arms, kl_out):
+        T, K, d = contexts.shape
+        return run(params, size(d, K, step_noise.shape[2]), contexts, means, rewards,
+                   init_noise, sel_noise, step_noise, kl_rounds, regret, arms, kl_out)
+
+    call.compiled = run
+    return call
+
+
+@functools.lru_cache(maxsize=None)
+def bandit_runs(piece):
+    """``run(params, contexts, ..., kl_out, status)``: ``prange`` over independent runs.
+
+    Every per-run array has the runs on its leading axis; each run is computed by one
+    thread from its own arrays, so the results do not depend on the number of threads.
+    """
+    body = make_bandit_run(piece)
+    size = piece.state_size
+
+    @cpu_jit(parallel=True)
+    def run(params, bufs, contexts, means, rewards, init_noise, sel_noise, step_noise,
+            kl_rounds, regret, arms, kl_out, status):
+        for r in prange(contexts.shape[0]):
+            status[r] = body(params, bufs[r], contexts[r], means[r], rewards[r], init_noise[r],
+                             sel_noise[r], step_noise[r], kl_rounds, regret[r], arms[r],
+                             kl_out[r])
+
+    def call(params, contexts, means, rewards, init_noise, sel_noise, step_noise, kl_rounds,
+             regret, arms, kl_out, status):
+        R, T, K, d = contexts.shape
+        bufs = np.empty((R, size(d, K, step_noise.shape[3])))
+        run(params, bufs, contexts, means, rewards, init_noise, sel_noise, step_noise,
+            kl_rounds, regret, arms, kl_out, status)
+
+    call.compiled = run
+    return call
+
+
+# --------------------------------------------------------------------------- Gaussian targets
+
+
+@cpu_jit
+def trace_one(method, symmetrize, P, Pm, h, n_mc, n_steps, burn_in, eps_kl, seed, record):
+    """KL after each of up to ``n_steps`` steps of one method from the standard start.
+
+    VITS starts at ``N(0, I)`` (``B = C = I``), LMC at ``theta = 0``. Stops early once the
+    KL is ``<= eps_kl`` (pass 0 to run all steps). Normals come from Numba's generator
+    seeded with ``seed`` in blocks of 1000 steps (deterministic per call, whatever the
+    thread). Returns the number of steps recorded.
+    """
+    np.random.seed(seed)  # noqa: NPY002 - Numba's per-thread generator, seeded per run
+    d = P.shape[0]
+    M = n_mc if method != METHOD_LMC else 1
+    block = 1000
+    mu = np.zeros(d)
+    B = np.eye(d)
+    C = np.eye(d)
+    scr = (np.empty((6, d, d)), np.empty((d, 2 * d)), np.empty((M, d)), np.empty((M, d)),
+           np.empty((M, d)), np.zeros((2, d)))
+    kscr = (np.empty((d, d)), np.empty((d, d)), np.empty((d, d)), np.empty(d))
+    grad = np.empty(d)
+    moments = (np.zeros(d), np.zeros((d, d)), np.empty((d, d)))
+    done = 0
+    while done < n_steps:
+        n = min(block, n_steps - done)
+        eps = np.random.standard_normal((n, M, d))  # noqa: NPY002
+        rec = record[done:done + n]
+        if method == METHOD_LMC:
+            got = lmc_block(mu, P, Pm, h, eps, done, burn_in, moments, rec, grad, kscr)
+        else:
+            got = vi_block(method, symmetrize, mu, B, C, P, Pm, h, eps, rec, scr, kscr)
+        if got < n:
+            return done + got
+        if eps_kl > 0.0:
+            for s in range(n):
+                if rec[s] <= eps_kl:
+                    return done + s + 1
+        done += n
+    return done
+
+
+@cpu_jit(parallel=True)
+def trace_many(method, symmetrize, P, Pm, h, n_mc, n_steps, burn_in, eps_kl, seeds, records,
+               counts):
+    """``prange`` over seeds (one run per iteration; result independent of threads)."""
+    for r in prange(seeds.shape[0]):
+        counts[r] = trace_one(method, symmetrize, P, Pm, h, n_mc, n_steps, burn_in, eps_kl,
+                              seeds[r], records[r])
+
+
+# --------------------------------------------------------------------------- LinUCB
+
+
+@cpu_jit
+def linucb_scores(Vinv, b, alpha, X, out):
+    """The arms' upper confidence bounds (:func:`vits_ref.kernels.linucb.linucb_scores`)."""
+    theta = np.empty(b.shape[0])
+    VX = np.empty(X.shape)
+    linucb_scores_body(Vinv, b, alpha, X, theta, VX, out)
+
+
+@cpu_jit
+def sherman_morrison(Vinv, x):
+    """``inv(V) <- inv(V + x x^T)`` in place."""
+    sherman_morrison_body(Vinv, x, np.empty(x.shape[0]))
