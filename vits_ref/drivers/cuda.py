@@ -1,0 +1,212 @@
+"""Every CUDA driver of the library: the same kernel bodies as :mod:`.cpu`, on a GPU.
+
+Imported lazily (it imports ``numba.cuda``, from the optional ``numba-cuda`` extra; see
+:func:`vits_ref.config.check_cuda_stack` for the numpy pin it needs). Each launcher runs
+independent problems one per thread with a grid-stride loop: the fused bandit loop over
+runs, and the VITS, Langevin and Newton steps over a batch of states that share one
+potential's ``data``. The bodies are those the CPU drivers compile, so the results agree
+with :mod:`.cpu` to rounding (bit for bit where no BLAS call is involved: on CUDA the
+products are the loops of :mod:`vits_ref.kernels.linalg`). Tests run them on Numba's CUDA
+simulator (``NUMBA_ENABLE_CUDASIM=1``) and on a real GPU when one is present.
+
+One thread per problem is right for O(d^2) work such as a LinTS round; the VITS round's
+serial chain of d x d products wants a block per run (the next CUDA issue).
+
+Every launcher takes and returns host NumPy arrays (it copies to and from the device
+explicitly) and accepts ``threads_per_block``.
+"""
+
+import functools
+
+import numpy as np
+
+from ..config import check_cuda_stack, cuda_jit
+from ..kernels.bandit import make_bandit_run
+from ..kernels.langevin import make_langevin_steps
+from ..kernels.newton import make_newton
+from ..kernels.rows import index_rows
+from ..kernels.vits import make_vits_steps
+
+check_cuda_stack()
+
+from numba import cuda  # noqa: E402 (after the version guard)
+
+THREADS_PER_BLOCK = 64
+
+
+def _grid(n, threads_per_block):
+    return (max(1, -(-n // threads_per_block)), threads_per_block)
+
+
+def _to_device(arrays):
+    return tuple(cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a
+                 for a in arrays)
+
+
+def _device_tuple(t):
+    """A tuple argument (``data``, scratch) with its arrays on the device."""
+    if isinstance(t, tuple):
+        return tuple(_device_tuple(x) for x in t)
+    if isinstance(t, np.ndarray):
+        return cuda.to_device(np.ascontiguousarray(t))
+    return t
+
+
+# --------------------------------------------------------------------------- bandit runs
+
+
+@functools.lru_cache(maxsize=None)
+def _bandit_kernel(piece):
+    body = make_bandit_run(piece)
+
+    @cuda_jit
+    def kernel(params, bufs, contexts, means, rewards, init_noise, sel_noise, step_noise,
+               kl_rounds, regret, arms, kl_out, status):
+        r = cuda.grid(1)
+        while r < contexts.shape[0]:
+            status[r] = body(params, bufs[r], contexts[r], means[r], rewards[r],
+                             init_noise[r], sel_noise[r], step_noise[r], kl_rounds, regret[r],
+                             arms[r], kl_out[r])
+            r += cuda.gridsize(1)
+
+    return kernel
+
+
+def bandit_runs(piece, params, contexts, means, rewards, init_noise, sel_noise, step_noise,
+                kl_rounds, threads_per_block=THREADS_PER_BLOCK):
+    """Many independent runs of the fused loop, one per thread.
+
+    Same arguments and meaning as :func:`vits_ref.drivers.cpu.bandit_runs` (runs on the
+    leading axis). Returns ``(regret (R, T), arms (R, T), kl (R, n_kl), status (R,))``.
+    """
+    R, T, K, d = contexts.shape
+    n_state = piece.state_size(d, K, step_noise.shape[3])
+    bufs = cuda.device_array((R, n_state))
+    regret = cuda.device_array((R, T))
+    arms = cuda.device_array((R, T), dtype=np.int64)
+    kl = cuda.to_device(np.zeros((R, len(kl_rounds))))
+    status = cuda.device_array(R, dtype=np.int64)
+    args = _to_device((contexts, means, rewards, init_noise, sel_noise, step_noise,
+                       np.asarray(kl_rounds, dtype=np.int64)))
+    _bandit_kernel(piece)[_grid(R, threads_per_block)](params, bufs, *args, regret, arms, kl,
+                                                        status)
+    return (regret.copy_to_host(), arms.copy_to_host(), kl.copy_to_host(),
+            status.copy_to_host())
+
+
+def run_fused(spec, realisations, noises, kl_rounds, threads_per_block=THREADS_PER_BLOCK):
+    """A policy's fused runs on the GPU from its :class:`~vits_ref.fused.FusedSpec`.
+
+    ``realisations``: the runs' :class:`~vits_ref.envs.Realisation`; ``noises``: their
+    ``spec.draw(...)`` triples. Returns what :func:`bandit_runs` returns.
+    """
+    stack = [np.stack([getattr(x, f) for x in realisations])
+             for f in ("contexts", "means", "rewards")]
+    stack += [np.stack([n[i] for n in noises]) for i in range(3)]
+    return bandit_runs(spec.piece, spec.params, *stack, kl_rounds,
+                       threads_per_block=threads_per_block)
+
+
+# --------------------------------------------------------------------------- steps
+
+
+@functools.lru_cache(maxsize=None)
+def _vits_kernel(potential):
+    body = make_vits_steps(potential)
+
+    @cuda_jit
+    def kernel(variant, symmetrize, mu, B, C, data, eps, h_mu, h, scr, pscr, ok):
+        r = cuda.grid(1)
+        while r < mu.shape[0]:
+            ok[r] = body(variant, symmetrize, mu[r], B[r], C[r], data, eps[r], h_mu, h,
+                         index_rows(scr, r), index_rows(pscr, r))
+            r += cuda.gridsize(1)
+
+    return kernel
+
+
+def vits_steps(potential, variant, symmetrize, mu, B, C, data, eps, h_mu, h, pscr=0,
+               threads_per_block=THREADS_PER_BLOCK):
+    """VITS steps for a batch of states ``mu`` (R, d), ``B``, ``C`` (R, d, d) sharing ``data``.
+
+    ``eps`` (R, S, M, d); ``pscr``: the potential's scratch with a leading R axis on every
+    array (each thread its own). Returns ``(mu, B, C, ok (R,))`` (new arrays).
+    """
+    R, d = mu.shape
+    M = eps.shape[2]
+    scr = (cuda.device_array((R, 6, d, d)), cuda.device_array((R, d, 2 * d)),
+           cuda.device_array((R, M, d)), cuda.device_array((R, M, d)),
+           cuda.device_array((R, M, d)), cuda.to_device(np.zeros((R, 2, d))))
+    dmu, dB, dC, deps = _to_device((mu, B, C, eps))
+    ok = cuda.device_array(R, dtype=np.bool_)
+    _vits_kernel(potential)[_grid(R, threads_per_block)](
+        variant, symmetrize, dmu, dB, dC, _device_tuple(data), deps, h_mu, h, scr,
+        _device_tuple(pscr), ok)
+    return dmu.copy_to_host(), dB.copy_to_host(), dC.copy_to_host(), ok.copy_to_host()
+
+
+@functools.lru_cache(maxsize=None)
+def _langevin_kernel(potential):
+    body = make_langevin_steps(potential)
+
+    @cuda_jit
+    def kernel(theta, data, eps, h, g, H, pscr):
+        r = cuda.grid(1)
+        while r < theta.shape[0]:
+            body(theta[r], data, eps[r], h, g[r], H[r], index_rows(pscr, r))
+            r += cuda.gridsize(1)
+
+    return kernel
+
+
+def langevin_steps(potential, theta, data, eps, h, pscr=0,
+                   threads_per_block=THREADS_PER_BLOCK):
+    """Langevin steps for a batch of chains ``theta`` (R, d) sharing ``data``; ``eps``
+    (R, S, d). Returns the new ``theta``."""
+    R, d = theta.shape
+    dtheta, deps = _to_device((theta, eps))
+    g = cuda.device_array((R, d))
+    H = cuda.device_array((R, 1, 1))
+    _langevin_kernel(potential)[_grid(R, threads_per_block)](
+        dtheta, _device_tuple(data), deps, h, g, H, _device_tuple(pscr))
+    return dtheta.copy_to_host()
+
+
+@functools.lru_cache(maxsize=None)
+def _newton_kernel(potential):
+    body = make_newton(potential)
+
+    @cuda_jit
+    def kernel(data, P0, b0, theta2, tol, max_iter, H, L, g2, step, trial2, pscr, out):
+        r = cuda.grid(1)
+        while r < theta2.shape[0]:
+            status, it = body(data, P0, b0, theta2[r], tol, max_iter, H[r], L[r], g2[r],
+                              step[r], trial2[r], index_rows(pscr, r))
+            out[r, 0] = status
+            out[r, 1] = it
+            r += cuda.gridsize(1)
+
+    return kernel
+
+
+def newton(potential, data, P0, b0, theta, tol, max_iter, pscr=0,
+           threads_per_block=THREADS_PER_BLOCK):
+    """Damped Newton from a batch of starts ``theta`` (R, d) on one potential.
+
+    Returns ``(theta (R, d), H (R, d, d), L (R, d, d), status (R,), iterations (R,))``;
+    see :func:`vits_ref.kernels.newton.make_newton`.
+    """
+    R, d = theta.shape
+    theta2 = cuda.to_device(np.ascontiguousarray(theta).reshape(R, 1, d))
+    H = cuda.device_array((R, d, d))
+    L = cuda.to_device(np.zeros((R, d, d)))
+    g2, trial2 = cuda.device_array((R, 1, d)), cuda.device_array((R, 1, d))
+    step = cuda.device_array((R, d))
+    out = cuda.device_array((R, 2), dtype=np.int64)
+    dP0, db0 = _to_device((P0, b0))
+    _newton_kernel(potential)[_grid(R, threads_per_block)](
+        _device_tuple(data), dP0, db0, theta2, tol, max_iter, H, L, g2, step, trial2,
+        _device_tuple(pscr), out)
+    res = out.copy_to_host()
+    return (theta2.copy_to_host().reshape(R, d), H.copy_to_host(), L.copy_to_host(),
+            res[:, 0], res[:, 1])
