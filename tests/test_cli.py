@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import vits_ref as vr
-from vits_ref.experiments import EXPERIMENTS, get, vits_fig1
+from vits_ref.experiments import EXPERIMENTS, get
+from vits_ref.experiments.vits import fig1
 
 
 def _cli(*args, check=True):
@@ -32,10 +33,10 @@ def test_run_writes_csv_json_png(tmp_path):
     with open(out / "curves.csv") as fh:
         rows = list(csv.DictReader(fh))
     # 2 panels x 6 methods x 25 rounds
-    assert len(rows) == 2 * len(vits_fig1.METHODS) * 25
+    assert len(rows) == 2 * len(fig1.METHODS) * 25
     summary = json.loads((out / "summary.json").read_text())
     assert summary["runs"] == 2 and summary["rounds"] == 25 and summary["seed"] == 3
-    assert {e["method"] for e in summary["results"]} == {m[0] for m in vits_fig1.METHODS}
+    assert {e["method"] for e in summary["results"]} == {m[0] for m in fig1.METHODS}
     assert all(e["fused"] for e in summary["results"])
     assert (out / "regret.png").stat().st_size > 1000
     # the CSV's last round equals the JSON's final regret
@@ -47,8 +48,8 @@ def test_run_writes_csv_json_png(tmp_path):
 
 
 def test_run_is_reproducible(tmp_path):
-    a = vits_fig1.run(runs=2, rounds=20, seed=5, out=str(tmp_path / "a"), methods=["VITS-II"])
-    b = vits_fig1.run(runs=2, rounds=20, seed=5, out=str(tmp_path / "b"), methods=["VITS-II"])
+    a = fig1.run(runs=2, rounds=20, seed=5, out=str(tmp_path / "a"), methods=["VITS-II"])
+    b = fig1.run(runs=2, rounds=20, seed=5, out=str(tmp_path / "b"), methods=["VITS-II"])
     assert [e["final_regret_mean"] for e in a["results"]] == \
         [e["final_regret_mean"] for e in b["results"]]
 
@@ -68,9 +69,9 @@ def test_fig1_paper_size(tmp_path):
     Thresholds: at these sizes the standard errors are ~3-5 (see README); VITS-II within
     25% of exact LinTS at both zetas is the paper's claim ("performs similarly").
     """
-    result = vits_fig1.run(runs=50, rounds=1000, seed=0, out=str(tmp_path))
+    result = fig1.run(runs=50, rounds=1000, seed=0, out=str(tmp_path))
     final = {(e["zeta"], e["method"]): e["final_regret_mean"] for e in result["results"]}
-    for zeta in vits_fig1.ZETAS:
+    for zeta in fig1.ZETAS:
         assert final[(zeta, "VITS-II")] < 1.25 * final[(zeta, "LinTS")]
         assert np.isfinite(list(final.values())).all()
 
@@ -90,11 +91,10 @@ def test_other_experiments_run_from_the_command_line(tmp_path, name, args):
 
 
 def test_movielens_experiment_small(tmp_path):
-    from vits_ref.experiments import vits_movielens
+    from vits_ref.experiments.vits import movielens
 
-    res = vits_movielens.run(runs=2, rounds=40, seed=1, out=str(tmp_path), n_movies=8,
-                             synthetic_kwargs={"n_users": 60, "n_movies": 40,
-                                               "n_ratings": 800})
+    res = movielens.run(runs=2, rounds=40, seed=1, out=str(tmp_path), n_movies=8,
+                        synthetic_kwargs={"n_users": 60, "n_movies": 40, "n_ratings": 800})
     assert res["data"] == "synthetic"
     assert {e["method"] for e in res["results"]} == {"LinTS", "LMC-TS", "VITS-II",
                                                       "VITS-II HF", "Laplace"}
@@ -108,9 +108,9 @@ def test_movielens_experiment_small(tmp_path):
 def test_fig2_tiny(tmp_path):
     """Two rounds of the MLP experiment: it runs, writes its files, and VITS on the
     861-parameter network stays finite (a diverging run would raise)."""
-    from vits_ref.experiments import vits_fig2
+    from vits_ref.experiments.vits import fig2
 
-    res = vits_fig2.run(runs=1, rounds=2, seed=0, out=str(tmp_path))
+    res = fig2.run(runs=1, rounds=2, seed=0, out=str(tmp_path))
     assert len(res["results"]) == 2 * 4
     assert all(np.isfinite(e["final_regret_mean"]) for e in res["results"])
     assert (tmp_path / "regret.png").exists()
@@ -129,14 +129,13 @@ def test_jobs_option(tmp_path):
 
 
 def test_fig1_tuning_records_the_grid_and_the_choice(tmp_path):
-    res = vits_fig1.run(runs=2, rounds=30, seed=1, out=str(tmp_path), methods=["LinUCB",
-                                                                            "VITS-II"],
-                        tune=True, tune_runs=2)
-    assert res["tuned"] and res["tune_seed"] == 1 + vits_fig1.TUNE_SEED_OFFSET
+    res = fig1.run(runs=2, rounds=30, seed=1, out=str(tmp_path), methods=["LinUCB", "VITS-II"],
+                   tune=True, tune_runs=2)
+    assert res["tuned"] and res["tune_seed"] == 1 + fig1.TUNE_SEED_OFFSET
     for panel, by_method in res["tuning"].items():
         for label, scored in by_method.items():
-            name = dict((m[0], m[1]) for m in vits_fig1.METHODS)[label]
-            assert len(scored) == len(vits_fig1.tuning_grid(name))
+            name = dict((m[0], m[1]) for m in fig1.METHODS)[label]
+            assert len(scored) == len(fig1.tuning_grid(name))
             best = min(scored, key=lambda s: s["final_regret"])
             chosen = res["hyperparameters"][panel][label]
             assert all(chosen[k] == v for k, v in best["overrides"].items())

@@ -2,7 +2,9 @@
 
 import numpy as np
 import pytest
+from vits_ref.drivers import cpu
 from vits_ref.kernels import vits as kv
+from vits_ref.kernels.linear import POTENTIAL as LINEAR
 
 import vits_ref as vr
 from vits_ref import reference
@@ -24,7 +26,8 @@ def test_kernel_matches_reference(linear_state):
     C = np.linalg.inv(B)
     eps = rng.standard_normal((3, 5, 4))
     state = [a.copy() for a in (mu, B, C)]
-    assert kv.linear_steps_cpu(kv.VARIANT_HF_CV, True, *state, V, b, eps, 1e-3, 2e-3)
+    steps = cpu.vits_steps(LINEAR)
+    assert steps(kv.VARIANT_HF_CV, True, *state, (V, b), eps, 1e-3, 2e-3, cpu.vits_scratch(4, 5), 0)
     m, Bm, Cm = mu, B, C
     for s in range(3):
         m, Bm, Cm = reference.vits_step(kv.VARIANT_HF_CV, m, Bm, Cm, V, b, eps[s], 1e-3, 2e-3,

@@ -1,4 +1,5 @@
-"""Laplace TS with an IRLS MAP (vits_ref.Laplace, kernels/logistic.py irls_logistic).
+"""Laplace TS with an IRLS MAP (vits_ref.Laplace; the Newton kernel kernels/newton.py on the
+logistic potential kernels/logistic.py is IRLS).
 
 Independent references: statsmodels' GLM (Binomial) fitted by its own IRLS (optional
 dependency, skipped when absent), SciPy's BFGS on a plain NumPy potential, inverse
@@ -11,10 +12,26 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 from scipy.special import expit
-from vits_ref.kernels import logistic as klog
+from vits_ref.drivers import cpu
+from vits_ref.kernels import newton as knewton
+from vits_ref.kernels.logistic import POTENTIAL as LOGISTIC
 
 import vits_ref as vr
 from vits_ref.gaussian import linear_posterior
+
+
+def _irls_args(X, y, eta):
+    """The logistic likelihood as kernel data and its scratch (the prior comes as P0, b0)."""
+    n, d = X.shape
+    data = (X, y, eta, 0.0, False, np.zeros((1, 1)), np.zeros(1))
+    scratch = (np.empty(n), np.empty(n), np.empty((n, d)), np.empty((1, d)), np.empty((1, d)))
+    return data, scratch
+
+
+def irls(X, y, eta, P0, b0, theta, tol, max_iter, H, L):
+    """IRLS = the compiled Newton driver on the logistic potential; theta in place."""
+    data, scratch = _irls_args(X, y, eta)
+    return cpu.newton(LOGISTIC)(data, P0, b0, theta, tol, max_iter, H, L, scratch)
 
 
 def rel_err(got, want):
@@ -95,7 +112,7 @@ def test_irls_vs_statsmodels_glm_unpenalised(logit_data):
     # information at it
     res = sm.GLM(y, X, family=sm.families.Binomial()).fit(tol=1e-14, maxiter=200)
     # lam = 1e-12 (and eta = 1): the prior moves the MAP by lam |theta| / lmin(H) ~ 1e-13
-    eng = vr.Laplace(4, model="logistic", lam=1e-12, tol=1e-12).update(X, y)
+    eng = vr.Laplace(4, model="logistic", model="logistic", lam=1e-12, tol=1e-12).update(X, y)
     assert eng.diagnostics["converged"]
     # both at their optimum to ~1e-13; cond(H) ~ 20 amplifies rounding to ~1e-13: 1e-9
     assert rel_err(eng.mean, res.params) < 1e-9
@@ -112,7 +129,7 @@ def test_irls_vs_statsmodels_ridge(logit_data):
     # minimiser (eta scales the whole potential and does not move the MAP)
     res = sm.GLM(y, X, family=sm.families.Binomial()).fit_regularized(alpha=lam / n,
                                                                       L1_wt=0.0)
-    eng = vr.Laplace(4, model="logistic", eta=eta, lam=lam).update(X, y)
+    eng = vr.Laplace(4, model="logistic", model="logistic", eta=eta, lam=lam).update(X, y)
     # statsmodels stops BFGS at SciPy's default gtol = 1e-5 on the gradient of U/(eta n), so
     # its parameters are within |g| / lmin(hess U/(eta n)) of the optimum: bound it, x3
     hess_avg = eng.precision / (eta * n)
@@ -127,7 +144,7 @@ def test_irls_vs_statsmodels_ridge(logit_data):
 @pytest.mark.parametrize("eta,lam", [(1.0, 1.0), (2.0, 0.7), (0.3, 5.0)])
 def test_map_vs_bfgs_and_cov_vs_fd_hessian(logit_data, eta, lam):
     X, y = logit_data
-    eng = vr.Laplace(4, model="logistic", eta=eta, lam=lam).update(X, y)
+    eng = vr.Laplace(4, model="logistic", model="logistic", eta=eta, lam=lam).update(X, y)
     assert eng.diagnostics["converged"] and 2 <= eng.diagnostics["irls_iterations"] <= 10
     # U is (eta lam)-strongly convex
     check_vs_bfgs(eng.mean, lambda th: u_np(th, X, y, eta, lam),
@@ -138,7 +155,7 @@ def test_map_vs_bfgs_and_cov_vs_fd_hessian(logit_data, eta, lam):
     assert rel_err(eng.precision, Hfd) < 1e-6
     assert rel_err(eng.cov, np.linalg.inv(Hfd)) < 1e-6
     # eta scales the posterior precision and leaves the MAP alone
-    base = vr.Laplace(4, model="logistic", eta=1.0, lam=lam).update(X, y)
+    base = vr.Laplace(4, model="logistic", model="logistic", eta=1.0, lam=lam).update(X, y)
     assert rel_err(eng.mean, base.mean) < 1e-8
     assert rel_err(eng.cov, base.cov / eta) < 1e-8
 
@@ -161,8 +178,8 @@ def test_irls_general_gaussian_prior(logit_data, spd):
 
     theta = rng.standard_normal(4)  # arbitrary warm start
     H, L = np.empty((4, 4)), np.empty((4, 4))
-    status, it = klog.irls_logistic_cpu(X, y, eta, P0, P0 @ theta0, theta, 1e-10, 50, H, L)
-    assert status == klog.IRLS_CONVERGED and it >= 2
+    status, it = irls(X, y, eta, P0, P0 @ theta0, theta, 1e-10, 50, H, L)
+    assert status == knewton.CONVERGED and it >= 2
     check_vs_bfgs(theta, u, g, np.linalg.eigvalsh(P0)[0], theta0)
     s = expit(X @ theta)
     Hx = eta * (X * (s * (1 - s))[:, None]).T @ X + P0  # posterior precision, closed form
@@ -179,14 +196,14 @@ def test_irls_python_body_matches_driver(logit_data):
     P0, b0 = eta * lam * np.eye(d), np.zeros(d)
     theta_c = np.zeros(d)
     Hc, Lc = np.empty((d, d)), np.empty((d, d))
-    sc, itc = klog.irls_logistic_cpu(X, y, eta, P0, b0, theta_c, 1e-10, 50, Hc, Lc)
+    sc, itc = irls(X, y, eta, P0, b0, theta_c, 1e-10, 50, Hc, Lc)
     theta2 = np.zeros((1, d))
     H, L = np.empty((d, d)), np.empty((d, d))
-    sp, itp = klog.irls_logistic(X, y, eta, P0, b0, theta2, 1e-10, 50, H, L,
-                                 np.empty((n, 1)), np.empty(n), np.empty((n, d)),
-                                 np.empty((1, d)), np.empty(d), np.empty((1, d)),
-                                 np.empty((n, 1)))
-    assert (sp, itp) == (sc, itc) == (klog.IRLS_CONVERGED, itc)
+    data, scratch = _irls_args(X, y, eta)
+    sp, itp = knewton.make_newton(LOGISTIC)(data, P0, b0, theta2, 1e-10, 50, H, L,
+                                            np.empty((1, d)), np.empty(d), np.empty((1, d)),
+                                            scratch)
+    assert (sp, itp) == (sc, itc) == (knewton.CONVERGED, itc)
     # loops vs BLAS: rounding only (cond(H) ~ 10)
     assert rel_err(theta2[0], theta_c) < 1e-12
     assert rel_err(H, Hc) < 1e-12 and rel_err(L, Lc) < 1e-12
@@ -219,12 +236,12 @@ def test_linear_model_is_exact(ill_conditioned):
 
 def test_prior_and_warm_start(logit_data):
     X, y = logit_data
-    eng = vr.Laplace(4, eta=2.0, lam=0.5)
+    eng = vr.Laplace(4, model="logistic", eta=2.0, lam=0.5)
     assert np.array_equal(eng.mean, np.zeros(4))
     assert rel_err(eng.cov, np.eye(4)) < 1e-15  # inv(eta lam I)
     eng.update(np.empty((0, 4)), np.empty(0))  # no data: still the prior
     assert np.allclose(eng.mean, 0.0, atol=0.0) and rel_err(eng.cov, np.eye(4)) < 1e-15
-    batch = vr.Laplace(4, eta=2.0, lam=0.5).update(X, y)
+    batch = vr.Laplace(4, model="logistic", eta=2.0, lam=0.5).update(X, y)
     its = []
     for i in range(0, 300, 10):
         eng.update(X[i:i + 10], y[i:i + 10])
@@ -238,7 +255,7 @@ def test_prior_and_warm_start(logit_data):
 
 def test_non_convergence_warns_and_flags(logit_data):
     X, y = logit_data
-    eng = vr.Laplace(4, max_iter=1)
+    eng = vr.Laplace(4, model="logistic", max_iter=1)
     with pytest.warns(RuntimeWarning, match=r"round 300 within max_iter=1"):
         eng.update(X, y)
     assert eng.diagnostics == {"n_obs": 300, "irls_iterations": 1, "converged": False}
@@ -248,7 +265,7 @@ def test_non_convergence_warns_and_flags(logit_data):
     H = (X * (s * (1 - s))[:, None]).T @ X + np.eye(4)
     assert rel_err(eng.precision, H) < 1e-12
     # converging later is not an error: more iterations allowed, no warning
-    ok = vr.Laplace(4, max_iter=100)
+    ok = vr.Laplace(4, model="logistic", max_iter=100)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ok.update(X, y)
@@ -260,12 +277,12 @@ def test_divergence_raises():
     X = np.full((3, 2), 1e200)
     y = np.array([1.0, 0.0, 1.0])
     with pytest.raises(vr.DivergenceError, match="Laplace.*round 3"):
-        vr.Laplace(2).update(X, y)
+        vr.Laplace(2, model="logistic").update(X, y)
 
 
 def test_samples_match_mean_and_cov(logit_data):
     X, y = logit_data
-    eng = vr.Laplace(4, eta=1.5, lam=1.0, seed=11).update(X, y)
+    eng = vr.Laplace(4, model="logistic", eta=1.5, lam=1.0, seed=11).update(X, y)
     x = eng.sample(50_000)
     assert x.shape == (50_000, 4)
     # power: 5 SE on the variances is 5 sqrt(2/50000) = 3% of them
@@ -274,31 +291,31 @@ def test_samples_match_mean_and_cov(logit_data):
 
 def test_reproducible_and_fresh(logit_data):
     X, y = logit_data
-    a, b = (vr.Laplace(4, seed=5).update(X, y) for _ in range(2))
+    a, b = (vr.Laplace(4, model="logistic", seed=5).update(X, y) for _ in range(2))
     assert np.array_equal(a.sample(6), b.sample(6))
-    c = vr.Laplace(4, seed=6).update(X, y)
+    c = vr.Laplace(4, model="logistic", seed=6).update(X, y)
     assert not np.array_equal(a.sample(3), c.sample(3))
     # sampling does not touch the fit
     m = a.mean
     a.sample(100)
     assert np.array_equal(a.mean, m)
-    f = vr.Laplace(4, eta=2.0, lam=0.3, tol=1e-9, max_iter=7, seed=1).fresh(seed=5)
+    f = vr.Laplace(4, model="logistic", eta=2.0, lam=0.3, tol=1e-9, max_iter=7, seed=1).fresh(seed=5)
     assert (f.eta, f.lam, f.tol, f.max_iter, f.n_obs, f.name) == (2.0, 0.3, 1e-9, 7, 0,
                                                                    "Laplace")
-    f2 = vr.Laplace(4, seed=0).fresh(seed=5)
-    assert np.array_equal(f2.update(X, y).sample(6), vr.Laplace(4, seed=5).update(X, y)
+    f2 = vr.Laplace(4, model="logistic", seed=0).fresh(seed=5)
+    assert np.array_equal(f2.update(X, y).sample(6), vr.Laplace(4, model="logistic", seed=5).update(X, y)
                           .sample(6))
 
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="tol"):
-        vr.Laplace(2, tol=0.0)
+        vr.Laplace(2, model="logistic", tol=0.0)
     with pytest.raises(ValueError, match="max_iter"):
-        vr.Laplace(2, max_iter=0)
+        vr.Laplace(2, model="logistic", max_iter=0)
     with pytest.raises(ValueError, match="model"):
-        vr.Laplace(2, model="probit")
+        vr.Laplace(2, model="logistic", model="probit")
     with pytest.raises(ValueError, match="features"):
-        vr.Laplace(2).update(np.ones((1, 3)), np.ones(1))
+        vr.Laplace(2, model="logistic").update(np.ones((1, 3)), np.ones(1))
 
 
 def test_hard_instance_logistic_rewards():

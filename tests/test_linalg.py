@@ -1,4 +1,5 @@
-"""Kernel bodies of kernels/linalg.py and kernels/baselines.py against NumPy/SciPy.
+"""Kernel bodies of kernels/linalg.py and the baselines (kernels/lints.py, linucb.py,
+langevin.py) against NumPy/SciPy.
 
 Every body is tested on two paths:
 
@@ -22,7 +23,10 @@ import numpy as np
 import pytest
 import scipy.linalg
 from reference import langevin_linear_naive, lints_draw_naive, linucb_scores_naive
-from vits_ref.kernels import baselines as kbase
+from vits_ref.kernels import lints as klints
+from vits_ref.kernels import linucb as klinucb
+from vits_ref.kernels.langevin import make_langevin_steps
+from vits_ref.kernels.linear import POTENTIAL as LINEAR
 from vits_ref.kernels import linalg as la
 from vits_ref.kernels.diagnostics import kl_to_linear_posterior
 
@@ -93,24 +97,32 @@ def _j_all_finite_mat(a):
     return la.all_finite_mat(a)
 
 
+_langevin_linear = make_langevin_steps(LINEAR)
+
+
+def _langevin_linear_steps(theta, etaV, eta_b, eps, h, grad):
+    """The generic Langevin body on the linear potential, with the old argument list."""
+    _langevin_linear(theta, (etaV, eta_b), eps, h, grad, np.empty((1, 1)), 0)
+
+
 @numba.njit(cache=False)
 def _j_sherman_morrison(Vinv, x, u):
-    kbase.sherman_morrison(Vinv, x, u)
+    klinucb.sherman_morrison(Vinv, x, u)
 
 
 @numba.njit(cache=False)
 def _j_lints_draw(L, b, eta, z, out):
-    kbase.lints_draw(L, b, eta, z, out)
+    klints.lints_draw(L, b, eta, z, out)
 
 
 @numba.njit(cache=False)
 def _j_langevin_linear_steps(theta, etaV, eta_b, eps, h, grad):
-    kbase.langevin_linear_steps(theta, etaV, eta_b, eps, h, grad)
+    _langevin_linear(theta, (etaV, eta_b), eps, h, grad, np.empty((1, 1)), 0)
 
 
 @numba.njit(cache=False)
 def _j_linucb_scores(Vinv, b, alpha, X, theta, VX, out):
-    kbase.linucb_scores(Vinv, b, alpha, X, theta, VX, out)
+    klinucb.linucb_scores(Vinv, b, alpha, X, theta, VX, out)
 
 
 @numba.njit(cache=False)
@@ -131,10 +143,10 @@ IMPLS = {
     "log_abs_det_chol": (la.log_abs_det_chol, _j_log_abs_det_chol),
     "all_finite_vec": (la.all_finite_vec, _j_all_finite_vec),
     "all_finite_mat": (la.all_finite_mat, _j_all_finite_mat),
-    "sherman_morrison": (kbase.sherman_morrison, _j_sherman_morrison),
-    "lints_draw": (kbase.lints_draw, _j_lints_draw),
-    "langevin_linear_steps": (kbase.langevin_linear_steps, _j_langevin_linear_steps),
-    "linucb_scores": (kbase.linucb_scores, _j_linucb_scores),
+    "sherman_morrison": (klinucb.sherman_morrison, _j_sherman_morrison),
+    "lints_draw": (klints.lints_draw, _j_lints_draw),
+    "langevin_linear_steps": (_langevin_linear_steps, _j_langevin_linear_steps),
+    "linucb_scores": (klinucb.linucb_scores, _j_linucb_scores),
     "kl_to_linear_posterior": (kl_to_linear_posterior, _j_kl_to_linear_posterior),
 }
 

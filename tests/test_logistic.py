@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from scipy.special import expit, log1p
 from vits_ref.kernels import logistic as klog
+from vits_ref.kernels import scalars as kscal
 
 import vits_ref as vr
 from vits_ref.models import MODELS, Logistic
@@ -139,9 +140,9 @@ def test_stable_at_large_z(zabs):
     assert value == pytest.approx(2 * zabs + 0.5, rel=1e-15)  # + lam/2 |theta|^2
     # the correct asymptotics row by row, to full relative precision even at e^-700
     z = X @ th
-    assert [klog.bernoulli_nll(zi, yi) for zi, yi in zip(z, y, strict=True)] == \
+    assert [kscal.bernoulli_nll(zi, yi) for zi, yi in zip(z, y, strict=True)] == \
         pytest.approx([zabs + tiny, tiny, tiny, zabs + tiny], rel=1e-14, abs=0.0)
-    r_w = [klog.residual_weight(zi, yi) for zi, yi in zip(z, y, strict=True)]
+    r_w = [kscal.residual_weight(zi, yi) for zi, yi in zip(z, y, strict=True)]
     # sigmoid(z) - y: (+a, 0) 1 - e^-a; (+a, 1) -e^-a; (-a, 0) e^-a; (-a, 1) -(1 - e^-a)
     assert [r for r, _ in r_w] == pytest.approx([1.0, -tiny, tiny, -1.0], rel=1e-14, abs=0.0)
     assert [w for _, w in r_w] == pytest.approx([tiny] * 4, rel=1e-14, abs=0.0)
@@ -155,8 +156,8 @@ def test_stable_at_large_z(zabs):
         with np.errstate(over="ignore"):
             assert np.isinf(np.log(1 + np.exp(zabs)))
     # scipy's stable forms agree with the kernel's scalars
-    assert klog.softplus(-zabs) == pytest.approx(log1p(math.exp(-zabs)), rel=1e-15, abs=0)
-    assert klog.sigmoid(zabs) == expit(zabs) and klog.sigmoid(-zabs) == expit(-zabs)
+    assert kscal.softplus(-zabs) == pytest.approx(log1p(math.exp(-zabs)), rel=1e-15, abs=0)
+    assert kscal.sigmoid(zabs) == expit(zabs) and kscal.sigmoid(-zabs) == expit(-zabs)
 
 
 # --------------------------------------------------------------------------- python bodies
@@ -167,7 +168,7 @@ def test_python_bodies_match_numpy(data):
     X, y, thetas = data
     n, d = X.shape
     M = thetas.shape[0]
-    z = np.empty(n)
+    z = np.empty((n, 1))
     for th in thetas[:2]:
         assert klog.logistic_value(X, y, th, ETA, LAM, z) == \
             pytest.approx(u_np(X, y, th, ETA, LAM), rel=1e-12)
@@ -188,10 +189,10 @@ def test_python_bodies_match_numpy(data):
 def test_python_scalars_match_scipy():
     z = np.array([-800.0, -700.0, -40.0, -1.0, -1e-12, 0.0, 1e-12, 1.0, 40.0, 700.0, 800.0])
     for zi in z:
-        assert klog.sigmoid(zi) == pytest.approx(expit(zi), rel=1e-15, abs=0)
-        assert klog.softplus(zi) == pytest.approx(np.logaddexp(0.0, zi), rel=1e-15, abs=0)
+        assert kscal.sigmoid(zi) == pytest.approx(expit(zi), rel=1e-15, abs=0)
+        assert kscal.softplus(zi) == pytest.approx(np.logaddexp(0.0, zi), rel=1e-15, abs=0)
         for yi in (0.0, 1.0):
-            r, w = klog.residual_weight(zi, yi)
+            r, w = kscal.residual_weight(zi, yi)
             assert r == pytest.approx(expit(zi) - yi if yi == 0 else -expit(-zi), rel=1e-15,
                                       abs=0)
             assert w == pytest.approx(expit(zi) * expit(-zi), rel=1e-14, abs=0)
@@ -215,12 +216,19 @@ def test_buffer_growth_identical_results(data):
         assert np.array_equal(G1, G2) and np.array_equal(H1, H2)
         assert small.value(thetas[0]) == big.value(thetas[0])
         if sigs is None:  # compiled specialisations after the first call
-            sigs = len(klog.logistic_grads_hessian_cpu.signatures)
+            sigs = len(_driver().signatures)
     # doubling: 4 -> 4 -> 8 -> 16 -> 64 (3 + 1 fits, then 9 > 4, 10 > 8, 60 > 16)
     assert caps == [4, 4, 16, 16, 64]
     assert np.array_equal(small.X, X) and np.array_equal(small.y, y) and small.n_obs == 60
     # no new compiled specialisation as the history grew (same dtype, rank and layout)
-    assert len(klog.logistic_grads_hessian_cpu.signatures) == sigs
+    assert len(_driver().signatures) == sigs
+
+
+def _driver():
+    """The compiled grads_hessian driver of the logistic potential."""
+    from vits_ref.drivers import cpu
+
+    return cpu.grads_hessian(klog.POTENTIAL)
 
 
 @pytest.mark.parametrize("bad", [0.5, 2.0, -1.0, np.nan, np.inf])
@@ -232,7 +240,7 @@ def test_bad_rewards_raise(bad):
     assert m.n_obs == 1  # nothing appended
     # ... and through an engine
     with pytest.raises(ValueError, match="rewards"):
-        vr.Laplace(2).update(np.ones((1, 2)), np.array([bad]))
+        vr.Laplace(2, model="logistic").update(np.ones((1, 2)), np.array([bad]))
 
 
 def test_bad_features_raise():
@@ -262,4 +270,4 @@ def test_protocol_registry_predict_spawn(data):
     assert np.array_equal(np.argsort(scores, kind="stable"),
                           np.argsort(expit(X @ thetas[0]), kind="stable"))
     # engines build it by name
-    assert isinstance(vr.Laplace(3, model="logistic").model, Logistic)
+    assert isinstance(vr.Laplace(3, model="logistic", model="logistic").model, Logistic)

@@ -14,7 +14,8 @@ import pytest
 from scipy import stats
 
 import vits_ref as vr
-from vits_ref import movielens as ml
+from vits_ref import data as ml  # the MovieLens data: loader, stand-in, ALS
+from vits_ref.data import als
 
 SMALL = {"n_users": 300, "n_movies": 200, "n_ratings": 6000}
 
@@ -150,8 +151,8 @@ def test_half_step_matches_naive_solves(rank):
     u, m = random_observations(rng, nu - 3, nm, 300)     # users 37..39 have no ratings
     y = rng.standard_normal(u.size)
     U, V = rng.standard_normal((nu, rank)), rng.standard_normal((nm, rank))
-    got_u = ml._als_half_step(u, m, y, V, nu, 0.7)
-    got_m = ml._als_half_step(m, u, y, U, nm, 0.7)
+    got_u = als._als_half_step(u, m, y, V, nu, 0.7)
+    got_m = als._als_half_step(m, u, y, U, nm, 0.7)
     assert np.allclose(got_u, naive_half_step(u, m, y, V, nu, 0.7), rtol=1e-10, atol=1e-12)
     assert np.allclose(got_m, naive_half_step(m, u, y, U, nm, 0.7), rtol=1e-10, atol=1e-12)
     assert np.all(got_u[nu - 3:] == 0.0)                # no data: the ridge solution is 0
@@ -189,7 +190,7 @@ def test_factorize_fixed_point_shift_invariance_and_reproducibility():
                               progress=lambda i, e: sweeps.append((i, e)))
     # the last half-step of a sweep is the movie solve given the final users
     yc = r.ratings - r.ratings.mean()
-    assert np.array_equal(V, ml._als_half_step(r.movie_idx, r.user_idx, yc, U, 60, 1.0))
+    assert np.array_equal(V, als._als_half_step(r.movie_idx, r.user_idx, yc, U, 60, 1.0))
     assert [s[0] for s in sweeps] == list(range(1, info["n_sweeps"] + 1))
     assert np.array_equal([s[1] for s in sweeps], info["rmse"])
     assert info["converged"] and info["n_sweeps"] < 200       # measured: 55 sweeps

@@ -2,13 +2,14 @@
 
 import numpy as np
 import pytest
+from vits_ref.drivers import cpu
 from vits_ref.kernels import target as kt
 from vits_ref.kernels.vits import VARIANT_II
 
 import vits_ref as vr
 from vits_ref import reference
-from vits_ref.experiments import vits_figF, vits_figI
-from vits_ref.experiments._target import METHODS, gaussian_target
+from vits_ref.experiments.vits import figF, figI
+from vits_ref.experiments.vits.target import METHODS, gaussian_target
 
 
 @pytest.fixture
@@ -30,7 +31,7 @@ def test_vi_trace_equals_kl_of_the_engine_iterates(target):
     P, Pm, m = target
     h = 0.1 / np.linalg.eigvalsh(P)[-1]
     rec = np.full(30, np.inf)
-    n = kt.trace_one(VARIANT_II, True, P, Pm, h, 1, 30, 0, 0.0, 7, rec)
+    n = cpu.trace_one(VARIANT_II, True, P, Pm, h, 1, 30, 0, 0.0, 7, rec)
     assert n == 30
     # replay: the driver draws one (n, 1, d) block from np.random seeded inside Numba,
     # so recompute the iterates with the same kernel step by step from a NumPy replay of
@@ -56,7 +57,7 @@ def test_lmc_trace_uses_running_moments_after_burn_in(target):
     h = 0.05 / np.linalg.eigvalsh(P)[-1]
     burn = 50
     rec = np.full(400, np.inf)
-    kt.trace_one(kt.METHOD_LMC, True, P, Pm, h, 1, 400, burn, 0.0, 3, rec)
+    cpu.trace_one(kt.METHOD_LMC, True, P, Pm, h, 1, 400, burn, 0.0, 3, rec)
     assert np.all(np.isinf(rec[:burn + 4]))  # burn-in, then until the covariance is PD
 
     from numba import njit
@@ -81,7 +82,7 @@ def test_stops_at_eps_and_counts_steps(target):
     P, Pm, _ = target
     h = 0.1 / np.linalg.eigvalsh(P)[-1]
     rec = np.full(5000, np.inf)
-    n = kt.trace_one(VARIANT_II, True, P, Pm, h, 1, 5000, 0, 0.5, 1, rec)
+    n = cpu.trace_one(VARIANT_II, True, P, Pm, h, 1, 5000, 0, 0.5, 1, rec)
     assert rec[n - 1] <= 0.5 and np.all(rec[:n - 1] > 0.5)
 
 
@@ -96,15 +97,15 @@ def test_trace_many_is_independent_of_threads(target):
         numba.set_num_threads(n_threads)
         rec = np.full((4, 200), np.inf)
         cnt = np.zeros(4, dtype=np.int64)
-        kt.trace_many(kt.METHOD_LMC, True, P, Pm, h, 1, 200, 20, 0.0, seeds, rec, cnt)
+        cpu.trace_many(kt.METHOD_LMC, True, P, Pm, h, 1, 200, 20, 0.0, seeds, rec, cnt)
         out.append(rec)
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     assert all(np.array_equal(out[0], o) for o in out)
 
 
 def test_figF_small(tmp_path):
-    res = vits_figF.run(runs=2, rounds=3000, seed=1, out=str(tmp_path), kappas=(2.5, 10.0),
-                        step_factors=(0.1,))
+    res = figF.run(runs=2, rounds=3000, seed=1, out=str(tmp_path), kappas=(2.5, 10.0),
+                   step_factors=(0.1,))
     assert len(res["results"]) == 2 * len(METHODS)
     by = {(e["method"], e["kappa"]): e for e in res["results"]}
     # VI converges in far fewer steps than averaged LMC on the same targets (appendix F)
@@ -114,13 +115,13 @@ def test_figF_small(tmp_path):
         assert abs(by[("VI-I", kappa)]["median_steps"]
                    - by[("VI-II", kappa)]["median_steps"]) <= 5
     assert (tmp_path / "steps.png").stat().st_size > 1000
-    assert "VI-II" in vits_figF.table(res)
+    assert "VI-II" in figF.table(res)
 
 
 def test_figI_small(tmp_path):
-    res = vits_figI.run(runs=2, rounds=1500, seed=1, out=str(tmp_path))
+    res = figI.run(runs=2, rounds=1500, seed=1, out=str(tmp_path))
     costs = {e["method"]: e["us_per_step"] for e in res["results"]}
     # VI-I pays an inverse per step that VI-II avoids
     assert costs["VI-I"] > costs["VI-II"]
     assert all(e["diverged_runs"] == 0 for e in res["results"])
-    assert (tmp_path / "kl_vs_time.csv").exists() and "us/step" in vits_figI.table(res)
+    assert (tmp_path / "kl_vs_time.csv").exists() and "us/step" in figI.table(res)

@@ -10,7 +10,10 @@ import math
 import numba
 import numpy as np
 import pytest
+from vits_ref.drivers import cpu
 from vits_ref.kernels import vits as kv
+from vits_ref.kernels.linear import POTENTIAL as LINEAR
+from vits_ref.kernels.linear import linear_draws
 
 import vits_ref as vr
 from vits_ref import reference
@@ -19,6 +22,13 @@ from vits_ref.gaussian import kl
 from vits_ref.schedules import step_size, theoretical_eta, theoretical_step
 
 VARIANT_CODES = {"I": kv.VARIANT_I, "II": kv.VARIANT_II, "hessian_free": kv.VARIANT_HF}
+_LINEAR_STEPS = kv.make_vits_steps(LINEAR)  # the step body on the linear potential
+
+
+def linear_steps_jit(variant, symmetrize, mu, B, C, etaV, eta_b, eps, h_mu, h):
+    """The compiled VITS steps on the linear potential ``(eta V, eta b)``."""
+    return cpu.vits_steps(LINEAR)(variant, symmetrize, mu, B, C, (etaV, eta_b), eps, h_mu,
+                                  h, cpu.vits_scratch(mu.shape[0], eps.shape[1]), 0)
 NO_DATA = (np.empty((0, 5)), np.empty(0))
 
 
@@ -207,10 +217,9 @@ def test_vits_i_singular_b_reported(ill_conditioned, jit):
 def _python_linear_steps(variant, symmetrize, mu, B, C, etaV, eta_b, eps, h_mu, h):
     """The pure-Python body (what the CUDA simulator runs), with its scratch buffers."""
     S, M, d = eps.shape
-    mats = [np.full((d, d), np.nan) for _ in range(5)]
-    return kv.vits_linear_steps(variant, symmetrize, mu, B, C, etaV, eta_b, eps, h_mu, h,
-                                *mats, np.full((d, 2 * d), np.nan), np.full((M, d), np.nan),
-                                np.full((M, d), np.nan), np.full(d, np.nan))
+    scr = (np.full((6, d, d), np.nan), np.full((d, 2 * d), np.nan), np.full((M, d), np.nan),
+           np.full((M, d), np.nan), np.full((M, d), np.nan), np.full((2, d), np.nan))
+    return _LINEAR_STEPS(variant, symmetrize, mu, B, C, (etaV, eta_b), eps, h_mu, h, scr, 0)
 
 
 @pytest.fixture
@@ -233,7 +242,7 @@ def test_kernel_steps_match_reference(step_state, variant, symmetrize, path, n_s
     code = VARIANT_CODES[variant]
     h_mu, h = 0.03, 0.02  # different, so a swapped step size is caught
     mu, B, C = st["mu"].copy(), st["B"].copy(), st["C"].copy()
-    run = kv.linear_steps_cpu if path == "jit" else _python_linear_steps
+    run = linear_steps_jit if path == "jit" else _python_linear_steps
     ok = run(code, symmetrize, mu, B, C, st["etaV"], st["eta_b"], st["eps"], h_mu, h)
     assert ok
     rm, rB, rC = st["mu"], st["B"], st["C"]
@@ -259,7 +268,7 @@ def test_symmetrize_only_changes_hessian_free(step_state):
     for variant in ("II", "hessian_free"):
         for sym in (False, True):
             mu, B, C = st["mu"].copy(), st["B"].copy(), st["C"].copy()
-            kv.linear_steps_cpu(VARIANT_CODES[variant], sym, mu, B, C, st["etaV"],
+            linear_steps_jit(VARIANT_CODES[variant], sym, mu, B, C, st["etaV"],
                                 st["eta_b"], st["eps"], 0.03, 0.02)
             out[variant, sym] = B
     assert np.array_equal(out["II", False], out["II", True])
@@ -279,7 +288,7 @@ def _j_hf_matrix(mu, B, C, etaV, eta_b, eps, symmetrize):
     CtC = np.empty((d, d))
     D = np.empty((d, d))
     A = np.empty((d, d))
-    kv.linear_draws(mu, B, etaV, eta_b, eps, Z, G, g)
+    linear_draws(mu, B, etaV, eta_b, eps, Z, G, g)
     kv.hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize)
     return A, g, CtC
 
@@ -288,7 +297,7 @@ def _hf_python(mu, B, C, etaV, eta_b, eps, symmetrize):
     M, d = eps.shape
     Z, G, g = np.empty((M, d)), np.empty((M, d)), np.empty(d)
     CtC, D, A = np.empty((d, d)), np.empty((d, d)), np.empty((d, d))
-    kv.linear_draws(mu, B, etaV, eta_b, eps, Z, G, g)
+    linear_draws(mu, B, etaV, eta_b, eps, Z, G, g)
     kv.hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize)
     return A, g, CtC
 

@@ -10,11 +10,17 @@ Environment variables (read at import):
     must reproduce the closed forms; results then differ in the last bits).
 ``VITS_REF_CACHE=0``
     disable Numba's on-disk cache.
+
+The cache lives where Numba puts it: ``NUMBA_CACHE_DIR`` if set, else ``__pycache__``
+next to the sources if writable, else the user-wide cache directory (``~/.cache/numba``).
 """
 
 import functools
 import hashlib
+import importlib.util
 import os
+import re
+from importlib import metadata
 
 from numba import njit
 from numba.core import caching
@@ -27,44 +33,128 @@ CACHE = os.environ.get("VITS_REF_CACHE", "1") != "0"
 ERROR_MODEL = "numpy"
 
 
+# Compiled functions defined in these modules are stamped with the hash of every source
+# file below, not only their own: kernel bodies are inlined across files (a driver in
+# drivers/cpu.py or kernels/bandit.py embeds a body of kernels/linalg.py), so an edit of
+# any of them must invalidate every cached driver. ``__module__`` is the defining module,
+# also for the closures that the kernel factories build.
+_STAMPED_PACKAGES = ("vits_ref.kernels", "vits_ref.drivers")
+_STAMPED_MODULES = ("vits_ref.special",)
+
+
+def _is_stamped(module):
+    return module in _STAMPED_MODULES or any(
+        module == pkg or module.startswith(pkg + ".") for pkg in _STAMPED_PACKAGES)
+
+
+def _stamp_sources():
+    """``(folders, files)`` whose sources stamp the cache: every ``.py`` of each folder
+    (``vits_ref.kernels``, installed from the top-level ``kernels/``, and
+    ``vits_ref/drivers/``), then ``vits_ref/special.py`` and this file (the compile
+    options live here). Missing ones are skipped."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    # find_spec, not an import: vits_ref.kernels imports this module
+    spec = importlib.util.find_spec("vits_ref.kernels")
+    folders = [os.path.join(here, "drivers")]
+    if spec is not None and spec.origin:
+        folders.insert(0, os.path.dirname(os.path.abspath(spec.origin)))
+    return folders, [os.path.join(here, "special.py"), os.path.abspath(__file__)]
+
+
 @functools.lru_cache(maxsize=8)
-def _kernel_sources_hash(folder, stamps):
+def _sources_hash(stamps):
     digest = hashlib.sha256()
-    for name, _, _ in stamps:
-        with open(os.path.join(folder, name), "rb") as fh:
-            digest.update(name.encode() + b"\0" + fh.read())
-    with open(__file__, "rb") as fh:  # the compile options live here
-        digest.update(fh.read())
+    for label, path, _, _ in stamps:
+        with open(path, "rb") as fh:
+            digest.update(label.encode() + b"\0" + fh.read() + b"\0")
     return digest.digest()
 
 
-class _KernelsCacheLocator(caching.InTreeCacheLocator):
-    """Numba cache locator for ``vits_ref.kernels``: stamps with *all* kernel sources.
+def _all_sources_stamp():
+    folders, files = _stamp_sources()
+    paths = []  # (label, path): the label names the file independently of the install
+    for folder in folders:
+        if os.path.isdir(folder):
+            paths += [(os.path.basename(folder) + "/" + name, os.path.join(folder, name))
+                      for name in sorted(os.listdir(folder)) if name.endswith(".py")]
+    paths += [(os.path.basename(f), f) for f in files if os.path.isfile(f)]
+    stamps = []
+    for label, path in paths:
+        st = os.stat(path)  # mtime and size key the memo, as in Numba's own stamp
+        stamps.append((label, path, st.st_mtime_ns, st.st_size))
+    return _sources_hash(tuple(stamps))
 
-    Numba stamps a cached function with its own file only, so a driver in
-    ``kernels/bandit.py`` would keep running a stale copy of a body edited in
-    ``kernels/linalg.py``. The bodies are inlined across files here, so every cached
-    kernel is stamped with the hash of every ``kernels/*.py`` and of this file.
+
+class _AllSourcesStamp:
+    def get_source_stamp(self):
+        return _all_sources_stamp()
+
+
+class _StampedUserProvidedLocator(_AllSourcesStamp, caching.UserProvidedCacheLocator):
+    """``NUMBA_CACHE_DIR``, when set and writable."""
+
+
+class _StampedInTreeLocator(_AllSourcesStamp, caching.InTreeCacheLocator):
+    """``__pycache__`` next to the source, when writable."""
+
+
+class _StampedUserWideLocator(_AllSourcesStamp, caching.UserWideCacheLocator):
+    """The user-wide cache directory (``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba``)."""
+
+
+class _KernelsCacheLocator:
+    """Numba cache locator for the compiled kernels: stamps with *all* kernel sources.
+
+    Numba stamps a cached function with its own file only, so a driver would keep
+    running a stale copy of a body edited in another file. For functions defined in
+    ``vits_ref.kernels``, ``vits_ref.drivers`` and ``vits_ref.special`` the stamp is the
+    hash of every source file listed by :func:`_stamp_sources`, wherever the function
+    lives. The directory is chosen as Numba chooses it: ``NUMBA_CACHE_DIR`` if set, else
+    the in-tree ``__pycache__`` if writable, else the user-wide cache directory (a
+    read-only install). Other functions, and a source that is no file (zip import), are
+    left to Numba's own locators.
     """
+
+    _candidates = (_StampedUserProvidedLocator, _StampedInTreeLocator,
+                   _StampedUserWideLocator)
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        if not getattr(py_func, "__module__", "").startswith("vits_ref.kernels"):
+        if not _is_stamped(getattr(py_func, "__module__", None) or ""):
             return None
-        return super().from_function(py_func, py_file)
-
-    def get_source_stamp(self):
-        folder = os.path.dirname(self._py_file)
-        stamps = []
-        for name in sorted(os.listdir(folder)):
-            if name.endswith(".py"):
-                st = os.stat(os.path.join(folder, name))
-                stamps.append((name, st.st_mtime_ns, st.st_size))
-        return _kernel_sources_hash(folder, tuple(stamps))
+        for candidate in cls._candidates:
+            locator = candidate.from_function(py_func, py_file)
+            if locator is not None:
+                return locator
+        return None
 
 
 if _KernelsCacheLocator not in caching.CacheImpl._locator_classes:
     caching.CacheImpl._locator_classes.insert(0, _KernelsCacheLocator)
+
+
+def _release(version):
+    """Leading numeric release of a version string: ``"2.5.0rc1"`` -> ``(2, 5, 0)``."""
+    match = re.match(r"\d+(?:\.\d+)*", version)
+    return tuple(int(part) for part in match.group().split(".")) if match else ()
+
+
+def check_cuda_stack():
+    """Raise ``ImportError`` when the installed numba-cuda cannot work with NumPy.
+
+    numba-cuda <= 0.30.4 registers ``np.row_stack`` when its CUDA target loads, and
+    NumPy 2.5 removed it. Reads installed versions only (``importlib.metadata``): it
+    imports neither ``numba.cuda`` nor ``numba_cuda``. Does nothing when either is absent.
+    """
+    try:
+        numpy_version = metadata.version("numpy")
+        numba_cuda_version = metadata.version("numba-cuda")
+    except metadata.PackageNotFoundError:
+        return
+    if _release(numpy_version) >= (2, 5) and _release(numba_cuda_version) <= (0, 30, 4):
+        raise ImportError(
+            f"numba-cuda {numba_cuda_version} does not work with numpy {numpy_version} "
+            f"(np.row_stack was removed in numpy 2.5); fix: pip install \"numpy<2.5\"")
 
 
 def cpu_jit(fn=None, *, parallel=False):

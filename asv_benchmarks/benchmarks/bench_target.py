@@ -1,7 +1,7 @@
 """Gaussian-target studies (appendices F and I) and the Hessian-free control variate.
 
 ``time_trace``: 2000 steps of one method on the d = 10, condition-number-10 target of
-``vits-figI`` with the KL recorded after every step (``kernels.target.trace_one``).
+``vits-figI`` with the KL recorded after every step (``vits_ref.drivers.cpu.trace_one``).
 ``track_steps_to_kl``: steps until ``KL <= 0.1`` (``vits-figF``'s statistic, median of 5
 seeds; 20 000 cap), which shows LMC's averaging cost against VI.
 ``track_hf_kl``: KL to the exact posterior in the pool bandit for the plain and the
@@ -14,10 +14,10 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from vits_ref.kernels import target as kt  # noqa: E402
+from vits_ref.drivers import cpu  # noqa: E402
 
 import vits_ref  # noqa: E402
-from vits_ref.experiments._target import METHODS, gaussian_target  # noqa: E402
+from vits_ref.experiments.vits.target import METHODS, gaussian_target  # noqa: E402
 
 from .common import TIMEOUT, single_thread  # noqa: E402
 
@@ -44,7 +44,7 @@ class TimeTrace:
         self.time_trace(label)  # compile outside the timing
 
     def time_trace(self, label):
-        kt.trace_one(self.code, True, self.P, self.Pm, self.h, self.n_mc, 2000, 500, 0.0, 1,
+        cpu.trace_one(self.code, True, self.P, self.Pm, self.h, self.n_mc, 2000, 500, 0.0, 1,
                      self.rec)
 
 
@@ -65,7 +65,7 @@ class TrackStepsToKL:
         seeds = np.arange(5, dtype=np.int64)
         rec = np.full((5, 20000), np.inf)
         counts = np.zeros(5, dtype=np.int64)
-        kt.trace_many(code, True, self.P, self.Pm, self.h, n_mc, 20000, 1000, 0.1, seeds, rec,
+        cpu.trace_many(code, True, self.P, self.Pm, self.h, n_mc, 20000, 1000, 0.1, seeds, rec,
                       counts)
         reached = rec[np.arange(5), np.maximum(counts - 1, 0)] <= 0.1
         return float(np.median(np.where(reached, counts, 20000)))

@@ -140,7 +140,8 @@ def _targets(out):
     import csv
     import tempfile
 
-    from vits_ref.experiments import vits_figF, vits_figI
+    from vits_ref.experiments.vits import figF as vits_figF
+    from vits_ref.experiments.vits import figI as vits_figI
 
     with tempfile.TemporaryDirectory() as tmp:
         res = vits_figF.run(runs=2, rounds=3000, seed=1, out=tmp, kappas=(2.5, 10.0),

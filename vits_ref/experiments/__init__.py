@@ -1,15 +1,16 @@
 """Paper reproductions, registered by name for ``python -m vits_ref run NAME``.
 
-Each experiment module defines ``NAME``, ``DESCRIPTION``, ``DEFAULTS`` (runs, rounds,
-seed), ``run(runs, rounds, seed, out, progress)`` which writes a CSV, a JSON summary and
-a PNG plot into ``out`` and returns the summary dict (its ``files`` lists what was
-written), and ``table(result)`` for the terminal.
+One subpackage per paper (:mod:`vits_ref.experiments.vits`: the VITS paper), one module
+per figure or table; :mod:`vits_ref.experiments._common` holds what they share. Each
+experiment module defines ``NAME``, ``DESCRIPTION``, ``DEFAULTS`` (runs, rounds, seed),
+``run(runs, rounds, seed, out, progress)`` which writes a CSV, a JSON summary and a PNG
+plot into ``out`` and returns the summary dict (its ``files`` lists what was written), and
+``table(result)`` for the terminal.
 """
 
-from . import vits_fig1, vits_fig2, vits_figF, vits_figG, vits_figI, vits_movielens
+from . import vits
 
-EXPERIMENTS = {m.NAME: m for m in (vits_fig1, vits_fig2, vits_figF, vits_figG, vits_figI,
-                                         vits_movielens)}
+EXPERIMENTS = {m.NAME: m for m in vits.MODULES}
 
 
 def get(name):

@@ -20,11 +20,11 @@ core here, 95% of a round), so a round takes about a second and the paper's 50 r
 (about 15 minutes); ``--runs`` and ``--rounds`` scale it up.
 """
 
-from ..envs import pool
-from ..inference import VITS, Langevin, LinTS
-from ..models import MLP
-from ..policies import ThompsonSampling
-from ._common import regret_table, run_panels
+from ...envs import pool
+from ...inference import VITS, Langevin, LinTS
+from ...models import MLP
+from ...policies import ThompsonSampling
+from .._common import regret_table, run_panels
 
 NAME = "vits-fig2"
 DESCRIPTION = "VITS paper Figure 2: quadratic pool bandit with a 20-20 MLP (small default)"

@@ -19,10 +19,10 @@ differences are not sampling noise of the environment.
 import itertools
 import math
 
-from ..envs import pool
-from ..errors import DivergenceError
-from ..simulate import POLICY_DEFAULTS, make_policy, simulate
-from ._common import regret_table, run_panels
+from ...envs import pool
+from ...errors import DivergenceError
+from ...simulate import POLICY_DEFAULTS, make_policy, simulate
+from .._common import regret_table, run_panels
 
 NAME = "vits-fig1"
 DESCRIPTION = "VITS paper Figure 1: linear pool bandit, zeta 0.1 and 1 (d=20, K=50)"

@@ -14,10 +14,10 @@ linear runs with another seed (0.1 and 0.3 gave the same regret within a standar
 1000 by default.
 """
 
-from ..envs import hard_instance
-from ..inference import VITS, Langevin, LinTS
-from ..policies import ThompsonSampling
-from ._common import regret_table, run_panels
+from ...envs import hard_instance
+from ...inference import VITS, Langevin, LinTS
+from ...policies import ThompsonSampling
+from .._common import regret_table, run_panels
 
 NAME = "vits-figG"
 DESCRIPTION = "VITS paper appendix G: hard non-contextual instance, linear and logistic"

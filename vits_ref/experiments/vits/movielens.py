@@ -5,7 +5,7 @@ draws 100 random movies as the arms; each round's context is a random user vecto
 and movie ``a`` pays ``Bernoulli(sigmoid(x theta_a))``. Every arm has its own posterior
 (:class:`vits_ref.PerArm`) with the prior ``N(mu0, diag(sigma0))``, ``mu0`` and ``sigma0``
 the mean and variance of all movie vectors. Without ``--data`` (a user-supplied
-``ratings.dat``) the synthetic low-rank stand-in of :mod:`vits_ref.movielens` is used,
+``ratings.dat``) the synthetic low-rank stand-in of :mod:`vits_ref.data` is used,
 so the curves are not the paper's (the real data cannot be downloaded here).
 
 Methods: LinTS (Gaussian likelihood, misspecified), LMC-TS (10 steps), VITS-II (10 steps)
@@ -16,11 +16,11 @@ potential's curvature is at most ``1/sigma0 + |x|^2 / 4`` per observation (about
 on the stand-in), so ``h_t`` times the largest curvature stays below 0.5.
 """
 
-from ..envs import movielens
-from ..inference import VITS, Langevin, Laplace, LinTS
-from ..models import Linear, Logistic
-from ..policies import PerArm
-from ._common import regret_table, run_panels
+from ...envs import movielens
+from ...inference import VITS, Langevin, Laplace, LinTS
+from ...models import Linear, Logistic
+from ...policies import PerArm
+from .._common import regret_table, run_panels
 
 NAME = "vits-movielens"
 DESCRIPTION = "VITS paper section 5: MovieLens logistic bandit, a posterior per movie"

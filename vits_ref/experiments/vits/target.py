@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from ..kernels.target import METHOD_LMC
-from ..kernels.vits import VARIANT_HF, VARIANT_I, VARIANT_II
+from ...kernels.target import METHOD_LMC
+from ...kernels.vits import VARIANT_HF, VARIANT_I, VARIANT_II
 
 #: label -> (kernel method code, Monte Carlo draws per step)
 METHODS = {"LMC": (METHOD_LMC, 1), "VI-I": (VARIANT_I, 1), "VI-II": (VARIANT_II, 1),

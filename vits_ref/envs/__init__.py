@@ -1,0 +1,19 @@
+"""The VITS paper's bandit environments, seeded, with exact expected rewards.
+
+- :mod:`vits_ref.envs.base`: :class:`Environment` (the protocol: a seeded instance,
+  :meth:`Environment.realise` for a run) and :class:`Realisation` (one run's contexts,
+  expected rewards and rewards);
+- :mod:`vits_ref.envs.synthetic`: the pool of appendix H (:func:`pool`) and the hard
+  instance of appendix G (:func:`hard_instance`);
+- :mod:`vits_ref.envs.movielens`: the per-arm MovieLens bandit of section 5
+  (:func:`movielens`); its data, factorisation and cache are in :mod:`vits_ref.data`.
+
+Every realisation carries the expected reward of every arm, so regret is exact.
+"""
+
+from .base import REWARDS, Environment, Realisation
+from .movielens import MovieLensEnvironment, movielens
+from .synthetic import HardInstance, PoolEnvironment, hard_instance, pool
+
+__all__ = ["REWARDS", "Environment", "HardInstance", "MovieLensEnvironment", "PoolEnvironment",
+           "Realisation", "hard_instance", "movielens", "pool"]
