@@ -12,7 +12,7 @@ def kl_to_linear_posterior(mu, B, V, b, eta, Lv, Ls, W, v1):
     """``KL(N(mu, B B^T) || N(V^-1 b, inv(eta V)))`` via Cholesky factors.
 
     ``KL = 1/2 [eta tr(V S) + eta |L_V^T (m - mu)|^2 - d - d log eta - logdet V - logdet S]``
-    with ``S = B B^T`` and ``m = V^-1 b`` (ALGORITHMS.md section 1). ``Lv``, ``Ls``, ``W``
+    with ``S = B B^T`` and ``m = V^-1 b`` (docs/algorithms.md section 1). ``Lv``, ``Ls``, ``W``
     (d, d) and ``v1`` (d,) are scratch. Returns inf if ``B B^T`` is singular; values in
     ``(-1e-12 d, 0)`` (rounding) are returned as 0.
     """

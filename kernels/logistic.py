@@ -1,7 +1,7 @@
 """Logistic (Bernoulli-GLM) potential and its IRLS/Newton MAP fit, as kernel bodies.
 
 The potential of the VITS paper's logistic bandits (section 5 and appendix G;
-ALGORITHMS.md section 2) on a history ``X[:n]`` (n, d), ``y[:n]`` in {0, 1}::
+docs/algorithms.md section 2) on a history ``X[:n]`` (n, d), ``y[:n]`` in {0, 1}::
 
     U(theta) = eta [ sum_s (log(1 + exp(z_s)) - y_s z_s) + lam/2 |theta|^2 ],  z = X theta
     grad U   = eta ( X^T (sigmoid(z) - y) + lam theta )
@@ -22,7 +22,7 @@ in an (n, d) scratch buffer. For the mean Hessian over M points (what VITS's inn
 use) the weights are averaged first, ``mean_j X^T diag(w_j) X = X^T diag(mean_j w_j) X``,
 so M draws cost one product, not M.
 
-IRLS (Algorithm 1 of the diffusion paper, ALGORITHMS.md section 3; the generic Newton
+IRLS (Algorithm 1 of the diffusion paper, docs/algorithms.md section 3; the generic Newton
 kernel :mod:`.newton` runs it on this potential) for the logit link with
 a general Gaussian prior ``N(theta0, Sigma0)``, given as its precision ``P0 = inv(Sigma0)``
 and ``b0 = P0 theta0``, and the data term scaled by ``eta``, is computed in its Newton

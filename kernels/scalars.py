@@ -10,7 +10,6 @@ import math
 from vits_ref.config import kernel
 
 
-
 @kernel
 def softplus(z):
     """``log(1 + exp(z)) = max(z, 0) + log1p(exp(-|z|))``, exact to rounding for any z."""

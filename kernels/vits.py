@@ -1,4 +1,4 @@
-"""VITS inner steps (VITS paper, Algorithms 2 and 3; ALGORITHMS.md section 2).
+"""VITS inner steps (VITS paper, Algorithms 2 and 3; docs/algorithms.md section 2).
 
 State ``(mu, B, C)``: Gaussian ``N(mu, B B^T)``, ``C ~ inv(B)``. One step with step
 sizes ``h_mu`` (mean) and ``h`` (square root), averaged gradient ``g`` and matrix ``A``::

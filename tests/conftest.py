@@ -20,7 +20,7 @@ def pytest_configure(config):
 
 @dataclass(frozen=True)
 class LinearProblem:
-    """A linear-Gaussian posterior and the data that define it (ALGORITHMS.md section 1)."""
+    """A linear-Gaussian posterior and the data that define it (docs/algorithms.md section 1)."""
 
     X: np.ndarray
     r: np.ndarray

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 from scipy.special import expit
-from vits_ref.drivers import cpu
 from vits_ref.kernels import newton as knewton
 from vits_ref.kernels.logistic import POTENTIAL as LOGISTIC
 
 import vits_ref as vr
+from vits_ref.drivers import cpu
 from vits_ref.gaussian import linear_posterior
 
 
@@ -112,7 +112,7 @@ def test_irls_vs_statsmodels_glm_unpenalised(logit_data):
     # information at it
     res = sm.GLM(y, X, family=sm.families.Binomial()).fit(tol=1e-14, maxiter=200)
     # lam = 1e-12 (and eta = 1): the prior moves the MAP by lam |theta| / lmin(H) ~ 1e-13
-    eng = vr.Laplace(4, model="logistic", model="logistic", lam=1e-12, tol=1e-12).update(X, y)
+    eng = vr.Laplace(4, model="logistic", lam=1e-12, tol=1e-12).update(X, y)
     assert eng.diagnostics["converged"]
     # both at their optimum to ~1e-13; cond(H) ~ 20 amplifies rounding to ~1e-13: 1e-9
     assert rel_err(eng.mean, res.params) < 1e-9
@@ -129,7 +129,7 @@ def test_irls_vs_statsmodels_ridge(logit_data):
     # minimiser (eta scales the whole potential and does not move the MAP)
     res = sm.GLM(y, X, family=sm.families.Binomial()).fit_regularized(alpha=lam / n,
                                                                       L1_wt=0.0)
-    eng = vr.Laplace(4, model="logistic", model="logistic", eta=eta, lam=lam).update(X, y)
+    eng = vr.Laplace(4, model="logistic", eta=eta, lam=lam).update(X, y)
     # statsmodels stops BFGS at SciPy's default gtol = 1e-5 on the gradient of U/(eta n), so
     # its parameters are within |g| / lmin(hess U/(eta n)) of the optimum: bound it, x3
     hess_avg = eng.precision / (eta * n)
@@ -144,7 +144,7 @@ def test_irls_vs_statsmodels_ridge(logit_data):
 @pytest.mark.parametrize("eta,lam", [(1.0, 1.0), (2.0, 0.7), (0.3, 5.0)])
 def test_map_vs_bfgs_and_cov_vs_fd_hessian(logit_data, eta, lam):
     X, y = logit_data
-    eng = vr.Laplace(4, model="logistic", model="logistic", eta=eta, lam=lam).update(X, y)
+    eng = vr.Laplace(4, model="logistic", eta=eta, lam=lam).update(X, y)
     assert eng.diagnostics["converged"] and 2 <= eng.diagnostics["irls_iterations"] <= 10
     # U is (eta lam)-strongly convex
     check_vs_bfgs(eng.mean, lambda th: u_np(th, X, y, eta, lam),
@@ -155,7 +155,7 @@ def test_map_vs_bfgs_and_cov_vs_fd_hessian(logit_data, eta, lam):
     assert rel_err(eng.precision, Hfd) < 1e-6
     assert rel_err(eng.cov, np.linalg.inv(Hfd)) < 1e-6
     # eta scales the posterior precision and leaves the MAP alone
-    base = vr.Laplace(4, model="logistic", model="logistic", eta=1.0, lam=lam).update(X, y)
+    base = vr.Laplace(4, model="logistic", eta=1.0, lam=lam).update(X, y)
     assert rel_err(eng.mean, base.mean) < 1e-8
     assert rel_err(eng.cov, base.cov / eta) < 1e-8
 
@@ -299,12 +299,13 @@ def test_reproducible_and_fresh(logit_data):
     m = a.mean
     a.sample(100)
     assert np.array_equal(a.mean, m)
-    f = vr.Laplace(4, model="logistic", eta=2.0, lam=0.3, tol=1e-9, max_iter=7, seed=1).fresh(seed=5)
+    f = vr.Laplace(4, model="logistic", eta=2.0, lam=0.3, tol=1e-9, max_iter=7,
+                   seed=1).fresh(seed=5)
     assert (f.eta, f.lam, f.tol, f.max_iter, f.n_obs, f.name) == (2.0, 0.3, 1e-9, 7, 0,
                                                                    "Laplace")
     f2 = vr.Laplace(4, model="logistic", seed=0).fresh(seed=5)
-    assert np.array_equal(f2.update(X, y).sample(6), vr.Laplace(4, model="logistic", seed=5).update(X, y)
-                          .sample(6))
+    assert np.array_equal(f2.update(X, y).sample(6),
+                          vr.Laplace(4, model="logistic", seed=5).update(X, y).sample(6))
 
 
 def test_bad_arguments():
@@ -313,7 +314,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="max_iter"):
         vr.Laplace(2, model="logistic", max_iter=0)
     with pytest.raises(ValueError, match="model"):
-        vr.Laplace(2, model="logistic", model="probit")
+        vr.Laplace(2, model="probit")
     with pytest.raises(ValueError, match="features"):
         vr.Laplace(2, model="logistic").update(np.ones((1, 3)), np.ones(1))
 

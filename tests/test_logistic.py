@@ -270,4 +270,4 @@ def test_protocol_registry_predict_spawn(data):
     assert np.array_equal(np.argsort(scores, kind="stable"),
                           np.argsort(expit(X @ thetas[0]), kind="stable"))
     # engines build it by name
-    assert isinstance(vr.Laplace(3, model="logistic", model="logistic").model, Logistic)
+    assert isinstance(vr.Laplace(3, model="logistic").model, Logistic)

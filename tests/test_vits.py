@@ -1,7 +1,7 @@
 """VITS (VITS-I, VITS-II, Hessian-free): convergence, fixed points, kernels, schedules.
 
 References: ``vits_ref.gaussian.linear_posterior`` / ``kl`` (closed forms, tested in
-test_gaussian.py) and ``vits_ref.reference.vits_step`` (plain NumPy, ALGORITHMS.md
+test_gaussian.py) and ``vits_ref.reference.vits_step`` (plain NumPy, docs/algorithms.md
 section 2). Tolerances are justified where they are used.
 """
 
@@ -10,7 +10,6 @@ import math
 import numba
 import numpy as np
 import pytest
-from vits_ref.drivers import cpu
 from vits_ref.kernels import vits as kv
 from vits_ref.kernels.linear import POTENTIAL as LINEAR
 from vits_ref.kernels.linear import linear_draws
@@ -18,6 +17,7 @@ from vits_ref.kernels.linear import linear_draws
 import vits_ref as vr
 from vits_ref import reference
 from vits_ref._seeding import engine_streams
+from vits_ref.drivers import cpu
 from vits_ref.gaussian import kl
 from vits_ref.schedules import step_size, theoretical_eta, theoretical_step
 
@@ -68,7 +68,7 @@ def run_phases(prob, variant, phases, n_mc, seed, symmetrize=False, chunk=1000):
 def expected_mean_noise_kl(eigs, phases, n_mc):
     """E[1/2 (mu - m)^T (eta V) (mu - m)] from the Monte Carlo noise of the mean update.
 
-    Once ``B B^T = inv(A)``, ``A = eta V``, the mean follows (ALGORITHMS.md section 2, one
+    Once ``B B^T = inv(A)``, ``A = eta V``, the mean follows (docs/algorithms.md section 2, one
     gradient averaged over ``n_mc`` draws) ``e' = (I - hA) e - h A B eps_bar``: noise
     covariance ``h^2 A / n_mc``, diagonal in A's eigenbasis. Per eigenvalue ``a`` the
     variance obeys ``s' = (1 - ha)^2 s + h^2 a / n_mc``: stationary ``h / (n_mc (2 - ha))``,
@@ -141,7 +141,7 @@ def test_vits_ii_tracks_inverse_of_b(ill_conditioned):
 
 
 # ---------------------------------------------------------------------------------------
-# the fixed point of ALGORITHMS.md section 2
+# the fixed point of docs/algorithms.md section 2
 # ---------------------------------------------------------------------------------------
 
 @numba.njit(cache=False)

@@ -8,8 +8,8 @@ order the online ``select``/``update`` API draws it, so the fused loop, the Pyth
 and the NumPy reference give the same regret.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 

@@ -1,7 +1,7 @@
 """Closed forms for Gaussians: divergences, products and linear-Gaussian posteriors.
 
 These are the ground truth that every approximate-posterior engine is tested against
-(``ALGORITHMS.md`` section 1). Everything is computed from Cholesky factors: log
+(``docs/algorithms.md`` section 1). Everything is computed from Cholesky factors: log
 determinants come from their diagonals and linear systems are solved by triangular
 solves; no explicit inverse is formed except where a covariance is itself the output.
 
@@ -119,7 +119,7 @@ def kl(mean_p, cov_p, mean_q, cov_q):
 
     Notes
     -----
-    With ``p = N(m1, S1)`` and ``q = N(m2, S2)`` (``ALGORITHMS.md`` section 1)
+    With ``p = N(m1, S1)`` and ``q = N(m2, S2)`` (``docs/algorithms.md`` section 1)
 
     .. math::
 
@@ -180,7 +180,7 @@ def w2_squared(mean_p, cov_p, mean_q, cov_q):
 
     Notes
     -----
-    With ``p = N(m1, S1)`` and ``q = N(m2, S2)`` (``ALGORITHMS.md`` section 1; VITS
+    With ``p = N(m1, S1)`` and ``q = N(m2, S2)`` (``docs/algorithms.md`` section 1; VITS
     paper, the Bures-Wasserstein geometry of its section 2)
 
     .. math::
@@ -232,7 +232,7 @@ def w2(mean_p, cov_p, mean_q, cov_q):
 
     Notes
     -----
-    See :func:`w2_squared` for the closed form (``ALGORITHMS.md`` section 1). In 1-D
+    See :func:`w2_squared` for the closed form (``docs/algorithms.md`` section 1). In 1-D
     ``W2 = sqrt((m1 - m2)^2 + (s1 - s2)^2)`` with standard deviations ``s1, s2``.
 
     Examples
@@ -272,7 +272,7 @@ def linear_posterior_from_stats(V, b, eta=1.0):
     For the model ``r = phi @ theta + noise`` with noise variance ``1/eta`` and prior
     ``N(0, I/(lam eta))`` the potential is ``U = eta/2 (sum_s (phi_s theta - r_s)^2 +
     lam |theta|^2)`` with Hessian ``eta V`` and minimiser ``solve(V, b)``, so the posterior
-    is ``N(solve(V, b), inv(eta V))`` (``ALGORITHMS.md`` section 1; VITS paper, linear
+    is ``N(solve(V, b), inv(eta V))`` (``docs/algorithms.md`` section 1; VITS paper, linear
     bandit). Used by engines that keep ``V`` and ``b`` rather than the history.
 
     Examples
@@ -316,7 +316,7 @@ def linear_posterior(features, rewards, eta=1.0, lam=1.0):
     Notes
     -----
     Model ``r = phi @ theta + noise``, ``noise ~ N(0, 1/eta)``, ``theta ~ N(0, I/(lam eta))``
-    (``ALGORITHMS.md`` section 1; VITS paper, linear bandit):
+    (``docs/algorithms.md`` section 1; VITS paper, linear bandit):
 
     .. math::
 
@@ -368,7 +368,7 @@ def linear_posterior_general(features, rewards, prior_mean, prior_cov, noise_var
     Notes
     -----
     Model ``y = phi @ theta + noise``, ``noise ~ N(0, sigma^2)``, ``theta ~ N(theta0,
-    Sigma0)`` (diffusion paper eq. 3; ``ALGORITHMS.md`` section 1):
+    Sigma0)`` (diffusion paper eq. 3; ``docs/algorithms.md`` section 1):
 
     .. math::
 
@@ -431,7 +431,7 @@ def product(mean1, cov1, mean2, cov2):
 
     Notes
     -----
-    Diffusion paper Lemma 6 (``ALGORITHMS.md`` section 1) states the proportionality
+    Diffusion paper Lemma 6 (``docs/algorithms.md`` section 1) states the proportionality
 
     .. math::
 

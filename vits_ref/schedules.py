@@ -1,4 +1,4 @@
-"""Step-size and inner-step schedules of VITS and LMC-TS (ALGORITHMS.md section 2).
+"""Step-size and inner-step schedules of VITS and LMC-TS (docs/algorithms.md section 2).
 
 ``constant``
     ``h_t = h0``: diverges once ``h0 eta lmax(V_t)`` passes 1 (covariance recursion) or 2

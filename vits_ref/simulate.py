@@ -21,9 +21,9 @@ import numba
 import numpy as np
 
 from . import _validate as val
-from ._seeding import child, engine_streams
-from .envs import Environment
+from ._seeding import child
 from .drivers import cpu
+from .envs import Environment
 from .errors import DivergenceError
 from .inference import VITS, Langevin, LinTS
 from .inference.base import GaussianEngine

@@ -27,7 +27,7 @@ from ..kernels.vits import make_vits_steps
 # --------------------------------------------------------------------------- potentials
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def grads_hessian(potential):
     """``run(data, thetas, want_hessian, G, H, scratch)``: the potential's gradients."""
     body = potential.grads_hessian
@@ -39,7 +39,7 @@ def grads_hessian(potential):
     return run
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def value(potential):
     """``run(data, theta, scratch) -> U(theta)``."""
     body = potential.value
@@ -51,7 +51,7 @@ def value(potential):
     return run
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def predict(potential):
     """``run(data, theta, X, out, scratch)``: the arms' scores."""
     body = potential.predict
@@ -72,7 +72,7 @@ def vits_scratch(d, n_mc):
             np.empty((n_mc, d)), np.empty((n_mc, d)), np.zeros((2, d)))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def vits_steps(potential):
     """``run(variant, symmetrize, mu, B, C, data, eps, h_mu, h, scr, pscr) -> ok``.
 
@@ -87,7 +87,7 @@ def vits_steps(potential):
     return run
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def langevin_steps(potential):
     """``run(theta, data, eps, h, g, H, pscr)``: Langevin steps in place."""
     body = make_langevin_steps(potential)
@@ -99,7 +99,7 @@ def langevin_steps(potential):
     return run
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def newton(potential):
     """``run(data, P0, b0, theta, tol, max_iter, H, L, scratch) -> (status, iterations)``.
 
@@ -144,7 +144,7 @@ def lints_draws(L, b, eta, Z, out):
 # --------------------------------------------------------------------------- bandit runs
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bandit_run(piece):
     """``run(params, contexts, means, rewards, init_noise, sel_noise, step_noise, kl_rounds,
     regret, arms, kl_out) -> status``: one run (allocates its state buffer)."""
@@ -168,7 +168,7 @@ def bandit_run(piece):
     return call
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bandit_runs(piece):
     """``run(params, contexts, ..., kl_out, status)``: ``prange`` over independent runs.
 

@@ -55,7 +55,7 @@ def _device_tuple(t):
 # --------------------------------------------------------------------------- bandit runs
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _bandit_kernel(piece):
     body = make_bandit_run(piece)
 
@@ -110,7 +110,7 @@ def run_fused(spec, realisations, noises, kl_rounds, threads_per_block=THREADS_P
 # --------------------------------------------------------------------------- steps
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _vits_kernel(potential):
     body = make_vits_steps(potential)
 
@@ -145,7 +145,7 @@ def vits_steps(potential, variant, symmetrize, mu, B, C, data, eps, h_mu, h, psc
     return dmu.copy_to_host(), dB.copy_to_host(), dC.copy_to_host(), ok.copy_to_host()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _langevin_kernel(potential):
     body = make_langevin_steps(potential)
 
@@ -172,7 +172,7 @@ def langevin_steps(potential, theta, data, eps, h, pscr=0,
     return dtheta.copy_to_host()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _newton_kernel(potential):
     body = make_newton(potential)
 

@@ -9,7 +9,7 @@ from .base import GaussianEngine
 
 
 class LinTS(GaussianEngine):
-    """Exact linear-Gaussian posterior ``N(V^-1 b, inv(eta V))`` (ALGORITHMS.md section 1).
+    """Exact linear-Gaussian posterior ``N(V^-1 b, inv(eta V))`` (docs/algorithms.md section 1).
 
     Keeps the lower Cholesky factor ``L`` of ``V`` and updates it by one rank-one update per
     observation (O(d^2)); never refactorises, never inverts.

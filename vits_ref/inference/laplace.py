@@ -1,6 +1,6 @@
 """Laplace approximation with an IRLS/Newton MAP: GLM Thompson sampling.
 
-ALGORITHMS.md sections 2 ("Laplace / GLM-TS") and 3 (IRLS, Algorithm 1 of the diffusion
+docs/algorithms.md sections 2 ("Laplace / GLM-TS") and 3 (IRLS, Algorithm 1 of the diffusion
 paper, Kveton et al. 2024).
 """
 

@@ -1,6 +1,6 @@
 """VITS: Gaussian variational inference by Wasserstein gradient steps on a square root.
 
-VITS paper (Clavier, Huix & Durmus, ICML 2024), Algorithms 1-3; ALGORITHMS.md section 2.
+VITS paper (Clavier, Huix & Durmus, ICML 2024), Algorithms 1-3; docs/algorithms.md section 2.
 """
 
 import math

@@ -1,7 +1,7 @@
 """Reward models as potentials ``U(theta) = -log posterior(theta) + const``.
 
 The linear-Gaussian model keeps sufficient statistics, never the history
-(ALGORITHMS.md section 1)::
+(docs/algorithms.md section 1)::
 
     U(theta) = eta/2 ( sum_s (phi_s theta - r_s)^2 + lam |theta|^2 )
     V = lam I + sum_s phi_s phi_s^T,  b = sum_s r_s phi_s
@@ -47,7 +47,7 @@ class Linear:
     prior_mean, prior_cov : array or None
         A general Gaussian prior ``N(theta0, Sigma0)`` instead of ``N(0, I/(lam eta))``
         (``lam`` is then unused). It enters the statistics as ``V0 = inv(Sigma0)/eta``,
-        ``b0 = V0 theta0`` (ALGORITHMS.md section 1, general form), so the potential, its
+        ``b0 = V0 theta0`` (docs/algorithms.md section 1, general form), so the potential, its
         gradient ``eta (V theta - b)`` and every kernel are unchanged.
 
     Examples

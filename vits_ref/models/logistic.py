@@ -2,7 +2,7 @@
 
 Rewards ``y_s in {0, 1}`` with ``P(y = 1 | x) = sigmoid(x theta)`` and the prior
 ``N(0, I/(lam eta))`` tempered by ``eta`` (VITS paper, section 5 and appendix G;
-ALGORITHMS.md section 2)::
+docs/algorithms.md section 2)::
 
     U(theta) = eta [ sum_s (log(1 + exp(x_s theta)) - y_s x_s theta) + lam/2 |theta|^2 ]
     grad U   = eta ( sum_s (sigmoid(x_s theta) - y_s) x_s + lam theta )
@@ -49,7 +49,7 @@ class Logistic:
 
     Notes
     -----
-    The potential (VITS paper, section 5 / appendix G, "logistic bandit"; ALGORITHMS.md
+    The potential (VITS paper, section 5 / appendix G, "logistic bandit"; docs/algorithms.md
     section 2), with ``z_s = x_s theta`` and ``sigma`` the logistic function:
 
     .. math::
