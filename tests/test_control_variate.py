@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
-from vits_ref.drivers import cpu
 from vits_ref.kernels import vits as kv
 from vits_ref.kernels.linear import POTENTIAL as LINEAR
 
 import vits_ref as vr
 from vits_ref import reference
+from vits_ref.drivers import cpu
 
 
 @pytest.fixture

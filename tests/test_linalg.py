@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 import scipy.linalg
 from reference import langevin_linear_naive, lints_draw_naive, linucb_scores_naive
+from vits_ref.kernels import linalg as la
 from vits_ref.kernels import lints as klints
 from vits_ref.kernels import linucb as klinucb
+from vits_ref.kernels.diagnostics import kl_to_linear_posterior
 from vits_ref.kernels.langevin import make_langevin_steps
 from vits_ref.kernels.linear import POTENTIAL as LINEAR
-from vits_ref.kernels import linalg as la
-from vits_ref.kernels.diagnostics import kl_to_linear_posterior
 
 from vits_ref.gaussian import kl
 

@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
-from vits_ref.drivers import cpu
 from vits_ref.kernels import target as kt
 from vits_ref.kernels.vits import VARIANT_II
 
 import vits_ref as vr
 from vits_ref import reference
+from vits_ref.drivers import cpu
 from vits_ref.experiments.vits import figF, figI
 from vits_ref.experiments.vits.target import METHODS, gaussian_target
 
