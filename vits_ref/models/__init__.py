@@ -33,5 +33,6 @@ from .mlp import MLP
 
 MODELS = {"linear": Linear}
 MODELS["logistic"] = Logistic
+MODELS["mlp"] = MLP
 
 __all__ = ["MODELS", "Linear", "Logistic", "MLP"]

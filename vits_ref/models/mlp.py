@@ -1,13 +1,15 @@
-"""The neural potential of the VITS paper's quadratic bandit (ALGORITHMS.md section 2).
+"""The ReLU-network potential: the VITS paper's quadratic bandit (docs/algorithms.md section 2).
 
-A ReLU network ``x -> h1 -> h2 -> 1`` (20 -> 20 -> 20 -> 1 in the paper, 861 parameters)
-with a Gaussian likelihood and a Gaussian prior, as a potential of its flat parameter
-vector::
+A ReLU network ``x -> h_1 -> ... -> h_L -> 1`` of any depth ``L >= 1`` (20 -> 20 -> 20 -> 1
+in the VITS paper, 861 parameters; 50 hidden units in the particle-VI paper's BNN) with a
+Gaussian likelihood and a Gaussian prior, as a potential of its flat parameter vector::
 
     U(theta) = eta/2 ( sum_s (g_theta(x_s) - r_s)^2 + lam |theta|^2 )
 
-Gradient by hand-written back-propagation; "Hessian" = the Gauss-Newton matrix
-``eta (J^T J + lam I)``. The kernels are in :mod:`vits_ref.kernels.mlp`.
+(or a general prior ``N(theta0, Sigma0)``). Gradient by hand-written back-propagation;
+"Hessian" = the Gauss-Newton matrix ``eta (J^T J + lam I)``. The kernels are in
+:mod:`vits_ref.kernels.mlp`; the flat layout is defined there once
+(:func:`vits_ref.kernels.mlp.layout`).
 """
 
 import numbers
@@ -16,35 +18,46 @@ import numpy as np
 
 from .. import _validate as val
 from ..kernels.mlp import (
+    POTENTIAL,
+    layout,
     mlp_grads_hessian_cpu,
     mlp_jacobian_cpu,
-    mlp_outputs_cpu,
+    mlp_predict_cpu,
+    mlp_value_cpu,
     n_params,
 )
+from .linear import general_prior
 
 #: Rows of the history processed per pass (the height of the scratch buffers).
 CHUNK = 256
 
-_BLOCKS = ("W1", "b1", "W2", "b2", "w3", "b3")
+#: The VITS paper's architecture (quadratic bandit): two ReLU layers of 20 units.
+DEFAULT_HIDDEN = (20, 20)
 
 
 class MLP:
-    """Two-hidden-layer ReLU network potential with flat parameters (the quadratic bandit).
+    """ReLU network potential with flat parameters (the quadratic bandit's, any depth).
 
-    Network ``g_theta(x) = w3 . relu(W2 relu(W1 x + b1) + b2) + b3``, Gaussian likelihood
-    with noise variance ``1/eta`` and prior ``N(0, I/(lam eta))`` on the flat parameter
-    vector ``theta``.
+    Network ``g_theta(x) = w_out . relu(W_L ... relu(W_1 x + b_1) ... + b_L) + b_out``,
+    Gaussian likelihood with noise variance ``1/eta`` and prior ``N(0, I/(lam eta))`` on the
+    flat parameter vector ``theta`` (or a general Gaussian prior).
 
     Parameters
     ----------
     input_dim : int
         Size ``p`` of an arm's feature vector.
-    hidden : pair of int, default (20, 20)
-        Widths ``(h1, h2)`` of the two ReLU layers.
+    hidden : tuple of int, default (20, 20)
+        Widths ``(h_1, ..., h_L)`` of the ReLU layers, ``L >= 1``: ``(20, 20)`` is the VITS
+        paper's quadratic bandit, ``(50,)`` the particle-VI paper's BNN.
     eta : float, default 1.0
         Inverse temperature (inverse noise variance).
     lam : float, default 1.0
-        Ridge (prior precision in units of ``eta``).
+        Ridge (prior precision in units of ``eta``); unused with a general prior.
+    prior_mean, prior_cov : array or None
+        A general Gaussian prior ``N(theta0, Sigma0)`` instead (``prior_cov`` a (dim, dim)
+        matrix or, the common case, the diagonal as a (dim,) vector): the prior term of
+        ``U`` becomes ``1/2 (theta - theta0)^T inv(Sigma0) (theta - theta0)``, not tempered
+        by ``eta``, as in :class:`~vits_ref.models.Logistic`.
     capacity : int, default 1024
         Initial number of observations the history buffers hold; they double when full
         (never per round), keeping dtype and rank, so compiled kernels never recompile.
@@ -56,34 +69,42 @@ class MLP:
     Attributes
     ----------
     dim : int
-        Number of parameters ``h1 p + h1 + h2 h1 + h2 + h2 + 1`` (861 for p = 20).
+        Number of parameters ``sum_l (h_l h_{l-1} + h_l) + h_L + 1`` with ``h_0 = p``
+        (861 for p = 20 and the default hidden widths).
     n_obs : int
         Number of observations added.
+    layout : dict
+        ``{block: (start, stop, shape)}`` of the flat vector (see Notes).
 
     Notes
     -----
-    **Flat layout.** ``theta`` concatenates, in this order, ``W1`` (h1, p) row-major,
-    ``b1`` (h1), ``W2`` (h2, h1) row-major, ``b2`` (h2), ``w3`` (h2), ``b3`` (1);
-    :meth:`unpack` and :meth:`pack` convert. ``relu'(0)`` is taken as 0.
+    **Flat layout.** ``theta`` concatenates, in this order, ``W1`` (h_1, p) row-major,
+    ``b1`` (h_1), ``W2`` (h_2, h_1) row-major, ``b2``, ..., ``WL``, ``bL``, then the output
+    weights ``w{L+1}`` (h_L) and bias ``b{L+1}`` (one entry): for two layers ``W1, b1, W2,
+    b2, w3, b3``. :meth:`unpack` and :meth:`pack` convert. ``relu'(0)`` is taken as 0.
 
-    **Potential** (ALGORITHMS.md section 2, VITS paper section 5 and appendix H), residuals
+    **Potential** (docs/algorithms.md section 2, VITS paper section 5 and appendix H), residuals
     ``e_s = g_theta(x_s) - r_s``, ``J`` the (n, dim) Jacobian of the outputs::
 
         U = eta/2 (sum_s e_s^2 + lam |theta|^2),   grad U = eta (J^T e + lam theta)
 
-    The gradient is computed by back-propagation without forming ``J``.
+    The gradient is computed by back-propagation without forming ``J``. With a general
+    prior ``N(theta0, Sigma0)``, ``P0 = inv(Sigma0)``::
+
+        U = eta/2 sum_s e_s^2 + 1/2 (theta - theta0)^T P0 (theta - theta0),
+        grad U = eta J^T e + P0 (theta - theta0),   Gauss-Newton eta J^T J + P0.
 
     **Hessian = Gauss-Newton.** :meth:`hess` and :meth:`grads_hessian` return the
-    Gauss-Newton matrix ``eta (J^T J + lam I)``, the choice ALGORITHMS.md makes. It is
+    Gauss-Newton matrix ``eta (J^T J + lam I)``, the choice docs/algorithms.md makes. It is
     symmetric positive definite (eigenvalues >= ``eta lam``) whatever ``theta``, so VITS's
     square-root recursion stays well posed. The exact Hessian adds the residual-weighted
-    second-derivative terms ``eta sum_s e_s d^2 g(x_s)/dtheta^2`` (piecewise bilinear in
+    second-derivative terms ``eta sum_s e_s d^2 g(x_s)/dtheta^2`` (piecewise polynomial in
     the weights for a ReLU network), which can make it indefinite away from a good fit;
     they vanish where the network interpolates the data.
 
     **Cost** with n observations and d = dim: a gradient costs about
-    ``2 n (2 p h1 + 3 h1 h2)`` flops (4 MFLOP at n = 1000, the paper's sizes); the
-    Gauss-Newton matrix ``n d^2`` flops (BLAS ``dsyrk``: 0.74 GFLOP at n = 1000) plus
+    ``2 n (2 p h_1 + 3 sum_l h_{l-1} h_l)`` flops (4 MFLOP at n = 1000, the paper's sizes);
+    the Gauss-Newton matrix ``n d^2`` flops (BLAS ``dsyrk``: 0.74 GFLOP at n = 1000) plus
     forming ``J`` chunk by chunk. Nothing of ``J^T J`` carries over from one ``theta`` to
     another (each row depends on ``theta`` through the activations and ReLU masks), so
     nothing is cached; an engine that wants fewer Gauss-Newton matrices must evaluate them
@@ -94,6 +115,10 @@ class MLP:
     engine may start its mean there instead of at a prior draw (a prior draw with
     ``lam eta`` around 1 puts O(1) weights everywhere, which for a deep ReLU network gives
     outputs of size ``~ sqrt(p) h``).
+
+    **Kernels.** :meth:`kernel_data` and :meth:`kernel_scratch` give the tuples the kernel
+    bodies of :mod:`vits_ref.kernels.mlp` take (``mlp_grads_hessian``, ``mlp_value``,
+    ``mlp_predict``), so compiled steps can close over this potential.
 
     The model keeps scratch buffers: one model must not be used from two threads at once
     (engines each own theirs, via :meth:`spawn`).
@@ -115,36 +140,67 @@ class MLP:
     True
     >>> m.predict(theta, np.zeros((2, 3)))  # zero biases: zero outputs at x = 0
     array([0., 0.])
+    >>> MLP(20, hidden=(50,)).dim, MLP(3, hidden=(4, 4, 4)).dim
+    (1101, 61)
     """
 
     name = "mlp"
+    #: the kernel bodies of this potential (:mod:`vits_ref.kernels.mlp`)
+    potential = POTENTIAL
 
-    def __init__(self, input_dim, hidden=(20, 20), eta=1.0, lam=1.0, capacity=1024,
-                 chunk=CHUNK):
+    def __init__(self, input_dim, hidden=DEFAULT_HIDDEN, eta=1.0, lam=1.0, prior_mean=None,
+                 prior_cov=None, capacity=1024, chunk=CHUNK):
         self.input_dim = val.positive_int(input_dim, "input_dim")
         self.hidden = _hidden(hidden)
         self.eta = val.positive_float(eta, "eta")
         self.lam = val.positive_float(lam, "lam")
         self.capacity = val.positive_int(capacity, "capacity")
         self.chunk = val.positive_int(chunk, "chunk")
-        h1, h2 = self.hidden
-        self.dim = n_params(self.input_dim, h1, h2)
+        self.dim = n_params(self.input_dim, self.hidden)
+        #: ``{block: (start, stop, shape)}`` of the flat layout
+        self.layout = layout(self.input_dim, self.hidden)
+        self.prior_mean, self.prior_cov = general_prior(self.dim, prior_mean, prior_cov)
+        self._P0_none, self._theta0_none = np.zeros((1, 1)), np.zeros(1)  # placeholders
+        if self.prior_cov is None:
+            self._P0, self._theta0 = self._P0_none, self._theta0_none  # unused by the kernels
+        else:
+            P0 = np.linalg.inv(self.prior_cov)
+            self._P0, self._theta0 = 0.5 * (P0 + P0.T), self.prior_mean.copy()
+        self._widths = np.array(self.hidden, dtype=np.int64)
         self.n_obs = 0
         self._X = np.empty((self.capacity, self.input_dim))
         self._r = np.empty(self.capacity)
         c, d = self.chunk, self.dim
-        # A1, A2, out, D1, D2, gtmp, J: see kernels.mlp.mlp_potential
-        self._scratch = (np.empty((c, h1)), np.empty((c, h2)), np.empty(c),
-                         np.empty((c, h1)), np.empty((c, h2)), np.empty(d), np.empty((c, d)))
-        offsets = np.cumsum([0, h1 * self.input_dim, h1, h2 * h1, h2, h2, 1])
-        shapes = ((h1, self.input_dim), (h1,), (h2, h1), (h2,), (h2,), ())
-        #: ``{block: (start, stop, shape)}`` of the flat layout
-        self.layout = {name: (int(offsets[i]), int(offsets[i + 1]), shapes[i])
-                       for i, name in enumerate(_BLOCKS)}
+        # A, D, out, gtmp, J, pbuf: see kernels.mlp (module docstring)
+        self._scratch = (np.empty(c * sum(self.hidden)), np.empty(c * sum(self.hidden)),
+                         np.empty(c), np.empty(d), np.empty((c, d)), np.empty(d))
+
+    @classmethod
+    def from_dim(cls, dim, eta=1.0, lam=1.0):
+        """The default architecture (hidden ``(20, 20)``) for features of size ``dim``.
+
+        What an engine builds from ``model="mlp"``; note that the model's number of
+        parameters :attr:`dim` is then ``n_params(dim, (20, 20))`` (861 for ``dim = 20``),
+        not ``dim``.
+        """
+        return cls(dim, eta=eta, lam=lam)
 
     def __repr__(self):
+        prior = "" if self.prior_cov is None else ", prior=general"
         return (f"MLP(input_dim={self.input_dim}, hidden={self.hidden}, eta={self.eta!r}, "
-                f"lam={self.lam!r})")
+                f"lam={self.lam!r}{prior})")
+
+    @property
+    def has_default_prior(self):
+        """True for the prior ``N(0, I/(lam eta))``."""
+        return self.prior_cov is None
+
+    @property
+    def prior_precision(self):
+        """The prior's precision ``P0`` (dim, dim): ``eta lam I``, or ``inv(prior_cov)``."""
+        if self.prior_cov is None:
+            return self.eta * self.lam * np.eye(self.dim)
+        return self._P0.copy()
 
     # -- data ---------------------------------------------------------------------------
     def add(self, features, rewards):
@@ -186,20 +242,50 @@ class MLP:
         """The observed rewards, (n_obs,) (a copy)."""
         return self._r[:self.n_obs].copy()
 
+    # -- kernel interface ---------------------------------------------------------------
+    def kernel_data(self, prior=True):
+        """``(X, r, eta, lam, widths, general, P0, theta0)``: what the kernel bodies read.
+
+        ``X`` (n_obs, input_dim) and ``r`` (n_obs,) are views of the history buffers (valid
+        until the next :meth:`add`); ``widths`` (L,) int64 the hidden widths; ``general``
+        (bool) whether the prior is ``N(theta0, inv(P0))`` with ``P0`` (dim, dim) and
+        ``theta0`` (dim,) (else (1, 1) and (1,) placeholders, and the prior is
+        ``N(0, I/(eta lam))``).
+
+        ``prior=False``: the likelihood's part only (``lam = 0``, no prior term), which the
+        Laplace engine completes with the prior as an explicit Gaussian term.
+        """
+        n = self.n_obs
+        if not prior:
+            return (self._X[:n], self._r[:n], self.eta, 0.0, self._widths, False,
+                    self._P0_none, self._theta0_none)
+        return (self._X[:n], self._r[:n], self.eta, self.lam, self._widths,
+                self.prior_cov is not None, self._P0, self._theta0)
+
+    def kernel_scratch(self, n_rows=1):
+        """``(A, D, out, gtmp, J, pbuf)``: the preallocated buffers the kernel bodies use.
+
+        ``A``, ``D`` (chunk sum(hidden),) the per-layer activations and sensitivities of a
+        chunk; ``out`` (chunk,); ``gtmp`` (dim,); ``J`` (chunk, dim); ``pbuf`` (dim,). The
+        bodies treat parameter vectors one at a time, so ``n_rows`` (the number of rows of
+        ``thetas`` a caller will pass) does not change them.
+        """
+        return self._scratch
+
     # -- potential ----------------------------------------------------------------------
     def value(self, theta):
         """``U(theta)``, including the constant ``eta/2 sum r^2``."""
-        return self.value_grad(theta)[0]
+        return float(mlp_value_cpu(self.kernel_data(), self._theta(theta),
+                                   self.kernel_scratch()))
 
     def grad(self, theta):
         """``grad U(theta) = eta (J^T e + lam theta)`` by back-propagation, shape (dim,)."""
-        return self.value_grad(theta)[1]
+        return self._run(self._theta(theta)[None, :], False)[0][0]
 
     def value_grad(self, theta):
-        """``(U(theta), grad U(theta))`` from one forward and one backward pass."""
-        thetas = self._theta(theta)[None, :]
-        G, _, values = self._run(thetas, False)
-        return float(values[0]), G[0]
+        """``(U(theta), grad U(theta))``."""
+        theta = self._theta(theta)
+        return self.value(theta), self._run(theta[None, :], False)[0][0]
 
     def hess(self, theta):
         """The Gauss-Newton matrix ``eta (J^T J + lam I)`` at ``theta``, (dim, dim).
@@ -221,8 +307,9 @@ class MLP:
         G : (M, dim) array
             ``grad U`` at each row.
         H : (dim, dim) array or None
-            ``eta (mean_m J_m^T J_m + lam I)`` (Gauss-Newton, positive definite), or None
-            when ``want_hessian`` is False (then no Jacobian is formed).
+            ``eta (mean_m J_m^T J_m + lam I)`` (Gauss-Newton, positive definite; ``eta
+            mean_m J_m^T J_m + P0`` with a general prior), or None when ``want_hessian`` is
+            False (then no Jacobian is formed).
 
         Notes
         -----
@@ -233,8 +320,7 @@ class MLP:
         if thetas.shape[1] != self.dim or thetas.shape[0] == 0:
             raise ValueError(f"thetas must have shape (M, {self.dim}) with M >= 1 (rows are "
                              f"parameter vectors of this MLP), got {thetas.shape}")
-        G, H, _ = self._run(_writable(thetas), bool(want_hessian))
-        return G, H
+        return self._run(_writable(thetas), bool(want_hessian))
 
     def jacobian(self, theta, features=None):
         """``J`` (n, dim): the derivatives of the outputs at the rows of ``features``.
@@ -244,8 +330,8 @@ class MLP:
         theta = self._theta(theta)
         X = self._X[:self.n_obs] if features is None else self._contexts(features, "features")
         J = np.empty((X.shape[0], self.dim))
-        A1, A2, _, D1, D2, _, _ = self._scratch
-        mlp_jacobian_cpu(theta, X, *self.hidden, A1, A2, np.empty(X.shape[0]), D1, D2, J)
+        mlp_jacobian_cpu(self.kernel_data(), theta, X, np.empty(X.shape[0]), J,
+                         self.kernel_scratch())
         return J
 
     def predict(self, theta, contexts):
@@ -253,46 +339,60 @@ class MLP:
         theta = self._theta(theta)
         X = self._contexts(contexts, "contexts")
         out = np.empty(X.shape[0])
-        A1, A2 = self._scratch[:2]
-        mlp_outputs_cpu(theta, X, *self.hidden, A1, A2, out)
+        mlp_predict_cpu(self.kernel_data(), theta, X, out, self.kernel_scratch())
         return out
 
     def spawn(self, eta, lam):
-        """An MLP of the same architecture with no data."""
-        return MLP(self.input_dim, self.hidden, eta=eta, lam=lam, capacity=self.capacity,
-                   chunk=self.chunk)
+        """An MLP of the same architecture and prior with no data."""
+        return MLP(self.input_dim, self.hidden, eta=eta, lam=lam, prior_mean=self.prior_mean,
+                   prior_cov=self.prior_cov, capacity=self.capacity, chunk=self.chunk)
 
     # -- parameters ---------------------------------------------------------------------
     def init(self, rng=None):
         """A standard initialisation as a flat vector: He-normal weights, zero biases.
 
-        ``W1 ~ N(0, 2/p)``, ``W2 ~ N(0, 2/h1)`` (He et al. 2015, for ReLU inputs),
-        ``w3 ~ N(0, 1/h2)`` (linear output), biases 0. ``rng``: int, SeedSequence,
+        ``W_l ~ N(0, 2/fan_in)`` for every hidden layer (He et al. 2015, for ReLU inputs;
+        ``fan_in = p`` for the first), the output weights ``~ N(0, 1/h_L)`` (linear output),
+        biases 0; drawn in the order ``W1, W2, ..., w_out``. ``rng``: int, SeedSequence,
         Generator or None.
         """
         gen = val.as_generator(rng, "rng")
-        h1, h2 = self.hidden
-        p = self.input_dim
-        return self.pack(W1=gen.standard_normal((h1, p)) * np.sqrt(2.0 / p),
-                         b1=np.zeros(h1),
-                         W2=gen.standard_normal((h2, h1)) * np.sqrt(2.0 / h1),
-                         b2=np.zeros(h2),
-                         w3=gen.standard_normal(h2) * np.sqrt(1.0 / h2),
-                         b3=0.0)
+        blocks = {}
+        for name, (_, _, shape) in self.layout.items():
+            if name[0] == "W":
+                blocks[name] = gen.standard_normal(shape) * np.sqrt(2.0 / shape[1])
+            elif name[0] == "w":
+                blocks[name] = gen.standard_normal(shape) * np.sqrt(1.0 / shape[0])
+            else:
+                blocks[name] = np.zeros(shape) if shape else 0.0
+        return self.pack(**blocks)
 
     def unpack(self, theta):
-        """``{"W1", "b1", "W2", "b2", "w3", "b3"}``: views into ``theta`` (``b3`` a float)."""
+        """``{"W1", "b1", ..., "w{L+1}", "b{L+1}"}``: views into ``theta`` (the last a float)."""
         theta = self._theta(theta)
         out = {}
         for name, (a, b, shape) in self.layout.items():
             out[name] = float(theta[a]) if shape == () else theta[a:b].reshape(shape)
         return out
 
-    def pack(self, W1, b1, W2, b2, w3, b3):
-        """The flat vector of the given blocks (shapes as in :attr:`layout`)."""
+    def pack(self, *args, **blocks):
+        """The flat vector of the given blocks (by position or name, as in :attr:`layout`)."""
+        names = tuple(self.layout)
+        if len(args) > len(names):
+            raise TypeError(f"pack takes at most {len(names)} blocks {names}, got {len(args)}")
+        for name, value in zip(names, args, strict=False):
+            if name in blocks:
+                raise TypeError(f"pack got block {name!r} both by position and by name")
+            blocks[name] = value
+        missing = [n for n in names if n not in blocks]
+        unknown = [n for n in blocks if n not in self.layout]
+        if missing or unknown:
+            raise TypeError(f"pack needs exactly the blocks {names} of this MLP; missing "
+                            f"{missing}, unknown {unknown}")
         theta = np.empty(self.dim)
-        for name, value in zip(_BLOCKS, (W1, b1, W2, b2, w3, b3), strict=True):
+        for name in names:
             a, b, shape = self.layout[name]
+            value = blocks[name]
             got = np.shape(value)
             arr = val.float_array(value, name, finite=False)
             if got != shape and not (shape == () and got == (1,)):
@@ -316,27 +416,29 @@ class MLP:
         return _writable(x)
 
     def _run(self, thetas, want_hessian):
-        M = thetas.shape[0]
-        G = np.empty((M, self.dim))
+        G = np.empty((thetas.shape[0], self.dim))
         H = np.empty((self.dim, self.dim)) if want_hessian else np.empty((1, 1))
-        values = np.empty(M)
-        n = self.n_obs
-        mlp_grads_hessian_cpu(thetas, self._X[:n], self._r[:n], self.eta, self.lam,
-                              *self.hidden, want_hessian, G, H, values, *self._scratch)
-        return G, (H if want_hessian else None), values
+        mlp_grads_hessian_cpu(self.kernel_data(), thetas, want_hessian, G, H,
+                              self.kernel_scratch())
+        return G, (H if want_hessian else None)
 
 
 def _hidden(hidden):
-    if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__len__"):
-        raise TypeError(f"hidden must be a pair of layer widths such as (20, 20), "
+    """``hidden`` as a non-empty tuple of positive ints, or a TypeError/ValueError."""
+    if isinstance(hidden, np.ndarray) and hidden.ndim == 1:
+        hidden = hidden.tolist()
+    if not isinstance(hidden, (tuple, list)):
+        raise TypeError(f"hidden must be a tuple of layer widths such as (20, 20) or (50,), "
                         f"got {hidden!r}")
-    if len(hidden) != 2:
-        raise ValueError(f"hidden must be a pair (h1, h2): this MLP has exactly two ReLU "
-                         f"layers, got {len(hidden)} widths {tuple(hidden)!r}")
+    if len(hidden) == 0:
+        raise ValueError("hidden must have at least one layer width, e.g. (20, 20) or (50,); "
+                         "got ()")
     for h in hidden:
         if isinstance(h, (bool, np.bool_)) or not isinstance(h, numbers.Integral):
-            raise TypeError(f"hidden widths must be integers, got {hidden!r}")
-    return (val.positive_int(hidden[0], "hidden[0]"), val.positive_int(hidden[1], "hidden[1]"))
+            raise TypeError(f"hidden widths must be integers, got {tuple(hidden)!r}")
+        if h < 1:
+            raise ValueError(f"hidden widths must be >= 1, got {tuple(hidden)!r}")
+    return tuple(int(h) for h in hidden)
 
 
 def _writable(a):

@@ -36,7 +36,7 @@ def _layers(theta, p, hidden):
     """``[(W_1, b_1), ..., (W_L, b_L)]`` and ``(w_out, b_out)``."""
     blocks = unpack(theta, p, hidden)
     L = len(hidden)
-    layers = [(blocks[f"W{l}"], blocks[f"b{l}"]) for l in range(1, L + 1)]
+    layers = [(blocks[f"W{layer}"], blocks[f"b{layer}"]) for layer in range(1, L + 1)]
     return layers, (blocks[f"w{L + 1}"], blocks[f"b{L + 1}"])
 
 
@@ -69,11 +69,11 @@ def jacobian(theta, X, hidden):
     _, Z, A = forward(theta, X, hidden)
     D = [None] * len(layers)
     D[-1] = w_out * (Z[-1] > 0.0)
-    for l in range(len(layers) - 1, 0, -1):
-        D[l - 1] = (D[l] @ layers[l][0]) * (Z[l - 1] > 0.0)
+    for layer in range(len(layers) - 1, 0, -1):
+        D[layer - 1] = (D[layer] @ layers[layer][0]) * (Z[layer - 1] > 0.0)
     cols = []
-    for l, Dl in enumerate(D):
-        cols.append((Dl[:, :, None] * A[l][:, None, :]).reshape(n, -1))
+    for layer, Dl in enumerate(D):
+        cols.append((Dl[:, :, None] * A[layer][:, None, :]).reshape(n, -1))
         cols.append(Dl)
     cols += [A[-1], np.ones((n, 1))]
     return np.concatenate(cols, axis=1)
