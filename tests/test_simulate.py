@@ -11,12 +11,13 @@ NumPy), ~1e-15 per operation over at most 60 rounds of d = 5.
 import numba
 import numpy as np
 import pytest
-from vits_ref.kernels import bandit as kb
 
 import vits_ref as vr
-from vits_ref import bench, reference
+from vits_ref import reference
+from vits_ref._bench import linear as bench
 from vits_ref._seeding import child
-from vits_ref.simulate import _fused_spec, draw_policy_noise, make_policy
+from vits_ref.drivers import cpu
+from vits_ref.simulate import draw_policy_noise, fused_spec, make_policy
 
 T = 60
 
@@ -64,7 +65,7 @@ def test_fused_equals_python_loop(pool_env, hard_env, name, env_name):
 
 def _hard_problem(name, n_rounds=T):
     env = vr.envs.hard_instance(dim=5, n_arms=6, seed=2)
-    spec = _fused_spec(make_policy(name, 5))
+    spec = fused_spec(make_policy(name, 5))
     rs = child(np.random.SeedSequence(8), 0)
     real = env.realise(n_rounds, _gen(child(rs, 0)))
     run = (real.contexts, real.means, real.rewards) + draw_policy_noise(spec, child(rs, 1),
@@ -84,8 +85,8 @@ def test_fused_equals_numpy_reference(name, env_name):
     np.testing.assert_allclose(regret, regret_ref, rtol=0, atol=1e-10)
     # and the same arms through the driver that returns them
     arms = np.empty(T, np.int64)
-    status = kb.run_one(*bench._args(spec), *run, np.zeros(0, np.int64), np.empty(T), arms,
-                        np.zeros(0))
+    status = cpu.bandit_run(spec.piece)(spec.params, *run, np.zeros(0, np.int64), np.empty(T),
+                                        arms, np.zeros(0))
     assert status == 0
     assert np.array_equal(arms, arms_ref)
 

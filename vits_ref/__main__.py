@@ -47,7 +47,7 @@ def main(argv=None):
             print(f"{name:18s} {mod.DESCRIPTION}")
         return 0
     if args.command == "bench":
-        from .bench import main as bench_main
+        from ._bench import main as bench_main
 
         bench_main(quick=args.quick)
         return 0

@@ -1,8 +1,8 @@
 """Non-linear models (issue 3): logistic and MLP VITS-II rounds, IRLS to convergence.
 
 Every figure compares the library's path with a plain NumPy implementation of the same
-algorithm (``vits_ref.bench_nonlinear``, which ``tests/test_bench_nonlinear.py`` checks
-computes the same numbers), run in the same process:
+algorithm (``vits_ref.reference``, which ``tests/test_reference.py`` checks computes the
+same numbers; the helpers are ``vits_ref._bench.nonlinear``), run in the same process:
 
 - Logistic VITS-II round: ``VITS(20, model="logistic", variant="II")`` with ``n_obs``
   observations in its history; one round = the engine's ``_refit`` (the inner steps of one
@@ -15,9 +15,9 @@ computes the same numbers), run in the same process:
   (three 861 x 861 products: ``C^T C``, ``H B``, ``C (C^T C - H)``). A round takes about a
   second, so ``number = 1`` and few repeats. Goal: ratio >= 5; the ``track_fraction_*``
   figures say where the compiled round's time goes.
-- IRLS: ``vits_ref.kernels.logistic.irls_logistic_cpu`` (Newton form of IRLS with step
-  halving, tol 1e-8) from ``theta = 0`` to convergence on the unpenalised logistic MLE,
-  d = 20, n = 1000, against the same iteration in NumPy and statsmodels'
+- IRLS: ``vits_ref.drivers.cpu.newton`` on the logistic potential (Newton form of IRLS
+  with step halving, tol 1e-8) from ``theta = 0`` to convergence on the unpenalised
+  logistic MLE, d = 20, n = 1000, against the same iteration in NumPy and statsmodels'
   ``GLM(y, X, family=Binomial()).fit()`` (its IRLS, its defaults; ``fit()`` only, the model
   built in ``setup``). Goal: ``track_ratio_irls_vs_statsmodels`` >= 1. Skipped without
   statsmodels.
@@ -32,7 +32,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from vits_ref import bench_nonlinear as bn  # noqa: E402
+from vits_ref import reference  # noqa: E402
+from vits_ref._bench import nonlinear as bn  # noqa: E402
 
 from .common import TIMEOUT, single_thread  # noqa: E402
 
@@ -75,7 +76,7 @@ class TimeLogisticRound:
         self.compiled()
 
     def time_reference(self, n_obs):
-        """The same 10 steps in NumPy (``bench_nonlinear.vits_ii_round_numpy``)."""
+        """The same 10 steps in NumPy (``vits_ref.reference.vits_ii_round``)."""
         self.reference()
 
 
@@ -139,14 +140,14 @@ class TimeMLPRound:
         self.compiled()
 
     def time_reference(self, n_obs):
-        """The same 10 steps in NumPy (``bench_nonlinear.mlp_grads_hessian_numpy``)."""
+        """The same 10 steps in NumPy (``vits_ref.reference.mlp.grads_gauss_newton``)."""
         self.reference()
 
 
 class TrackMLPRound:
     """MLP VITS-II round: ratio, seconds, and where the compiled round's time goes.
 
-    ``bench_nonlinear.mlp_round_stats`` (interleaved medians of 3), computed once for all
+    ``vits_ref._bench.nonlinear.mlp_round_stats`` (interleaved medians of 3), computed once for all
     ``n_obs`` in ``setup_cache``. ``track_fraction_dxd_products``: 10 x (the three d x d
     products timed alone in NumPy, ``C^T C`` by dsyrk) / compiled round;
     ``track_fraction_gauss_newton``: 10 x (the Hessian part of the compiled
@@ -203,12 +204,12 @@ class TimeIRLS:
         bn.irls_compiled(self.X, self.y, self.P0, self.b0)  # compile (or load the cache)
 
     def time_irls_compiled(self):
-        """``irls_logistic_cpu`` (7 Newton steps on this problem)."""
+        """``cpu.newton(logistic POTENTIAL)`` (7 Newton steps on this problem)."""
         bn.irls_compiled(self.X, self.y, self.P0, self.b0)
 
     def time_irls_numpy(self):
-        """The same iteration in NumPy (``bench_nonlinear.irls_logistic_numpy``)."""
-        bn.irls_logistic_numpy(self.X, self.y, 1.0, self.P0, self.b0, np.zeros(IRLS_DIM))
+        """The same iteration in NumPy (``vits_ref.reference.logistic.irls``)."""
+        reference.logistic.irls(self.X, self.y, 1.0, self.P0, self.b0, np.zeros(IRLS_DIM))
 
 
 class TimeIRLSStatsmodels:
@@ -234,7 +235,7 @@ class TimeIRLSStatsmodels:
 class TrackIRLS:
     """NumPy / compiled for IRLS to convergence, same iteration, interleaved medians of 21.
 
-    ``bench_nonlinear.irls_stats``; also the number of Newton steps taken.
+    ``vits_ref._bench.nonlinear.irls_stats``; also the number of Newton steps taken.
     """
 
     timeout = TIMEOUT

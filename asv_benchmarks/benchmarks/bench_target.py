@@ -14,9 +14,9 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from vits_ref.drivers import cpu  # noqa: E402
 
 import vits_ref  # noqa: E402
+from vits_ref.drivers import cpu  # noqa: E402
 from vits_ref.experiments.vits.target import METHODS, gaussian_target  # noqa: E402
 
 from .common import TIMEOUT, single_thread  # noqa: E402

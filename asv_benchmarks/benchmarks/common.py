@@ -6,7 +6,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numba  # noqa: E402
 
-from vits_ref.bench import median_times, pin_blas_threads  # noqa: E402, F401 (re-exported)
+from vits_ref._bench.timing import median_times, pin_blas_threads  # noqa: E402, F401
 
 #: asv's time limit per benchmark (seconds). A fresh environment has an empty Numba
 #: cache, so the first ``setup`` compiles the fused loop cold (3-12 s per large kernel).
@@ -25,7 +25,7 @@ def single_thread():
 
 
 def truncate(run, n_rounds):
-    """The first ``n_rounds`` rounds of a run's arrays (``vits_ref.bench.problem``).
+    """The first ``n_rounds`` rounds of a run's arrays (``vits_ref._bench.linear.problem``).
 
     ``run`` is ``(contexts, means, rewards, init_noise, sel_noise, step_noise)``; the
     per-round arrays are cut, ``init_noise`` is kept.

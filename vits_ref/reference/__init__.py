@@ -1,10 +1,17 @@
 """Plain-NumPy reference implementations, in one place: readable, slow, the yardstick.
 
-Tests compare the kernels against them and the benchmarks time the kernels against them
-in the same process. One module per subject: :mod:`.bandit` (the linear-bandit run and
-the VITS step), :mod:`.mlp` (the network potential).
+Tests compare the kernels against them and the benchmarks (``python -m vits_ref bench``,
+``asv_benchmarks/``) time the kernels against them in the same process. One module per
+subject: :mod:`.vits` (the VITS steps: linear, and VITS-II on any potential),
+:mod:`.bandit` (the linear-bandit run), :mod:`.logistic` (the logistic potential and
+IRLS), :mod:`.mlp` (the network potential). The references compute what the kernels
+compute; they share the kernels' constants (variant codes, schedules, status codes) and
+the stable scalar functions of :mod:`vits_ref.special`, never a second copy of a formula.
 """
 
-from .bandit import linear_bandit_run, step_size, vits_step
+from . import logistic, mlp
+from .bandit import linear_bandit_run, step_size
+from .vits import vits_ii_round, vits_ii_step, vits_step, vits_update
 
-__all__ = ["linear_bandit_run", "step_size", "vits_step"]
+__all__ = ["linear_bandit_run", "logistic", "mlp", "step_size", "vits_ii_round",
+           "vits_ii_step", "vits_step", "vits_update"]

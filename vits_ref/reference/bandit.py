@@ -3,7 +3,7 @@
 :func:`linear_bandit_run` implements the same algorithms as the fused compiled loop
 (:func:`vits_ref.kernels.bandit.make_bandit_run` over each policy's piece) with ordinary
 NumPy calls and the same pre-drawn randomness, so the two must give the same regret to rounding
-(``tests/test_reference.py``). The benchmarks time it against the compiled loop in the
+(``tests/test_simulate.py``). The benchmarks time it against the compiled loop in the
 same process. LinTS here refactorises ``V`` by ``np.linalg.cholesky`` and solves every
 round, as most bandit libraries do; the compiled loop uses rank-one updates.
 """
@@ -11,31 +11,7 @@ round, as most bandit libraries do; the compiled loop uses rank-one updates.
 import numpy as np
 
 from ..kernels.bandit import step_size  # noqa: F401 (the schedule, written once)
-from ..kernels.potential import VARIANT_HF, VARIANT_HF_CV, VARIANT_I
-
-
-def vits_step(variant, mu, B, C, etaV, eta_b, eps, h_mu, h, symmetrize=False):
-    """One VITS step on the linear potential (ALGORITHMS.md section 2); returns new state.
-
-    ``eps`` (M, d): the standard normals of the step's M draws.
-    """
-    Z = eps @ B.T                      # theta_j - mu
-    G = (mu + Z) @ etaV - eta_b        # grad U(theta_j) (etaV symmetric)
-    g = G.mean(axis=0)
-    if variant in (VARIANT_HF, VARIANT_HF_CV):
-        if variant == VARIANT_HF_CV:  # control variate: the gradient at the mean
-            G = G - (mu @ etaV - eta_b)
-        A = (C.T @ C) @ (Z.T @ G / eps.shape[0])
-        if symmetrize:
-            A = 0.5 * (A + A.T)
-    else:
-        A = etaV
-    mu = mu - h_mu * g
-    if variant == VARIANT_I:
-        return mu, B - h * (A @ B) + h * np.linalg.inv(B).T, C
-    B_new = B - h * (A @ B) + h * C.T
-    C_new = C - h * C @ (C.T @ C - A)
-    return mu, B_new, C_new
+from .vits import vits_step
 
 
 def linear_bandit_run(spec, contexts, means, rewards, init_noise, sel_noise, step_noise):

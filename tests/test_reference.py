@@ -1,21 +1,23 @@
-"""The NumPy references of the non-linear benchmarks compute the library's numbers.
+"""The plain-NumPy references (vits_ref.reference) compute the library's numbers.
 
-``vits_ref.bench_nonlinear`` times the library against plain NumPy versions of the same
-algorithms (logistic and MLP VITS-II rounds, IRLS); a speed ratio means something only if
-both sides compute the same thing. Here each reference is run on the same inputs (the same
-step noise, copied from the engine's stream) and compared to rounding: the two differ only
-in the order of floating-point sums (BLAS Gram products vs ``X.T @ (w X)``, dsyrk vs
-``J.T @ J``), so agreement is to ~1e-15 relative (measured); 1e-10 leaves room for other
-BLAS builds without hiding a wrong formula (a wrong sign, a missing eta or lam, or the
-wrong Hessian changes the state by far more than 1e-10 at these step sizes: each test
-first checks the round moved the state by at least 1e-4 to 1e-2 relative).
+The benchmarks (vits_ref._bench) time the library against these references; a speed ratio
+means something only if both sides compute the same thing. Here each reference is run on
+the same inputs (the same step noise, copied from the engine's stream) and compared to
+rounding: the two differ only in the order of floating-point sums (BLAS Gram products vs
+``X.T @ (w X)``, dsyrk vs ``J.T @ J``), so agreement is to ~1e-15 relative (measured);
+1e-10 leaves room for other BLAS builds without hiding a wrong formula (a wrong sign, a
+missing eta or lam, or the wrong Hessian changes the state by far more than 1e-10 at these
+step sizes: each test first checks the round moved the state by at least 1e-4 to 1e-2
+relative). The linear references (vits_step, linear_bandit_run) are checked in
+test_vits.py, test_control_variate.py, test_target.py and test_simulate.py.
 """
 
 import numpy as np
 import pytest
-from vits_ref.kernels.logistic import IRLS_CONVERGED
 
-from vits_ref import bench_nonlinear as bn
+from vits_ref import reference
+from vits_ref._bench import nonlinear as bn
+from vits_ref.reference import logistic as ref_logistic
 
 needs_mlp = pytest.mark.skipif(bn.mlp_available() is None,
                                reason="vits_ref.models.MLP is not available")
@@ -34,6 +36,15 @@ def assert_rounds_agree(engine, rtol=1e-10, min_move=1e-4):
         assert rel_err(a, b) < rtol
 
 
+def test_public_names():
+    for name in ("linear_bandit_run", "step_size", "vits_step", "vits_ii_step",
+                 "vits_ii_round", "logistic", "mlp"):
+        assert hasattr(reference, name), name
+    from vits_ref.reference import bandit, vits
+
+    assert bandit.vits_step is vits.vits_step  # one VITS step, imported where used
+
+
 # --------------------------------------------------------------------------- logistic
 
 
@@ -43,9 +54,19 @@ def test_logistic_grads_hessian_reference():
     thetas = 3.0 * np.random.default_rng(2).standard_normal((3, 6))
     thetas[0, 0] = 400.0  # |x theta| in the hundreds: the overflow-free forms must agree
     G, H = eng.model.grads_hessian(thetas, True)
-    G_ref, H_ref = bn.logistic_grads_hessian_numpy(X, y, thetas, 1.7, 0.6)
+    G_ref, H_ref = ref_logistic.grads_hessian(X, y, thetas, 1.7, 0.6)
     assert rel_err(G, G_ref) < 1e-12
     assert rel_err(H, H_ref) < 1e-12
+
+
+def test_logistic_value_reference():
+    X, y = bn.logistic_problem(dim=6, n_obs=300, seed=1)
+    eng = bn.logistic_engine(X, y, eta=1.7, lam=0.6)
+    theta = 3.0 * np.random.default_rng(2).standard_normal(6)
+    theta[0] = 400.0  # softplus of z in the hundreds: no overflow, no cancellation
+    want = ref_logistic.value(X, y, theta, 1.7, 0.6)
+    assert np.isfinite(want)
+    assert abs(eng.model.value(theta) - want) < 1e-12 * abs(want)
 
 
 def test_logistic_round_matches_numpy_constant_step():
@@ -62,12 +83,6 @@ def test_logistic_round_matches_numpy_benchmark_configuration():
     assert_rounds_agree(eng, min_move=1e-4)
 
 
-def test_logistic_round_stats_smoke():
-    s = bn.logistic_round_stats(dim=5, n_obs=50, repeats=1)
-    for key in ("numpy", "compiled", "ratio", "step_grads_hessian", "step_update"):
-        assert np.isfinite(s[key]) and s[key] > 0, key
-
-
 # --------------------------------------------------------------------------- MLP
 
 
@@ -79,11 +94,11 @@ def test_mlp_grads_gauss_newton_reference():
     m.add(X, r)
     thetas = np.stack([m.init(6), m.init(7)])
     G, H = m.grads_hessian(thetas, True)
-    G_ref, H_ref = bn.mlp_grads_hessian_numpy(X, r, thetas, 1.5, 0.4, 4, 5)
+    G_ref, H_ref = reference.mlp.grads_gauss_newton(X, r, thetas, 1.5, 0.4, (4, 5))
     assert rel_err(G, G_ref) < 1e-12
     assert rel_err(H, H_ref) < 1e-12
     # the NumPy Jacobian is the model's explicit one
-    _, J = bn.mlp_jacobian_numpy(thetas[0], X, 4, 5)
+    J = reference.mlp.jacobian(thetas[0], X, (4, 5))
     assert rel_err(J, m.jacobian(thetas[0])) < 1e-13
 
 
@@ -116,12 +131,9 @@ def test_irls_numpy_is_the_kernel_iteration(ridge):
         P0 = A @ A.T / 20 + np.eye(20)
         b0 = P0 @ rng.standard_normal(20)
     eta = 0.8 if ridge else 1.0
-    from vits_ref.kernels.logistic import irls_logistic_cpu
-
-    theta, H, L = np.zeros(20), np.empty((20, 20)), np.empty((20, 20))
-    status, it = irls_logistic_cpu(X, y, eta, P0, b0, theta, 1e-8, 100, H, L)
-    s_ref, it_ref, theta_ref, H_ref = bn.irls_logistic_numpy(X, y, eta, P0, b0, np.zeros(20))
-    assert status == s_ref == IRLS_CONVERGED
+    status, it, theta, H = bn.irls_compiled(X, y, P0, b0, 1e-8, 100, eta=eta)
+    s_ref, it_ref, theta_ref, H_ref = ref_logistic.irls(X, y, eta, P0, b0, np.zeros(20))
+    assert status == s_ref == ref_logistic.CONVERGED
     assert it == it_ref
     assert rel_err(theta, theta_ref) < 1e-10
     assert rel_err(H, H_ref) < 1e-10
@@ -132,37 +144,6 @@ def test_irls_matches_statsmodels():
     X, y, P0, b0 = bn.irls_problem()
     status, _, theta, _ = bn.irls_compiled(X, y, P0, b0)
     res = sm.GLM(y, X, family=sm.families.Binomial()).fit(tol=1e-12)
-    assert status == IRLS_CONVERGED
+    assert status == ref_logistic.CONVERGED
     # both at the MLE to well below its standard errors (about 0.2 here)
     assert np.max(np.abs(theta - res.params)) < 1e-8
-
-
-def test_irls_stats_smoke():
-    s = bn.irls_stats(dim=5, n_obs=200, repeats=1)
-    assert s["compiled"] > 0 and s["numpy"] > 0 and s["iterations"] >= 1
-    if s["statsmodels"] is not None:
-        assert s["max_abs_diff_statsmodels"] < 1e-6
-
-
-def test_pin_blas_threads():
-    before = bn.blas_threads()
-    try:
-        after = bn.pin_blas_threads(1)
-        assert set(after) == set(before)
-        assert all(v == 1 for v in after.values())
-    finally:
-        if before:
-            bn.pin_blas_threads(max(before.values()))
-
-
-def test_asv_module_imports():
-    import pathlib
-    import sys
-
-    root = pathlib.Path(__file__).resolve().parents[1] / "asv_benchmarks"
-    sys.path.insert(0, str(root))
-    try:
-        import benchmarks.bench_nonlinear as mod
-    finally:
-        sys.path.remove(str(root))
-    assert hasattr(mod, "TrackLogisticRound") and hasattr(mod, "TrackIRLSStatsmodels")

@@ -9,17 +9,17 @@ The Performance section of issue 3 states three goals as ratios measured in the 
    products reported;
 3. IRLS to convergence (d = 20, n = 1000) at least as fast as statsmodels' GLM.
 
-This module holds the plain NumPy references (written to be read: one array expression per
-line of the algorithm) and the in-process timing helpers that ``python -m vits_ref bench``
-and ``asv_benchmarks/benchmarks/bench_nonlinear.py`` use. The references compute the same
-numbers as the library to rounding (``tests/test_bench_nonlinear.py``).
+The NumPy side is :mod:`vits_ref.reference` (:func:`~vits_ref.reference.vits_ii_round` on
+:func:`vits_ref.reference.logistic.grads_hessian` or
+:func:`vits_ref.reference.mlp.grads_gauss_newton`; :func:`vits_ref.reference.logistic.irls`),
+which computes the same numbers as the library to rounding (``tests/test_bench.py``).
 
 The library side is the engine's own path: ``VITS(..., model=...)._refit``, which draws the
-step noise, runs ``n_steps`` steps of the model's compiled ``grads_hessian`` and the
-compiled update ``model_step_cpu`` (``vits_ref.inference.vits.VITS._model_steps``), and
-checks the state is finite. Each timed library call first restores the engine's state
-``(mu, B, C)`` (three copies of d x d arrays), so every call does the same work from the
-same start; the NumPy side starts from the same arrays.
+step noise and runs ``n_steps`` steps of the compiled ``cpu.vits_steps(model.potential)``
+(the model's gradients and Hessian at the draw, then the VITS-II update), and checks the
+state is finite. Each timed library call first restores the engine's state ``(mu, B, C)``
+(three copies of d x d arrays), so every call does the same work from the same start; the
+NumPy side starts from the same arrays.
 
 What is cached across inner steps: only the history (the models' preallocated buffers) and
 the models' scratch. The Hessian (logistic: ``X^T diag(sigmoid'(X theta)) X``; MLP:
@@ -28,16 +28,19 @@ recomputed at every step, in both implementations.
 """
 
 import copy
-import inspect
 
 import numpy as np
 from scipy.linalg.blas import dgemm
 
-from .bench import blas_threads, median_times, pin_blas_threads  # noqa: F401 (re-exported)
-from .envs import pool
-from .inference import VITS
-from .kernels.logistic import IRLS_CONVERGED, IRLS_FAILED, IRLS_MAX_ITER, irls_logistic_cpu
-from .kernels.vits import VARIANT_II, model_step_cpu
+from .. import reference
+from ..drivers import cpu
+from ..envs import pool
+from ..inference import VITS
+from ..kernels import linear as klin
+from ..kernels import logistic as klog
+from ..kernels.newton import CONVERGED
+from ..kernels.potential import VARIANT_II
+from .timing import blas_threads, median_times
 
 # --------------------------------------------------------------------------- problems
 
@@ -73,182 +76,29 @@ def mlp_problem(input_dim=20, n_obs=1000, seed=0):
 def mlp_available():
     """``vits_ref.models.MLP`` if it can be imported, else None."""
     try:
-        from .models import MLP
+        from ..models import MLP
     except ImportError:
         return None
     return MLP
 
 
-# --------------------------------------------------------------------------- NumPy: potentials
-
-
-def logistic_residual_weight(z, y):
-    """``(sigmoid(z) - y, sigmoid'(z))`` in the overflow-free form of the kernels.
-
-    ``e = exp(-|z|) <= 1``; ``sigmoid(z) = 1/(1 + e)`` for ``z >= 0`` and ``e/(1 + e)``
-    otherwise; ``sigmoid(z) - y = (1 - y) sigmoid(z) - y sigmoid(-z)``;
-    ``sigmoid'(z) = e / (1 + e)^2``.
-    """
-    e = np.exp(-np.abs(z))
-    inv = 1.0 / (1.0 + e)
-    s_plus = np.where(z >= 0.0, inv, e * inv)    # sigmoid(z)
-    s_minus = np.where(z >= 0.0, e * inv, inv)   # sigmoid(-z)
-    return (1.0 - y) * s_plus - y * s_minus, e * inv * inv
-
-
-def logistic_grads_hessian_numpy(X, y, thetas, eta, lam):
-    """Gradients of the logistic potential at the rows of ``thetas`` and the mean Hessian.
-
-    ``G[j] = eta (X^T (sigmoid(X theta_j) - y) + lam theta_j)``,
-    ``H = eta (X^T diag(mean_j sigmoid'(X theta_j)) X + lam I)``.
-    """
-    Z = X @ thetas.T                                  # (n, M)
-    R, W = logistic_residual_weight(Z, y[:, None])    # residuals and weights, (n, M)
-    G = eta * (R.T @ X + lam * thetas)                # (M, d)
-    w = W.mean(axis=1)
-    H = eta * (X.T @ (w[:, None] * X) + lam * np.eye(X.shape[1]))   # the n d^2 Gram product
-    return G, H
-
-
-def mlp_unpack(theta, p, h1, h2):
-    """``(W1 (h1, p), b1, W2 (h2, h1), b2, w3, b3)`` from the flat layout of the MLP model."""
-    sizes = np.cumsum([0, h1 * p, h1, h2 * h1, h2, h2])
-    W1 = theta[sizes[0]:sizes[1]].reshape(h1, p)
-    b1 = theta[sizes[1]:sizes[2]]
-    W2 = theta[sizes[2]:sizes[3]].reshape(h2, h1)
-    b2 = theta[sizes[3]:sizes[4]]
-    w3 = theta[sizes[4]:sizes[5]]
-    return W1, b1, W2, b2, w3, theta[sizes[5]]
-
-
-def mlp_jacobian_numpy(theta, X, h1, h2):
-    """Outputs ``g_theta(x_s)`` (n,) and the Jacobian ``J`` (n, d) of the ReLU MLP.
-
-    ``relu'(0) = 0``. A row of ``J`` is ``[D1 (x) x, D1, D2 (x) a1, D2, a2, 1]`` with
-    ``D2 = w3 1[z2 > 0]`` and ``D1 = (D2 W2) 1[z1 > 0]`` (the layout of the flat vector).
-    """
-    n, p = X.shape
-    W1, b1, W2, b2, w3, b3 = mlp_unpack(theta, p, h1, h2)
-    Z1 = X @ W1.T + b1
-    A1 = np.maximum(Z1, 0.0)
-    Z2 = A1 @ W2.T + b2
-    A2 = np.maximum(Z2, 0.0)
-    out = A2 @ w3 + b3
-    D2 = w3 * (Z2 > 0.0)
-    D1 = (D2 @ W2) * (Z1 > 0.0)
-    J = np.concatenate([(D1[:, :, None] * X[:, None, :]).reshape(n, h1 * p), D1,
-                        (D2[:, :, None] * A1[:, None, :]).reshape(n, h2 * h1), D2, A2,
-                        np.ones((n, 1))], axis=1)
-    return out, J
-
-
-def mlp_grads_hessian_numpy(X, r, thetas, eta, lam, h1, h2):
-    """Gradients of the MLP potential and the mean Gauss-Newton matrix at the rows of ``thetas``.
-
-    ``U = eta/2 (|g_theta(X) - r|^2 + lam |theta|^2)``, ``G[j] = eta (J_j^T e_j + lam theta_j)``,
-    ``H = eta (mean_j J_j^T J_j + lam I)``.
-    """
-    M, d = thetas.shape
-    G = np.empty((M, d))
-    JtJ = np.zeros((d, d))
-    for j in range(M):
-        out, J = mlp_jacobian_numpy(thetas[j], X, h1, h2)
-        G[j] = eta * (J.T @ (out - r) + lam * thetas[j])
-        JtJ += J.T @ J                                # the n d^2 Gauss-Newton product
-    return G, eta * (JtJ / M + lam * np.eye(d))
-
-
-# --------------------------------------------------------------------------- NumPy: VITS-II
-
-
-def vits_ii_step_numpy(mu, B, C, Z, G, H, h_mu, h):
-    """One VITS-II step given the draws' offsets ``Z = eps B^T``, gradients and mean Hessian.
-
-    ``mu <- mu - h_mu mean(G)``, ``B <- B - h H B + h C^T``, ``C <- C - h C (C^T C - H)``:
-    three d x d x d products (``C^T C``, ``H B``, ``C (C^T C - H)``).
-    """
-    mu_new = mu - h_mu * G.mean(axis=0)
-    B_new = B - h * (H @ B) + h * C.T
-    C_new = C - h * (C @ (C.T @ C - H))
-    return mu_new, B_new, C_new
-
-
-def vits_ii_round_numpy(grads_hessian, mu, B, C, eps, h_mu, h):
-    """``eps.shape[0]`` VITS-II steps; ``grads_hessian(thetas) -> (G, H)``; returns the state.
-
-    ``eps`` (S, M, d): the standard normals of each step's M draws.
-    """
-    for s in range(eps.shape[0]):
-        Z = eps[s] @ B.T                   # theta_j - mu
-        G, H = grads_hessian(mu + Z)
-        mu, B, C = vits_ii_step_numpy(mu, B, C, Z, G, H, h_mu, h)
-    if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(B)) and np.all(np.isfinite(C))):
-        raise FloatingPointError("non-finite VITS-II state")
-    return mu, B, C
-
-
 def numpy_grads_hessian(model):
-    """``thetas -> (G, H)`` in NumPy for a library model (logistic or MLP), same potential."""
+    """``thetas -> (G, H)`` in NumPy (:mod:`vits_ref.reference`) for a library model.
+
+    The logistic model with its default prior, or the MLP (default or general prior).
+    """
     if model.name == "logistic":
         if getattr(model, "prior_cov", None) is not None:
             raise ValueError("the NumPy reference covers the default prior N(0, I/(eta lam))")
-        X, y = model.X.copy(), model.y.copy()
-        return lambda thetas: logistic_grads_hessian_numpy(X, y, thetas, model.eta, model.lam)
+        X, y, eta, lam = model.X.copy(), model.y.copy(), model.eta, model.lam
+        return lambda thetas: reference.logistic.grads_hessian(X, y, thetas, eta, lam)
     if model.name == "mlp":
-        X, r = model.features, model.rewards
-        h1, h2 = model.hidden
-        return lambda thetas: mlp_grads_hessian_numpy(X, r, thetas, model.eta, model.lam,
-                                                      h1, h2)
+        X, r, hidden = model.features, model.rewards, model.hidden
+        prior = ({} if model.has_default_prior else
+                 {"prior_mean": model.prior_mean, "prior_precision": model.prior_precision})
+        return lambda thetas: reference.mlp.grads_gauss_newton(X, r, thetas, model.eta,
+                                                               model.lam, hidden, **prior)
     raise ValueError(f"no NumPy reference for model {model.name!r}")
-
-
-# --------------------------------------------------------------------------- NumPy: IRLS
-
-
-def logistic_prior_value_numpy(X, y, eta, P0, b0, theta):
-    """``eta sum_s (log(1 + exp(z_s)) - y_s z_s) + 1/2 theta^T P0 theta - b0^T theta``."""
-    z = X @ theta
-    softplus_abs = np.log1p(np.exp(-np.abs(z)))
-    nll = (1.0 - y) * (np.maximum(z, 0.0) + softplus_abs) + y * (np.maximum(-z, 0.0)
-                                                                  + softplus_abs)
-    return eta * nll.sum() + theta @ (0.5 * (P0 @ theta) - b0)
-
-
-def irls_logistic_numpy(X, y, eta, P0, b0, theta, tol=1e-8, max_iter=100):
-    """IRLS/Newton with step halving for the logistic GLM: the algorithm of the kernel.
-
-    Same iteration as :func:`vits_ref.kernels.logistic.irls_logistic` (Newton form of
-    IRLS, backtracking on ``U``, converged when the last full Newton step
-    ``|H^-1 grad| <= tol max(1, |theta|)``). Returns ``(status, iterations, theta, H)``
-    with ``H = P0 + eta X^T diag(sigmoid'(X theta)) X`` at the returned ``theta``.
-    """
-    theta = np.array(theta, dtype=float)
-    f = logistic_prior_value_numpy(X, y, eta, P0, b0, theta)
-    it, last = 0, np.inf
-    while True:
-        if not np.isfinite(f):
-            return IRLS_FAILED, it, theta, None
-        resid, w = logistic_residual_weight(X @ theta, y)
-        g = eta * (X.T @ resid) + P0 @ theta - b0
-        H = eta * (X.T @ (w[:, None] * X)) + P0
-        try:
-            L = np.linalg.cholesky(H)
-        except np.linalg.LinAlgError:
-            return IRLS_FAILED, it, theta, H
-        if last <= tol * max(1.0, float(np.linalg.norm(theta))):
-            return IRLS_CONVERGED, it, theta, H
-        if it >= max_iter:
-            return IRLS_MAX_ITER, it, theta, H
-        step = -np.linalg.solve(L.T, np.linalg.solve(L, g))
-        t, slack = 1.0, 1e-12 * (1.0 + abs(f))
-        for _ in range(60):
-            trial = theta + t * step
-            f_new = logistic_prior_value_numpy(X, y, eta, P0, b0, trial)
-            if f_new <= f + slack:
-                break
-            t *= 0.5
-        theta, f, last = trial, f_new, float(np.linalg.norm(step))
-        it += 1
 
 
 # --------------------------------------------------------------------------- library side
@@ -312,7 +162,8 @@ class EngineRound:
         K, h_mu, h = eng._steps_and_sizes()
         eng._refit(None, None)
         eps = rng.standard_normal((K, eng.n_mc, eng.dim))
-        ref = vits_ii_round_numpy(numpy_grads_hessian(eng.model), *self.state, eps, h_mu, h)
+        ref = reference.vits_ii_round(numpy_grads_hessian(eng.model), *self.state, eps,
+                                      h_mu, h)
         return (eng.mu.copy(), eng.B.copy(), eng.C.copy()), ref
 
 
@@ -328,7 +179,8 @@ class NumpyRound:
 
     def __call__(self):
         eps = self.rng.standard_normal(self.shape)
-        return vits_ii_round_numpy(self.grads_hessian, *self.state, eps, self.h_mu, self.h)
+        return reference.vits_ii_round(self.grads_hessian, *self.state, eps, self.h_mu,
+                                       self.h)
 
 
 # --------------------------------------------------------------------------- timing
@@ -337,37 +189,32 @@ class NumpyRound:
 def _step_parts(engine):
     """Library callables for one inner step's parts at the current state.
 
-    ``(grads+Hessian, grads only, update)``: the model's compiled ``grads_hessian`` at one
-    draw with and without the Hessian, and ``model_step_cpu`` on copies of the state.
+    ``(grads+Hessian, grads only, update, (eps, G, H, mu, B, C))``: the model's compiled
+    ``grads_hessian`` at one draw with and without the Hessian, and the VITS-II update on
+    copies of the state. The update is one compiled VITS-II step
+    (``cpu.vits_steps``) on the linear potential whose Hessian is the model's ``H`` at the
+    draw: the update's products (``H B``, ``C^T C``, ``C (C^T C - H)``) plus two
+    matrix-vector products for the linear potential's mean gradient.
     """
     model = engine.model
     rng = np.random.default_rng(2)
-    thetas = engine.mu + rng.standard_normal((engine.n_mc, engine.dim)) @ engine.B.T
+    eps = rng.standard_normal((1, engine.n_mc, engine.dim))
+    thetas = engine.mu + eps[0] @ engine.B.T
     G, H = model.grads_hessian(thetas, True)
-    Z = np.ascontiguousarray(thetas - engine.mu)
     mu, B, C = engine.mu.copy(), engine.B.copy(), engine.C.copy()
     K, h_mu, h = engine._steps_and_sizes()
-    d = engine.dim
-    # arguments by name: the driver's signature has grown scratch and control-variate
-    # arguments over time; supply the ones it declares (scratch kept, as the engine does)
-    known = {"variant": VARIANT_II, "symmetrize": False, "mu": mu, "B": B, "C": C, "Z": Z,
-             "G": G, "H": H, "gmu": np.zeros(d), "h_mu": h_mu, "h": h,
-             "mats": np.empty((5, d, d)), "work2d": np.empty((d, 2 * d)), "g": np.empty(d)}
-    names = list(inspect.signature(model_step_cpu.py_func).parameters)
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise TypeError(f"model_step_cpu takes arguments this benchmark does not know: "
-                        f"{unknown}")
-    args = [known[n] for n in names]
+    steps = cpu.vits_steps(klin.POTENTIAL)
+    data = (np.ascontiguousarray(H), G.mean(axis=0))
+    scr = cpu.vits_scratch(engine.dim, engine.n_mc)
 
     def update():
         np.copyto(mu, engine.mu)
         np.copyto(B, engine.B)
         np.copyto(C, engine.C)
-        model_step_cpu(*args)
+        steps(VARIANT_II, False, mu, B, C, data, eps, h_mu, h, scr, 0)
 
     return (lambda: model.grads_hessian(thetas, True),
-            lambda: model.grads_hessian(thetas, False), update, (Z, G, H, mu, B, C))
+            lambda: model.grads_hessian(thetas, False), update, (eps, G, H, mu, B, C))
 
 
 def logistic_round_stats(dim=20, n_obs=1000, repeats=15, seed=0):
@@ -387,6 +234,7 @@ def logistic_round_stats(dim=20, n_obs=1000, repeats=15, seed=0):
     lib()  # compile (or load the cache) outside the timing
     K = eng.n_steps
     gh, g_only, update, _ = _step_parts(eng)
+    update()
     w = np.random.default_rng(3).random(n_obs) * 0.25
     t_ref, t_lib, t_gh, t_g, t_up, t_gram = median_times(
         [ref, lib, gh, g_only, update, lambda: X.T @ (w[:, None] * X)], repeats)
@@ -405,11 +253,11 @@ def mlp_round_stats(n_obs=1000, input_dim=20, hidden=(20, 20), repeats=3, seed=0
     per-step seconds: ``step_gauss_newton`` (the Hessian part of the compiled
     ``grads_hessian``: Jacobian rows and ``J^T J`` by dsyrk), ``step_grads`` (forward and
     back-propagation only), ``step_update`` (compiled VITS-II update), ``step_products``
-    (the update's three d x d x d products alone, by SciPy's dgemm as the kernel makes
-    them: ``C^T C``, ``H B``, ``C (C^T C - H)``); and the
-    fractions of the compiled round spent in the products (``frac_products``), in the
-    Gauss-Newton matrix (``frac_gauss_newton``) and in the update (``frac_update``).
-    Raises NotImplementedError when ``vits_ref.models.MLP`` cannot be imported.
+    (the update's three d x d x d products alone, by SciPy's dgemm: ``C^T C``, ``H B``,
+    ``C (C^T C - H)``); and the fractions of the compiled round spent in the products
+    (``frac_products``), in the Gauss-Newton matrix (``frac_gauss_newton``) and in the
+    update (``frac_update``). Raises NotImplementedError when ``vits_ref.models.MLP``
+    cannot be imported.
     """
     X, r = mlp_problem(input_dim, n_obs, seed)
     eng = mlp_engine(X, r, hidden=hidden, seed=seed)
@@ -417,11 +265,12 @@ def mlp_round_stats(n_obs=1000, input_dim=20, hidden=(20, 20), repeats=3, seed=0
     lib()  # compile (or load the cache) outside the timing
     K = eng.n_steps
     gh, g_only, update, (_, _, H, _, B, C) = _step_parts(eng)
+    update()
     D = C.T @ C - H
     Ct, Bt, Dt = C.T, B.T, D.T  # F-ordered views: dgemm reads them without copies
     out = np.empty_like(Ct)          # F-ordered: written in place, as the kernel's scratch
 
-    def products():  # the update's three products, as the kernel makes them (dgemm)
+    def products():  # the update's three products, by BLAS dgemm
         dgemm(1.0, Ct, Ct, trans_b=1, c=out, overwrite_c=1)   # C^T C
         dgemm(1.0, Bt, H, c=out, overwrite_c=1)               # (H B)^T, H symmetric
         dgemm(1.0, Dt, Ct, c=out, overwrite_c=1)              # (C D)^T
@@ -441,11 +290,19 @@ def irls_problem(dim=20, n_obs=1000, seed=0):
     return X, y, np.zeros((dim, dim)), np.zeros(dim)
 
 
-def irls_compiled(X, y, P0, b0, tol=1e-8, max_iter=100):
-    """The compiled IRLS kernel from ``theta = 0``: ``(status, iterations, theta, H)``."""
-    d = X.shape[1]
+def irls_compiled(X, y, P0, b0, tol=1e-8, max_iter=100, eta=1.0):
+    """The compiled IRLS from ``theta = 0``: ``(status, iterations, theta, H)``.
+
+    ``cpu.newton`` on the logistic potential's likelihood (``lam = 0``, no prior in the
+    potential) plus the prior term ``1/2 theta^T P0 theta - b0^T theta``, as
+    :class:`vits_ref.Laplace` runs it.
+    """
+    n, d = X.shape
+    data = (X, y, float(eta), 0.0, False, np.zeros((1, 1)), np.zeros(1))
+    scratch = (np.empty(n), np.empty(n), np.empty((n, d)), np.empty((1, d)),
+               np.empty((1, d)))
     theta, H, L = np.zeros(d), np.empty((d, d)), np.empty((d, d))
-    status, it = irls_logistic_cpu(X, y, 1.0, P0, b0, theta, tol, max_iter, H, L)
+    status, it = cpu.newton(klog.POTENTIAL)(data, P0, b0, theta, tol, max_iter, H, L, scratch)
     return status, it, theta, H
 
 
@@ -462,10 +319,10 @@ def irls_stats(dim=20, n_obs=1000, repeats=15, seed=0):
     """
     X, y, P0, b0 = irls_problem(dim, n_obs, seed)
     status, it, theta, _ = irls_compiled(X, y, P0, b0)  # compile outside the timing
-    if status != IRLS_CONVERGED:
+    if status != CONVERGED:
         raise RuntimeError(f"IRLS did not converge (status {status})")
-    fns = [lambda: irls_compiled(X, y, P0, b0), lambda: irls_logistic_numpy(X, y, 1.0, P0, b0,
-                                                                            np.zeros(dim))]
+    fns = [lambda: irls_compiled(X, y, P0, b0),
+           lambda: reference.logistic.irls(X, y, 1.0, P0, b0, np.zeros(dim))]
     try:
         import statsmodels.api as sm
     except ImportError:

@@ -1,0 +1,140 @@
+"""The benchmark machinery (vits_ref._bench) and ``python -m vits_ref bench``.
+
+What the benchmarks compare against is checked in test_reference.py (the NumPy
+references compute the library's numbers); here: the figures come out finite and positive
+at tiny sizes, the floor of the VITS-II round is reported, BLAS threads can be pinned, and
+every asv module imports and runs its ``setup`` and one benchmark.
+"""
+
+import contextlib
+import importlib
+import inspect
+import io
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from vits_ref import _bench
+from vits_ref._bench import linear as bl
+from vits_ref._bench import nonlinear as bn
+from vits_ref._bench import timing
+
+ASV = pathlib.Path(__file__).resolve().parents[1] / "asv_benchmarks"
+FLOOR_LINE = "compiled / floor"
+
+
+def test_logistic_round_stats_smoke():
+    s = bn.logistic_round_stats(dim=5, n_obs=50, repeats=1)
+    for key in ("numpy", "compiled", "ratio", "step_grads_hessian", "step_update"):
+        assert np.isfinite(s[key]) and s[key] > 0, key
+
+
+def test_irls_stats_smoke():
+    s = bn.irls_stats(dim=5, n_obs=200, repeats=1)
+    assert s["compiled"] > 0 and s["numpy"] > 0 and s["iterations"] >= 1
+    if s["statsmodels"] is not None:
+        assert s["max_abs_diff_statsmodels"] < 1e-6
+
+
+def test_round_stats_with_floor_smoke():
+    s = bl.round_stats("vits-ii", n_rounds_ref=5, n_rounds=20, repeats=1, floor=True)
+    for key in ("numpy", "compiled", "ratio", "floor", "floor_ratio"):
+        assert np.isfinite(s[key]) and s[key] > 0, key
+    assert s["n_steps"] == 10
+    us_jit, us_floor, ratio = bl.floor_ratio(n_rounds=20, repeats=1)
+    assert us_jit > 0 and us_floor > 0 and ratio == pytest.approx(us_jit / us_floor)
+
+
+def test_floor_does_the_products():
+    # the floor's buffers receive the three d x d products and the arms' scores
+    rng = np.random.default_rng(0)
+    A, B, C = (rng.standard_normal((4, 4)) for _ in range(3))
+    contexts, theta = rng.standard_normal((2, 3, 4)), rng.standard_normal(4)
+    P, scores = np.empty((3, 4, 4)), np.empty(3)
+    bl.floor_rounds(A, B, C, P, contexts, theta, scores, 2)
+    np.testing.assert_allclose(P[0], C @ C, rtol=1e-14)
+    np.testing.assert_allclose(P[1], A @ B, rtol=1e-14)
+    np.testing.assert_allclose(P[2], C @ (C @ C), rtol=1e-13)
+    np.testing.assert_allclose(scores, contexts[1] @ theta, rtol=1e-14)
+
+
+def test_bench_prints_the_floor_line():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        bl.main(quick=True, policies=("vits-ii", "lints"), n_rounds=30, n_rounds_ref=10,
+                extras=False)
+    text = out.getvalue()
+    vits_line = next(line for line in text.splitlines() if line.startswith("vits-ii"))
+    assert "ratio" in vits_line and FLOOR_LINE in vits_line
+    assert "floor of the VITS-II round: 10 steps x 3 products of 20x20" in text
+    assert "lints    round: NumPy reference" in text
+
+
+def test_main_signature():
+    assert list(inspect.signature(_bench.main).parameters) == ["quick"]
+
+
+@pytest.mark.slow
+def test_cli_bench_quick():
+    """The whole ``python -m vits_ref bench --quick`` (about 2 minutes on 2 cores)."""
+    res = subprocess.run([sys.executable, "-m", "vits_ref", "bench", "--quick"],
+                         capture_output=True, text=True, check=True, timeout=1800)
+    for needle in (FLOOR_LINE, "prange over 8 VITS-II runs", "first fused call",
+                   "logistic VITS-II round", "IRLS to convergence"):
+        assert needle in res.stdout, needle
+
+
+def test_pin_blas_threads():
+    before = timing.blas_threads()
+    try:
+        after = timing.pin_blas_threads(1)
+        assert set(after) == set(before)
+        assert all(v == 1 for v in after.values())
+    finally:
+        if before:
+            timing.pin_blas_threads(max(before.values()))
+
+
+def test_median_times_interleaves():
+    calls = []
+    times = timing.median_times([lambda: calls.append("a"), lambda: calls.append("b")], 3)
+    assert calls == ["a", "b"] * 3 and len(times) == 2 and min(times) >= 0
+
+
+# --------------------------------------------------------------------------- asv modules
+
+def _asv_module(name):
+    sys.path.insert(0, str(ASV))
+    try:
+        return importlib.import_module(f"benchmarks.{name}")
+    finally:
+        sys.path.remove(str(ASV))
+
+
+ASV_MODULES = sorted(p.stem for p in (ASV / "benchmarks").glob("bench_*.py"))
+
+
+@pytest.mark.parametrize("name", ASV_MODULES)
+def test_asv_module_imports(name):
+    mod = _asv_module(name)
+    classes = [c for n, c in vars(mod).items() if inspect.isclass(c)
+               and c.__module__ == mod.__name__ and not n.startswith("_")]
+    assert classes, name
+    for cls in classes:
+        assert any(m.startswith(("time_", "track_", "peakmem_")) for m in dir(cls)), cls
+
+
+def test_asv_nonlinear_classes():
+    mod = _asv_module("bench_nonlinear")
+    assert hasattr(mod, "TrackLogisticRound") and hasattr(mod, "TrackIRLSStatsmodels")
+
+
+def test_asv_floor_track_runs():
+    mod = _asv_module("bench_rounds")
+    bench = mod.TrackFloorRatio()
+    bench.setup()
+    ratio = bench.track_ratio_vits_ii_round_to_floor()
+    assert np.isfinite(ratio) and ratio > 0
