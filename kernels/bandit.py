@@ -48,6 +48,24 @@ def argmax(x):
     return best
 
 
+@kernel
+def take(buf, o, n):
+    """``(buf[o:o + n], o + n)``: the next ``n`` entries of a flat state buffer."""
+    return buf[o:o + n], o + n
+
+
+@kernel
+def take2(buf, o, r, c):
+    """The next ``r c`` entries as an (r, c) view, and the offset after them."""
+    return buf[o:o + r * c].reshape((r, c)), o + r * c
+
+
+@kernel
+def take3(buf, o, k, r, c):
+    """The next ``k r c`` entries as a (k, r, c) view, and the offset after them."""
+    return buf[o:o + k * r * c].reshape((k, r, c)), o + k * r * c
+
+
 class BanditPiece:
     """A policy's bodies for the fused loop (see the module docstring).
 
@@ -119,7 +137,8 @@ def _random_size(d, K, M):
 
 @kernel
 def _random_views(buf, d, K, M):
-    return (buf[:0],), 0
+    empty, o = take(buf, 0, 0)
+    return (empty,), o
 
 
 @kernel

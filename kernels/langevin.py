@@ -10,7 +10,7 @@ import math
 
 from vits_ref.config import kernel
 
-from .bandit import BanditPiece, argmax, step_size
+from .bandit import BanditPiece, argmax, step_size, take, take2
 from .linalg import all_finite_vec, gemv
 from .linear import POTENTIAL as LINEAR
 from .linear import stats_add, stats_init
@@ -51,16 +51,11 @@ def state_size(d, K, M):
 def views(buf, d, K, M):
     """``(V, etaV, H, vecs (4, d): b, eta_b, theta, grad, scores (K,))``."""
     o = 0
-    V = buf[o:o + d * d].reshape((d, d))
-    o += d * d
-    etaV = buf[o:o + d * d].reshape((d, d))
-    o += d * d
-    H = buf[o:o + d * d].reshape((d, d))
-    o += d * d
-    vecs = buf[o:o + 4 * d].reshape((4, d))
-    o += 4 * d
-    scores = buf[o:o + K]
-    o += K
+    V, o = take2(buf, o, d, d)
+    etaV, o = take2(buf, o, d, d)
+    H, o = take2(buf, o, d, d)
+    vecs, o = take2(buf, o, 4, d)
+    scores, o = take(buf, o, K)
     return (V, etaV, H, vecs, scores), o
 
 

@@ -371,6 +371,19 @@ def solve_lower_t(L, b, out):
 
 
 @kernel
+def half_quadratic(P, b, theta):
+    """``1/2 theta^T P theta - b^T theta`` (a Gaussian potential up to its constant)."""
+    d = theta.shape[0]
+    total = 0.0
+    for i in range(d):
+        acc = 0.0
+        for k in range(d):
+            acc += P[i, k] * theta[k]
+        total += theta[i] * (0.5 * acc - b[i])
+    return total
+
+
+@kernel
 def log_abs_det_chol(L):
     """``log det(L L^T) = 2 sum log L_ii`` for a Cholesky factor ``L``."""
     s = 0.0

@@ -17,7 +17,7 @@ update needs anyway (two BLAS calls fewer per step), and ``A`` is ``eta V`` itse
 
 from vits_ref.config import kernel
 
-from .linalg import gemm_nn, gemm_nt, gemv
+from .linalg import gemm_nn, gemm_nt, gemv, half_quadratic
 from .potential import VARIANT_HF_CV, Potential, is_hessian_free, linear_scores
 
 
@@ -69,15 +69,7 @@ def grads_hessian(data, thetas, want_hessian, G, H, scratch):
 @kernel
 def value(data, theta, scratch):
     """``1/2 theta^T eta V theta - eta b^T theta`` (U without its constant)."""
-    etaV, eta_b = data[0], data[1]
-    d = theta.shape[0]
-    total = 0.0
-    for i in range(d):
-        acc = 0.0
-        for j in range(d):
-            acc += etaV[i, j] * theta[j]
-        total += theta[i] * (0.5 * acc - eta_b[i])
-    return total
+    return half_quadratic(data[0], data[1], theta)
 
 
 @kernel

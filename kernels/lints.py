@@ -10,7 +10,7 @@ import math
 
 from vits_ref.config import kernel
 
-from .bandit import BanditPiece, argmax
+from .bandit import BanditPiece, argmax, take, take2, take3
 from .diagnostics import kl_to_linear_posterior
 from .linalg import chol_rank1_update, gemv, inv_transpose, solve_lower, solve_lower_t
 from .linear import stats_add, stats_init
@@ -39,20 +39,13 @@ def state_size(d, K, M):
 def views(buf, d, K, M):
     """``(F, V, etaV, mats (4, d, d), work2d (d, 2d), vecs (6, d), scores (K,))``."""
     o = 0
-    F = buf[o:o + d * d].reshape((d, d))
-    o += d * d
-    V = buf[o:o + d * d].reshape((d, d))
-    o += d * d
-    etaV = buf[o:o + d * d].reshape((d, d))
-    o += d * d
-    mats = buf[o:o + 4 * d * d].reshape((4, d, d))
-    o += 4 * d * d
-    work2d = buf[o:o + 2 * d * d].reshape((d, 2 * d))
-    o += 2 * d * d
-    vecs = buf[o:o + 6 * d].reshape((6, d))
-    o += 6 * d
-    scores = buf[o:o + K]
-    o += K
+    F, o = take2(buf, o, d, d)
+    V, o = take2(buf, o, d, d)
+    etaV, o = take2(buf, o, d, d)
+    mats, o = take3(buf, o, 4, d, d)
+    work2d, o = take2(buf, o, d, 2 * d)
+    vecs, o = take2(buf, o, 6, d)
+    scores, o = take(buf, o, K)
     return (F, V, etaV, mats, work2d, vecs, scores), o
 
 

@@ -8,7 +8,7 @@ import math
 
 from vits_ref.config import kernel
 
-from .bandit import BanditPiece, argmax
+from .bandit import BanditPiece, argmax, take, take2
 from .linalg import gemm_nn, gemv
 
 
@@ -55,14 +55,10 @@ def state_size(d, K, M):
 def views(buf, d, K, M):
     """``(Vinv (d, d), vecs (3, d): b, theta, work, VX (K, d), scores (K,))``."""
     o = 0
-    Vinv = buf[o:o + d * d].reshape((d, d))
-    o += d * d
-    vecs = buf[o:o + 3 * d].reshape((3, d))
-    o += 3 * d
-    VX = buf[o:o + K * d].reshape((K, d))
-    o += K * d
-    scores = buf[o:o + K]
-    o += K
+    Vinv, o = take2(buf, o, d, d)
+    vecs, o = take2(buf, o, 3, d)
+    VX, o = take2(buf, o, K, d)
+    scores, o = take(buf, o, K)
     return (Vinv, vecs, VX, scores), o
 
 

@@ -21,7 +21,7 @@ import math
 
 from vits_ref.config import kernel
 
-from .linalg import cholesky, solve_lower, solve_lower_t
+from .linalg import cholesky, half_quadratic, solve_lower, solve_lower_t
 
 # status codes (first element of the tuple the Newton bodies return)
 CONVERGED = 1
@@ -29,19 +29,6 @@ MAX_ITER = 0
 FAILED = -1  # a non-finite value or a Hessian that is not positive definite
 
 MAX_HALVINGS = 60  # 2^-60 ~ 1e-18: past this the step is below rounding of theta
-
-
-@kernel
-def prior_term(P0, b0, theta):
-    """``1/2 theta^T P0 theta - b0^T theta``."""
-    d = theta.shape[0]
-    quad = 0.0
-    for i in range(d):
-        acc = 0.0
-        for k in range(d):
-            acc += P0[i, k] * theta[k]
-        quad += theta[i] * (0.5 * acc - b0[i])
-    return quad
 
 
 def make_newton(potential):
@@ -61,7 +48,7 @@ def make_newton(potential):
     @kernel
     def newton(data, P0, b0, theta2, tol, max_iter, H, L, g2, step, trial2, scratch):
         d = theta2.shape[1]
-        f = value(data, theta2[0], scratch) + prior_term(P0, b0, theta2[0])
+        f = value(data, theta2[0], scratch) + half_quadratic(P0, b0, theta2[0])
         it = 0
         last = math.inf
         while True:
@@ -100,7 +87,7 @@ def make_newton(potential):
             for _ in range(MAX_HALVINGS):
                 for i in range(d):
                     trial2[0, i] = theta2[0, i] + t * step[i]
-                f_new = value(data, trial2[0], scratch) + prior_term(P0, b0, trial2[0])
+                f_new = value(data, trial2[0], scratch) + half_quadratic(P0, b0, trial2[0])
                 if f_new <= f + slack:
                     break
                 t *= 0.5

@@ -22,7 +22,7 @@ import math
 
 from vits_ref.config import kernel
 
-from .bandit import BanditPiece, argmax, step_size
+from .bandit import BanditPiece, argmax, step_size, take, take2, take3
 from .diagnostics import kl_to_linear_posterior
 from .linalg import all_finite_mat, all_finite_vec, gemm_nn, gemm_tn, gemv, gram, inv_transpose
 from .linear import POTENTIAL as LINEAR
@@ -159,30 +159,18 @@ def state_size(d, K, M):
 def views(buf, d, K, M):
     """The state's arrays, carved from the flat buffer ``buf`` (see :func:`state_size`)."""
     o = 0
-    V = buf[o:o + d * d].reshape((d, d))
-    o += d * d
-    etaV = buf[o:o + d * d].reshape((d, d))
-    o += d * d
-    B = buf[o:o + d * d].reshape((d, d))
-    o += d * d
-    C = buf[o:o + d * d].reshape((d, d))
-    o += d * d
-    mats = buf[o:o + 6 * d * d].reshape((6, d, d))
-    o += 6 * d * d
-    klm = buf[o:o + 3 * d * d].reshape((3, d, d))
-    o += 3 * d * d
-    work2d = buf[o:o + 2 * d * d].reshape((d, 2 * d))
-    o += 2 * d * d
-    Z = buf[o:o + M * d].reshape((M, d))
-    o += M * d
-    T = buf[o:o + M * d].reshape((M, d))
-    o += M * d
-    G = buf[o:o + M * d].reshape((M, d))
-    o += M * d
-    vecs = buf[o:o + 6 * d].reshape((6, d))
-    o += 6 * d
-    scores = buf[o:o + K]
-    o += K
+    V, o = take2(buf, o, d, d)
+    etaV, o = take2(buf, o, d, d)
+    B, o = take2(buf, o, d, d)
+    C, o = take2(buf, o, d, d)
+    mats, o = take3(buf, o, 6, d, d)
+    klm, o = take3(buf, o, 3, d, d)
+    work2d, o = take2(buf, o, d, 2 * d)
+    Z, o = take2(buf, o, M, d)
+    T, o = take2(buf, o, M, d)
+    G, o = take2(buf, o, M, d)
+    vecs, o = take2(buf, o, 6, d)
+    scores, o = take(buf, o, K)
     return (V, etaV, B, C, mats, klm, work2d, Z, T, G, vecs, scores), o
 
 

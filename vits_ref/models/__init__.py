@@ -14,8 +14,14 @@ The model protocol (what the engines of :mod:`vits_ref.inference` use):
     the potential, its gradient and its Hessian (or the documented approximation).
 ``grads_hessian(thetas, want_hessian)``
     ``(G, H)``: the gradients at the rows of ``thetas`` (M, dim), shape (M, dim), and the
-    mean of the Hessians at those points (dim, dim), or None when not wanted (the
-    Hessian-free engine). Compiled; what VITS's inner steps call.
+    mean of the Hessians at those points (dim, dim), or None when not wanted.
+``potential``, ``kernel_data(prior=True)``, ``kernel_scratch(n_rows=1)``
+    the compiled potential (:class:`vits_ref.kernels.potential.Potential`), the tuple of
+    arrays and scalars its bodies read (``prior=False``: the likelihood's part only, which
+    the Laplace engine completes with the prior as a Gaussian term), and the scratch the
+    model owns. What every engine's compiled steps use; no engine knows a model's type.
+``has_default_prior``, ``from_dim(dim, eta, lam)``
+    from :class:`.base.Model`.
 ``predict(theta, contexts)``
     the score of each arm (rows of ``contexts``, (K, input_dim)) under ``theta``, whose
     argmax Thompson sampling plays.
@@ -24,9 +30,11 @@ The model protocol (what the engines of :mod:`vits_ref.inference` use):
     as a specification (e.g. ``MLP(20)``) into its own.
 
 :data:`MODELS` maps the model names accepted by the engines' ``model=`` argument to
-classes constructed as ``cls(dim, eta=eta, lam=lam)``.
+classes constructed as ``cls.from_dim(dim, eta=eta, lam=lam)`` (``dim``: the size of the
+features). A new model is one kernel module with a ``Potential`` and one module here.
 """
 
+from .base import Model
 from .linear import Linear
 from .logistic import Logistic
 from .mlp import MLP
@@ -35,4 +43,4 @@ MODELS = {"linear": Linear}
 MODELS["logistic"] = Logistic
 MODELS["mlp"] = MLP
 
-__all__ = ["MODELS", "Linear", "Logistic", "MLP"]
+__all__ = ["MODELS", "Linear", "Logistic", "MLP", "Model"]

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _validate as val
 from ..kernels.linear import POTENTIAL
+from .base import Model
 
 
 def general_prior(dim, prior_mean, prior_cov):
@@ -33,7 +34,7 @@ def general_prior(dim, prior_mean, prior_cov):
     return mean, cov
 
 
-class Linear:
+class Linear(Model):
     """Linear-Gaussian potential with prior ``N(0, I/(lam eta))`` and noise variance ``1/eta``.
 
     Parameters
@@ -80,16 +81,6 @@ class Linear:
         self._V0, self._b0 = self.V.copy(), self.b.copy()
         self.sum_r2 = 0.0
         self.n_obs = 0
-
-    @classmethod
-    def from_dim(cls, dim, eta=1.0, lam=1.0):
-        """The model for features of size ``dim`` (what ``model="linear"`` builds)."""
-        return cls(dim, eta=eta, lam=lam)
-
-    @property
-    def has_default_prior(self):
-        """True for the prior ``N(0, I/(lam eta))`` (the fused bandit loops start there)."""
-        return self.prior_cov is None
 
     def kernel_data(self, prior=True):
         """``(eta V, eta b)`` for the kernels; ``prior=False``: the likelihood's part only."""

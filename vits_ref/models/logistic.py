@@ -18,10 +18,11 @@ import numpy as np
 from .. import _validate as val
 from ..drivers import cpu
 from ..kernels.logistic import POTENTIAL
+from .base import Model
 from .linear import general_prior
 
 
-class Logistic:
+class Logistic(Model):
     r"""Logistic-regression potential on a growing history of Bernoulli rewards.
 
     Parameters
@@ -98,16 +99,6 @@ class Logistic:
         self.n_obs = 0
         self._rows = 1  # rows of parameter vectors the scratch holds
         self._alloc(self.capacity)
-
-    @classmethod
-    def from_dim(cls, dim, eta=1.0, lam=1.0):
-        """The model for features of size ``dim`` (what ``model="logistic"`` builds)."""
-        return cls(dim, eta=eta, lam=lam)
-
-    @property
-    def has_default_prior(self):
-        """True for the prior ``N(0, I/(lam eta))``."""
-        return self.prior_cov is None
 
     def kernel_data(self, prior=True):
         """``(X, y, eta, lam, has_prior, P0, theta0)`` for the kernels.

@@ -26,6 +26,7 @@ from ..kernels.mlp import (
     mlp_value_cpu,
     n_params,
 )
+from .base import Model
 from .linear import general_prior
 
 #: Rows of the history processed per pass (the height of the scratch buffers).
@@ -35,7 +36,7 @@ CHUNK = 256
 DEFAULT_HIDDEN = (20, 20)
 
 
-class MLP:
+class MLP(Model):
     """ReLU network potential with flat parameters (the quadratic bandit's, any depth).
 
     Network ``g_theta(x) = w_out . relu(W_L ... relu(W_1 x + b_1) ... + b_L) + b_out``,
@@ -175,25 +176,10 @@ class MLP:
         self._scratch = (np.empty(c * sum(self.hidden)), np.empty(c * sum(self.hidden)),
                          np.empty(c), np.empty(d), np.empty((c, d)), np.empty(d))
 
-    @classmethod
-    def from_dim(cls, dim, eta=1.0, lam=1.0):
-        """The default architecture (hidden ``(20, 20)``) for features of size ``dim``.
-
-        What an engine builds from ``model="mlp"``; note that the model's number of
-        parameters :attr:`dim` is then ``n_params(dim, (20, 20))`` (861 for ``dim = 20``),
-        not ``dim``.
-        """
-        return cls(dim, eta=eta, lam=lam)
-
     def __repr__(self):
         prior = "" if self.prior_cov is None else ", prior=general"
         return (f"MLP(input_dim={self.input_dim}, hidden={self.hidden}, eta={self.eta!r}, "
                 f"lam={self.lam!r}{prior})")
-
-    @property
-    def has_default_prior(self):
-        """True for the prior ``N(0, I/(lam eta))``."""
-        return self.prior_cov is None
 
     @property
     def prior_precision(self):
