@@ -10,12 +10,12 @@ import inspect
 
 import numpy as np
 import pytest
+from vits_ref.kernels import bandit, langevin, lints, linucb, vits
+from vits_ref.kernels.linear import POTENTIAL as LINEAR
+from vits_ref.kernels.logistic import POTENTIAL as LOGISTIC
 
 import vits_ref as vr
 from vits_ref.drivers import cpu
-from vits_ref.kernels import bandit, langevin, linucb, lints, vits
-from vits_ref.kernels.linear import POTENTIAL as LINEAR
-from vits_ref.kernels.logistic import POTENTIAL as LOGISTIC
 
 PIECES = (vits.PIECE, lints.PIECE, linucb.PIECE, langevin.PIECE, bandit.RANDOM)
 
