@@ -23,11 +23,13 @@ list of policies exists anywhere: a new policy brings its own piece.
 
 from vits_ref.config import kernel
 
+from .views import take, take2, take3  # noqa: F401 (the pieces carve their state with them)
+
 SCHEDULE_CONSTANT = 0
 SCHEDULE_DECAYED = 1
 
 
-@kernel
+@kernel(inline=True)
 def step_size(schedule, h0, eta, t):
     """Step size at round ``t`` (1-based number of observations).
 
@@ -38,7 +40,7 @@ def step_size(schedule, h0, eta, t):
     return h0
 
 
-@kernel
+@kernel(inline=True)
 def argmax(x):
     """Index of the first maximum (ties go to the lowest index, like ``np.argmax``)."""
     best = 0
@@ -46,24 +48,6 @@ def argmax(x):
         if x[i] > x[best]:
             best = i
     return best
-
-
-@kernel
-def take(buf, o, n):
-    """``(buf[o:o + n], o + n)``: the next ``n`` entries of a flat state buffer."""
-    return buf[o:o + n], o + n
-
-
-@kernel
-def take2(buf, o, r, c):
-    """The next ``r c`` entries as an (r, c) view, and the offset after them."""
-    return buf[o:o + r * c].reshape((r, c)), o + r * c
-
-
-@kernel
-def take3(buf, o, k, r, c):
-    """The next ``k r c`` entries as a (k, r, c) view, and the offset after them."""
-    return buf[o:o + k * r * c].reshape((k, r, c)), o + k * r * c
 
 
 class BanditPiece:
@@ -135,18 +119,18 @@ def _random_size(d, K, M):
     return 0
 
 
-@kernel
+@kernel(inline=True)
 def _random_views(buf, d, K, M):
     empty, o = take(buf, 0, 0)
     return (empty,), o
 
 
-@kernel
+@kernel(inline=True)
 def _random_init(params, state, init_noise):
     pass
 
 
-@kernel
+@kernel(inline=True)
 def _random_select(params, state, X, noise):
     K = X.shape[0]
     arm = int(noise[0] * K)
@@ -155,12 +139,12 @@ def _random_select(params, state, X, noise):
     return arm
 
 
-@kernel
+@kernel(inline=True)
 def _random_update(params, state, x, r, n_obs, noise):
     return True
 
 
-@kernel
+@kernel(inline=True)
 def _random_kl(params, state):
     return 0.0
 

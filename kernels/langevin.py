@@ -24,7 +24,7 @@ def make_langevin_steps(potential):
     """
     grad = potential.grad
 
-    @kernel
+    @kernel(inline=True)
     def langevin_steps(theta, data, eps, h, g, H, pscr):
         S, d = eps.shape
         c = math.sqrt(2.0 * h)
@@ -47,7 +47,7 @@ def state_size(d, K, M):
     return 3 * d * d + 4 * d + K
 
 
-@kernel
+@kernel(inline=True)
 def views(buf, d, K, M):
     """``(V, etaV, H, vecs (4, d): b, eta_b, theta, grad, scores (K,))``."""
     o = 0
@@ -59,7 +59,7 @@ def views(buf, d, K, M):
     return (V, etaV, H, vecs, scores), o
 
 
-@kernel
+@kernel(inline=True)
 def init(params, state, init_noise):
     """Statistics at the prior, the chain at a prior draw ``theta ~ N(0, I/(lam eta))``."""
     eta, lam = params[1], params[2]
@@ -70,7 +70,7 @@ def init(params, state, init_noise):
         vecs[2, i] = init_noise[i] / s0
 
 
-@kernel
+@kernel(inline=True)
 def select(params, state, X, noise):
     """The best arm for the chain's current state."""
     vecs, scores = state[3], state[4]
@@ -78,7 +78,7 @@ def select(params, state, X, noise):
     return argmax(scores)
 
 
-@kernel
+@kernel(inline=True)
 def update(params, state, x, r, n_obs, noise):
     """Add ``(x, r)``, then ``K_t`` Langevin steps (``noise`` (S, 1, d))."""
     schedule, eta, lam, h0 = params
@@ -86,12 +86,13 @@ def update(params, state, x, r, n_obs, noise):
     stats_add(V, vecs[0], etaV, vecs[1], x, r, eta, True)
     h = step_size(schedule, h0, eta, n_obs)
     theta = vecs[2]
-    for s in range(noise.shape[0]):
-        _linear_steps(theta, (etaV, vecs[1]), noise[s], h, vecs[3], H, 0)
+    # the round's S steps in one call: noise (S, 1, d) is contiguous, so (S, d) is a view
+    _linear_steps(theta, (etaV, vecs[1]), noise.reshape((noise.shape[0], noise.shape[2])),
+                  h, vecs[3], H, 0)
     return all_finite_vec(theta)
 
 
-@kernel
+@kernel(inline=True)
 def kl(params, state):
     """LMC keeps no Gaussian."""
     return 0.0

@@ -18,10 +18,10 @@ update needs anyway (two BLAS calls fewer per step), and ``A`` is ``eta V`` itse
 from vits_ref.config import kernel
 
 from .linalg import gemm_nn, gemm_nt, gemv, half_quadratic
-from .potential import VARIANT_HF_CV, Potential, is_hessian_free, linear_scores
+from .potential import VARIANT_HF, VARIANT_HF_CV, Potential, linear_scores
 
 
-@kernel
+@kernel(inline=True)
 def stats_add(V, b, etaV, eta_b, x, r, eta, track):
     """``b += r x``; with ``track`` also ``V += x x^T``, ``eta V``, ``eta b`` (one observation).
 
@@ -32,14 +32,17 @@ def stats_add(V, b, etaV, eta_b, x, r, eta, track):
     for i in range(d):
         b[i] += r * x[i]
     if track:
+        er = eta * r  # (eta r) x_i and (eta x_i) x_j: the products' order, hoisted
         for i in range(d):
-            eta_b[i] += eta * r * x[i]
+            eta_b[i] += er * x[i]
+            xi = x[i]
+            exi = eta * xi
             for j in range(d):
-                V[i, j] += x[i] * x[j]
-                etaV[i, j] += eta * x[i] * x[j]
+                V[i, j] += xi * x[j]
+                etaV[i, j] += exi * x[j]
 
 
-@kernel
+@kernel(inline=True)
 def stats_init(V, b, etaV, eta_b, lam, eta):
     """The default prior's statistics: ``V = lam I``, ``b = 0`` (and scaled by ``eta``)."""
     d = b.shape[0]
@@ -51,7 +54,7 @@ def stats_init(V, b, etaV, eta_b, lam, eta):
             etaV[i, j] = eta * lam if i == j else 0.0
 
 
-@kernel
+@kernel(inline=True)
 def grads_hessian(data, thetas, want_hessian, G, H, scratch):
     """``G[m] = eta V theta_m - eta b``; ``H = eta V`` (a copy) when wanted."""
     etaV, eta_b = data[0], data[1]
@@ -66,13 +69,13 @@ def grads_hessian(data, thetas, want_hessian, G, H, scratch):
                 H[i, j] = etaV[i, j]
 
 
-@kernel
+@kernel(inline=True)
 def value(data, theta, scratch):
     """``1/2 theta^T eta V theta - eta b^T theta`` (U without its constant)."""
     return half_quadratic(data[0], data[1], theta)
 
 
-@kernel
+@kernel(inline=True)
 def grad(data, theta, out, H, scratch):
     """``out = eta V theta - eta b`` (one BLAS matrix-vector product)."""
     etaV, eta_b = data[0], data[1]
@@ -106,12 +109,12 @@ def linear_draws(mu, B, etaV, eta_b, eps, Z, G, g):
         g[i] /= M
 
 
-@kernel
+@kernel(inline=True)
 def vits_inputs(data, variant, mu, B, eps, Z, T, G, g, H, W1, gmu, scratch):
     """The VITS step's inputs on the linear potential (see the module docstring)."""
     etaV, eta_b = data[0], data[1]
     M, d = eps.shape
-    if is_hessian_free(variant):
+    if variant == VARIANT_HF or variant == VARIANT_HF_CV:
         linear_draws(mu, B, etaV, eta_b, eps, Z, G, g)
         if variant == VARIANT_HF_CV:
             gemv(etaV, mu, gmu)

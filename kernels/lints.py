@@ -10,10 +10,11 @@ import math
 
 from vits_ref.config import kernel
 
-from .bandit import BanditPiece, argmax, take, take2, take3
+from .bandit import BanditPiece, argmax
 from .diagnostics import kl_to_linear_posterior
 from .linalg import chol_rank1_update, gemv, inv_transpose, solve_lower, solve_lower_t
 from .linear import stats_add, stats_init
+from .views import take, take2, take3
 
 
 @kernel
@@ -35,7 +36,7 @@ def state_size(d, K, M):
     return 9 * d * d + 6 * d + K
 
 
-@kernel
+@kernel(inline=True)
 def views(buf, d, K, M):
     """``(F, V, etaV, mats (4, d, d), work2d (d, 2d), vecs (6, d), scores (K,))``."""
     o = 0
@@ -49,7 +50,7 @@ def views(buf, d, K, M):
     return (F, V, etaV, mats, work2d, vecs, scores), o
 
 
-@kernel
+@kernel(inline=True)
 def init(params, state, init_noise):
     """``F = sqrt(lam) I`` (the factor of ``V = lam I``), statistics at the prior."""
     eta, lam = params[0], params[1]
@@ -62,7 +63,7 @@ def init(params, state, init_noise):
         F[i, i] = math.sqrt(lam)
 
 
-@kernel
+@kernel(inline=True)
 def select(params, state, X, noise):
     """An exact posterior draw and the best arm for it."""
     F, vecs, scores = state[0], state[5], state[6]
@@ -72,7 +73,7 @@ def select(params, state, X, noise):
     return argmax(scores)
 
 
-@kernel
+@kernel(inline=True)
 def update(params, state, x, r, n_obs, noise):
     """``b += r x`` and one rank-one update of the factor."""
     F, V, etaV, vecs = state[0], state[1], state[2], state[5]
@@ -81,7 +82,7 @@ def update(params, state, x, r, n_obs, noise):
     return True
 
 
-@kernel
+@kernel(inline=True)
 def kl(params, state):
     """KL of LinTS's Gaussian (mean ``L^-T L^-1 b``, square root ``L^-T / sqrt(eta)``) to
     the posterior built from ``V``: it measures the rank-one updates' rounding."""

@@ -51,7 +51,7 @@ def state_size(d, K, M):
     return d * d + 3 * d + K * d + K
 
 
-@kernel
+@kernel(inline=True)
 def views(buf, d, K, M):
     """``(Vinv (d, d), vecs (3, d): b, theta, work, VX (K, d), scores (K,))``."""
     o = 0
@@ -62,7 +62,7 @@ def views(buf, d, K, M):
     return (Vinv, vecs, VX, scores), o
 
 
-@kernel
+@kernel(inline=True)
 def init(params, state, init_noise):
     """``inv(V) = I / lam``, ``b = 0``."""
     lam = params[1]
@@ -75,7 +75,7 @@ def init(params, state, init_noise):
         Vinv[i, i] = 1.0 / lam
 
 
-@kernel
+@kernel(inline=True)
 def select(params, state, X, noise):
     """The arm with the largest upper confidence bound (ties: lowest index)."""
     Vinv, vecs, VX, scores = state
@@ -83,7 +83,7 @@ def select(params, state, X, noise):
     return argmax(scores)
 
 
-@kernel
+@kernel(inline=True)
 def update(params, state, x, r, n_obs, noise):
     """``b += r x`` and the Sherman-Morrison update of ``inv(V)``."""
     Vinv, vecs = state[0], state[1]
@@ -93,7 +93,7 @@ def update(params, state, x, r, n_obs, noise):
     return True
 
 
-@kernel
+@kernel(inline=True)
 def kl(params, state):
     """LinUCB keeps no posterior."""
     return 0.0

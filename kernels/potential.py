@@ -57,7 +57,7 @@ def is_hessian_free(variant):
 def generic_grad(grads_hessian):
     """``grad`` hook from ``grads_hessian`` on a one-row view."""
 
-    @kernel
+    @kernel(inline=True)
     def grad(data, theta, out, H, scratch):
         d = theta.shape[0]
         grads_hessian(data, theta.reshape((1, d)), False, out.reshape((1, d)), H, scratch)
@@ -68,7 +68,7 @@ def generic_grad(grads_hessian):
 def generic_vits_inputs(grads_hessian):
     """``vits_inputs`` hook from ``grads_hessian``: draws, their gradients, mean Hessian."""
 
-    @kernel
+    @kernel(inline=True)
     def vits_inputs(data, variant, mu, B, eps, Z, T, G, g, H, W1, gmu, scratch):
         M, d = eps.shape
         gemm_nt(eps, B, Z)  # rows B eps_j = theta_j - mu

@@ -99,7 +99,7 @@ def hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize):
                 A[j, i] = s
 
 
-@kernel
+@kernel(inline=True)
 def gaussian_draw(mu, B, eps, out):
     """``out = mu + B eps``."""
     gemv(B, eps, out)
@@ -119,22 +119,25 @@ def make_vits_steps(potential):
     """
     inputs = potential.vits_inputs
 
-    @kernel
+    @kernel(inline=True)
     def vits_steps(variant, symmetrize, mu, B, C, data, eps, h_mu, h, scr, pscr):
         mats, work2d, Z, T, G, vecs = scr
         Amat, CtC, D, W1, W2, H = mats[0], mats[1], mats[2], mats[3], mats[4], mats[5]
         g, gmu = vecs[0], vecs[1]
+        hf = variant == VARIANT_HF or variant == VARIANT_HF_CV
         for s in range(eps.shape[0]):
             A = inputs(data, variant, mu, B, eps[s], Z, T, G, g, H, W1, gmu, pscr)
-            if is_hessian_free(variant):
+            if hf:
                 if variant == VARIANT_HF_CV:
                     subtract_rows(G, gmu)
                 hessian_free_matrix(C, Z, G, CtC, D, Amat, symmetrize)
                 gemm_nn(Amat, B, W1)
-                A = Amat
-            elif variant == VARIANT_II:
-                gram(C, CtC)
-            if not vits_apply(variant, mu, B, C, g, A, W1, CtC, h_mu, h, W2, work2d):
+                ok = vits_apply(variant, mu, B, C, g, Amat, W1, CtC, h_mu, h, W2, work2d)
+            else:
+                if variant == VARIANT_II:
+                    gram(C, CtC)
+                ok = vits_apply(variant, mu, B, C, g, A, W1, CtC, h_mu, h, W2, work2d)
+            if not ok:
                 return False
         return True
 
@@ -155,7 +158,7 @@ def state_size(d, K, M):
     return 13 * d * d + 2 * d * d + 3 * M * d + 6 * d + K
 
 
-@kernel
+@kernel(inline=True)
 def views(buf, d, K, M):
     """The state's arrays, carved from the flat buffer ``buf`` (see :func:`state_size`)."""
     o = 0
@@ -174,7 +177,7 @@ def views(buf, d, K, M):
     return (V, etaV, B, C, mats, klm, work2d, Z, T, G, vecs, scores), o
 
 
-@kernel
+@kernel(inline=True)
 def init(params, state, init_noise):
     """Algorithm 1's start: ``B = I/sqrt(lam eta)``, ``C = sqrt(lam eta) I``, ``mu ~ prior``."""
     eta, lam = params[3], params[4]
@@ -193,7 +196,7 @@ def init(params, state, init_noise):
         mu[i] = init_noise[i] / s0
 
 
-@kernel
+@kernel(inline=True)
 def select(params, state, X, noise):
     """Thompson draw ``theta = mu + B z`` and the best arm for it."""
     B = state[2]
@@ -205,7 +208,7 @@ def select(params, state, X, noise):
     return argmax(scores)
 
 
-@kernel
+@kernel(inline=True)
 def update(params, state, x, r, n_obs, noise):
     """Add ``(x, r)`` to the statistics, then ``K_t`` VITS steps (``noise`` (S, M, d))."""
     variant, symmetrize, schedule, eta, lam, h0_mu, h0 = params
@@ -223,7 +226,7 @@ def update(params, state, x, r, n_obs, noise):
     return True
 
 
-@kernel
+@kernel(inline=True)
 def kl(params, state):
     """``KL(N(mu, B B^T) || exact posterior)`` from the statistics."""
     eta = params[3]
