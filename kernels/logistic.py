@@ -40,8 +40,10 @@ The potential's bodies (:data:`POTENTIAL`, the interface of :mod:`.potential`) t
 ``y[:n]``, the temperature and ridge, and an optional general Gaussian prior
 ``N(theta0, inv(P0))`` whose term ``1/2 (theta - theta0)^T P0 (theta - theta0)`` is not
 tempered by ``eta`` and replaces the ridge (the model then passes ``lam = 0``).
-``scratch = (zbuf, wbuf, Xwbuf, D, DP)``: flat ``(>= n M,)``, ``(>= n,)``, ``(>= n, d)`` and
-two ``(>= M, d)`` buffers the model sizes with its capacity. Bodies allocate nothing.
+``scratch = (zbuf, wbuf, Xwbuf, D, DP, key)``: flat ``(>= n M,)``, ``(>= n,)``, ``(>= n, d)``,
+two ``(>= M, d)`` buffers the model sizes with its capacity, and ``key`` (d + 1,), which
+records the ``(n, theta)`` whose ``X theta`` :func:`value` left in ``zbuf`` (the Newton
+iteration's gradient at the accepted point then reuses it). Bodies allocate nothing.
 """
 
 import math
@@ -94,7 +96,8 @@ def logistic_value(X, y, theta, eta, lam, z2):
 
 
 @kernel
-def logistic_grads_hessian(X, y, thetas, eta, lam, want_hessian, Z, wbar, Xw, G, H):
+def logistic_grads_hessian(X, y, thetas, eta, lam, want_hessian, Z, wbar, Xw, G, H,
+                           have_z=False):
     """Gradients of ``U`` at the M rows of ``thetas`` and the mean of their Hessians.
 
     Parameters
@@ -119,7 +122,8 @@ def logistic_grads_hessian(X, y, thetas, eta, lam, want_hessian, Z, wbar, Xw, G,
     n, d = X.shape
     M = thetas.shape[0]
     if n > 0:
-        gemm_nt(X, thetas, Z)
+        if not have_z:
+            gemm_nt(X, thetas, Z)
         inv_m = 1.0 / M
         for s in range(n):
             acc = 0.0
@@ -151,11 +155,20 @@ def logistic_grads_hessian(X, y, thetas, eta, lam, want_hessian, Z, wbar, Xw, G,
 def grads_hessian(data, thetas, want_hessian, G, H, scratch):
     """The potential interface: :func:`logistic_grads_hessian` plus the general prior."""
     X, y, eta, lam, has_prior, P0, theta0 = data
-    zbuf, wbuf, Xwbuf, D, DP = scratch
+    zbuf, wbuf, Xwbuf, D, DP, key = scratch
     n = X.shape[0]
     M, d = thetas.shape
+    # Newton evaluates U at the accepted point just before its gradient: X theta is then
+    # still in zbuf (value() left it there and recorded (n, theta) in key), bit for bit
+    have_z = M == 1 and key[0] == n
+    if have_z:
+        for i in range(d):
+            if key[i + 1] != thetas[0, i]:
+                have_z = False
+                break
     logistic_grads_hessian(X, y, thetas, eta, lam, want_hessian, zbuf[:n * M].reshape((n, M)),
-                           wbuf[:n], Xwbuf[:n], G, H)
+                           wbuf[:n], Xwbuf[:n], G, H, have_z)
+    key[0] = -1.0  # zbuf now holds residuals
     if has_prior:  # + P0 (theta - theta0) and + P0
         Dm = D[:M]
         DPm = DP[:M]
@@ -177,7 +190,11 @@ def value(data, theta, scratch):
     """The potential interface: ``U(theta)`` with the general prior's term if any."""
     X, y, eta, lam, has_prior, P0, theta0 = data
     n = X.shape[0]
+    key = scratch[5]
     u = logistic_value(X, y, theta, eta, lam, scratch[0][:n].reshape((n, 1)))
+    key[0] = n  # zbuf[:n] holds X theta for this theta (see grads_hessian)
+    for i in range(theta.shape[0]):
+        key[i + 1] = theta[i]
     if has_prior:
         d = theta.shape[0]
         q = 0.0

@@ -18,13 +18,14 @@ from vits_ref.kernels.logistic import POTENTIAL as LOGISTIC
 import vits_ref as vr
 from vits_ref.drivers import cpu
 from vits_ref.gaussian import linear_posterior
+from vits_ref.models.logistic import potential_scratch
 
 
 def _irls_args(X, y, eta):
     """The logistic likelihood as kernel data and its scratch (the prior comes as P0, b0)."""
     n, d = X.shape
     data = (X, y, eta, 0.0, False, np.zeros((1, 1)), np.zeros(1))
-    scratch = (np.empty(n), np.empty(n), np.empty((n, d)), np.empty((1, d)), np.empty((1, d)))
+    scratch = potential_scratch(n, d)
     return data, scratch
 
 

@@ -40,6 +40,7 @@ from ..kernels import linear as klin
 from ..kernels import logistic as klog
 from ..kernels.newton import CONVERGED
 from ..kernels.potential import VARIANT_II
+from ..models.logistic import potential_scratch
 from .timing import blas_threads, median_times
 
 # --------------------------------------------------------------------------- problems
@@ -299,8 +300,7 @@ def irls_compiled(X, y, P0, b0, tol=1e-8, max_iter=100, eta=1.0):
     """
     n, d = X.shape
     data = (X, y, float(eta), 0.0, False, np.zeros((1, 1)), np.zeros(1))
-    scratch = (np.empty(n), np.empty(n), np.empty((n, d)), np.empty((1, d)),
-               np.empty((1, d)))
+    scratch = potential_scratch(n, d)
     theta, H, L = np.zeros(d), np.empty((d, d)), np.empty((d, d))
     status, it = cpu.newton(klog.POTENTIAL)(data, P0, b0, theta, tol, max_iter, H, L, scratch)
     return status, it, theta, H

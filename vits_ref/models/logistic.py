@@ -22,6 +22,13 @@ from .base import Model
 from .linear import general_prior
 
 
+def potential_scratch(n, dim, rows=1):
+    """Scratch of the logistic potential's bodies for ``n`` observations and up to ``rows``
+    parameter vectors at a time (the tuple documented in :mod:`vits_ref.kernels.logistic`)."""
+    return (np.empty(n * rows), np.empty(n), np.empty((n, dim)), np.empty((rows, dim)),
+            np.empty((rows, dim)), np.full(dim + 1, -1.0))
+
+
 class Logistic(Model):
     r"""Logistic-regression potential on a growing history of Bernoulli rewards.
 
@@ -127,8 +134,7 @@ class Logistic(Model):
         self._X, self._y = X, y
         # kernel scratch, sized with the history: X theta^T (flat), the Hessian's weights
         # and scaled rows, and the general prior's two (rows, d) buffers
-        self._scratch = (np.empty(cap * self._rows), np.empty(cap), np.empty((cap, self.dim)),
-                         np.empty((self._rows, self.dim)), np.empty((self._rows, self.dim)))
+        self._scratch = potential_scratch(cap, self.dim, self._rows)
 
     @property
     def X(self):
