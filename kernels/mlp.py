@@ -74,10 +74,10 @@ height.
 
 :data:`POTENTIAL` bundles the three bodies for the generic steps (:mod:`.potential`).
 Bodies here are plain loops plus the primitives of :mod:`.linalg`; scratch comes in as
-arguments, and nothing allocates. The ``*_cpu`` drivers just call a body.
+arguments, and nothing allocates. The drivers are in :mod:`vits_ref.drivers.cpu`.
 """
 
-from vits_ref.config import cpu_jit, kernel
+from vits_ref.config import kernel
 
 from .linalg import gemm_nn, gemm_nt, gemm_tn, gemv, syrk_lower
 from .potential import Potential
@@ -489,30 +489,3 @@ def mlp_jacobian(data, theta, X, out, J, scratch):
 
 #: The potential's bodies (the interface of :mod:`.potential`): what generic steps close over.
 POTENTIAL = Potential("mlp", mlp_grads_hessian, mlp_value, mlp_predict)
-
-
-# --------------------------------------------------------------------------- CPU drivers
-
-
-@cpu_jit
-def mlp_grads_hessian_cpu(data, thetas, want_hessian, G, H, scratch):
-    """CPU driver of :func:`mlp_grads_hessian` (serial over the rows of ``thetas``)."""
-    mlp_grads_hessian(data, thetas, want_hessian, G, H, scratch)
-
-
-@cpu_jit
-def mlp_value_cpu(data, theta, scratch):
-    """CPU driver of :func:`mlp_value`."""
-    return mlp_value(data, theta, scratch)
-
-
-@cpu_jit
-def mlp_predict_cpu(data, theta, X, out, scratch):
-    """CPU driver of :func:`mlp_predict`."""
-    mlp_predict(data, theta, X, out, scratch)
-
-
-@cpu_jit
-def mlp_jacobian_cpu(data, theta, X, out, J, scratch):
-    """CPU driver of :func:`mlp_jacobian`."""
-    mlp_jacobian(data, theta, X, out, J, scratch)

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 import pytest
-from reference import linucb_scores_naive, ula_stationary_cov
 
 import vits_ref as vr
 from vits_ref.gaussian import linear_posterior
+from vits_ref.reference.naive import linucb_scores_naive, ula_stationary_cov
 
 
 def rel_err(got, want):

@@ -13,16 +13,16 @@ import scipy.linalg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from reference import (
+from scipy import integrate
+from scipy.stats import multivariate_normal, norm
+
+from vits_ref import gaussian as g
+from vits_ref.reference.naive import (
     kl_gaussian_naive,
     linear_posterior_naive,
     product_gaussian_naive,
     w2_squared_gaussian_naive,
 )
-from scipy import integrate
-from scipy.stats import multivariate_normal, norm
-
-from vits_ref import gaussian as g
 
 
 def random_spd(rng, d, jitter=0.5):

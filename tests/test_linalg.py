@@ -22,7 +22,6 @@ import numba
 import numpy as np
 import pytest
 import scipy.linalg
-from reference import langevin_linear_naive, lints_draw_naive, linucb_scores_naive
 from vits_ref.kernels import linalg as la
 from vits_ref.kernels import lints as klints
 from vits_ref.kernels import linucb as klinucb
@@ -31,6 +30,7 @@ from vits_ref.kernels.langevin import make_langevin_steps
 from vits_ref.kernels.linear import POTENTIAL as LINEAR
 
 from vits_ref.gaussian import kl
+from vits_ref.reference.naive import langevin_linear_naive, lints_draw_naive, linucb_scores_naive
 
 # --------------------------------------------------------------------------- jit wrappers
 # cache=False: Numba's cache is keyed on this file only and would not see an edit of the

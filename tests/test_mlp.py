@@ -13,6 +13,7 @@ from numba import njit
 from vits_ref.kernels import mlp as km
 
 import vits_ref as vr
+from vits_ref.drivers import cpu
 from vits_ref.models import MLP
 from vits_ref.reference import mlp as ref
 
@@ -247,14 +248,14 @@ def test_buffer_growth_equivalence(rng):
     grown = MLP(P, hidden=(H1, H2), eta=ETA, lam=LAM, capacity=2)
     theta = whole.init(3)
     grown.grads_hessian(theta[None])  # compiled once before any growth
-    n_sigs = len(km.mlp_grads_hessian_cpu.signatures)
+    n_sigs = len(cpu.grads_hessian(km.POTENTIAL).signatures)
     caps = []
     for a, b in [(0, 1), (1, 2), (2, 5), (5, 6), (6, 30), (30, 41)]:
         grown.add(X[a:b], r[a:b])
         caps.append(grown._X.shape[0])
         grown.grads_hessian(theta[None])
     assert caps == [2, 2, 8, 8, 32, 64]  # doubling, never per round
-    assert len(km.mlp_grads_hessian_cpu.signatures) == n_sigs  # no recompiling
+    assert len(cpu.grads_hessian(km.POTENTIAL).signatures) == n_sigs  # no recompiling
     assert grown.n_obs == 41
     assert np.array_equal(grown.features, X) and np.array_equal(grown.rewards, r)
     for a, b in zip(grown.grads_hessian(theta[None]), whole.grads_hessian(theta[None]),
@@ -590,7 +591,7 @@ def test_python_bodies_match_compiled_driver(rng, hidden, general):
     assert data[5] is general and len(scratch) == 6
     thetas = theta + 0.1 * rng.standard_normal((2, m.dim))
     out = []
-    for fn in (km.mlp_grads_hessian, km.mlp_grads_hessian_cpu):
+    for fn in (km.mlp_grads_hessian, cpu.grads_hessian(km.POTENTIAL)):
         G, H = np.empty((2, m.dim)), np.full((m.dim, m.dim), np.nan)
         fn(data, thetas, True, G, H, scratch)
         out.append((G, H))
@@ -603,12 +604,12 @@ def test_python_bodies_match_compiled_driver(rng, hidden, general):
     assert np.abs(out[1][0] - Gr).max() < 1e-12 * np.abs(Gr).max()
     assert np.abs(out[1][1] - Hr).max() < 1e-12 * np.abs(Hr).max()
     v_py = km.mlp_value(data, thetas[0], scratch)
-    v_c = km.mlp_value_cpu(data, thetas[0], scratch)
+    v_c = cpu.value(km.POTENTIAL)(data, thetas[0], scratch)
     v_ref = ref.value(X, r, thetas[0], ETA, LAM, hidden, prior_mean=m.prior_mean,
                       prior_precision=m._P0 if general else None)
     assert v_py == pytest.approx(v_c, rel=1e-13) and v_c == pytest.approx(v_ref, rel=1e-13)
     C = rng.standard_normal((19, P))  # more rows than a chunk
-    for fn in (km.mlp_predict, km.mlp_predict_cpu):
+    for fn in (km.mlp_predict, cpu.predict(km.POTENTIAL)):
         o = np.empty(19)
         fn(data, theta, C, o, scratch)
         assert np.allclose(o, ref.outputs(theta, C, hidden), rtol=1e-14, atol=1e-14)

@@ -20,6 +20,7 @@ from ..kernels.linalg import chol_rank1_update
 from ..kernels.lints import lints_draw
 from ..kernels.linucb import linucb_scores as linucb_scores_body
 from ..kernels.linucb import sherman_morrison as sherman_morrison_body
+from ..kernels.mlp import mlp_jacobian
 from ..kernels.newton import make_newton
 from ..kernels.target import METHOD_LMC, lmc_block, vi_block
 from ..kernels.vits import make_vits_steps
@@ -264,3 +265,12 @@ def linucb_scores(Vinv, b, alpha, X, out):
 def sherman_morrison(Vinv, x):
     """``inv(V) <- inv(V + x x^T)`` in place."""
     sherman_morrison_body(Vinv, x, np.empty(x.shape[0]))
+
+
+# --------------------------------------------------------------------------- MLP
+
+
+@cpu_jit
+def mlp_jacobian_rows(data, theta, X, out, J, scratch):
+    """The network's Jacobian ``J`` (n, d) and outputs at the rows of ``X`` (tests, teaching)."""
+    mlp_jacobian(data, theta, X, out, J, scratch)

@@ -17,13 +17,10 @@ import numbers
 import numpy as np
 
 from .. import _validate as val
+from ..drivers import cpu
 from ..kernels.mlp import (
     POTENTIAL,
     layout,
-    mlp_grads_hessian_cpu,
-    mlp_jacobian_cpu,
-    mlp_predict_cpu,
-    mlp_value_cpu,
     n_params,
 )
 from .base import Model
@@ -261,7 +258,7 @@ class MLP(Model):
     # -- potential ----------------------------------------------------------------------
     def value(self, theta):
         """``U(theta)``, including the constant ``eta/2 sum r^2``."""
-        return float(mlp_value_cpu(self.kernel_data(), self._theta(theta),
+        return float(cpu.value(POTENTIAL)(self.kernel_data(), self._theta(theta),
                                    self.kernel_scratch()))
 
     def grad(self, theta):
@@ -316,7 +313,7 @@ class MLP(Model):
         theta = self._theta(theta)
         X = self._X[:self.n_obs] if features is None else self._contexts(features, "features")
         J = np.empty((X.shape[0], self.dim))
-        mlp_jacobian_cpu(self.kernel_data(), theta, X, np.empty(X.shape[0]), J,
+        cpu.mlp_jacobian_rows(self.kernel_data(), theta, X, np.empty(X.shape[0]), J,
                          self.kernel_scratch())
         return J
 
@@ -325,7 +322,7 @@ class MLP(Model):
         theta = self._theta(theta)
         X = self._contexts(contexts, "contexts")
         out = np.empty(X.shape[0])
-        mlp_predict_cpu(self.kernel_data(), theta, X, out, self.kernel_scratch())
+        cpu.predict(POTENTIAL)(self.kernel_data(), theta, X, out, self.kernel_scratch())
         return out
 
     def spawn(self, eta, lam):
@@ -404,7 +401,7 @@ class MLP(Model):
     def _run(self, thetas, want_hessian):
         G = np.empty((thetas.shape[0], self.dim))
         H = np.empty((self.dim, self.dim)) if want_hessian else np.empty((1, 1))
-        mlp_grads_hessian_cpu(self.kernel_data(), thetas, want_hessian, G, H,
+        cpu.grads_hessian(POTENTIAL)(self.kernel_data(), thetas, want_hessian, G, H,
                               self.kernel_scratch())
         return G, (H if want_hessian else None)
 

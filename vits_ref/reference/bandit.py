@@ -11,6 +11,7 @@ round, as most bandit libraries do; the compiled loop uses rank-one updates.
 import numpy as np
 
 from ..kernels.bandit import step_size  # noqa: F401 (the schedule, written once)
+from .naive import langevin_linear_naive, lints_draw_naive
 from .vits import vits_step
 
 
@@ -50,10 +51,7 @@ def linear_bandit_run(spec, contexts, means, rewards, init_noise, sel_noise, ste
             arm = min(int(sel_noise[t, 0] * K), K - 1)
         else:
             if name == "lints":
-                L = np.linalg.cholesky(V)
-                y = np.linalg.solve(L, b) + sel_noise[t] / np.sqrt(eta)
-                theta = np.linalg.solve(L.T, y)
-                scores = X @ theta
+                scores = X @ lints_draw_naive(V, b, eta, sel_noise[t])
             elif name == "linucb":
                 theta = Vinv @ b
                 width = np.sqrt(np.maximum(np.einsum("ai,ij,aj->a", X, Vinv, X), 0.0))
@@ -82,8 +80,7 @@ def linear_bandit_run(spec, contexts, means, rewards, init_noise, sel_noise, ste
                 raise FloatingPointError(f"non-finite state at round {n_obs}")
         elif name == "lmc":
             h = step_size(schedule, h0, eta, n_obs)
-            for s in range(step_noise.shape[1]):
-                mu = mu - h * eta * (V @ mu - b) + np.sqrt(2 * h) * step_noise[t, s, 0]
+            mu = langevin_linear_naive(mu, eta * V, eta * b, step_noise[t, :, 0], h)
             if not np.all(np.isfinite(mu)):
                 raise FloatingPointError(f"non-finite state at round {n_obs}")
     return regret, arms

@@ -1,7 +1,8 @@
-"""Naive, independent closed-form references for the tests (not part of the library).
+"""Naive, independent closed forms: explicit inverses, determinants, ``scipy.linalg.sqrtm``.
 
-Written for clarity, not speed or stability: explicit inverses, determinants and
-``scipy.linalg.sqrtm``. Only used on small, well-conditioned problems.
+Written for clarity, not speed or stability, and only used on small, well-conditioned
+problems: the tests compare :mod:`vits_ref.gaussian` and the baselines' kernels with them,
+and :mod:`.bandit` builds its LinTS and LMC rounds from them.
 """
 
 import numpy as np
@@ -47,7 +48,7 @@ def product_gaussian_naive(m1, s1, m2, s2):
     return mean, cov, float(log_z)
 
 
-# --- kernels and baselines (vits_ref.kernels) -------------------------------------------
+# --- baselines (kernels/lints.py, linucb.py, langevin.py) -------------------------------
 
 def lints_draw_naive(V, b, eta, z):
     """A LinTS draw ``L^-T (L^-1 b + z / sqrt(eta))`` with ``L = cholesky(V)`` by dense solves."""
