@@ -23,6 +23,7 @@ list of policies exists anywhere: a new policy brings its own piece.
 
 from vits_ref.config import kernel
 
+from .potential import fingerprint
 from .views import take, take2, take3  # noqa: F401 (the pieces carve their state with them)
 
 SCHEDULE_CONSTANT = 0
@@ -66,6 +67,7 @@ class BanditPiece:
         self.select = select
         self.update = update
         self.kl = kl
+        self.fingerprint = fingerprint(views, init, select, update, kl)
 
     def __repr__(self):
         return f"BanditPiece({self.name!r})"

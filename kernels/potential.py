@@ -31,6 +31,8 @@ Derived hooks, built from ``grads_hessian`` unless the potential supplies its ow
     with the control variate). ``T`` (M, d) is scratch for the draws.
 """
 
+import hashlib
+
 import numpy as np
 
 from vits_ref.config import kernel
@@ -109,9 +111,26 @@ class Potential:
         self.grad = generic_grad(grads_hessian) if grad is None else grad
         self.vits_inputs = (generic_vits_inputs(grads_hessian) if vits_inputs is None
                             else vits_inputs)
+        self.fingerprint = fingerprint(grads_hessian, value, predict, grad, vits_inputs)
 
     def __repr__(self):
         return f"Potential({self.name!r})"
+
+
+def fingerprint(*bodies):
+    """A 63-bit hash of the bodies' compiled bytecode and constants.
+
+    The drivers close over it, so Numba's on-disk cache (keyed by the closure's contents)
+    recompiles when a body defined outside ``kernels/`` (a user's own potential or piece)
+    is edited; the library's own bodies are also covered by the cache's source stamp.
+    """
+    digest = hashlib.sha256()
+    for fn in bodies:
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            continue
+        digest.update(code.co_code + repr(code.co_consts).encode() + repr(code.co_names).encode())
+    return int.from_bytes(digest.digest()[:8], "little") >> 1
 
 
 @kernel

@@ -32,9 +32,11 @@ from ..kernels.vits import make_vits_steps
 def grads_hessian(potential):
     """``run(data, thetas, want_hessian, G, H, scratch)``: the potential's gradients."""
     body = potential.grads_hessian
+    fp = potential.fingerprint  # in the closure: Numba's cache key follows the bodies
 
     @cpu_jit
     def run(data, thetas, want_hessian, G, H, scratch):
+        _ = fp
         body(data, thetas, want_hessian, G, H, scratch)
 
     return run
@@ -44,9 +46,11 @@ def grads_hessian(potential):
 def value(potential):
     """``run(data, theta, scratch) -> U(theta)``."""
     body = potential.value
+    fp = potential.fingerprint  # in the closure: Numba's cache key follows the bodies
 
     @cpu_jit
     def run(data, theta, scratch):
+        _ = fp
         return body(data, theta, scratch)
 
     return run
@@ -56,9 +60,11 @@ def value(potential):
 def predict(potential):
     """``run(data, theta, X, out, scratch)``: the arms' scores."""
     body = potential.predict
+    fp = potential.fingerprint  # in the closure: Numba's cache key follows the bodies
 
     @cpu_jit
     def run(data, theta, X, out, scratch):
+        _ = fp
         body(data, theta, X, out, scratch)
 
     return run
@@ -80,9 +86,11 @@ def vits_steps(potential):
     See :func:`vits_ref.kernels.vits.make_vits_steps`; ``scr`` from :func:`vits_scratch`.
     """
     body = make_vits_steps(potential)
+    fp = potential.fingerprint  # in the closure: Numba's cache key follows the bodies
 
     @cpu_jit
     def run(variant, symmetrize, mu, B, C, data, eps, h_mu, h, scr, pscr):
+        _ = fp
         return body(variant, symmetrize, mu, B, C, data, eps, h_mu, h, scr, pscr)
 
     return run
@@ -92,9 +100,11 @@ def vits_steps(potential):
 def langevin_steps(potential):
     """``run(theta, data, eps, h, g, H, pscr)``: Langevin steps in place."""
     body = make_langevin_steps(potential)
+    fp = potential.fingerprint  # in the closure: Numba's cache key follows the bodies
 
     @cpu_jit
     def run(theta, data, eps, h, g, H, pscr):
+        _ = fp
         body(theta, data, eps, h, g, H, pscr)
 
     return run
@@ -107,9 +117,11 @@ def newton(potential):
     ``theta`` (d,) is updated in place; see :func:`vits_ref.kernels.newton.make_newton`.
     """
     body = make_newton(potential)
+    fp = potential.fingerprint  # in the closure: Numba's cache key follows the bodies
 
     @cpu_jit
     def run(data, P0, b0, theta, tol, max_iter, H, L, scratch):
+        _ = fp
         d = theta.shape[0]
         theta2 = np.empty((1, d))
         theta2[0] = theta
@@ -150,11 +162,13 @@ def bandit_run(piece):
     """``run(params, contexts, means, rewards, init_noise, sel_noise, step_noise, kl_rounds,
     regret, arms, kl_out) -> status``: one run (allocates its state buffer)."""
     body = make_bandit_run(piece)
+    fp = piece.fingerprint  # in the closure: Numba's cache key follows the bodies
     size = piece.state_size
 
     @cpu_jit
     def run(params, n_state, contexts, means, rewards, init_noise, sel_noise, step_noise,
             kl_rounds, regret, arms, kl_out):
+        _ = fp
         buf = np.empty(n_state)
         return body(params, buf, contexts, means, rewards, init_noise, sel_noise, step_noise,
                     kl_rounds, regret, arms, kl_out)
@@ -177,11 +191,13 @@ def bandit_runs(piece):
     thread from its own arrays, so the results do not depend on the number of threads.
     """
     body = make_bandit_run(piece)
+    fp = piece.fingerprint  # in the closure: Numba's cache key follows the bodies
     size = piece.state_size
 
     @cpu_jit(parallel=True)
     def run(params, bufs, contexts, means, rewards, init_noise, sel_noise, step_noise,
             kl_rounds, regret, arms, kl_out, status):
+        _ = fp
         for r in prange(contexts.shape[0]):
             status[r] = body(params, bufs[r], contexts[r], means[r], rewards[r], init_noise[r],
                              sel_noise[r], step_noise[r], kl_rounds, regret[r], arms[r],
