@@ -1,13 +1,15 @@
 """Golden outputs recorded before the house restructuring (issue 6), asserted after it.
 
 ``python tests/golden/make_golden.py`` writes ``tests/golden/golden.npz`` from the public
-API only (so the same script runs on the old and the new layout): the regret and arms of
+API (only the experiments' import lines changed with the move to experiments/vits/):
+the regret and arms of
 every named policy on both synthetic environments (fused and Python loops), their KL
 traces, the states of the non-linear engines after a few updates, and the Gaussian-target
 traces of appendices F/I. ``tests/test_golden.py`` recomputes every entry with
 :func:`compute` and compares.
 
-Recorded on main at b6d5d19 (numba 0.68.1, numpy 2.4.6, OpenBLAS 1 thread).
+Recorded on main at b6d5d19 (numba 0.68.1, numpy 2.4.6, OpenBLAS 1 thread); do not
+regenerate it to make a change pass: a changed entry is a changed result.
 """
 
 import os
