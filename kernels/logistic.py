@@ -124,15 +124,21 @@ def logistic_grads_hessian(X, y, thetas, eta, lam, want_hessian, Z, wbar, Xw, G,
     if n > 0:
         if not have_z:
             gemm_nt(X, thetas, Z)
-        inv_m = 1.0 / M
-        for s in range(n):
-            acc = 0.0
-            ys = y[s]
-            for j in range(M):
-                r, w = residual_weight(Z[s, j], ys)
-                Z[s, j] = r
-                acc += w
-            wbar[s] = acc * inv_m
+        if M == 1:  # one point (Newton, Langevin): the same numbers without the inner loop
+            for s in range(n):
+                r, w = residual_weight(Z[s, 0], y[s])
+                Z[s, 0] = r
+                wbar[s] = w
+        else:
+            inv_m = 1.0 / M
+            for s in range(n):
+                acc = 0.0
+                ys = y[s]
+                for j in range(M):
+                    r, w = residual_weight(Z[s, j], ys)
+                    Z[s, j] = r
+                    acc += w
+                wbar[s] = acc * inv_m
         gemm_tn(Z, X, G)
     else:
         for j in range(M):
