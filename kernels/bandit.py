@@ -24,7 +24,7 @@ list of policies exists anywhere: a new policy brings its own piece.
 from vits_ref.config import kernel
 
 from .potential import fingerprint
-from .views import take, take2, take3  # noqa: F401 (the pieces carve their state with them)
+from .views import take
 
 SCHEDULE_CONSTANT = 0
 SCHEDULE_DECAYED = 1

@@ -10,10 +10,11 @@ import math
 
 from vits_ref.config import kernel
 
-from .bandit import BanditPiece, argmax, step_size, take, take2
+from .bandit import BanditPiece, argmax, step_size
 from .linalg import all_finite_vec, gemv
 from .linear import POTENTIAL as LINEAR
 from .linear import stats_add, stats_init
+from .views import take, take2
 
 
 def make_langevin_steps(potential):

@@ -18,7 +18,7 @@ update needs anyway (two BLAS calls fewer per step), and ``A`` is ``eta V`` itse
 from vits_ref.config import kernel
 
 from .linalg import gemm_nn, gemm_nt, gemv, half_quadratic
-from .potential import VARIANT_HF, VARIANT_HF_CV, Potential, linear_scores
+from .potential import VARIANT_HF_CV, Potential, is_hessian_free, linear_scores
 
 
 @kernel(inline=True)
@@ -114,7 +114,7 @@ def vits_inputs(data, variant, mu, B, eps, Z, T, G, g, H, W1, gmu, scratch):
     """The VITS step's inputs on the linear potential (see the module docstring)."""
     etaV, eta_b = data[0], data[1]
     M, d = eps.shape
-    if variant == VARIANT_HF or variant == VARIANT_HF_CV:
+    if is_hessian_free(variant):
         linear_draws(mu, B, etaV, eta_b, eps, Z, G, g)
         if variant == VARIANT_HF_CV:
             gemv(etaV, mu, gmu)

@@ -8,8 +8,9 @@ import math
 
 from vits_ref.config import kernel
 
-from .bandit import BanditPiece, argmax, take, take2
+from .bandit import BanditPiece, argmax
 from .linalg import gemm_nn, gemv
+from .views import take, take2
 
 
 @kernel

@@ -33,8 +33,6 @@ Derived hooks, built from ``grads_hessian`` unless the potential supplies its ow
 
 import hashlib
 
-import numpy as np
-
 from vits_ref.config import kernel
 
 from .linalg import gemm_nn, gemm_nt, gemv
@@ -137,8 +135,3 @@ def fingerprint(*bodies):
 def linear_scores(data, theta, X, out, scratch):
     """``out = X theta``: the ``predict`` of every model whose score is linear in theta."""
     gemv(X, theta, out)
-
-
-def dummy(shape=(1,)):
-    """A placeholder array for an unused tuple slot (keeps the tuple's type fixed)."""
-    return np.zeros(shape)

@@ -22,7 +22,7 @@ import math
 
 from vits_ref.config import kernel
 
-from .bandit import BanditPiece, argmax, step_size, take, take2, take3
+from .bandit import BanditPiece, argmax, step_size
 from .diagnostics import kl_to_linear_posterior
 from .linalg import all_finite_mat, all_finite_vec, gemm_nn, gemm_tn, gemv, gram, inv_transpose
 from .linear import POTENTIAL as LINEAR
@@ -34,6 +34,7 @@ from .potential import (  # noqa: F401 (the variant codes are this engine's voca
     VARIANT_II,
     is_hessian_free,
 )
+from .views import take, take2, take3
 
 
 @kernel
@@ -124,7 +125,7 @@ def make_vits_steps(potential):
         mats, work2d, Z, T, G, vecs = scr
         Amat, CtC, D, W1, W2, H = mats[0], mats[1], mats[2], mats[3], mats[4], mats[5]
         g, gmu = vecs[0], vecs[1]
-        hf = variant == VARIANT_HF or variant == VARIANT_HF_CV
+        hf = is_hessian_free(variant)
         for s in range(eps.shape[0]):
             A = inputs(data, variant, mu, B, eps[s], Z, T, G, g, H, W1, gmu, pscr)
             if hf:

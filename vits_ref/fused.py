@@ -9,7 +9,7 @@ and the NumPy reference give the same regret.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,7 +44,6 @@ class FusedSpec:
     step_size: Callable | None = None
     gaussian: bool = False
     n_draws_per_round: int = 1
-    extra: dict = field(default_factory=dict)
 
 
 def thompson_noise(policy_seed, n_rounds, dim, init=True, select=True, n_steps=0, n_mc=1):

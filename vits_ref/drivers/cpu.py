@@ -179,7 +179,6 @@ def bandit_run(piece):
         return run(params, size(d, K, step_noise.shape[2]), contexts, means, rewards,
                    init_noise, sel_noise, step_noise, kl_rounds, regret, arms, kl_out)
 
-    call.compiled = run
     return call
 
 
@@ -210,7 +209,6 @@ def bandit_runs(piece):
         run(params, bufs, contexts, means, rewards, init_noise, sel_noise, step_noise,
             kl_rounds, regret, arms, kl_out, status)
 
-    call.compiled = run
     return call
 
 
