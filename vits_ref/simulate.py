@@ -14,6 +14,7 @@ bulk in the same order as the engines draw it online, so the fused loop and the 
 loop give the same regret (``tests/test_simulate.py``).
 """
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -29,29 +30,38 @@ from .inference import VITS, Langevin, LinTS
 from .inference.base import GaussianEngine
 from .policies import LinUCB, RandomPolicy, ThompsonSampling
 
-#: Documented defaults of the named policies (within the VITS paper's appendix E grids,
-#: eta = lam = 1). Decayed steps ``h_t = h0/(eta t)``: stability needs roughly
-#: ``h0 max|x|^2 < 1`` and ``|x|^2 ~ d (1 + zeta^2)`` on the pool environment (20-40 at
-#: d = 20). ``h0 = 0.01`` for VITS-I/II and 0.02 for LMC-TS (whose mean-only recursion is
-#: stable up to 2) came out of a 20-run check at zeta 0.1 and 1 (README, "Choosing the
-#: defaults"). The Hessian-free recursion is the fragile one: at zeta = 1 over 50 runs it
-#: diverged with h0 = 0.005 (unsymmetrised: round 3; symmetrised: round 46 of one run),
-#: h0 = 0.004, and h0 = 0.005 with 40 draws; it was stable in all 50 runs at both zetas
-#: with a symmetrised ``A``, h0 = 0.005 for the mean and 0.0025 for the square root.
-#: "vits-hf-cv" adds the control variate grad U(mu) to the estimator of ``A`` (not in the
-#: paper; see VITS(control_variate=...)): stable in the same 50 runs with twice the steps
-#: (0.01 / 0.005), with regret 222 vs 282 (zeta 0.1) and 262 vs 290 (zeta 1) for "vits-hf".
+#: Documented defaults of the named policies: the point of the VITS paper's appendix E grid
+#: (:mod:`vits_ref.experiments.vits.grid`) used by ``vits-fig1``. ``eta = 10``,
+#: ``lam = 10`` for every method: the smallest ``eta`` of the grid (the closest to the
+#: true noise precision ``1/(1 + zeta^2)``, which the grid does not contain), and the point
+#: at which LinTS and VITS-II scored best or within a standard error of best on the 20
+#: tuning runs (seed 10 000) of both panels. Steps ``h_t = h0/(eta t)`` (the authors'
+#: decay) with ``h0 = 0.01`` for VITS-I/II and LMC-TS: ``h0 = 0.1`` diverges at round 1
+#: for VITS (``h0 |x|^2`` is 2-4 on the pool environment) and within a few hundred rounds
+#: for LMC-TS, ``h0 = 0.001`` is too slow to follow the posterior (regret 1.4-2x). The
+#: paper's Hessian-free variant (Algorithm 3: unsymmetrised ``A``, one step for the mean
+#: and the square root) diverges at ``h0 = 0.01`` everywhere on the grid and at
+#: ``h0 = 0.001`` for every ``eta >= 100``; ``h0 = 0.001`` with ``eta = 10`` is the only
+#: grid point stable in both panels, so it is its default. Two Hessian-free variants that
+#: are not in the paper are labelled extras: ``"vits-hf-sym"`` (symmetrised ``A``, square
+#: root step ``h0/2``) and ``"vits-hf-cv"`` (also the control variate ``grad U(mu)``,
+#: see ``VITS(control_variate=...)``), both stable at ``h0 = 0.01``. LinUCB explores at the
+#: Thompson samplers' temperature, ``alpha = 1/sqrt(eta)`` (as the authors' code does).
+#: ``vits-fig1 --tune`` searches the whole grid instead (docs in
+#: :mod:`vits_ref.experiments.vits.fig1`).
 POLICY_DEFAULTS = {
-    "lints": {"eta": 1.0, "lam": 1.0},
-    "linucb": {"alpha": 1.0, "lam": 1.0},
-    "vits-i": {"variant": "I", "eta": 1.0, "lam": 1.0, "step_size": 0.01, "n_steps": 10},
-    "vits-ii": {"variant": "II", "eta": 1.0, "lam": 1.0, "step_size": 0.01, "n_steps": 10},
-    "vits-hf": {"variant": "hessian_free", "eta": 1.0, "lam": 1.0, "step_size": 0.005,
-                "cov_step_size": 0.0025, "n_steps": 10, "n_mc": 20, "symmetrize": True},
-    "vits-hf-cv": {"variant": "hessian_free", "eta": 1.0, "lam": 1.0, "step_size": 0.01,
+    "lints": {"eta": 10.0, "lam": 10.0},
+    "linucb": {"alpha": 1.0 / math.sqrt(10.0), "lam": 10.0},
+    "vits-i": {"variant": "I", "eta": 10.0, "lam": 10.0, "step_size": 0.01, "n_steps": 10},
+    "vits-ii": {"variant": "II", "eta": 10.0, "lam": 10.0, "step_size": 0.01, "n_steps": 10},
+    "vits-hf": {"variant": "hessian_free", "eta": 10.0, "lam": 10.0, "step_size": 0.001,
+                "cov_step_size": 0.001, "n_steps": 10, "n_mc": 20, "symmetrize": False},
+    "vits-hf-sym": {"variant": "hessian_free", "eta": 10.0, "lam": 10.0, "step_size": 0.01,
+                    "cov_step_size": 0.005, "n_steps": 10, "n_mc": 20, "symmetrize": True},
+    "vits-hf-cv": {"variant": "hessian_free", "eta": 10.0, "lam": 10.0, "step_size": 0.01,
                    "cov_step_size": 0.005, "n_steps": 10, "n_mc": 20, "symmetrize": True,
                    "control_variate": True},
-    "lmc": {"eta": 1.0, "lam": 1.0, "step_size": 0.02, "n_steps": 10},
+    "lmc": {"eta": 10.0, "lam": 10.0, "step_size": 0.01, "n_steps": 10},
     "random": {},
 }
 POLICY_NAMES = tuple(POLICY_DEFAULTS)
@@ -64,7 +74,8 @@ def make_policy(name, dim, seed=None, **overrides):
 
     Parameters
     ----------
-    name : {"lints", "linucb", "vits-i", "vits-ii", "vits-hf", "vits-hf-cv", "lmc", "random"}
+    name : {"lints", "linucb", "vits-i", "vits-ii", "vits-hf", "vits-hf-sym", "vits-hf-cv", \
+            "lmc", "random"}
     dim : int
     seed : int, SeedSequence, Generator or None
     **overrides

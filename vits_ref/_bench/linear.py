@@ -32,15 +32,17 @@ from .timing import median_times
 POLICIES = ("vits-ii", "lints", "vits-i", "vits-hf", "lmc", "linucb")
 
 
-def problem(policy, n_rounds=1000, dim=20, n_arms=50, zeta=0.1, seed=0, n_runs=1):
-    """``(spec, runs)``: ``n_runs`` runs of ``policy`` (a name) on the pool environment.
+def problem(policy, n_rounds=1000, dim=20, n_arms=50, zeta=0.1, seed=0, n_runs=1,
+            **overrides):
+    """``(spec, runs)``: ``n_runs`` runs of ``policy`` (a name, with ``overrides`` of its
+    defaults) on the pool environment.
 
     ``spec`` is the policy's :class:`vits_ref.fused.FusedSpec`; each run is the tuple
     ``(contexts, means, rewards, init_noise, sel_noise, step_noise)`` that the fused loop
     and the NumPy reference consume.
     """
     env = pool(dim=dim, n_arms=n_arms, zeta=zeta, seed=seed)
-    spec = fused_spec(make_policy(policy, dim))
+    spec = fused_spec(make_policy(policy, dim, **overrides))
     root = np.random.SeedSequence(seed)
     runs = []
     for r in range(n_runs):

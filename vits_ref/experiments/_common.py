@@ -8,6 +8,8 @@ import platform
 import numba
 import numpy as np
 
+from ._paired import compare, format_difference
+
 
 def write_curves_csv(path, rows):
     """``rows``: iterable of dicts with keys panel, method, round, mean, stderr."""
@@ -40,7 +42,7 @@ def write_json(path, obj):
 
 
 def run_panels(name, description, panels, runs, rounds, seed, out, progress=None,
-               title=None, extra=None, kl_rounds=None, n_jobs=1):
+               title=None, extra=None, kl_rounds=None, n_jobs=1, reference=None):
     """Run regret experiments panel by panel and write ``curves.csv``, ``summary.json``,
     ``regret.png``; return the summary.
 
@@ -53,6 +55,12 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     table) instead of stopping the experiment. ``kl_rounds`` records the KL diagnostic of
     Gaussian engines on the linear model, and ``n_jobs`` spreads the runs of policies
     without a fused loop over processes (see :func:`vits_ref.simulate`).
+
+    Each entry keeps the per-run final regrets (``final_regrets``). With ``reference`` (a
+    method label, e.g. ``"LinTS"``), every other entry of a panel also gets
+    ``paired_vs_reference``: the paired difference of its final regret against the
+    reference's on the same runs, with 95% intervals
+    (:func:`vits_ref.experiments._paired.paired_difference`).
     """
     import time
 
@@ -90,6 +98,7 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
             curves[panel][label] = (mean, se)
             entry = {**info, **cand_info, "panel": panel, "method": label,
                      "final_regret_mean": float(mean[-1]), "final_regret_stderr": float(se[-1]),
+                     "final_regrets": res.cumulative_regret[:, -1].tolist(),
                      "wall_time_s": res.wall_time, "fused": res.fused,
                      "us_per_round": 1e6 * res.wall_time / (runs * rounds)}
             if res.kl is not None:
@@ -98,9 +107,15 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
             if diverged:
                 entry["diverged_candidates"] = diverged
             summary.append(entry)
+        if reference is not None:
+            panel_entries = [e for e in summary if e["panel"] == panel]
+            for label, diff in compare(panel_entries, reference).items():
+                next(e for e in panel_entries if e["method"] == label)[
+                    "paired_vs_reference"] = {"reference": reference, **diff}
     files = [os.path.join(out, f) for f in ("curves.csv", "summary.json", "regret.png")]
     result = {"experiment": name, "description": description, "runs": runs, "rounds": rounds,
-              "seed": seed, **(extra or {}), "results": summary, "files": files,
+              "seed": seed, "reference": reference, **(extra or {}), "results": summary,
+              "files": files,
               "total_wall_time_s": time.perf_counter() - t0, "environment": environment_info()}
     write_curves_csv(files[0], rows)
     write_json(files[1], result)
@@ -115,14 +130,21 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
 
 
 def regret_table(result):
-    """Final regrets, one line per panel and method."""
+    """Final regrets, one line per panel and method, with the paired difference against
+    the reference method (mean and 95% t interval) where the experiment has one."""
     width = max(len(e["method"]) for e in result["results"])
-    lines = [f"{'panel':18s} {'method':{width}s} {'regret(T)':>10} {'+-se':>7} {'us/round':>10}"]
+    ref = result.get("reference")
+    head = f"{'panel':18s} {'method':{width}s} {'regret(T)':>10} {'+-se':>7} {'us/round':>10}"
+    lines = [head + (f"  {'- ' + ref + ' (paired, 95% CI)':>28}" if ref else "")]
     for e in result["results"]:
         if "final_regret_mean" not in e:
             lines.append(f"{e['panel']:18s} {e['method']:{width}s}   diverged (see "
                          f"summary.json)")
             continue
-        lines.append(f"{e['panel']:18s} {e['method']:{width}s} {e['final_regret_mean']:10.2f} "
-                     f"{e['final_regret_stderr']:7.2f} {e['us_per_round']:10.1f}")
+        line = (f"{e['panel']:18s} {e['method']:{width}s} {e['final_regret_mean']:10.2f} "
+                f"{e['final_regret_stderr']:7.2f} {e['us_per_round']:10.1f}")
+        if ref:
+            diff = e.get("paired_vs_reference")
+            line += f"  {format_difference(diff) if diff else '(reference)':>28}"
+        lines.append(line)
     return "\n".join(lines)
