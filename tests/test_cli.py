@@ -64,16 +64,19 @@ def test_bad_arguments():
 
 @pytest.mark.slow
 def test_fig1_paper_size(tmp_path):
-    """Paper size (50 runs x 1000 rounds): VITS-II tracks LinTS, all methods beat random.
-
-    Thresholds: at these sizes the standard errors are ~3-5 (see README); VITS-II within
-    25% of exact LinTS at both zetas is the paper's claim ("performs similarly").
-    """
+    """Issue 7's checks at the defaults, 50 runs x 1000 rounds: the paired difference
+    VITS-II - LinTS has a 95% interval that contains 0 or lies below it at both zetas, and
+    every method of the figure stays finite. (Whether the paper's Hessian-free line is
+    within 15% of VITS-II is a claim of the report, ``fig1.claims``, not a test: a claim
+    that does not reproduce is a result.)"""
     result = fig1.run(runs=50, rounds=1000, seed=0, out=str(tmp_path))
-    final = {(e["zeta"], e["method"]): e["final_regret_mean"] for e in result["results"]}
+    for e in result["results"]:
+        assert np.isfinite(e["final_regret_mean"]), e["method"]
     for zeta in fig1.ZETAS:
-        assert final[(zeta, "VITS-II")] < 1.25 * final[(zeta, "LinTS")]
-        assert np.isfinite(list(final.values())).all()
+        e = next(e for e in result["results"] if e["zeta"] == zeta and e["method"] == "VITS-II")
+        assert e["paired_vs_reference"]["ci"][0] <= 0, e["paired_vs_reference"]
+    verdicts = {c["id"]: c["verdict"] for c in fig1.claims(result)}
+    assert verdicts["fig1-vits-ii-like-lints"] == "reproduced"
 
 
 @pytest.mark.parametrize("name,args", [
@@ -129,16 +132,25 @@ def test_jobs_option(tmp_path):
 
 
 def test_fig1_tuning_records_the_grid_and_the_choice(tmp_path):
-    res = fig1.run(runs=2, rounds=30, seed=1, out=str(tmp_path), methods=["LinUCB", "VITS-II"],
+    labels = ["extra: LinUCB (alpha = 1/sqrt(eta))", "VITS-II"]
+    res = fig1.run(runs=2, rounds=30, seed=1, out=str(tmp_path), methods=labels,
                    tune=True, tune_runs=2)
     assert res["tuned"] and res["tune_seed"] == 1 + fig1.TUNE_SEED_OFFSET
+    names = {m[0]: m[1] for m in fig1.METHODS}
     for panel, by_method in res["tuning"].items():
-        for label, scored in by_method.items():
-            name = dict((m[0], m[1]) for m in fig1.METHODS)[label]
-            assert len(scored) == len(fig1.tuning_grid(name))
-            best = min(scored, key=lambda s: s["final_regret"])
+        assert set(by_method) == {"LinTS", *labels}  # the reference always runs
+        for label, rec in by_method.items():
+            scores = rec["scores"]
+            assert len(scores) == len(fig1.tuning_grid(names[label]))
+            # the whole appendix E grid: 12 points (eta x lam) or 36 (x step)
+            assert len(scores) in (12, 36)
+            assert rec["diverged_points"] == [s["point"] for s in scores if "diverged" in s]
+            best = min((s for s in scores if "diverged" not in s),
+                       key=lambda s: s["final_regret_mean"])
             chosen = res["hyperparameters"][panel][label]
-            assert all(chosen[k] == v for k, v in best["overrides"].items())
+            assert all(chosen[k] == v for k, v in best["point"].items())
+    # h0 = 0.1 diverges at round 1 for VITS on this environment: reported, not chosen
+    assert res["tuning"]["zeta = 1"]["VITS-II"]["diverged_points"]
     assert "--tune" in _cli("run", "--help").stdout
 
 

@@ -1,4 +1,4 @@
-"""Command line: ``python -m vits_ref list | run NAME | bench``."""
+"""Command line: ``python -m vits_ref list | run NAME | report PAPER | bench``."""
 
 import argparse
 import inspect
@@ -38,6 +38,17 @@ def main(argv=None):
     p_run.add_argument("--data", default=None,
                        help="a data file for experiments that take one (vits-movielens: a "
                             "MovieLens ratings.dat; default: the synthetic stand-in)")
+    p_rep = sub.add_parser("report", help="run a paper's experiments and write its "
+                                          "reproduction report (Markdown and HTML)")
+    p_rep.add_argument("paper", choices=["vits"])
+    p_rep.add_argument("--size", choices=["paper", "small"], default="paper",
+                       help="paper: every experiment at its defaults (the paper's sizes "
+                            "where this machine allows); small: a few runs, to check the "
+                            "page builds (default: paper)")
+    p_rep.add_argument("--out", default=None, help="output folder (default "
+                                                   "results/report-PAPER)")
+    p_rep.add_argument("--only", nargs="+", default=None, metavar="NAME",
+                       help="run only these experiments (e.g. vits-fig1 vits-figG)")
     p_bench = sub.add_parser("bench", help="print speed ratios against the NumPy reference")
     p_bench.add_argument("--quick", action="store_true", help="fewer repeats")
     args = parser.parse_args(argv)
@@ -50,6 +61,18 @@ def main(argv=None):
         from ._bench import main as bench_main
 
         bench_main(quick=args.quick)
+        return 0
+    if args.command == "report":
+        from .report import build
+
+        try:
+            rep = build(args.paper, size=args.size, out=args.out or None,
+                        progress=_progress(f"report {args.paper}"), only=args.only)
+        except ValueError as exc:
+            parser.error(str(exc))
+        for c in rep["claims"]:
+            print(f"{c['verdict']:>18}  {c['id']}")
+        print(f"wrote {', '.join(rep['files'])}")
         return 0
     mod = get(args.name)
     opts = {**mod.DEFAULTS}

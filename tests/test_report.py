@@ -1,0 +1,61 @@
+"""The reproduction report (``python -m vits_ref report vits``): it builds, and every claim
+of the paper that an experiment checks gets a verdict, the measured numbers and a rule."""
+
+import subprocess
+import sys
+
+import pytest
+
+from vits_ref import report
+from vits_ref.experiments import get
+from vits_ref.experiments._claims import VERDICTS, claim
+
+
+def _check(rep, names):
+    assert set(rep["experiments"]) == set(names)
+    md, html = (open(f).read() for f in rep["files"])
+    for name in names:
+        found = get(name).claims(rep["experiments"][name])
+        assert found, f"{name} checks no claim of the paper"
+        for c in found:
+            assert c["verdict"] in VERDICTS
+            assert c["quote"] and c["measured"] and c["why"] and c["section"]
+            # every claim is on the page with its verdict, quoted
+            assert f"### {c['id']}: **{c['verdict']}**" in md
+            assert c["quote"] in md
+            assert f"id='{c['id']}'" in html
+    assert "data:image/png;base64," in html  # figures embedded: one self-contained file
+    assert "](vits-fig1/regret.png)" in md
+
+
+def test_small_report_builds_with_a_verdict_for_every_claim(tmp_path):
+    rep = report.build("vits", size="small", out=str(tmp_path))
+    _check(rep, report.EXPERIMENTS["vits"])
+    assert "Small size" in open(rep["files"][0]).read()
+
+
+def test_cli_report(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "vits_ref", "report", "vits", "--size",
+                          "small", "--only", "vits-fig1", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr
+    assert "fig1-vits-ii-like-lints" in res.stdout and "report.html" in res.stdout
+    bad = subprocess.run([sys.executable, "-m", "vits_ref", "report", "vits", "--only",
+                          "nope", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert bad.returncode == 2 and "nope" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_claim_rejects_an_unknown_verdict():
+    with pytest.raises(ValueError, match="verdict"):
+        claim("x", "s", "q", "probably", "m", "w")
+    with pytest.raises(ValueError, match="quote"):
+        claim("x", "s", "", "reproduced", "m", "w")
+    with pytest.raises(ValueError, match="unknown paper"):
+        report.build("nope")
+
+
+@pytest.mark.slow
+def test_paper_size_report(tmp_path):
+    """The whole report at the paper's sizes (tens of minutes on 2 cores)."""
+    rep = report.build("vits", size="paper", out=str(tmp_path))
+    _check(rep, report.EXPERIMENTS["vits"])

@@ -1,0 +1,214 @@
+"""The reproduction report: a paper's claims, each with measured numbers and a verdict.
+
+``python -m vits_ref report vits`` runs every experiment of the VITS paper at a stated size
+and writes one page, ``report.md`` and a self-contained ``report.html`` (figures embedded),
+into ``results/report-vits``. For each claim of the paper the page gives the claim quoted
+with its section, the measured numbers with paired 95% intervals, and a verdict
+(reproduced / not reproduced / not testable here) with the rule that gave it and, where a
+claim fails or cannot be tested, the likely cause. The claims and their rules live beside
+the experiments (each experiment module's ``claims(result)``); this module only runs,
+gathers and writes.
+
+Sizes (:data:`SIZES`): ``paper`` runs every experiment at its defaults, which are the
+paper's sizes where this machine allows (each module's docstring says where not, e.g. the
+MLP figure), ``small`` runs a few runs of a few rounds (what CI builds, to check that the
+page builds and that every claim gets a verdict; its verdicts rest on too few runs to mean
+much, and the page says so).
+"""
+
+import base64
+import datetime
+import html
+import os
+import time
+
+from .experiments import get
+from .experiments._claims import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, VERDICTS
+
+PAPERS = {"vits": "VITS: Variational Inference Thompson Sampling for contextual bandits "
+                  "(Clavier, Huix and Durmus, ICML 2024)"}
+
+#: size -> experiment name -> keyword arguments of its ``run`` (besides ``out``, ``progress``)
+SIZES = {
+    "paper": {
+        "vits-fig1": {},
+        "vits-fig2": {},
+        "vits-figF": {},
+        "vits-figG": {},
+        "vits-figI": {},
+        "vits-movielens": {},
+    },
+    "small": {
+        "vits-fig1": {"runs": 4, "rounds": 100},
+        "vits-fig2": {"runs": 1, "rounds": 5},
+        "vits-figF": {"runs": 2, "rounds": 2000, "kappas": (2.5, 10.0)},
+        "vits-figG": {"runs": 3, "rounds": 100},
+        "vits-figI": {"runs": 3, "rounds": 1500},
+        "vits-movielens": {"runs": 2, "rounds": 50,
+                           "synthetic_kwargs": {"n_users": 200, "n_movies": 150}},
+    },
+}
+EXPERIMENTS = {"vits": ("vits-fig1", "vits-fig2", "vits-figG", "vits-movielens",
+                        "vits-figF", "vits-figI")}
+
+
+def _run_kwargs(mod, size, name):
+    """The experiment's defaults overridden by the size's settings."""
+    return {**mod.DEFAULTS, **SIZES[size][name]}
+
+
+def build(paper="vits", size="paper", out=None, progress=None, only=None):
+    """Run a paper's experiments and write its reproduction report.
+
+    Parameters
+    ----------
+    paper : {"vits"}
+    size : {"paper", "small"}
+        :data:`SIZES`.
+    out : str, optional
+        Output folder (default ``results/report-PAPER``); each experiment writes into a
+        subfolder named after it, the page into ``out`` itself.
+    progress : callable or None
+        ``progress(message)`` for status lines.
+    only : sequence of str, optional
+        Experiment names to run (the others are left out of the page).
+
+    Returns
+    -------
+    dict
+        ``{"paper", "size", "files": [report.md, report.html], "claims": [...],
+        "experiments": {name: summary}}``.
+    """
+    if paper not in PAPERS:
+        raise ValueError(f"unknown paper {paper!r}; available: {', '.join(PAPERS)}")
+    if size not in SIZES:
+        raise ValueError(f"size must be one of {', '.join(SIZES)}, got {size!r}")
+    names = [n for n in EXPERIMENTS[paper] if only is None or n in only]
+    if only is not None and not names:
+        raise ValueError(f"only={only!r} names none of {EXPERIMENTS[paper]}")
+    out = out or os.path.join("results", f"report-{paper}")
+    os.makedirs(out, exist_ok=True)
+    t0 = time.perf_counter()
+    sections = []
+    for name in names:
+        mod = get(name)
+        kwargs = _run_kwargs(mod, size, name)
+        if progress:
+            progress(f"{name}: {', '.join(f'{k}={v}' for k, v in kwargs.items())}")
+        result = mod.run(out=os.path.join(out, name), progress=progress, **kwargs)
+        found = mod.claims(result) if hasattr(mod, "claims") else []
+        sections.append({"name": name, "module": mod, "kwargs": kwargs, "result": result,
+                         "claims": found, "table": mod.table(result)})
+    meta = {"paper": PAPERS[paper], "size": size,
+            "command": f"python -m vits_ref report {paper} --size {size}",
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "wall_time_s": time.perf_counter() - t0}
+    md_path, html_path = os.path.join(out, "report.md"), os.path.join(out, "report.html")
+    with open(md_path, "w") as fh:
+        fh.write(to_markdown(meta, sections, out))
+    with open(html_path, "w") as fh:
+        fh.write(to_html(meta, sections))
+    return {"paper": paper, "size": size, "files": [md_path, html_path],
+            "claims": [c for s in sections for c in s["claims"]],
+            "experiments": {s["name"]: s["result"] for s in sections}}
+
+
+def _counts(sections):
+    claims = [c for s in sections for c in s["claims"]]
+    return {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
+
+
+def _figures(result):
+    return [f for f in result.get("files", []) if f.endswith(".png") and os.path.exists(f)]
+
+
+_SIZE_NOTE = {"small": "**Small size**: a few runs of a few rounds, to check that the page "
+                       "builds. The verdicts below rest on too few runs to mean anything; "
+                       "run `--size paper` for the reproduction.",
+              "paper": "**Paper size**: every experiment at its defaults (the paper's sizes "
+                       "where this machine allows; each section states its size)."}
+
+
+def to_markdown(meta, sections, out):
+    """The report as Markdown (figures linked relative to ``out``)."""
+    counts = _counts(sections)
+    lines = [f"# Reproduction report: {meta['paper']}", "",
+             f"Generated {meta['date']} by `{meta['command']}` in "
+             f"{meta['wall_time_s']:.0f} s.", "", _SIZE_NOTE[meta["size"]], "",
+             f"Claims: {counts[REPRODUCED]} reproduced, {counts[NOT_REPRODUCED]} not "
+             f"reproduced, {counts[NOT_TESTABLE]} not testable here.", "",
+             "| claim | where | verdict |", "|---|---|---|"]
+    for s in sections:
+        for c in s["claims"]:
+            lines.append(f"| {c['id']} | {c['section']} | **{c['verdict']}** |")
+    for s in sections:
+        res = s["result"]
+        lines += ["", f"## {s['name']}: {res.get('description', '')}", "",
+                  "Run with: " + ", ".join(f"`{k}={v}`" for k, v in s["kwargs"].items())
+                  + f" ({res.get('total_wall_time_s', 0):.0f} s).", ""]
+        for fig in _figures(res):
+            lines += [f"![{s['name']}]({os.path.relpath(fig, out)})", ""]
+        lines += ["```", s["table"], "```", ""]
+        if not s["claims"]:
+            lines += ["No claim of the paper is checked by this experiment.", ""]
+        for c in s["claims"]:
+            lines += [f"### {c['id']}: **{c['verdict']}**", "",
+                      f"> {c['quote']}", f"> ({c['section']})", "",
+                      f"- Measured: {c['measured']}", f"- Rule and reading: {c['why']}", ""]
+    return "\n".join(lines) + "\n"
+
+
+_CSS = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.45}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px}"
+        "blockquote{color:#444;border-left:4px solid #ccc;margin:0;padding-left:1em}"
+        "pre{background:#f6f6f6;padding:8px;overflow-x:auto}img{max-width:100%}"
+        ".reproduced{color:#1a7f37}.not-reproduced{color:#b42318}"
+        ".not-testable-here{color:#8a6d00}")
+
+
+def _verdict_html(verdict):
+    return f'<b class="{verdict.replace(" ", "-")}">{html.escape(verdict)}</b>'
+
+
+def _embed(path):
+    with open(path, "rb") as fh:
+        data = base64.b64encode(fh.read()).decode("ascii")
+    return f'<img alt="{html.escape(os.path.basename(path))}" src="data:image/png;base64,{data}">'
+
+
+def to_html(meta, sections):
+    """The report as one self-contained HTML page (figures embedded as data URIs)."""
+    esc = html.escape
+    counts = _counts(sections)
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Reproduction report"
+             f"</title><style>{_CSS}</style></head><body>",
+             f"<h1>Reproduction report: {esc(meta['paper'])}</h1>",
+             f"<p>Generated {esc(meta['date'])} by <code>{esc(meta['command'])}</code> in "
+             f"{meta['wall_time_s']:.0f} s.</p>",
+             f"<p>{esc(_SIZE_NOTE[meta['size']]).replace('**', '')}</p>",
+             f"<p>Claims: {counts[REPRODUCED]} reproduced, {counts[NOT_REPRODUCED]} not "
+             f"reproduced, {counts[NOT_TESTABLE]} not testable here.</p>",
+             "<table><tr><th>claim</th><th>where</th><th>verdict</th></tr>"]
+    for s in sections:
+        for c in s["claims"]:
+            parts.append(f"<tr><td><a href='#{esc(c['id'])}'>{esc(c['id'])}</a></td>"
+                         f"<td>{esc(c['section'])}</td><td>{_verdict_html(c['verdict'])}</td>"
+                         "</tr>")
+    parts.append("</table>")
+    for s in sections:
+        res = s["result"]
+        run_with = ", ".join(f"<code>{esc(f'{k}={v}')}</code>" for k, v in s["kwargs"].items())
+        parts += [f"<h2>{esc(s['name'])}: {esc(res.get('description', ''))}</h2>",
+                  f"<p>Run with: {run_with} ({res.get('total_wall_time_s', 0):.0f} s).</p>"]
+        parts += [_embed(f) for f in _figures(res)]
+        parts.append(f"<pre>{esc(s['table'])}</pre>")
+        if not s["claims"]:
+            parts.append("<p>No claim of the paper is checked by this experiment.</p>")
+        for c in s["claims"]:
+            parts += [f"<h3 id='{esc(c['id'])}'>{esc(c['id'])}: {_verdict_html(c['verdict'])}"
+                      "</h3>",
+                      f"<blockquote>{esc(c['quote'])}<br>({esc(c['section'])})</blockquote>",
+                      f"<ul><li>Measured: {esc(c['measured'])}</li>"
+                      f"<li>Rule and reading: {esc(c['why'])}</li></ul>"]
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
