@@ -20,8 +20,9 @@ def figure(ncols=1, width=5.5, height=4.0):
 
 
 def band(ax, x, mid, lo, hi, label):
-    """A line with a shaded band (``lo`` to ``hi``) of the same colour."""
-    line, = ax.plot(x, mid, label=label)
+    """A line with a shaded band (``lo`` to ``hi``) of the same colour; dashed for a
+    method labelled ``"extra: ..."`` (not in the paper's figure)."""
+    line, = ax.plot(x, mid, label=label, ls="--" if label.startswith("extra:") else "-")
     ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2)
     return line
 
