@@ -28,8 +28,8 @@ def rel(a, b):
 def bandit(worst, R=2, T=6, d=3, K=4):
     env = vr.envs.pool(dim=d, n_arms=K, zeta=1.0, seed=1)
     kl_rounds = np.array([3, 6])
-    for name in ("lints", "linucb", "vits-i", "vits-ii", "vits-hf", "vits-hf-cv", "lmc",
-                 "random"):
+    for name in ("lints", "linucb", "vits-i", "vits-ii", "vits-hf", "vits-hf-sym",
+                 "vits-hf-cv", "lmc", "random"):
         spec = make_policy(name, d).fused(kl=True)
         root = np.random.SeedSequence(5)
         reals = [env.realise(T, rng=np.random.default_rng(s)) for s in root.spawn(R)]

@@ -7,8 +7,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vits_ref.experiments._paired import (HIGHER, LOWER, NO_DIFFERENCE, compare,
-                                          format_difference, paired_difference)
+from vits_ref.experiments._paired import (
+    HIGHER,
+    LOWER,
+    NO_DIFFERENCE,
+    compare,
+    format_difference,
+    paired_difference,
+)
 
 
 def test_t_interval_is_scipys_paired_t_test():

@@ -52,7 +52,7 @@ def test_fused_equals_python_loop(pool_env, hard_env, name, env_name):
     assert np.array_equal(fused.arms, python.arms)
     assert np.array_equal(fused.regret, python.regret)
     assert np.array_equal(fused.cumulative_regret, python.cumulative_regret)
-    if name in ("lints", "vits-i", "vits-ii", "vits-hf", "vits-hf-cv"):
+    if name in ("lints", "vits-i", "vits-ii", "vits-hf", "vits-hf-sym", "vits-hf-cv"):
         assert fused.kl.shape == python.kl.shape == (2, len(kl_rounds))
         np.testing.assert_allclose(fused.kl, python.kl, rtol=1e-10, atol=1e-10)
         assert np.array_equal(fused.kl_rounds, kl_rounds)
@@ -160,6 +160,7 @@ def test_kl_recomputed_with_the_engine_api(pool_env, name):
                       kl_rounds=kl_rounds)
     assert res.fused
     policy = make_policy(name, 5)
+    assert policy.engine.eta == 10.0  # the named defaults: a tempered posterior
     root = np.random.SeedSequence(seed)
     for r in range(n_runs):
         run_seed = child(root, r)
@@ -173,7 +174,8 @@ def test_kl_recomputed_with_the_engine_api(pool_env, name):
             if t + 1 in kl_rounds:
                 mean, cov = vr.gaussian.linear_posterior(
                     real.contexts[np.arange(t + 1), res.arms[r, :t + 1]],
-                    real.rewards[np.arange(t + 1), res.arms[r, :t + 1]], eta=1.0, lam=1.0)
+                    real.rewards[np.arange(t + 1), res.arms[r, :t + 1]],
+                    eta=pol.engine.eta, lam=pol.engine.lam)
                 kls.append(vr.gaussian.kl(pol.engine.mean, pol.engine.cov, mean, cov))
         # KL values are O(0.1-10); both sides are exact formulas (1e-10 relative)
         np.testing.assert_allclose(res.kl[r], kls, rtol=1e-10)
