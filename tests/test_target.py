@@ -18,11 +18,49 @@ def target():
     return P, Pm, m
 
 
+def _gaussian_target_before_issue_7(dim, kappa, rng):
+    """The function as it was (precision eigenvalues in [1, kappa]), for the legacy check."""
+    Q, _ = np.linalg.qr(rng.standard_normal((dim, dim)))
+    lam = np.geomspace(1.0, kappa, dim)
+    P = (Q * lam) @ Q.T
+    P = 0.5 * (P + P.T)
+    m = rng.standard_normal(dim)
+    return P, P @ m, m
+
+
 def test_target_has_the_requested_condition_number(target):
     P, Pm, m = target
     ev = np.linalg.eigvalsh(P)
     assert ev[-1] / ev[0] == pytest.approx(5.0, rel=1e-12)
     np.testing.assert_allclose(np.linalg.solve(P, Pm), m, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kappa", [2.5, 10.0, 20.0])
+def test_target_covariance_spans_one_to_kappa(kappa):
+    """The default scale: Sigma* eigenvalues log-spaced in [1, kappa], so lmax(P) = 1 and
+    the paper's absolute steps (h < 1) are stable at every kappa."""
+    P, _, _ = gaussian_target(10, kappa, np.random.default_rng(3))
+    cov_ev = np.linalg.eigvalsh(np.linalg.inv(P))
+    np.testing.assert_allclose(cov_ev, np.geomspace(1.0, kappa, 10), rtol=1e-12)
+    assert np.linalg.eigvalsh(P)[-1] == pytest.approx(1.0, rel=1e-12)
+    np.testing.assert_array_equal(P, P.T)
+
+
+@pytest.mark.parametrize("kappa", [2.5, 10.0])
+def test_target_legacy_scale_is_bit_identical(kappa):
+    old = _gaussian_target_before_issue_7(10, kappa, np.random.default_rng(7))
+    new = gaussian_target(10, kappa, np.random.default_rng(7), scale="precision")
+    for a, b in zip(old, new, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # the same draws in the same order: the two scales share eigenvectors and mean
+    cov = gaussian_target(10, kappa, np.random.default_rng(7))
+    np.testing.assert_array_equal(cov[2], old[2])
+    np.testing.assert_allclose(np.linalg.inv(cov[0]), old[0], rtol=1e-10, atol=1e-12)
+
+
+def test_target_rejects_an_unknown_scale():
+    with pytest.raises(ValueError, match="scale"):
+        gaussian_target(3, 2.0, np.random.default_rng(0), scale="variance")
 
 
 def test_vi_trace_equals_kl_of_the_engine_iterates(target):
@@ -105,7 +143,7 @@ def test_trace_many_is_independent_of_threads(target):
 
 def test_figF_small(tmp_path):
     res = figF.run(runs=2, rounds=3000, seed=1, out=str(tmp_path), kappas=(2.5, 10.0),
-                   step_factors=(0.1,))
+                   step_sizes=(0.1,))
     assert len(res["results"]) == 2 * len(METHODS)
     by = {(e["method"], e["kappa"]): e for e in res["results"]}
     # VI converges in far fewer steps than averaged LMC on the same targets (appendix F)
@@ -115,11 +153,21 @@ def test_figF_small(tmp_path):
         assert abs(by[("VI-I", kappa)]["median_steps"]
                    - by[("VI-II", kappa)]["median_steps"]) <= 5
     assert (tmp_path / "steps.png").stat().st_size > 1000
-    assert "VI-II" in figF.table(res)
+    assert "VI-II" in figF.table(res) and "step size 0.1" in figF.table(res)
+
+
+def test_figF_step_factors_run_the_earlier_study(tmp_path):
+    """``step_factors`` (notebook 02): relative steps on precision-scaled targets."""
+    res = figF.run(runs=1, rounds=500, seed=1, out=str(tmp_path), kappas=(5.0,),
+                   step_factors=(0.1,), methods=("VI-II",))
+    (e,) = res["results"]
+    assert e["step_factor"] == 0.1 and res["target_scale"] == "precision"
+    assert "0.1 / lmax" in figF.table(res)
 
 
 def test_figI_small(tmp_path):
     res = figI.run(runs=2, rounds=1500, seed=1, out=str(tmp_path))
+    assert res["step_size"] == 0.1 and res["kappa"] == 10.0
     costs = {e["method"]: e["us_per_step"] for e in res["results"]}
     # VI-I pays an inverse per step that VI-II avoids
     assert costs["VI-I"] > costs["VI-II"]

@@ -139,25 +139,83 @@ def _per_arm(out):
 
 
 def _targets(out):
-    import csv
-    import tempfile
+    """The Gaussian-target entries, computed as ``vits-figF``/``vits-figI`` did at b6d5d19.
 
-    from vits_ref.experiments.vits import figF as vits_figF
-    from vits_ref.experiments.vits import figI as vits_figI
+    Both studies have since moved to the paper's settings (issue 7: the covariance-scaled
+    target, absolute steps); the recorded numbers are those of the earlier convention, so
+    the earlier loops are replayed here on the library's lower-level functions: the
+    precision-scaled target (``scale="precision"``), relative steps ``c / lmax(P)`` and the
+    same seeding, driver calls and CSV rounding.
+    """
+    steps, medians = _figF_legacy(runs=2, rounds=3000, seed=1, kappas=(2.5, 10.0),
+                                  step_factors=(0.2,))
+    for label, median in medians.items():
+        out[f"figF/{label}/median_steps"] = np.array(median)
+    out["figF/steps"] = np.array(steps, dtype=float)
+    for key, values in _figI_legacy(runs=3, rounds=400, seed=1).items():
+        out[f"figI/{key}"] = np.array(values)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        res = vits_figF.run(runs=2, rounds=3000, seed=1, out=tmp, kappas=(2.5, 10.0),
-                            step_factors=(0.2,))
-        for row in res["results"]:
-            out[f"figF/{row['method']}/median_steps"] = np.array(row["median_steps"])
-        with open(os.path.join(tmp, "steps.csv")) as fh:
-            out["figF/steps"] = np.array([float(r["steps"]) for r in csv.DictReader(fh)])
-    with tempfile.TemporaryDirectory() as tmp:
-        vits_figI.run(runs=3, rounds=400, seed=1, out=tmp)
-        with open(os.path.join(tmp, "kl_vs_time.csv")) as fh:
-            rows = list(csv.DictReader(fh))
-        for key in ("kl_q25", "kl_median", "kl_q75"):
-            out[f"figI/{key}"] = np.array([float(r[key]) for r in rows])
+
+#: the settings of the legacy studies (d, eps, LMC burn-in; figI's kappa and step factor)
+_LEGACY_DIM, _LEGACY_EPS, _LEGACY_BURN_IN = 10, 0.1, 1000
+_LEGACY_FIGI_KAPPA, _LEGACY_FIGI_FACTOR = 10.0, 0.1
+
+
+def _figF_legacy(runs, rounds, seed, kappas, step_factors):
+    """Per-seed step counts in the order of the old ``steps.csv`` (kappa, factor, method,
+    seed), and each method's median steps of the last (kappa, factor) cell, which is what
+    the old summary loop left in ``out``."""
+    from vits_ref.drivers.cpu import trace_many
+    from vits_ref.experiments.vits.target import METHODS, gaussian_target, run_seeds
+
+    root = np.random.SeedSequence(seed)
+    rows, medians = [], {}
+    for ki, kappa in enumerate(kappas):
+        kroot = np.random.SeedSequence(entropy=root.entropy, spawn_key=(ki,))
+        targets = [gaussian_target(_LEGACY_DIM, kappa, np.random.default_rng(s),
+                                   scale="precision") for s in kroot.spawn(runs)]
+        noise_seeds = run_seeds(np.random.SeedSequence(entropy=root.entropy,
+                                                       spawn_key=(ki, 1)), runs)
+        for c in step_factors:
+            for label, (code, n_mc) in METHODS.items():
+                steps = np.empty(runs, dtype=np.int64)
+                for r, (P, Pm, _) in enumerate(targets):
+                    h = c / np.linalg.eigvalsh(P)[-1]
+                    rec = np.full((1, rounds), np.inf)
+                    cnt = np.zeros(1, dtype=np.int64)
+                    trace_many(code, True, P, Pm, h, n_mc, rounds, _LEGACY_BURN_IN,
+                               _LEGACY_EPS, noise_seeds[r:r + 1], rec, cnt)
+                    n = int(cnt[0])
+                    reached = n > 0 and rec[0, n - 1] <= _LEGACY_EPS
+                    steps[r] = n if reached else rounds
+                    rows.append(float(steps[r]))
+                medians[label] = float(np.median(steps))
+    return rows, medians
+
+
+def _figI_legacy(runs, rounds, seed):
+    """The quartile columns of the old ``kl_vs_time.csv``, as the file rounded them."""
+    from vits_ref.drivers.cpu import trace_many
+    from vits_ref.experiments.vits.target import METHODS, gaussian_target, run_seeds
+
+    root = np.random.SeedSequence(seed)
+    P, Pm, _ = gaussian_target(_LEGACY_DIM, _LEGACY_FIGI_KAPPA,
+                               np.random.default_rng(root.spawn(1)[0]), scale="precision")
+    h = _LEGACY_FIGI_FACTOR / np.linalg.eigvalsh(P)[-1]
+    seeds = run_seeds(np.random.SeedSequence(entropy=root.entropy, spawn_key=(1,)), runs)
+    cols = {"kl_q25": [], "kl_median": [], "kl_q75": []}
+    stride = max(1, rounds // 1000)
+    for code, n_mc in METHODS.values():
+        rec = np.full((runs, rounds), np.inf)
+        counts = np.zeros(runs, dtype=np.int64)
+        trace_many(code, True, P, Pm, h, n_mc, rounds, _LEGACY_BURN_IN, 0.0, seeds, rec,
+                   counts)
+        q = np.quantile(rec, [0.25, 0.5, 0.75], axis=0, method="lower")
+        for k in range(stride - 1, rounds, stride):
+            # the CSV held 6 significant digits; the golden values are those, read back
+            for i, key in enumerate(cols):
+                cols[key].append(float(f"{q[i, k]:.6g}"))
+    return cols
 
 
 def compute():
