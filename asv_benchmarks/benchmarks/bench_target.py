@@ -25,7 +25,8 @@ LABELS = list(METHODS)
 
 
 def _target():
-    P, Pm, _ = gaussian_target(10, 10.0, np.random.default_rng(0))
+    # the convention the history was recorded with (precision eigenvalues in [1, 10])
+    P, Pm, _ = gaussian_target(10, 10.0, np.random.default_rng(0), scale="precision")
     return P, Pm, 0.1 / np.linalg.eigvalsh(P)[-1]
 
 
