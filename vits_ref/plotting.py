@@ -53,3 +53,45 @@ def regret_panels(panels, path, title=None, ylabel="cumulative regret"):
         fig.suptitle(title)
     save(fig, path)
     return fig
+
+
+def arm_fractions(panels, path, title=None,
+                  categories=(("optimal", "optimal arm"),
+                              ("near_optimal", "near-optimal arm"),
+                              ("others", "other arms"))):
+    """Grouped bars of how often each method pulled each kind of arm, one panel per entry.
+
+    Parameters
+    ----------
+    panels : dict
+        ``{panel_title: {method: {category: fraction}}}``, e.g. the ``arm_pulls`` of
+        ``vits-figG``'s summary (extra keys of a method's dict are ignored).
+    path : str
+        Where the PNG is written.
+    title : str, optional
+        Figure title.
+    categories : sequence of (key, legend label)
+        The bars of each method, in order.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, axes = figure(len(panels))
+    width = 0.8 / len(categories)
+    for ax, (panel, methods) in zip(axes, panels.items(), strict=True):
+        labels = list(methods)
+        for j, (key, legend) in enumerate(categories):
+            xs = [i + (j - (len(categories) - 1) / 2) * width for i in range(len(labels))]
+            ax.bar(xs, [methods[m][key] for m in labels], width=width, label=legend)
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("fraction of pulls")
+        ax.set_title(panel)
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    save(fig, path)
+    return fig
