@@ -44,8 +44,9 @@ SIZES = {
         "vits-figF": {"runs": 2, "rounds": 2000, "kappas": (2.5, 10.0)},
         "vits-figG": {"runs": 3, "rounds": 100},
         "vits-figI": {"runs": 3, "rounds": 1500},
-        "vits-movielens": {"runs": 2, "rounds": 50,
-                           "synthetic_kwargs": {"n_users": 200, "n_movies": 150}},
+        "vits-movielens": {"runs": 2, "rounds": 50, "n_movies": 8,
+                           "synthetic_kwargs": {"n_users": 60, "n_movies": 40,
+                                                "n_ratings": 800}},
     },
 }
 EXPERIMENTS = {"vits": ("vits-fig1", "vits-fig2", "vits-figG", "vits-movielens",
