@@ -61,7 +61,7 @@ def test_files_and_summary_fields(small):
     for methods in summary["arm_pulls"].values():
         assert set(methods) == {m[0] for m in figG.METHODS}
         for p in methods.values():
-            assert p["same_runs"] and p["optimal_is_best_runs"] == p["n_runs"] == 3
+            assert p["optimal_is_best_runs"] == p["n_runs"] == 3
             assert p["optimal"] + p["near_optimal"] + p["others"] == pytest.approx(1.0)
             assert np.mean(p["per_run"]["optimal"]) == pytest.approx(p["optimal"])
             assert 0 <= p["last_half_optimal"] <= 1

@@ -42,7 +42,8 @@ def write_json(path, obj):
 
 
 def run_panels(name, description, panels, runs, rounds, seed, out, progress=None,
-               title=None, extra=None, kl_rounds=None, n_jobs=1, reference=None):
+               title=None, extra=None, kl_rounds=None, n_jobs=1, reference=None,
+               on_result=None):
     """Run regret experiments panel by panel and write ``curves.csv``, ``summary.json``,
     ``regret.png``; return the summary.
 
@@ -60,7 +61,9 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     method label, e.g. ``"LinTS"``), every other entry of a panel also gets
     ``paired_vs_reference``: the paired difference of its final regret against the
     reference's on the same runs, with 95% intervals
-    (:func:`vits_ref.experiments._paired.paired_difference`).
+    (:func:`vits_ref.experiments._paired.paired_difference`). ``on_result(panel, label,
+    result)`` is called with each method's :class:`vits_ref.SimulationResult` (e.g. to
+    count the arms played) before it is reduced to the summary.
     """
     import time
 
@@ -93,6 +96,8 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
                 summary.append({**info, "panel": panel, "method": label,
                                 "diverged_candidates": diverged})
                 continue
+            if on_result is not None:
+                on_result(panel, label, res)
             mean, se = res.mean_and_stderr()
             rows.append({"panel": panel, "method": label, "mean": mean, "stderr": se})
             curves[panel][label] = (mean, se)
