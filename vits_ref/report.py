@@ -132,7 +132,9 @@ _SIZE_NOTE = {"small": "**Small size**: a few runs of a few rounds, to check tha
                        "builds. The verdicts below rest on too few runs to mean anything; "
                        "run `--size paper` for the reproduction.",
               "paper": "**Paper size**: every experiment at its defaults (the paper's sizes "
-                       "where this machine allows; each section states its size)."}
+                       "where this machine allows; each section states its size), except "
+                       "vits-fig2 (2 runs of 20 rounds: its paper size is about 28 CPU-hours "
+                       "here)."}
 
 
 def to_markdown(meta, sections, out):
