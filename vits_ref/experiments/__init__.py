@@ -1,16 +1,18 @@
 """Paper reproductions, registered by name for ``python -m vits_ref run NAME``.
 
-One subpackage per paper (:mod:`vits_ref.experiments.vits`: the VITS paper), one module
-per figure or table; :mod:`vits_ref.experiments._common` holds what they share. Each
+One subpackage per paper (:mod:`vits_ref.experiments.vits`: the VITS paper;
+:mod:`~vits_ref.experiments.vts`: variational Thompson sampling;
+:mod:`~vits_ref.experiments.renyi`: Rényi VI), one module per figure or table; :mod:`vits_ref.experiments._common` holds what they share. Each
 experiment module defines ``NAME``, ``DESCRIPTION``, ``DEFAULTS`` (runs, rounds, seed),
 ``run(runs, rounds, seed, out, progress)`` which writes a CSV, a JSON summary and a PNG
 plot into ``out`` and returns the summary dict (its ``files`` lists what was written), and
 ``table(result)`` for the terminal.
 """
 
-from . import vits
+from . import renyi, vits, vts
 
-EXPERIMENTS = {m.NAME: m for m in vits.MODULES}
+PAPERS = (vits, vts, renyi)
+EXPERIMENTS = {m.NAME: m for paper in PAPERS for m in paper.MODULES}
 
 
 def get(name):
