@@ -2,11 +2,13 @@
 
 One subpackage per paper (:mod:`vits_ref.experiments.vits`: the VITS paper;
 :mod:`~vits_ref.experiments.vts`: variational Thompson sampling;
-:mod:`~vits_ref.experiments.renyi`: Rényi VI), one module per figure or table; :mod:`vits_ref.experiments._common` holds what they share. Each
-experiment module defines ``NAME``, ``DESCRIPTION``, ``DEFAULTS`` (runs, rounds, seed),
-``run(runs, rounds, seed, out, progress)`` which writes a CSV, a JSON summary and a PNG
-plot into ``out`` and returns the summary dict (its ``files`` lists what was written), and
-``table(result)`` for the terminal.
+:mod:`~vits_ref.experiments.renyi`: Rényi VI), one module per figure or table;
+:mod:`vits_ref.experiments._common` holds what they share. Each experiment module defines
+``NAME``, ``DESCRIPTION``, ``DEFAULTS`` (runs, rounds, seed), ``run(runs, rounds, seed,
+out, progress)`` which writes a CSV, a JSON summary and a PNG plot into ``out`` and
+returns the summary dict (its ``files`` lists what was written), ``table(result)`` for the
+terminal, and ``claims(result)``: the paper's claims that it tests, each with a verdict
+(:mod:`vits_ref.experiments._claims`, gathered by :mod:`vits_ref.report`).
 """
 
 from . import renyi, vits, vts

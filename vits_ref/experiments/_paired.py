@@ -109,6 +109,20 @@ def format_difference(diff, digits=1):
     return f"{diff['mean']:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
 
 
+def panel_entries(result, panel):
+    """``{method: entry}`` of an experiment summary's panel, for the entries that ran."""
+    return {e["method"]: e for e in result["results"]
+            if e["panel"] == panel and "final_regrets" in e}
+
+
+def pair(entries, a, b):
+    """Paired difference ``a - b`` of final regrets in :func:`panel_entries`' output
+    (None if either did not run)."""
+    if a not in entries or b not in entries:
+        return None
+    return paired_difference(entries[a]["final_regrets"], entries[b]["final_regrets"])
+
+
 def compare(entries, reference, key="final_regrets", confidence=0.95):
     """Paired differences of every entry against the entry labelled ``reference``.
 

@@ -32,7 +32,7 @@ from ...envs import pool
 from ...simulate import POLICY_DEFAULTS, make_policy
 from .. import _claims
 from .._common import regret_table, run_panels
-from .._paired import format_difference, paired_difference
+from .._paired import format_difference, pair, panel_entries
 from .._tuning import TUNE_RUNS, TUNE_SEED_OFFSET, diverged_points, grid_search
 from . import grid
 
@@ -187,18 +187,6 @@ def round_costs(methods, n_rounds=200, repeats=5):
     return {n: t / n_rounds for n, t in zip(probs, times, strict=True)}
 
 
-def _entries(result, panel):
-    return {e["method"]: e for e in result["results"]
-            if e["panel"] == panel and "final_regrets" in e}
-
-
-def _pair(entries, a, b):
-    """Paired difference ``a - b`` (None if either did not run)."""
-    if a not in entries or b not in entries:
-        return None
-    return paired_difference(entries[a]["final_regrets"], entries[b]["final_regrets"])
-
-
 def _size(result):
     return (f"{result['runs']} runs x {result['rounds']} rounds"
             f"{', tuned on the grid' if result.get('tuned') else ', default grid point'}")
@@ -210,12 +198,12 @@ def claims(result):
     ``result``: the summary returned by :func:`run` (or read back from its JSON).
     """
     panels = [f"zeta = {z:g}" for z in ZETAS]
-    per = {p: _entries(result, p) for p in panels}
+    per = {p: panel_entries(result, p) for p in panels}
     size = _size(result)
     out = []
 
     def pairs_text(a, b):
-        return "; ".join(f"{p}: {a} - {b} = {format_difference(_pair(per[p], a, b))}"
+        return "; ".join(f"{p}: {a} - {b} = {format_difference(pair(per[p], a, b))}"
                          for p in panels)
 
     def missing(*labels):
@@ -228,7 +216,7 @@ def claims(result):
                                  _claims.NOT_TESTABLE, f"({size}) a method did not run",
                                  "VITS-II or LinTS diverged or was not run"))
     else:
-        diffs = [_pair(per[p], "VITS-II", REFERENCE) for p in panels]
+        diffs = [pair(per[p], "VITS-II", REFERENCE) for p in panels]
         ok = all(d["ci"] is not None and d["ci"][0] <= 0 for d in diffs)
         out.append(_claims.claim(
             "fig1-vits-ii-like-lints", "section 4.1, Figure 1", quote,
@@ -245,9 +233,9 @@ def claims(result):
                                  _claims.NOT_TESTABLE, f"({size}) a method did not run",
                                  "the Hessian-free line or VITS-II diverged or was not run"))
     else:
-        diffs = {p: _pair(per[p], HF, "VITS-II") for p in panels}
+        diffs = {p: pair(per[p], HF, "VITS-II") for p in panels}
         rel = {p: d["relative"] for p, d in diffs.items()}
-        same = [_pair(per[p], HF, SAME_STEP) for p in panels]
+        same = [pair(per[p], HF, SAME_STEP) for p in panels]
         same_step = ("; ".join(f"{p}: {HF} - VITS-II at h0 = 0.001 = {format_difference(d)}"
                                for p, d in zip(panels, same, strict=True) if d is not None)
                      or "not run")
@@ -283,8 +271,8 @@ def claims(result):
                                  _claims.NOT_TESTABLE, f"({size}) a method did not run",
                                  "a method of the figure diverged or was not run"))
     else:
-        d10 = _pair(per[p1], "LMC-TS (10 steps)", REFERENCE)
-        ds = {m: _pair(per[p1], m, REFERENCE) for m in others}
+        d10 = pair(per[p1], "LMC-TS (10 steps)", REFERENCE)
+        ds = {m: pair(per[p1], m, REFERENCE) for m in others}
         similar = all(d["ci"][0] <= 0 for d in ds.values())
         ok = similar and d10["ci"][0] > 0
         out.append(_claims.claim(
@@ -305,8 +293,8 @@ def claims(result):
                                  _claims.NOT_TESTABLE, f"({size}) a method did not run",
                                  "LMC-TS (50 steps), VITS-II or LinTS did not run"))
     else:
-        d_ref = _pair(per[p0], "LMC-TS (50 steps)", REFERENCE)
-        d_vi = _pair(per[p0], "LMC-TS (50 steps)", "VITS-II")
+        d_ref = pair(per[p0], "LMC-TS (50 steps)", REFERENCE)
+        d_vi = pair(per[p0], "LMC-TS (50 steps)", "VITS-II")
         ok = d_ref["ci"][0] > 0 and d_vi["ci"][0] > 0
         out.append(_claims.claim(
             "fig1-zeta01-lmc-worse", "section 4.1, Figure 1", quote,
@@ -323,7 +311,7 @@ def claims(result):
                                  _claims.NOT_TESTABLE, f"({size}) VITS-I was not run",
                                  "run vits-fig1 with the extra VITS-I line"))
     else:
-        diffs = [_pair(per[p], "extra: VITS-I", "VITS-II") for p in panels]
+        diffs = [pair(per[p], "extra: VITS-I", "VITS-II") for p in panels]
         ok = all(d["ci"][0] <= 0 <= d["ci"][1] for d in diffs)
         out.append(_claims.claim(
             "fig1-vits-i-like-vits-ii", "section 4.1", quote,

@@ -31,7 +31,7 @@ from ...models import MLP
 from ...policies import ThompsonSampling
 from .. import _claims
 from .._common import regret_table, run_panels
-from .._paired import format_difference, paired_difference
+from .._paired import format_difference, pair, paired_difference, panel_entries
 
 NAME = "vits-fig2"
 DESCRIPTION = "VITS paper Figure 2: quadratic pool bandit with a 20-20 MLP (small default)"
@@ -80,18 +80,6 @@ def _panels():
     return [f"zeta = {z:g}" for z in ZETAS]
 
 
-def _entries(result, panel):
-    return {e["method"]: e for e in result["results"]
-            if e["panel"] == panel and "final_regrets" in e}
-
-
-def _pair(entries, a, b):
-    """Paired difference ``a - b`` of final regrets (None if either did not run)."""
-    if a not in entries or b not in entries:
-        return None
-    return paired_difference(entries[a]["final_regrets"], entries[b]["final_regrets"])
-
-
 def _gap(entries):
     """Per-run ``LMC-TS - VITS-II`` final regrets (None if either did not run)."""
     if "LMC-TS" not in entries or REFERENCE not in entries:
@@ -109,7 +97,7 @@ def claims(result):
     small run's numbers for information; at the paper's size the stated rules decide.
     """
     panels = _panels()
-    per = {p: _entries(result, p) for p in panels}
+    per = {p: panel_entries(result, p) for p in panels}
     runs, rounds = result["runs"], result["rounds"]
     paper_size = runs >= PAPER_RUNS and rounds >= PAPER_ROUNDS
     size = f"{runs} runs x {rounds} rounds"
@@ -127,7 +115,7 @@ def claims(result):
     quote = ("VITS — II slightly performs better than its Hessian—free version but "
              "outperforms both LMC and LinTS algorithms")
     others = (HF, "LMC-TS", "LinTS")
-    diffs = {p: {o: _pair(per[p], REFERENCE, o) for o in others} for p in panels}
+    diffs = {p: {o: pair(per[p], REFERENCE, o) for o in others} for p in panels}
     measured = f"({size}) final regret, paired difference [95% t interval]: " + "; ".join(
         f"{p}: " + ", ".join(f"VITS-II - {o} = {format_difference(d)}"
                              for o, d in diffs[p].items()) for p in panels)
@@ -161,8 +149,8 @@ def claims(result):
     ill, well = panels  # zeta = 0.1, zeta = 1
     d = paired_difference(gaps[ill], gaps[well])
     measured = (f"({size}) gap LMC-TS - VITS-II: {ill}: "
-                f"{format_difference(_pair(per[ill], 'LMC-TS', REFERENCE))}, {well}: "
-                f"{format_difference(_pair(per[well], 'LMC-TS', REFERENCE))}; gap at {ill} "
+                f"{format_difference(pair(per[ill], 'LMC-TS', REFERENCE))}, {well}: "
+                f"{format_difference(pair(per[well], 'LMC-TS', REFERENCE))}; gap at {ill} "
                 f"minus gap at {well}, paired by run: {format_difference(d)}")
     if not paper_size or d["ci"] is None:
         out.append(_claims.claim(cid, section, quote, _claims.NOT_TESTABLE, measured,
