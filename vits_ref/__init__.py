@@ -8,12 +8,12 @@ runs: :func:`simulate`. Closed forms: :mod:`vits_ref.gaussian`.
 
 from . import envs, gaussian, models, schedules
 from .errors import DivergenceError
-from .inference import VITS, Langevin, Laplace, LinTS
+from .inference import VITS, Langevin, Laplace, LinTS, RenyiVI
 from .policies import LinUCB, PerArm, RandomPolicy, ThompsonSampling
 from .simulate import POLICY_NAMES, SimulationResult, make_policy, simulate
 
 __version__ = "0.1.0"
 
 __all__ = ["DivergenceError", "Laplace", "LinTS", "LinUCB", "Langevin", "POLICY_NAMES", "PerArm",
-           "RandomPolicy", "SimulationResult", "ThompsonSampling", "VITS", "envs", "gaussian",
-           "make_policy", "models", "schedules", "simulate"]
+           "RandomPolicy", "RenyiVI", "SimulationResult", "ThompsonSampling", "VITS", "envs",
+           "gaussian", "make_policy", "models", "schedules", "simulate"]

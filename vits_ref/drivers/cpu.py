@@ -288,3 +288,54 @@ def sherman_morrison(Vinv, x):
 def mlp_jacobian_rows(data, theta, X, out, J, scratch):
     """The network's Jacobian ``J`` (n, d) and outputs at the rows of ``X`` (tests, teaching)."""
     mlp_jacobian(data, theta, X, out, J, scratch)
+
+
+
+# --------------------------------------------------------------------------- Rényi VI
+# (kernels imported inside the factories: this section is appended independently of the
+# module's import block)
+
+
+def renyi_scratch(d, n_mc):
+    """The Rényi steps' scratch ``(L, T, G, logw, wts, D, grad, H)``
+    (:mod:`vits_ref.kernels.renyi`): (d, d), (M, d), (M, d), (M,), (M,), (d, d), (d + 1, d),
+    (d, d)."""
+    return (np.zeros((d, d)), np.empty((n_mc, d)), np.empty((n_mc, d)), np.empty(n_mc),
+            np.empty(n_mc), np.empty((d, d)), np.zeros((d + 1, d)), np.zeros((d, d)))
+
+
+@functools.cache
+def renyi_steps(potential):
+    """``run(alpha, P, data, eps, lr, beta1, beta2, adam_eps, adam, scr, pscr, trace) -> ok``.
+
+    Adam steps on the Monte Carlo Rényi bound (see
+    :func:`vits_ref.kernels.renyi.make_renyi_steps`); ``scr`` from :func:`renyi_scratch`.
+    """
+    from ..kernels.renyi import make_renyi_steps
+
+    body = make_renyi_steps(potential)
+    fp = potential.fingerprint  # in the closure: Numba's cache key follows the bodies
+
+    @cpu_jit
+    def run(alpha, P, data, eps, lr, beta1, beta2, adam_eps, adam, scr, pscr, trace):
+        _ = fp
+        return body(alpha, P, data, eps, lr, beta1, beta2, adam_eps, adam, scr, pscr, trace)
+
+    return run
+
+
+@functools.cache
+def renyi_grad(potential):
+    """``run(alpha, P, data, eps, scr, pscr) -> (bound, ess)``: one Monte Carlo Rényi bound
+    and its gradient (into ``scr[6]``), see :func:`vits_ref.kernels.renyi.make_renyi_grad`."""
+    from ..kernels.renyi import make_renyi_grad
+
+    body = make_renyi_grad(potential)
+    fp = potential.fingerprint  # in the closure: Numba's cache key follows the bodies
+
+    @cpu_jit
+    def run(alpha, P, data, eps, scr, pscr):
+        _ = fp
+        return body(alpha, P, data, eps, scr, pscr)
+
+    return run

@@ -210,3 +210,50 @@ def newton(potential, data, P0, b0, theta, tol, max_iter, pscr=0,
     res = out.copy_to_host()
     return (theta2.copy_to_host().reshape(R, d), H.copy_to_host(), L.copy_to_host(),
             res[:, 0], res[:, 1])
+
+
+
+# --------------------------------------------------------------------------- Rényi VI
+
+
+@functools.cache
+def _renyi_kernel(potential):
+    from ..kernels.renyi import make_renyi_steps
+
+    body = make_renyi_steps(potential)
+
+    @cuda_jit
+    def kernel(alpha, P, data, eps, lr, beta1, beta2, adam_eps, m, v, t, scr, pscr, trace,
+               ok):
+        r = cuda.grid(1)
+        while r < P.shape[0]:
+            ok[r] = body(alpha, P[r], data, eps[r], lr, beta1, beta2, adam_eps,
+                         (m[r], v[r], t[r]), index_rows(scr, r), index_rows(pscr, r),
+                         trace[r])
+            r += cuda.gridsize(1)
+
+    return kernel
+
+
+def renyi_steps(potential, alpha, P, data, eps, lr, beta1, beta2, adam_eps, m, v, t, pscr=0,
+                threads_per_block=THREADS_PER_BLOCK):
+    """Rényi-VI Adam steps for a batch of states ``P`` (R, d + 1, d) sharing ``data``.
+
+    ``eps`` (R, S, M, d); Adam's ``m``, ``v`` (R, d + 1, d) and ``t`` (R, 1); ``pscr``: the
+    potential's scratch with a leading R axis on every array. Returns
+    ``(P, m, v, t, trace (R, S, 2), ok (R,))`` (new arrays); see
+    :func:`vits_ref.drivers.cpu.renyi_steps`.
+    """
+    R, S, M, d = eps.shape
+    scr = (cuda.to_device(np.zeros((R, d, d))), cuda.device_array((R, M, d)),
+           cuda.device_array((R, M, d)), cuda.device_array((R, M)), cuda.device_array((R, M)),
+           cuda.device_array((R, d, d)), cuda.to_device(np.zeros((R, d + 1, d))),
+           cuda.to_device(np.zeros((R, d, d))))
+    dP, deps, dm, dv, dt = _to_device((P, eps, m, v, t))
+    trace = cuda.device_array((R, S, 2))
+    ok = cuda.device_array(R, dtype=np.bool_)
+    _renyi_kernel(potential)[_grid(R, threads_per_block)](
+        alpha, dP, _device_tuple(data), deps, lr, beta1, beta2, adam_eps, dm, dv, dt, scr,
+        _device_tuple(pscr), trace, ok)
+    return (dP.copy_to_host(), dm.copy_to_host(), dv.copy_to_host(), dt.copy_to_host(),
+            trace.copy_to_host(), ok.copy_to_host())

@@ -4,6 +4,7 @@ from .base import Engine, GaussianEngine
 from .exact import LinTS
 from .langevin import Langevin
 from .laplace import Laplace
+from .renyi import RenyiVI
 from .vits import VITS
 
-__all__ = ["Engine", "GaussianEngine", "Laplace", "LinTS", "Langevin", "VITS"]
+__all__ = ["Engine", "GaussianEngine", "Laplace", "LinTS", "Langevin", "RenyiVI", "VITS"]
