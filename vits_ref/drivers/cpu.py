@@ -290,7 +290,6 @@ def mlp_jacobian_rows(data, theta, X, out, J, scratch):
     mlp_jacobian(data, theta, X, out, J, scratch)
 
 
-
 # --------------------------------------------------------------------------- Rényi VI
 # (kernels imported inside the factories: this section is appended independently of the
 # module's import block)

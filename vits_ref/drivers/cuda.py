@@ -212,7 +212,6 @@ def newton(potential, data, P0, b0, theta, tol, max_iter, pscr=0,
             res[:, 0], res[:, 1])
 
 
-
 # --------------------------------------------------------------------------- Rényi VI
 
 
