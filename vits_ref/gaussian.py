@@ -14,15 +14,33 @@ import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
 from ._validate import float_array, positive_float, spd_matrix
+from .divergences import (
+    amari,
+    i_divergence,
+    linear_gaussian_elbo,
+    linear_gaussian_log_evidence,
+    linear_gaussian_renyi_bound,
+    log_i_divergence,
+    renyi,
+    tsallis,
+)
 
 __all__ = [
+    "amari",
     "entropy",
+    "i_divergence",
     "kl",
+    "linear_gaussian_elbo",
+    "linear_gaussian_log_evidence",
+    "linear_gaussian_renyi_bound",
     "linear_posterior",
     "linear_posterior_from_stats",
     "linear_posterior_general",
+    "log_i_divergence",
     "logpdf",
     "product",
+    "renyi",
+    "tsallis",
     "w2",
     "w2_squared",
 ]
