@@ -160,9 +160,10 @@ def linear_values_grads(data, thetas, logw, G, H, pscr):
         logw[j] -= 0.5 * s
 
 
-#: Potentials with a cheaper exact ``values_grads`` than :func:`generic_values_grads`.
-#: The hook belongs with its potential (kernels/linear.py) and can move there; it is kept
-#: here, with the only step that uses it, until the Potential protocol has such a hook.
+#: Potentials with a cheaper exact ``values_grads`` than :func:`generic_values_grads`
+#: (:data:`MIXTURE_PRIOR`'s is added below its definition). The linear hook belongs with
+#: its potential (kernels/linear.py) and can move there; it is kept here, with the only
+#: step that uses it, until the Potential protocol has such a hook.
 VALUES_GRADS = {LINEAR: linear_values_grads}
 
 
@@ -355,7 +356,32 @@ def mixture_grads_hessian(data, thetas, want_hessian, G, H, scratch):
                 H[i, k] = etaV[i, k] + H[i, k] * inv_m
 
 
+@kernel(inline=True)
+def mixture_values_grads(data, thetas, logw, G, H, pscr):
+    """The Rényi steps' hook on this potential: ``logw[j] -= U(theta_j)`` and the gradients
+    from one evaluation of the responsibilities per draw (the generic hook evaluates them
+    twice: in ``value`` and in ``grads_hessian``)."""
+    etaV, eta_b, means, inv_var, logc = data
+    lk, ubar = pscr
+    M, d = thetas.shape
+    K = means.shape[0]
+    gemm_nt(thetas, etaV, G)  # (etaV theta_m)^T, etaV symmetric
+    for m in range(M):
+        th = thetas[m]
+        logp = mixture_responsibilities(means, inv_var, logc, th, lk)
+        s = 0.0
+        for i in range(d):
+            u = 0.0
+            for k in range(K):
+                u += lk[k] * (th[i] - means[k, i]) * inv_var[k, i]
+            g = G[m, i] - eta_b[i]  # the likelihood's gradient
+            s += th[i] * (g - eta_b[i])  # 1/2 theta^T etaV theta - eta_b^T theta, doubled
+            G[m, i] = g + u
+        logw[m] -= 0.5 * s - logp
+
+
 #: Linear-Gaussian likelihood (statistics scaled by ``eta``) under a Gaussian-mixture prior
 #: with diagonal components: the Rényi bandit's arm model (appendix C, Tables 3-4).
 MIXTURE_PRIOR = Potential("mixture-prior", mixture_grads_hessian, mixture_value,
                           linear_scores)
+VALUES_GRADS[MIXTURE_PRIOR] = mixture_values_grads

@@ -4,4 +4,6 @@
 :data:`vits_ref.experiments.EXPERIMENTS`.
 """
 
-MODULES = ()
+from . import mab
+
+MODULES = (mab,)
