@@ -11,9 +11,11 @@ from .errors import DivergenceError
 from .inference import VITS, Langevin, Laplace, LinTS, RenyiVI
 from .policies import LinUCB, PerArm, RandomPolicy, ThompsonSampling
 from .simulate import POLICY_NAMES, SimulationResult, make_policy, simulate
+from .vts import NIGTS, VTS
 
 __version__ = "0.1.0"
 
-__all__ = ["DivergenceError", "Laplace", "LinTS", "LinUCB", "Langevin", "POLICY_NAMES", "PerArm",
+__all__ = ["DivergenceError", "Laplace", "LinTS", "LinUCB", "Langevin", "NIGTS", "POLICY_NAMES",
+           "PerArm",
            "RandomPolicy", "RenyiVI", "SimulationResult", "ThompsonSampling", "VITS", "envs",
-           "gaussian", "make_policy", "models", "schedules", "simulate"]
+           "gaussian", "make_policy", "models", "schedules", "simulate", "VTS"]

@@ -338,3 +338,106 @@ def renyi_grad(potential):
         return body(alpha, P, data, eps, scr, pscr)
 
     return run
+
+
+# --------------------------------------------------------------------------- VTS: CAVI
+# (kernels imported inside the factories: this section is appended independently of the
+# module's import block). Each factory compiles once per process (and is cached on disk);
+# the drivers allocate the bodies' scratch ``(dv (4, d), kv (4, K), M (d, d))``.
+
+
+@functools.cache
+def cavi_fit():
+    """``run(X, y, n, prior, fac, st, resp, tol, max_iter, trace) -> (iterations, elbo, ok)``:
+    CAVI on the first ``n`` rows from the factors in ``fac``
+    (:func:`vits_ref.kernels.cavi.cavi_iterate`)."""
+    from ..kernels.cavi import cavi_iterate
+
+    @cpu_jit
+    def run(X, y, n, prior, fac, st, resp, tol, max_iter, trace):
+        scr = (np.zeros((4, X.shape[1])), np.zeros((4, fac[0].shape[0])),
+               np.zeros((X.shape[1], X.shape[1])))
+        return cavi_iterate(X, y, n, prior, fac, st, resp, tol, max_iter, trace, scr)
+
+    return run
+
+
+@functools.cache
+def cavi_init():
+    """``run(prior, fac, st)``: factors at the prior, zero statistics."""
+    from ..kernels.cavi import init_factors
+
+    @cpu_jit
+    def run(prior, fac, st):
+        init_factors(prior, fac, st)
+
+    return run
+
+
+@functools.cache
+def vts_update():
+    """``run(X, y, resp, n, x, r, prior, fac, st, tol, max_iter, trace) -> (iterations, elbo,
+    ok)``: append ``(x, r)`` at row ``n`` and refit the arm
+    (:func:`vits_ref.kernels.cavi.arm_update`)."""
+    from ..kernels.cavi import arm_update
+
+    @cpu_jit
+    def run(X, y, resp, n, x, r, prior, fac, st, tol, max_iter, trace):
+        scr = (np.zeros((4, X.shape[1])), np.zeros((4, fac[0].shape[0])),
+               np.zeros((X.shape[1], X.shape[1])))
+        return arm_update(X, y, resp, n, x, r, prior, fac, st, tol, max_iter, trace, scr)
+
+    return run
+
+
+@functools.cache
+def vts_select():
+    """``run(contexts, facs, scoring, sample_params, rng, scores, expected) -> arm``: every
+    arm's Thompson score (:func:`vits_ref.kernels.cavi.select`, the xoroshiro128+ state
+    ``rng`` advanced in place) and, in ``expected``, every arm's posterior-mean expected
+    reward (:func:`vits_ref.kernels.cavi.expected_reward`)."""
+    from ..kernels.cavi import expected_reward, select
+
+    @cpu_jit
+    def run(contexts, facs, scoring, sample_params, rng, scores, expected):
+        d, K = contexts.shape[1], facs[0].shape[1]
+        scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)))
+        for a in range(contexts.shape[0]):
+            expected[a] = expected_reward(contexts[a], (facs[0][a], facs[1][a], facs[2][a],
+                                                        facs[3][a], facs[4][a]))
+        return select(contexts, facs, scoring, sample_params, rng, scores, scr)
+
+    return run
+
+
+@functools.cache
+def vts_runs():
+    """``run(params, prior, contexts, means, rewards, rngs, regret, arms, sqerr, iters,
+    status)``: ``prange`` over independent VTS runs (:func:`vits_ref.kernels.cavi.vts_run`).
+
+    Runs on the leading axis of every per-run array (``contexts`` (R, T, A, d), ``means``
+    and ``rewards`` (R, T, A), ``rngs`` (R, 2) uint64); each run allocates its own state
+    (histories of ``T`` rows per arm) and is computed by one thread, so the results do not
+    depend on the number of threads.
+    """
+    from ..kernels.cavi import vts_run
+
+    @cpu_jit(parallel=True)
+    def run(params, prior, contexts, means, rewards, rngs, regret, arms, sqerr, iters,
+            status):
+        R, T, A, d = contexts.shape
+        K = prior[0].shape[0]
+        for r in prange(R):
+            hist = (np.empty((A, T, d)), np.empty((A, T)), np.empty((A, T, K)))
+            counts = np.zeros(A, dtype=np.int64)
+            facs = (np.empty((A, K)), np.empty((A, K, d)), np.empty((A, K, d, d)),
+                    np.empty((A, K)), np.empty((A, K)))
+            sts = (np.empty((A, K)), np.empty((A, K, d)), np.empty((A, K, d, d)),
+                   np.empty((A, K)))
+            work = (np.empty(max(params[3], 1)), np.empty(A))
+            scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)))
+            status[r] = vts_run(params, prior, contexts[r], means[r], rewards[r], rngs[r],
+                                hist, counts, facs, sts, work, scr, regret[r], arms[r],
+                                sqerr[r], iters[r])
+
+    return run

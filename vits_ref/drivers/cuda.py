@@ -256,3 +256,108 @@ def renyi_steps(potential, alpha, P, data, eps, lr, beta1, beta2, adam_eps, m, v
         _device_tuple(pscr), trace, ok)
     return (dP.copy_to_host(), dm.copy_to_host(), dv.copy_to_host(), dt.copy_to_host(),
             trace.copy_to_host(), ok.copy_to_host())
+
+
+# --------------------------------------------------------------------------- VTS: CAVI
+# (kernels imported inside the factories: this section is appended independently of the
+# module's import block)
+
+
+@functools.cache
+def _cavi_kernel():
+    from ..kernels.cavi import cavi_iterate, init_factors
+
+    @cuda_jit
+    def kernel(X, y, counts, prior, fac, st, resp, tol, max_iter, trace, scr, out_it, out_elbo,
+               ok):
+        r = cuda.grid(1)
+        while r < X.shape[0]:
+            f = index_rows(fac, r)
+            s = index_rows(st, r)
+            init_factors(prior, f, s)
+            it, elbo, good = cavi_iterate(X[r], y[r], counts[r], prior, f, s, resp[r], tol,
+                                          max_iter, trace[r], index_rows(scr, r))
+            out_it[r] = it
+            out_elbo[r] = elbo
+            ok[r] = good
+            r += cuda.gridsize(1)
+
+    return kernel
+
+
+def cavi_fits(X, y, counts, prior, tol, max_iter, threads_per_block=THREADS_PER_BLOCK):
+    """Independent CAVI fits from the prior, one per thread (:mod:`vits_ref.kernels.cavi`).
+
+    ``X`` (R, n, d), ``y`` (R, n): problem ``r`` uses its first ``counts[r]`` rows; ``prior``
+    the kernels' prior tuple (shared). Returns ``(fac, resp (R, n, K), iterations (R,),
+    elbo (R,), trace (R, max_iter), ok (R,))`` with ``fac = (gamma, u, L, alpha, beta)``
+    stacked over the problems; the same bodies as :func:`vits_ref.drivers.cpu.cavi_fit`.
+    """
+    R, n, d = X.shape
+    K = prior[0].shape[0]
+    fac = tuple(cuda.device_array(s) for s in ((R, K), (R, K, d), (R, K, d, d), (R, K),
+                                                 (R, K)))
+    st = tuple(cuda.device_array(s) for s in ((R, K), (R, K, d), (R, K, d, d), (R, K)))
+    scr = (cuda.to_device(np.zeros((R, 4, d))), cuda.to_device(np.zeros((R, 4, K))),
+           cuda.to_device(np.zeros((R, d, d))))
+    resp = cuda.to_device(np.zeros((R, n, K)))
+    trace = cuda.to_device(np.zeros((R, max_iter)))
+    out_it = cuda.device_array(R, dtype=np.int64)
+    out_elbo = cuda.device_array(R)
+    ok = cuda.device_array(R, dtype=np.bool_)
+    dX, dy, dc = _to_device((X, y, np.asarray(counts, dtype=np.int64)))
+    _cavi_kernel()[_grid(R, threads_per_block)](dX, dy, dc, _device_tuple(prior), fac, st,
+                                                resp, tol, max_iter, trace, scr, out_it,
+                                                out_elbo, ok)
+    return (tuple(a.copy_to_host() for a in fac), resp.copy_to_host(), out_it.copy_to_host(),
+            out_elbo.copy_to_host(), trace.copy_to_host(), ok.copy_to_host())
+
+
+@functools.cache
+def _vts_kernel():
+    from ..kernels.cavi import vts_run
+
+    @cuda_jit
+    def kernel(params, prior, contexts, means, rewards, rngs, hist, counts, facs, sts, work,
+               scr, regret, arms, sqerr, iters, status):
+        r = cuda.grid(1)
+        while r < contexts.shape[0]:
+            status[r] = vts_run(params, prior, contexts[r], means[r], rewards[r], rngs[r],
+                                index_rows(hist, r), counts[r], index_rows(facs, r),
+                                index_rows(sts, r), index_rows(work, r), index_rows(scr, r),
+                                regret[r], arms[r], sqerr[r], iters[r])
+            r += cuda.gridsize(1)
+
+    return kernel
+
+
+def vts_runs(params, prior, contexts, means, rewards, rngs,
+             threads_per_block=THREADS_PER_BLOCK):
+    """Independent VTS runs, one per thread (:func:`vits_ref.kernels.cavi.vts_run`).
+
+    Same arguments as :func:`vits_ref.drivers.cpu.vts_runs` (runs on the leading axis;
+    ``rngs`` (R, 2) uint64, copied: the host's states are not advanced). Returns
+    ``(regret (R, T), arms (R, T), sqerr (R, T, A), iters (R, T), status (R,))``. Every run's
+    histories (``T`` rows per arm) are allocated on the device up front.
+    """
+    R, T, A, d = contexts.shape
+    K = prior[0].shape[0]
+    hist = (cuda.device_array((R, A, T, d)), cuda.device_array((R, A, T)),
+            cuda.device_array((R, A, T, K)))
+    counts = cuda.device_array((R, A), dtype=np.int64)
+    facs = tuple(cuda.device_array((R, A) + s) for s in ((K,), (K, d), (K, d, d), (K,), (K,)))
+    sts = tuple(cuda.device_array((R, A) + s) for s in ((K,), (K, d), (K, d, d), (K,)))
+    work = (cuda.device_array((R, max(params[3], 1))), cuda.device_array((R, A)))
+    scr = (cuda.to_device(np.zeros((R, 4, d))), cuda.to_device(np.zeros((R, 4, K))),
+           cuda.to_device(np.zeros((R, d, d))))
+    regret = cuda.device_array((R, T))
+    arms = cuda.device_array((R, T), dtype=np.int64)
+    sqerr = cuda.device_array((R, T, A))
+    iters = cuda.device_array((R, T), dtype=np.int64)
+    status = cuda.device_array(R, dtype=np.int64)
+    args = _to_device((contexts, means, rewards, np.array(rngs, dtype=np.uint64)))
+    _vts_kernel()[_grid(R, threads_per_block)](params, _device_tuple(prior), *args, hist,
+                                               counts, facs, sts, work, scr, regret, arms,
+                                               sqerr, iters, status)
+    return (regret.copy_to_host(), arms.copy_to_host(), sqerr.copy_to_host(),
+            iters.copy_to_host(), status.copy_to_host())

@@ -6,14 +6,18 @@
 - :mod:`vits_ref.envs.synthetic`: the pool of appendix H (:func:`pool`) and the hard
   instance of appendix G (:func:`hard_instance`);
 - :mod:`vits_ref.envs.movielens`: the per-arm MovieLens bandit of section 5
-  (:func:`movielens`); its data, factorisation and cache are in :mod:`vits_ref.data`.
+  (:func:`movielens`); its data, factorisation and cache are in :mod:`vits_ref.data`;
+- :mod:`vits_ref.envs.mixture`: arms paying mixtures of linear-Gaussian experts, with the
+  VTS paper's scenarios A and B (:func:`vts_scenario`).
 
 Every realisation carries the expected reward of every arm, so regret is exact.
 """
 
 from .base import REWARDS, Environment, Realisation
+from .mixture import MixtureEnvironment, vts_scenario
 from .movielens import MovieLensEnvironment, movielens
 from .synthetic import HardInstance, PoolEnvironment, hard_instance, pool
 
-__all__ = ["REWARDS", "Environment", "HardInstance", "MovieLensEnvironment", "PoolEnvironment",
-           "Realisation", "hard_instance", "movielens", "pool"]
+__all__ = ["REWARDS", "Environment", "HardInstance", "MixtureEnvironment",
+           "MovieLensEnvironment", "PoolEnvironment", "Realisation", "hard_instance",
+           "movielens", "pool", "vts_scenario"]

@@ -1,0 +1,625 @@
+"""Variational Thompson sampling (VTS) and its one-component case, NIG Thompson sampling.
+
+Urteaga & Wiggins, "Variational inference for the multi-armed contextual bandit" (seed 002,
+sections 3-4; docs/algorithms.md section 4). Every arm ``a`` has its own reward model, a
+mixture of ``K`` linear-Gaussian experts::
+
+    y | x ~ sum_k pi_ak N(x w_ak, s2_ak),   pi_a ~ Dir(gamma0),
+    w_ak | s2_ak ~ N(u0_k, s2_ak V0_k),      s2_ak ~ InvGamma(alpha0_k, beta0_k)
+
+fitted after every observation by mean-field CAVI (eqs. 12-13,
+:mod:`vits_ref.kernels.cavi`), and the arm to play is the argmax of one Thompson score per
+arm drawn from the variational factors (eqs. 15-17).
+
+- :class:`VTS`: the policy (``select``/``update``/``fresh``, as :class:`vits_ref.PerArm`);
+- :class:`NIGTS`: ``VTS`` with ``K = 1``, the exact conjugate posterior (linear Thompson
+  sampling with an unknown noise variance): the baseline;
+- :func:`fit_mixture`: one CAVI fit of a mixture to data (Algorithm 1's inner loop);
+- :func:`simulate_vts`: many seeded runs in one compiled ``prange`` driver, with the
+  per-arm error of the estimated expected reward (Figure 3), the same numbers as
+  :func:`vits_ref.simulate`'s Python loop over :class:`VTS`.
+
+Choices (each stated where it is made):
+
+- **Thompson draws.** Eqs. (15)-(17) write the score with the variational means ``u_ak``,
+  but Algorithm 1 draws ``theta ~ q`` and the authors' code draws
+  ``s2 ~ InvGamma(alpha, beta)``, ``w ~ N(u, s2 V)``; with means only, eq. (17) would be
+  greedy. ``sample_params=True`` (default) draws ``(w, s2)``; ``False`` scores with ``u``.
+- **Scoring default** ``"sample_pi"`` (eq. 16, ``pi ~ Dir(gamma)``): what the authors'
+  code runs (``VariationalContextualBanditSampling_actionMonteCarlo``); the paper saw no
+  difference between the three.
+- **Prior default** (the authors' code): ``gamma0 = 1``, ``alpha0 = beta0 = 1``,
+  ``V0 = I`` and ``u0_k = k 1_d``: different prior means per component, which breaks the
+  symmetry between the components (with equal priors every component gets the same
+  responsibilities forever). With ``K = 1`` that is ``u0 = 0``.
+- **Stopping rule.** CAVI stops once the ELBO's relative improvement is at most ``tol``
+  (default ``1e-5``) or after ``max_iter`` (default 100) iterations. The authors' code
+  restarts from the prior every round (100 iterations at most, ``eps = 1e-3`` to
+  ``1e-4``); here every round starts from the previous round's factors (a warm start):
+  adding one observation moves the optimum little, so a few iterations suffice.
+- **Contexts.** Arm ``a`` is scored and updated at row ``a`` of the ``(n_arms, d)``
+  contexts (the :class:`vits_ref.PerArm` convention, which the hard instance of the
+  VITS paper needs); the paper's shared context is a ``(d,)`` vector, broadcast to every
+  arm (:func:`vits_ref.envs.vts_scenario` repeats it on the rows).
+"""
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _validate as val
+from ._seeding import child, engine_streams
+from .drivers import cpu
+from .errors import DivergenceError
+from .kernels.cavi import EXPECTED_PI, SAMPLE_PI, SAMPLE_Z
+from .simulate import SimulationResult
+
+__all__ = ["DEFAULT_MAX_ITER", "DEFAULT_TOL", "SCORINGS", "MixtureFit", "NIGTS",
+           "VTS", "VTSSimulationResult", "fit_mixture", "simulate_vts"]
+
+#: Scoring rules: eq. (15) sampled assignment, eq. (16) sampled proportions, eq. (17)
+#: mean proportions.
+SCORINGS = {"sample_z": SAMPLE_Z, "sample_pi": SAMPLE_PI, "expected_pi": EXPECTED_PI}
+#: CAVI's relative ELBO tolerance and iteration cap (module docstring).
+DEFAULT_TOL = 1e-5
+DEFAULT_MAX_ITER = 100
+
+_MEMORY_BUDGET = 256 * 2 ** 20  # bytes of realisations and histories held at once
+
+
+# --------------------------------------------------------------------------- the prior
+
+
+class _Prior:
+    """A validated mixture prior and the tuple the kernels read (:mod:`vits_ref.kernels.cavi`)."""
+
+    def __init__(self, dim, n_components, gamma0, u0, V0, alpha0, beta0, default_u0):
+        K, d = n_components, dim
+        self.gamma0 = _per_component(gamma0, "gamma0", K)
+        self.alpha0 = _per_component(alpha0, "alpha0", K)
+        self.beta0 = _per_component(beta0, "beta0", K)
+        if u0 is None:
+            u0 = (np.arange(K, dtype=float)[:, None] * np.ones(d) if default_u0 == "spread"
+                  else np.zeros((K, d)))
+        u0 = val.float_array(u0, "u0")
+        if u0.shape == (d,):
+            u0 = np.tile(u0, (K, 1))
+        if u0.shape != (K, d):
+            raise ValueError(f"u0 must have shape ({d},) or ({K}, {d}), got {u0.shape}")
+        V0 = np.eye(d) if V0 is None else val.float_array(V0, "V0")
+        if V0.shape == (d, d):
+            V0 = np.tile(V0, (K, 1, 1))
+        if V0.shape != (K, d, d):
+            raise ValueError(f"V0 must have shape ({d}, {d}) or ({K}, {d}, {d}), "
+                             f"got {V0.shape}")
+        for k in range(K):
+            val.spd_matrix(V0[k], "V0")
+        self.u0, self.V0 = u0, V0
+        P0 = np.linalg.inv(V0)
+        P0 = 0.5 * (P0 + np.transpose(P0, (0, 2, 1)))
+        C0 = np.linalg.cholesky(P0)
+        b0 = np.einsum("kij,kj->ki", P0, u0)
+        c0 = np.einsum("ki,ki->k", u0, b0)
+        ld = 2.0 * np.log(np.diagonal(C0, axis1=1, axis2=2)).sum(axis=1)
+        self.kernel = (self.gamma0, u0, P0, C0, self.alpha0, self.beta0, b0, c0, ld)
+
+    def params(self):
+        return {"gamma0": self.gamma0, "u0": self.u0, "V0": self.V0, "alpha0": self.alpha0,
+                "beta0": self.beta0}
+
+
+def _per_component(value, name, K):
+    # a copy: a broadcast view is read-only, which Numba types (and compiles) apart
+    arr = np.array(np.broadcast_to(val.float_array(value, name), (K,)))
+    if np.any(arr <= 0):
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return arr
+
+
+def _factors(A, K, d):
+    """Empty factors ``(gamma, u, L, alpha, beta)`` and statistics with a leading arm axis."""
+    fac = (np.empty((A, K)), np.empty((A, K, d)), np.empty((A, K, d, d)), np.empty((A, K)),
+           np.empty((A, K)))
+    st = (np.empty((A, K)), np.empty((A, K, d)), np.empty((A, K, d, d)), np.empty((A, K)))
+    return fac, st
+
+
+def _covariance(L):
+    """``V = inv(L L^T)`` for every component's Cholesky factor (K, d, d)."""
+    eye = np.eye(L.shape[-1])
+    Linv = np.linalg.solve(L, np.broadcast_to(eye, L.shape))
+    V = np.transpose(Linv, (0, 2, 1)) @ Linv
+    return 0.5 * (V + np.transpose(V, (0, 2, 1)))
+
+
+def _tolerance(tol, max_iter):
+    tol = val.positive_float(tol, "tol", allow_zero=True)
+    return tol, val.positive_int(max_iter, "max_iter")
+
+
+# --------------------------------------------------------------------------- one fit
+
+
+@dataclass
+class MixtureFit:
+    """The outcome of :func:`fit_mixture`.
+
+    Attributes
+    ----------
+    gamma : (K,) array
+        Dirichlet parameters of ``q(pi)``.
+    u : (K, d) array
+    V : (K, d, d) array
+    alpha, beta : (K,) arrays
+        ``q(w_k, s2_k) = NIG(u_k, V_k, alpha_k, beta_k)``.
+    responsibilities : (n, K) array
+        ``q(z_t = k)`` of the last E-step.
+    elbo : (iterations,) array
+        The ELBO of every iteration (non-decreasing).
+    n_iter : int
+    converged : bool
+        Whether the tolerance was met before ``max_iter``.
+    """
+
+    gamma: np.ndarray
+    u: np.ndarray
+    V: np.ndarray
+    alpha: np.ndarray
+    beta: np.ndarray
+    responsibilities: np.ndarray
+    elbo: np.ndarray
+    n_iter: int
+    converged: bool
+
+    @property
+    def weights(self):
+        """``E_q[pi] = gamma / sum(gamma)``."""
+        return self.gamma / self.gamma.sum()
+
+    def predict(self, X):
+        """``E_q[E[y | x]] = sum_k E_q[pi_k] x u_k`` for the rows of ``X`` (n, d)."""
+        return np.asarray(X, float) @ self.u.T @ self.weights
+
+
+def fit_mixture(X, y, n_components=2, *, gamma0=1.0, u0=None, V0=None, alpha0=1.0, beta0=1.0,
+                tol=DEFAULT_TOL, max_iter=DEFAULT_MAX_ITER):
+    """Fit a mixture of linear-Gaussian experts to ``(X, y)`` by CAVI from the prior.
+
+    Parameters
+    ----------
+    X : (n, d) array_like
+    y : (n,) array_like
+    n_components : int, default 2
+    gamma0, u0, V0, alpha0, beta0
+        The prior (see :class:`VTS`; ``u0`` defaults to ``u0_k = k 1_d``).
+    tol : float, default :data:`DEFAULT_TOL`
+        Relative ELBO improvement at which CAVI stops.
+    max_iter : int, default :data:`DEFAULT_MAX_ITER`
+
+    Returns
+    -------
+    MixtureFit
+
+    Notes
+    -----
+    Seed 002 eqs. (12)-(13); the ELBO and the stopping rule are those of
+    :func:`vits_ref.kernels.cavi.cavi_iterate`. With ``n_components=1`` one iteration gives
+    the exact NIG posterior and the ELBO equals the log marginal likelihood.
+
+    Examples
+    --------
+    >>> import numpy as np, vits_ref as vr
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.random((400, 2))
+    >>> z = rng.random(400) < 0.3
+    >>> y = np.where(z, X @ [0.0, 0.0], X @ [3.0, 3.0]) + 0.3 * rng.standard_normal(400)
+    >>> fit = vr.vts.fit_mixture(X, y, 2, tol=1e-8, max_iter=500)
+    >>> np.round(np.sort(fit.weights), 1)
+    array([0.3, 0.7])
+    >>> bool(np.all(np.diff(fit.elbo) >= -1e-9 * abs(fit.elbo[-1])))
+    True
+    """
+    X = val.float_array(X, "X", ndim=2)
+    n, d = X.shape
+    y = val.float_array(y, "y", ndim=1, shape=(n,))
+    K = val.positive_int(n_components, "n_components")
+    tol, max_iter = _tolerance(tol, max_iter)
+    prior = _Prior(d, K, gamma0, u0, V0, alpha0, beta0, "spread")
+    fac, st = _factors(1, K, d)
+    fac, st = tuple(a[0] for a in fac), tuple(a[0] for a in st)
+    cpu.cavi_init()(prior.kernel, fac, st)
+    resp = np.empty((n, K))
+    trace = np.empty(max_iter)
+    it, _, ok = cpu.cavi_fit()(X, y, n, prior.kernel, fac, st, resp, tol, max_iter, trace)
+    if not ok:
+        raise DivergenceError("CAVI", n, None, detail="the factors became non-finite")
+    converged = it >= 2 and abs(trace[it - 1] - trace[it - 2]) <= tol * abs(trace[it - 2])
+    return MixtureFit(fac[0].copy(), fac[1].copy(), _covariance(fac[2]), fac[3].copy(),
+                      fac[4].copy(), resp, trace[:it].copy(), int(it), bool(converged))
+
+
+# --------------------------------------------------------------------------- the policy
+
+
+def _rng_state(seed):
+    """The policy's xoroshiro128+ state (two uint64 words) from its sampling stream."""
+    rng, _ = engine_streams(seed)
+    state = rng.bit_generator.random_raw(2).astype(np.uint64)
+    if not state.any():  # the one invalid state of xoroshiro128+
+        state[0] = 1
+    return state
+
+
+class VTS:
+    """Variational Thompson sampling: a mixture of linear-Gaussian experts per arm.
+
+    Parameters
+    ----------
+    dim : int
+        Context dimension ``d``.
+    n_arms : int
+    n_components : int, default 2
+        ``K``, the experts per arm (the paper's best in both scenarios, and its code's
+        default).
+    gamma0 : float or (K,) array_like, default 1.0
+        Dirichlet prior of the weights.
+    u0 : (d,) or (K, d) array_like, optional
+        Prior means; default ``u0_k = k 1_d`` (module docstring: symmetry breaking).
+    V0 : (d, d) or (K, d, d) array_like, optional
+        Prior scale of ``w`` (``w | s2 ~ N(u0, s2 V0)``); default the identity.
+    alpha0, beta0 : float or (K,) array_like, default 1.0
+        Inverse-gamma prior of the variances.
+    scoring : {"sample_pi", "sample_z", "expected_pi"}, default "sample_pi"
+        Eq. (16), (15) or (17).
+    sample_params : bool, default True
+        Score with draws of ``(w, s2)`` (Thompson sampling) or with the means ``u``.
+    tol : float, default :data:`DEFAULT_TOL`
+        CAVI's relative ELBO tolerance.
+    max_iter : int, default :data:`DEFAULT_MAX_ITER`
+        CAVI's iteration cap per round.
+    seed : int, SeedSequence, Generator or None
+        Seeds the policy's xoroshiro128+ stream (from the sampling stream of
+        :func:`vits_ref._seeding.engine_streams`).
+
+    Notes
+    -----
+    ``select`` draws, for every arm ``a`` at its context ``x_a``, a score from the factors
+    (seed 002 eqs. 15-17; :func:`vits_ref.kernels.cavi.arm_score`) and plays the argmax
+    (ties: lowest index). ``update`` appends ``(x_arm, reward)`` to the played arm's
+    history and refits that arm only: with ``K = 1`` the exact NIG posterior by one
+    rank-one update (O(d^2), no iteration), with ``K > 1`` CAVI warm-started from the
+    arm's current factors over its whole history (O(n K d^2) per iteration: every
+    responsibility changes when the factors do, so the weighted statistics are recomputed
+    from the history; the histories live in arrays that double when full).
+
+    Examples
+    --------
+    >>> import numpy as np, vits_ref as vr
+    >>> pol = vr.VTS(2, n_arms=2, n_components=2, seed=0)
+    >>> x = np.array([0.5, 0.5])
+    >>> arm = pol.select(x)
+    >>> pol.update(x, arm, 1.0).n_obs
+    1
+    >>> sorted(pol.posterior(arm))
+    ['V', 'alpha', 'beta', 'gamma', 'u']
+    """
+
+    _default_u0 = "spread"
+
+    def __init__(self, dim, n_arms, n_components=2, gamma0=1.0, u0=None, V0=None, alpha0=1.0,
+                 beta0=1.0, scoring="sample_pi", sample_params=True, tol=DEFAULT_TOL,
+                 max_iter=DEFAULT_MAX_ITER, seed=None):
+        self.dim = val.positive_int(dim, "dim")
+        self.n_arms = val.positive_int(n_arms, "n_arms")
+        self.n_components = val.positive_int(n_components, "n_components")
+        self._prior = _Prior(self.dim, self.n_components, gamma0, u0, V0, alpha0, beta0,
+                             self._default_u0)
+        self.scoring = val.choice(scoring, "scoring", tuple(SCORINGS))
+        if not isinstance(sample_params, (bool, np.bool_)):
+            raise TypeError("sample_params must be True or False")
+        self.sample_params = bool(sample_params)
+        self.tol, self.max_iter = _tolerance(tol, max_iter)
+        self.seed = seed
+        self._rng = _rng_state(seed)
+        A, K, d = self.n_arms, self.n_components, self.dim
+        self._facs, self._sts = _factors(A, K, d)
+        for a in range(A):
+            cpu.cavi_init()(self._prior.kernel, tuple(x[a] for x in self._facs),
+                            tuple(x[a] for x in self._sts))
+        self._cap = 16
+        self._X = np.empty((A, self._cap, d))
+        self._y = np.empty((A, self._cap))
+        self._resp = np.empty((A, self._cap, K))
+        self.counts = np.zeros(A, dtype=np.int64)
+        self._trace = np.empty(self.max_iter)
+        self._scores = np.empty(A)
+        self._expected = np.empty(A)
+        self.diagnostics = {"n_obs": 0}
+
+    @property
+    def name(self):
+        return f"VTS (K={self.n_components}, {self.scoring})"
+
+    @property
+    def params(self):
+        """``(scoring code, sample_params, tol, max_iter)``: what the kernels read."""
+        return (SCORINGS[self.scoring], self.sample_params, self.tol, self.max_iter)
+
+    @property
+    def n_obs(self):
+        """Observations over all arms."""
+        return int(self.counts.sum())
+
+    # -- protocol ------------------------------------------------------------------------
+    def _contexts(self, contexts):
+        X = val.float_array(contexts, "contexts")
+        if X.shape == (self.dim,):
+            return np.ascontiguousarray(np.broadcast_to(X, (self.n_arms, self.dim)))
+        if X.shape != (self.n_arms, self.dim):
+            raise ValueError(f"contexts must have shape ({self.dim},) (shared by the arms) or "
+                             f"({self.n_arms}, {self.dim}) (one row per arm), got {X.shape}")
+        return X
+
+    def select(self, contexts):
+        """The arm whose Thompson score is largest (arm ``a`` scored at ``contexts[a]``).
+
+        Also keeps every arm's posterior-mean expected reward in
+        ``diagnostics["expected_rewards"]``.
+        """
+        X = self._contexts(contexts)
+        arm = cpu.vts_select()(X, self._facs, SCORINGS[self.scoring], self.sample_params,
+                               self._rng, self._scores, self._expected)
+        self.diagnostics["expected_rewards"] = self._expected.copy()
+        return int(arm)
+
+    def update(self, contexts, arm, reward):
+        """Append ``(contexts[arm], reward)`` to the arm's history and refit the arm."""
+        from .policies import _arm, _reward
+
+        X = self._contexts(contexts)
+        arm = _arm(arm, self.n_arms)
+        reward = _reward(reward)
+        n = int(self.counts[arm])
+        if n == self._cap:
+            self._grow()
+        it, elbo, ok = cpu.vts_update()(
+            self._X[arm], self._y[arm], self._resp[arm], n, X[arm], reward,
+            self._prior.kernel, tuple(x[arm] for x in self._facs),
+            tuple(x[arm] for x in self._sts), self.tol, self.max_iter, self._trace)
+        self.counts[arm] = n + 1
+        if not ok:
+            raise DivergenceError(self.name, self.n_obs, None,
+                                  detail=f"(arm {arm}: the variational factors became "
+                                         "non-finite)")
+        self.diagnostics.update(n_obs=self.n_obs, arm=arm, iterations=int(it),
+                                elbo=float(elbo), elbo_trace=self._trace[:it].copy())
+        return self
+
+    def fresh(self, seed=None):
+        """The same policy at the prior, with a new seed."""
+        return type(self)(**{**self._params(), "seed": seed})
+
+    # -- the posterior ---------------------------------------------------------------------
+    def posterior(self, arm):
+        """The arm's variational factors: a dict of copies.
+
+        ``"gamma"`` (K,): ``q(pi) = Dir(gamma)``; ``"u"`` (K, d), ``"V"`` (K, d, d),
+        ``"alpha"``, ``"beta"`` (K,): ``q(w_k, s2_k) = NIG(u_k, V_k, alpha_k, beta_k)``, i.e.
+        ``w_k | s2_k ~ N(u_k, s2_k V_k)``, ``s2_k ~ InvGamma(alpha_k, beta_k)``.
+        """
+        arm = self._arm_index(arm)
+        gamma, u, L, alpha, beta = (x[arm] for x in self._facs)
+        return {"gamma": gamma.copy(), "u": u.copy(), "V": _covariance(L),
+                "alpha": alpha.copy(), "beta": beta.copy()}
+
+    def expected_rewards(self, contexts):
+        """Every arm's posterior-mean expected reward ``sum_k E[pi_k] x_a u_k`` (no draw)."""
+        X = self._contexts(contexts)
+        gamma, u = self._facs[0], self._facs[1]
+        w = gamma / gamma.sum(axis=1, keepdims=True)
+        return np.einsum("ak,akd,ad->a", w, u, X)
+
+    def history(self, arm):
+        """The arm's observations ``(X (n, d), y (n,))`` (copies)."""
+        arm = self._arm_index(arm)
+        n = self.counts[arm]
+        return self._X[arm, :n].copy(), self._y[arm, :n].copy()
+
+    def responsibilities(self, arm):
+        """The arm's responsibilities ``q(z_t = k)`` of its last E-step, (n, K) (ones when
+        ``K = 1``)."""
+        arm = self._arm_index(arm)
+        return self._resp[arm, :self.counts[arm]].copy()
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _arm_index(self, arm):
+        from .policies import _arm
+
+        return _arm(arm, self.n_arms)
+
+    def _grow(self):
+        """Double the histories' capacity (amortised O(1) per observation)."""
+        cap = 2 * self._cap
+        for name in ("_X", "_y", "_resp"):
+            old = getattr(self, name)
+            new = np.empty((old.shape[0], cap) + old.shape[2:])
+            new[:, :self._cap] = old
+            setattr(self, name, new)
+        self._cap = cap
+
+    def _params(self):
+        return {"dim": self.dim, "n_arms": self.n_arms, "n_components": self.n_components,
+                **self._prior.params(), "scoring": self.scoring,
+                "sample_params": self.sample_params, "tol": self.tol,
+                "max_iter": self.max_iter}
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(dim={self.dim}, n_arms={self.n_arms}, "
+                f"n_components={self.n_components}, scoring={self.scoring!r})")
+
+
+class NIGTS(VTS):
+    """Thompson sampling with the exact normal-inverse-gamma posterior per arm (the baseline).
+
+    ``VTS`` with one component: per arm ``y = x w + N(0, s2)``, ``w | s2 ~ N(u0, s2 V0)``,
+    ``s2 ~ InvGamma(alpha0, beta0)``; the posterior is conjugate (docs/algorithms.md
+    section 1, "NIG") and kept by one rank-one Cholesky update per observation. A round
+    draws ``s2 ~ InvGamma(alpha, beta)``, ``w ~ N(u, s2 V)`` per arm and plays
+    ``argmax_a x_a w_a``: linear Thompson sampling that learns the noise variance (seed
+    002 section 4: "VTS with K = 1").
+
+    Parameters
+    ----------
+    dim, n_arms : int
+    u0 : (d,) array_like, optional
+        Prior mean (default 0).
+    V0 : (d, d) array_like, optional
+        Prior scale (default the identity).
+    alpha0, beta0 : float, default 1.0
+    sample_params : bool, default True
+    seed : int, SeedSequence, Generator or None
+
+    Examples
+    --------
+    >>> import numpy as np, vits_ref as vr
+    >>> pol = vr.NIGTS(2, n_arms=3, seed=0)
+    >>> X = np.eye(3, 2)
+    >>> pol.update(X, 0, 1.0).posterior(0)["alpha"]
+    array([1.5])
+    """
+
+    _default_u0 = "zero"
+
+    def __init__(self, dim, n_arms, u0=None, V0=None, alpha0=1.0, beta0=1.0,
+                 sample_params=True, seed=None):
+        super().__init__(dim, n_arms, n_components=1, u0=u0, V0=V0, alpha0=alpha0,
+                         beta0=beta0, scoring="expected_pi", sample_params=sample_params,
+                         seed=seed)
+
+    @property
+    def name(self):
+        return "NIG-TS"
+
+    def _params(self):
+        p = self._prior.params()
+        return {"dim": self.dim, "n_arms": self.n_arms, "u0": p["u0"][0], "V0": p["V0"][0],
+                "alpha0": float(p["alpha0"][0]), "beta0": float(p["beta0"][0]),
+                "sample_params": self.sample_params}
+
+    def __repr__(self):
+        return f"NIGTS(dim={self.dim}, n_arms={self.n_arms})"
+
+
+# --------------------------------------------------------------------------- many runs
+
+
+@dataclass
+class VTSSimulationResult(SimulationResult):
+    """:class:`vits_ref.SimulationResult` of :func:`simulate_vts`, with two more arrays.
+
+    Attributes
+    ----------
+    reward_sq_error : (n_runs, n_rounds, n_arms) array
+        ``(mu_hat_at - mu_at)^2``: the squared error of every arm's posterior-mean expected
+        reward (before the round's draw) against the true one.
+    cavi_iterations : (n_runs, n_rounds) int array
+        CAVI iterations of each round's update (0: the closed form of ``K = 1``).
+    """
+
+    reward_sq_error: np.ndarray | None = None
+    cavi_iterations: np.ndarray | None = None
+
+    def mse(self):
+        """Seed 002 eq. (21) along the run: ``MSE_a(t) = 1/t sum_{s <= t} (mu_hat_as -
+        mu_as)^2``, mean over runs, shape (n_rounds, n_arms)."""
+        t = np.arange(1, self.n_rounds + 1)[:, None]
+        return (np.cumsum(self.reward_sq_error, axis=1) / t).mean(axis=0)
+
+
+def simulate_vts(policy, env, n_rounds, n_runs=1, seed=None, new_instance_per_run=False,
+                 n_threads=None, progress=None):
+    """``n_runs`` seeded runs of a :class:`VTS` policy in one compiled ``prange`` driver.
+
+    Seeds exactly as :func:`vits_ref.simulate` (run ``r``: child ``r`` of ``seed``; its
+    child 0 draws the environment, child 1 seeds the policy, child 2 the instance), so the
+    regret and arms equal those of ``simulate(policy, env, ...)``'s Python loop, number
+    for number; the driver also records the per-arm squared error of the estimated
+    expected reward and the CAVI iterations.
+
+    Parameters
+    ----------
+    policy : VTS
+        The specification (its state is not used: every run starts at the prior).
+    env : Environment
+    n_rounds, n_runs : int
+    seed : int, SeedSequence or None
+    new_instance_per_run : bool, default False
+    n_threads : int or None
+        Numba threads (default: Numba's current setting).
+    progress : callable or None
+        ``progress(runs_done, n_runs)`` after each batch.
+
+    Returns
+    -------
+    VTSSimulationResult
+
+    Examples
+    --------
+    >>> import vits_ref as vr
+    >>> res = vr.vts.simulate_vts(vr.VTS(2, 2, seed=0), vr.envs.vts_scenario("A"),
+    ...                           n_rounds=20, n_runs=3, seed=1)
+    >>> res.cumulative_regret.shape, res.reward_sq_error.shape
+    ((3, 20), (3, 20, 2))
+    """
+    import numba
+
+    from .envs import Environment
+    from .simulate import _realise, _run_env
+
+    if not isinstance(policy, VTS):
+        raise TypeError(f"policy must be a vits_ref.VTS, got {type(policy).__name__}")
+    if not isinstance(env, Environment):
+        raise TypeError(f"env must be a vits_ref environment, got {type(env).__name__}")
+    if env.dim != policy.dim or env.n_arms != policy.n_arms:
+        raise ValueError(f"policy (dim {policy.dim}, {policy.n_arms} arms) does not match "
+                         f"env (dim {env.dim}, {env.n_arms} arms)")
+    T = val.positive_int(n_rounds, "n_rounds")
+    R = val.positive_int(n_runs, "n_runs")
+    root = val.as_seed_sequence(seed)
+    A, d, K = env.n_arms, env.dim, policy.n_components
+    regret, arms = np.empty((R, T)), np.empty((R, T), dtype=np.int64)
+    sqerr, iters = np.empty((R, T, A)), np.empty((R, T), dtype=np.int64)
+    per_run = 8 * T * A * (3 * d + 3 + K)  # realisation + histories
+    batch = int(max(1, min(R, _MEMORY_BUDGET // per_run)))
+    run = cpu.vts_runs()
+    old = numba.get_num_threads()
+    if n_threads is not None:
+        numba.set_num_threads(val.positive_int(n_threads, "n_threads"))
+    start = time.perf_counter()
+    try:
+        for lo in range(0, R, batch):
+            hi = min(R, lo + batch)
+            reals, rngs = [], []
+            for r in range(lo, hi):
+                run_seed = child(root, r)
+                reals.append(_realise(_run_env(env, new_instance_per_run, run_seed),
+                                      run_seed, T))
+                rngs.append(_rng_state(child(run_seed, 1)))  # as policy.fresh(...) seeds
+            status = np.zeros(hi - lo, dtype=np.int64)
+            run(policy.params, policy._prior.kernel,
+                np.stack([x.contexts for x in reals]), np.stack([x.means for x in reals]),
+                np.stack([x.rewards for x in reals]), np.stack(rngs), regret[lo:hi],
+                arms[lo:hi], sqerr[lo:hi], iters[lo:hi], status)
+            bad = np.flatnonzero(status)
+            if bad.size:
+                raise DivergenceError(policy.name, int(status[bad[0]]), None,
+                                      run=lo + int(bad[0]))
+            if progress:
+                progress(hi, R)
+    finally:
+        numba.set_num_threads(old)
+    wall = time.perf_counter() - start
+    return VTSSimulationResult(policy.name, repr(env), regret, arms, np.zeros(0, np.int64),
+                               None, wall, True, seed, reward_sq_error=sqerr,
+                               cavi_iterations=iters)
