@@ -1,0 +1,186 @@
+"""Scenarios A and B of the VTS paper (vits_ref.envs.mixture) and the vts-scenarios
+experiment: the environment's laws, the files and summary of a small run, the claims'
+rules on hand-made summaries, and VTS in vits-figG.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import vits_ref as vr
+from vits_ref.experiments import EXPERIMENTS, _claims
+from vits_ref.experiments._common import write_json
+from vits_ref.experiments.vits import figG
+from vits_ref.experiments.vts import scenarios
+
+# --------------------------------------------------------------------------- environment
+
+
+def test_scenarios_are_the_papers():
+    """Eqs. (18)-(19): weights, coefficients, unit variances; arm 1 is best in both."""
+    a, b = vr.envs.vts_scenario("A"), vr.envs.vts_scenario("b")
+    np.testing.assert_array_equal(a.weights, [[0.5, 0.5], [0.5, 0.5]])
+    np.testing.assert_array_equal(a.coefs[1], [[2, 2], [3, 3]])
+    np.testing.assert_array_equal(b.weights, [[0.5, 0.5], [0.3, 0.7]])
+    np.testing.assert_array_equal(b.coefs[1], [[0, 0], [3, 3]])
+    assert (a.noise_sd == 1).all() and (b.noise_sd == 1).all()
+    run = b.realise(200, rng=3)
+    assert run.contexts.shape == (200, 2, 2)
+    np.testing.assert_array_equal(run.contexts[:, 0], run.contexts[:, 1])  # shared x
+    assert 0 < run.contexts.min() and run.contexts.max() < 1
+    x = run.contexts[:, 0]
+    np.testing.assert_allclose(run.means, np.stack([1.5 * x.sum(1), 2.1 * x.sum(1)], 1))
+    assert (run.means.argmax(axis=1) == 1).all()
+    assert b.optimal_mean_reward(run.contexts[0]) == pytest.approx(run.means[0, 1])
+    with pytest.raises(ValueError, match="name must be one of"):
+        vr.envs.vts_scenario("C")
+
+
+def test_rewards_follow_the_mixture():
+    """Given its context, a reward of scenario B's arm 1 is 0.3 N(0, 1) + 0.7 N(3 s, 1)
+    (``s = x1 + x2``): its conditional CDF ``F(y | x)`` is uniform; KS test on 20 000 draws
+    (p > 1e-3; a weight of 0.35 instead of 0.3 gives p < 1e-10)."""
+    env = vr.envs.MixtureEnvironment([[0.3, 0.7]], [[[0.0, 0.0], [3.0, 3.0]]], 1.0)
+    rng = np.random.default_rng(0)
+    run = env.realise(20_000, rng=rng)
+    s = run.contexts[:, 0].sum(axis=1)
+    # standardise by the component law given the context: u = F(y | x) is U(0, 1)
+    u = 0.3 * stats.norm.cdf(run.rewards[:, 0]) + 0.7 * stats.norm.cdf(run.rewards[:, 0] - 3 * s)
+    assert stats.kstest(u, "uniform").pvalue > 1e-3
+
+
+def test_mixture_environment_validates():
+    with pytest.raises(ValueError, match="rows summing to 1"):
+        vr.envs.MixtureEnvironment([[0.5, 0.6]], [[[0.0], [1.0]]])
+    with pytest.raises(ValueError, match="noise_sd must be > 0"):
+        vr.envs.MixtureEnvironment([[1.0]], [[[1.0]]], noise_sd=0.0)
+    env = vr.envs.vts_scenario("A")
+    assert "scenario A" in repr(env.new_instance(3))
+
+
+# --------------------------------------------------------------------------- the experiment
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    out = tmp_path_factory.mktemp("vts")
+    return scenarios.run(runs=30, rounds=60, seed=1, out=str(out)), out
+
+
+CLAIM_IDS = ["vts-A-k2-beats-k1", "vts-A-reduction-size", "vts-B-k2-beats-k1",
+             "vts-B-reduction-size", "vts-k3-like-k2", "vts-reduced-variability",
+             "vts-mse-k1-worst-in-B", "vts-mse-k3-best"]
+
+
+def test_registered():
+    assert EXPERIMENTS["vts-scenarios"] is scenarios
+    assert scenarios.DEFAULTS == {"runs": 2000, "rounds": 500, "seed": 0}
+
+
+def test_files_and_summary(small):
+    result, out = small
+    for f in ("curves.csv", "mse.csv", "summary.json", "regret.png", "mse.png"):
+        assert (out / f).stat().st_size > 0, f
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["reference"] == "K = 1" and summary["paper_reduction"] == {"A": 0.14,
+                                                                             "B": 0.28}
+    assert {(e["scenario"], e["n_components"]) for e in summary["results"]} == \
+        {(s, k) for s in "AB" for k in (1, 2, 3)}
+    for e in summary["results"]:
+        assert len(e["final_regrets"]) == 30 and len(e["final_mse"]) == 2
+        assert np.isfinite(e["final_regret_mean"])
+        if e["n_components"] == 1:
+            assert e["cavi_iterations_mean"] == 0 and "reduction" not in e
+        else:
+            assert e["paired_vs_reference"]["reference"] == "K = 1"
+            red = e["reduction"]
+            assert red["ci"][0] <= red["value"] <= red["ci"][1]
+            ref = next(r for r in summary["results"] if r["panel"] == e["panel"]
+                       and r["n_components"] == 1)
+            assert red["value"] == pytest.approx(
+                1 - e["final_regret_mean"] / ref["final_regret_mean"])
+    text = scenarios.table(result)
+    assert "reduction vs K=1" in text and "28%" in text
+
+
+def test_same_runs_are_reproducible(tmp_path):
+    a = scenarios.run(runs=4, rounds=20, seed=3, out=str(tmp_path / "a"), components=(2,))
+    b = scenarios.run(runs=4, rounds=20, seed=3, out=str(tmp_path / "b"), components=(2,),
+                      n_threads=1)
+    assert [e["final_regrets"] for e in a["results"]] == \
+        [e["final_regrets"] for e in b["results"]]
+    assert {e["method"] for e in a["results"]} == {"K = 1", "K = 2"}
+
+
+def test_claims_have_verdicts_and_survive_json(small, tmp_path):
+    result, _ = small
+    found = scenarios.claims(result)
+    assert [c["id"] for c in found] == CLAIM_IDS
+    assert all(c["verdict"] in _claims.VERDICTS for c in found)
+    write_json(tmp_path / "s.json", result)
+    back = scenarios.claims(json.loads((tmp_path / "s.json").read_text()))
+    assert [(c["verdict"], c["measured"]) for c in back] == \
+        [(c["verdict"], c["measured"]) for c in found]
+
+
+def _fake(shifts, mse, runs=40, sd_scale=None):
+    """A summary whose final regrets are ``base + shift`` (K = 1 noisier by ``sd_scale``)."""
+    rng = np.random.default_rng(0)
+    base = rng.uniform(20, 40, size=runs)
+    results = []
+    for scen in "AB":
+        for K in (1, 2, 3):
+            noise = rng.normal(0, 0.3, runs) * (sd_scale if sd_scale and K == 1 else 1)
+            final = base + shifts[scen][K] + noise
+            final_mse = [list(mse[scen][K] + rng.normal(0, 1e-3, runs)) for _ in range(2)]
+            results.append({"panel": f"scenario {scen}", "scenario": scen,
+                            "method": f"K = {K}", "n_components": K,
+                            "final_regret_mean": float(final.mean()),
+                            "final_regrets": final.tolist(), "final_mse": final_mse})
+    return {"runs": runs, "rounds": 500, "results": results}
+
+
+def _verdicts(result):
+    return {c["id"]: c["verdict"] for c in scenarios.claims(result)}
+
+
+def test_rules_reproduced_when_the_paper_holds():
+    # reductions of 14% and 28% of a mean of 30; K = 3 within 10% of K = 2; K = 1 noisier
+    shifts = {"A": {1: 0.0, 2: -0.14 * 30, 3: -0.14 * 30 + 0.5},
+              "B": {1: 0.0, 2: -0.28 * 30, 3: -0.28 * 30 - 0.5}}
+    mse = {s: {1: 0.4, 2: 0.2, 3: 0.1} for s in "AB"}
+    res = _fake(shifts, mse, sd_scale=20)
+    assert set(_verdicts(res).values()) == {_claims.REPRODUCED}
+
+
+def test_rules_not_reproduced_when_k1_wins():
+    shifts = {s: {1: 0.0, 2: 5.0, 3: 12.0} for s in "AB"}
+    mse = {s: {1: 0.1, 2: 0.2, 3: 0.3} for s in "AB"}
+    verdicts = _verdicts(_fake(shifts, mse))
+    assert set(verdicts.values()) == {_claims.NOT_REPRODUCED}
+
+
+def test_rules_untestable_without_runs():
+    res = _fake({s: {1: 0.0, 2: -1.0, 3: -1.0} for s in "AB"},
+                {s: {1: 0.4, 2: 0.2, 3: 0.1} for s in "AB"}, runs=1)
+    assert set(_verdicts(res).values()) == {_claims.NOT_TESTABLE}
+
+
+# --------------------------------------------------------------------------- VTS in vits-figG
+
+
+def test_figG_runs_vts(tmp_path):
+    """VTS joins appendix G's panels with its stated hyperparameters; the claims that name
+    the other TS algorithms now include it."""
+    res = figG.run(runs=3, rounds=30, seed=1, out=str(tmp_path))
+    got = {(e["panel"], e["method"]) for e in res["results"]}
+    assert ("linear rewards", "VTS") in got and ("logistic rewards", "VTS") in got
+    assert res["hyperparameters"]["linear rewards"]["VTS"]["n_components"] == 2
+    assert not next(e for e in res["results"] if e["method"] == "VTS")["fused"]
+    assert "VTS" in res["arm_pulls_vts"]["linear rewards"]
+    assert "VTS" not in res["arm_pulls"]["linear rewards"]  # the grid-tuned methods only
+    text = {c["id"]: c["why"] + c["measured"] for c in figG.claims(res)}
+    assert "VITS-I - VTS" in text["figG-vits-i-best-approximate-linear"]
+    assert "VITS-II - VTS" in text["figG-vits-best-logistic"]

@@ -1,0 +1,420 @@
+"""Figures 2 and 3 of the VTS paper: scenarios A and B with K = 1, 2, 3 mixture components.
+
+Setup (seed 002 section 4, eqs. 18-19; :func:`vits_ref.envs.vts_scenario`): two arms, a
+context ``x ~ U(0, 1)^2`` shared by the arms each round, every arm's reward a mixture of
+two linear-Gaussian experts with unit variances. VTS (:class:`vits_ref.VTS`) models each
+arm with ``K`` experts, ``K`` in {1, 2, 3}; ``K = 1`` is NIG Thompson sampling, the exact
+conjugate posterior (the paper: "VTS with K = 1 is equivalent to a vanilla Thompson
+sampling approach with a linear contextual Gaussian model assumption"), and is the
+reference of the paired differences.
+
+The paper reports means over 2000 realisations of 500 rounds (the defaults here) and, at
+``t = 500``, a cumulative-regret reduction of ``K = 2`` against ``K = 1`` of 14% (A) and
+28% (B). Every ``K`` meets the same contexts and rewards run by run (common random numbers,
+the seeding of :func:`vits_ref.simulate`), so the per-run differences give paired 95%
+intervals (:func:`vits_ref.experiments._paired.paired_difference`); the relative reduction
+``1 - mean(K = 2)/mean(K = 1)`` gets a paired BCa bootstrap interval (resampling runs).
+
+Figure 3: the per-arm mean squared error of the expected reward (eq. 21),
+``MSE_a(t) = 1/t sum_{s <= t} (mu_hat_as - mu_as)^2``, with ``mu_hat_as`` the variational
+posterior mean of arm ``a``'s expected reward, ``sum_k E_q[pi_k] x_s u_k``, before the draw
+of round ``s`` (the authors' code plotted its one-sample Monte Carlo average of the
+Thompson score instead; the posterior mean is the estimate without the sampling noise).
+
+Hyperparameters (the paper states none; the authors' code,
+``scripts/evaluate_VariationalContextualBanditsSampling.py`` of iurteaga/bandits):
+``gamma0 = 1``, ``alpha0 = beta0 = 1``, ``V0 = I``, ``u0_k = k (1, 1)``; scoring by sampled
+proportions (eq. 16) with ``(w, s2)`` drawn from the factors. CAVI stops at a relative
+ELBO improvement of ``1e-5`` or 100 iterations, warm-started from the previous round
+(:data:`vits_ref.vts.DEFAULT_TOL`).
+
+Cost: every run is compiled (:func:`vits_ref.vts.simulate_vts`, ``prange`` over runs). The
+paper size, 2000 runs x 500 rounds x 3 K x 2 scenarios (6 million rounds), took 167 s on
+the 2 cores of the development machine (K = 1: 1 s per scenario, closed form; K = 2 and 3:
+CAVI with about 3 iterations per round on average); ``summary.json`` records each
+method's time.
+"""
+
+import csv
+import os
+import time
+
+import numpy as np
+
+from ...envs import vts_scenario
+from ...vts import VTS, simulate_vts
+from .. import _claims
+from .._common import environment_info, regret_table, write_curves_csv, write_json
+from .._paired import (
+    _bootstrap_rng,
+    compare,
+    format_difference,
+    pair,
+    paired_difference,
+    panel_entries,
+)
+
+NAME = "vts-scenarios"
+DESCRIPTION = "VTS paper Figures 2-3: scenarios A and B, K = 1, 2, 3 experts (2 arms, d = 2)"
+DEFAULTS = {"runs": 2000, "rounds": 500, "seed": 0}
+SCENARIOS = ("A", "B")
+COMPONENTS = (1, 2, 3)
+REFERENCE = "K = 1"
+#: The paper's reductions of the cumulative regret at t = 500, K = 2 against K = 1.
+PAPER_REDUCTION = {"A": 0.14, "B": 0.28}
+#: "Similar" regret of K = 3 and K = 2: the 95% interval of the difference within this
+#: fraction of K = 2's mean final regret.
+SIMILAR_MARGIN = 0.10
+DIM, N_ARMS = 2, 2
+
+
+def label(K):
+    """The method label of ``K`` components (``"K = 2"``)."""
+    return f"K = {K}"
+
+
+def panel_title(scenario):
+    """``"scenario A"``."""
+    return f"scenario {scenario}"
+
+
+def reduction(x_ref, x, confidence=0.95, n_resamples=9999, seed=0):
+    """``1 - mean(x)/mean(x_ref)`` over paired runs, with a paired BCa bootstrap interval.
+
+    Returns ``{"value", "ci"}`` (``ci`` None with fewer than 2 runs).
+    """
+    from scipy import stats
+
+    x_ref, x = np.asarray(x_ref, float), np.asarray(x, float)
+    value = float(1.0 - x.mean() / x_ref.mean())
+    if x.size < 2 or np.ptp(x - x_ref) == 0.0:
+        return {"value": value, "ci": None if x.size < 2 else [value, value]}
+
+    def stat(a, b, axis=-1):
+        return 1.0 - np.mean(b, axis=axis) / np.mean(a, axis=axis)
+
+    boot = stats.bootstrap((x_ref, x), stat, paired=True, vectorized=True,
+                           confidence_level=confidence, n_resamples=n_resamples,
+                           method="BCa", **_bootstrap_rng(stats, seed))
+    return {"value": value, "ci": [float(boot.confidence_interval.low),
+                                   float(boot.confidence_interval.high)]}
+
+
+def sd_ratio(x_ref, x, confidence=0.95, n_resamples=9999, seed=0):
+    """``sd(x)/sd(x_ref)`` over paired runs with a paired percentile bootstrap interval."""
+    from scipy import stats
+
+    x_ref, x = np.asarray(x_ref, float), np.asarray(x, float)
+    value = float(x.std(ddof=1) / x_ref.std(ddof=1)) if x.size > 1 else None
+    if x.size < 3:
+        return {"value": value, "ci": None}
+
+    def stat(a, b, axis=-1):
+        return np.std(b, axis=axis, ddof=1) / np.std(a, axis=axis, ddof=1)
+
+    boot = stats.bootstrap((x_ref, x), stat, paired=True, vectorized=True,
+                           confidence_level=confidence, n_resamples=n_resamples,
+                           method="percentile", **_bootstrap_rng(stats, seed))
+    return {"value": value, "ci": [float(boot.confidence_interval.low),
+                                   float(boot.confidence_interval.high)]}
+
+
+def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=None,
+        components=COMPONENTS, scoring="sample_pi", n_threads=None):
+    """Run both scenarios for every ``K``; write ``curves.csv``, ``mse.csv``,
+    ``summary.json``, ``regret.png`` and ``mse.png``.
+
+    Parameters
+    ----------
+    runs, rounds, seed : int
+    out : str
+        Output folder (created).
+    progress : callable or None
+        ``progress(message)`` for status lines.
+    components : sequence of int
+        The ``K`` to run (1, the reference, is always run).
+    scoring : {"sample_pi", "sample_z", "expected_pi"}
+        Seed 002 eq. (16), (15) or (17).
+    n_threads : int or None
+        Numba threads of the ``prange`` driver (results do not depend on it).
+
+    Returns
+    -------
+    dict
+        The JSON summary: per scenario and ``K`` the final regrets of every run, their
+        paired difference against ``K = 1`` (``paired_vs_reference``) and, for ``K > 1``,
+        the relative ``reduction`` with its interval; the per-arm MSE curves and final
+        per-run MSEs; CAVI iterations; wall times. ``claims`` evaluates the paper's claims.
+    """
+    from ...plotting import regret_panels
+
+    Ks = sorted(set(components) | {1})
+    os.makedirs(out, exist_ok=True)
+    t0 = time.perf_counter()
+    results, rows, curves, mse_curves = [], [], {}, {}
+    for scen in SCENARIOS:
+        env = vts_scenario(scen)
+        panel = panel_title(scen)
+        curves[panel], mse_curves[panel] = {}, {}
+        for K in Ks:
+            pol = VTS(DIM, N_ARMS, n_components=K, scoring=scoring, seed=0)
+            if progress:
+                progress(f"{panel}: {label(K)} ({runs} runs x {rounds} rounds)")
+            res = simulate_vts(pol, env, rounds, runs, seed=seed, n_threads=n_threads)
+            mean, se = res.mean_and_stderr()
+            mse = res.mse()
+            final_mse = res.reward_sq_error.mean(axis=1)  # (runs, arms): MSE_a(T) per run
+            rows.append({"panel": panel, "method": label(K), "mean": mean, "stderr": se})
+            curves[panel][label(K)] = (mean, se)
+            mse_curves[panel][label(K)] = mse
+            it = res.cavi_iterations
+            results.append({
+                "panel": panel, "scenario": scen, "method": label(K), "n_components": K,
+                "final_regret_mean": float(mean[-1]), "final_regret_stderr": float(se[-1]),
+                "final_regret_sd": float(res.cumulative_regret[:, -1].std(ddof=1))
+                if runs > 1 else None,
+                "final_regrets": res.cumulative_regret[:, -1].tolist(),
+                "final_mse": final_mse.T.tolist(), "mse_final_mean": mse[-1].tolist(),
+                "optimal_arm_fraction": float((res.arms == 1).mean()),
+                "cavi_iterations_mean": float(it.mean()), "cavi_iterations_max": int(it.max()),
+                "cavi_cap_reached_fraction": float((it >= pol.max_iter).mean()),
+                "wall_time_s": res.wall_time,
+                "us_per_round": 1e6 * res.wall_time / (runs * rounds)})
+        entries = [e for e in results if e["panel"] == panel]
+        for lab, diff in compare(entries, REFERENCE).items():
+            e = next(e for e in entries if e["method"] == lab)
+            e["paired_vs_reference"] = {"reference": REFERENCE, **diff}
+            ref = next(e for e in entries if e["method"] == REFERENCE)
+            e["reduction"] = reduction(ref["final_regrets"], e["final_regrets"])
+    files = [os.path.join(out, f) for f in ("curves.csv", "mse.csv", "summary.json",
+                                           "regret.png", "mse.png")]
+    write_curves_csv(files[0], rows)
+    _write_mse_csv(files[1], mse_curves)
+    result = {"experiment": NAME, "description": DESCRIPTION, "runs": runs, "rounds": rounds,
+              "seed": seed, "reference": REFERENCE, "scoring": scoring,
+              "hyperparameters": {"gamma0": 1.0, "u0": "u0_k = k (1, 1)", "V0": "I",
+                                  "alpha0": 1.0, "beta0": 1.0, "tol": pol.tol,
+                                  "max_iter": pol.max_iter, "sample_params": True},
+              "paper_reduction": PAPER_REDUCTION, "results": results, "files": files,
+              "total_wall_time_s": time.perf_counter() - t0,
+              "environment": environment_info()}
+    try:
+        regret_panels(curves, files[3], title=f"VTS, scenarios A and B ({runs} runs)")
+        mse_panels(mse_curves, files[4], title=f"MSE of the expected reward ({runs} runs)")
+    except ImportError as exc:
+        result["files"] = files[:3]
+        if progress:
+            progress(f"no plot written: {exc}")
+    result["total_wall_time_s"] = time.perf_counter() - t0
+    write_json(files[2], result)
+    return result
+
+
+def _write_mse_csv(path, mse_curves):
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["panel", "method", "arm", "round", "mse"])
+        for panel, by_method in mse_curves.items():
+            for method, mse in by_method.items():
+                for a in range(mse.shape[1]):
+                    for t, m in enumerate(mse[:, a], start=1):
+                        w.writerow([panel, method, a, t, f"{m:.6g}"])
+
+
+def mse_panels(mse_curves, path, title=None):
+    """Figure 3: one panel per scenario and arm, ``MSE_a(t)`` of every ``K`` (log scale)."""
+    from ...plotting import figure, save
+
+    keys = [(panel, a) for panel, by_method in mse_curves.items()
+            for a in range(next(iter(by_method.values())).shape[1])]
+    fig, axes = figure(len(keys), width=4.2)
+    for ax, (panel, a) in zip(axes, keys, strict=True):
+        for method, mse in mse_curves[panel].items():
+            ax.semilogy(np.arange(1, mse.shape[0] + 1), mse[:, a], label=method)
+        ax.set_title(f"{panel}, arm {a}")
+        ax.set_xlabel("round t")
+        ax.set_ylabel("MSE of the expected reward")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    save(fig, path)
+    return fig
+
+
+def table(result):
+    """Final regrets with the paired difference against K = 1, the reductions against the
+    paper's, the MSEs and CAVI iterations."""
+    lines = [regret_table(result), "",
+             f"{'panel':12s} {'method':6s} {'reduction vs K=1 [95% CI]':>28} {'paper':>6}"
+             f" {'MSE arm 0':>10} {'MSE arm 1':>10} {'CAVI it.':>9}"]
+    for e in result["results"]:
+        red = e.get("reduction")
+        red_s = "(reference)" if red is None else _pct(red)
+        paper = PAPER_REDUCTION[e["scenario"]] if e["n_components"] == 2 else None
+        paper_s = f"{100 * paper:.0f}%" if paper is not None else ""
+        mse = e["mse_final_mean"]
+        lines.append(f"{e['panel']:12s} {e['method']:6s} {red_s:>28} {paper_s:>6} "
+                     f"{mse[0]:10.4f} {mse[1]:10.4f} {e['cavi_iterations_mean']:9.2f}")
+    return "\n".join(lines)
+
+
+def _pct(red):
+    if red["ci"] is None:
+        return f"{100 * red['value']:+.1f}%"
+    lo, hi = red["ci"]
+    return f"{100 * red['value']:+.1f}% [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+
+
+# -- claims --------------------------------------------------------------------------------
+
+SECTION = "section 4"
+
+
+def _size(result):
+    return f"{result['runs']} runs x {result['rounds']} rounds"
+
+
+def claims(result):
+    """The claims of section 4 about Figures 2 and 3, with verdicts (rules in ``why``).
+
+    ``result``: the summary returned by :func:`run` (or read back from its JSON). A claim
+    whose methods did not run, or that needs an interval from fewer than 2 runs, is
+    :data:`~vits_ref.experiments._claims.NOT_TESTABLE`.
+    """
+    size = _size(result)
+    per = {s: panel_entries(result, panel_title(s)) for s in SCENARIOS}
+    k1, k2, k3 = label(1), label(2), label(3)
+    out = []
+
+    def untestable(cid, section, quote, what):
+        return _claims.claim(cid, section, quote, _claims.NOT_TESTABLE, f"({size}) {what}",
+                             "The claim's methods did not run, or too few runs for a paired "
+                             "interval (2 at least).")
+
+    for scen in SCENARIOS:
+        paper = PAPER_REDUCTION[scen]
+        quote = ("the cumulative regret reduction of \u201cVTS with K = 2\u201d with respect to "
+                 "\u201cVTS with K = 1\u201d at t = 500 is of 14% for Scenario A and 28% for "
+                 "Scenario B")
+        d = pair(per[scen], k2, k1)
+        if d is None or d["ci"] is None:
+            out.append(untestable(f"vts-{scen}-k2-beats-k1", SECTION + ", Figure 2", quote,
+                                  f"K = 1 or K = 2 missing in scenario {scen}"))
+            out.append(untestable(f"vts-{scen}-reduction-size", SECTION + ", Figure 2", quote,
+                                  f"K = 1 or K = 2 missing in scenario {scen}"))
+            continue
+        red = per[scen][k2].get("reduction") or reduction(per[scen][k1]["final_regrets"],
+                                                          per[scen][k2]["final_regrets"])
+        measured = (f"({size}) scenario {scen}, final regret K = 2 - K = 1 = "
+                    f"{format_difference(d)} (K = 1: {per[scen][k1]['final_regret_mean']:.1f}, "
+                    f"K = 2: {per[scen][k2]['final_regret_mean']:.1f}); reduction "
+                    f"{_pct(red)} (paper: {100 * paper:.0f}%)")
+        out.append(_claims.claim(
+            f"vts-{scen}-k2-beats-k1", SECTION + ", Figure 2", quote,
+            _claims.REPRODUCED if d["ci"][1] < 0 else _claims.NOT_REPRODUCED, measured,
+            f"Reproduced if the 95% paired t interval of K = 2 - K = 1 (final cumulative "
+            f"regret) lies below 0 in scenario {scen}: K = 2 reduces the regret."))
+        inside = red["ci"] is not None and red["ci"][0] <= paper <= red["ci"][1]
+        out.append(_claims.claim(
+            f"vts-{scen}-reduction-size", SECTION + ", Figure 2", quote,
+            _claims.REPRODUCED if inside else _claims.NOT_REPRODUCED, measured,
+            f"Reproduced if the paper's {100 * paper:.0f}% lies inside the 95% paired "
+            "bootstrap (BCa) interval of the reduction 1 - mean(K = 2)/mean(K = 1). The paper "
+            "gives no interval and does not state its priors; those of the authors' code "
+            "are used (module docstring). At fewer rounds than 500 the reduction is measured "
+            "at the last round."))
+
+    # K = 3 similar to K = 2
+    cid = "vts-k3-like-k2"
+    quote = ("For both Scenario A and B, the regret of the variational approximation with "
+             "K = 3 is similar to that of the true model assumption K = 2")
+    got = {s: pair(per[s], k3, k2) for s in SCENARIOS}
+    if any(g is None or g["ci"] is None for g in got.values()):
+        out.append(untestable(cid, SECTION + ", Figure 2", quote, "K = 2 or K = 3 missing"))
+    else:
+        margins = {s: SIMILAR_MARGIN * per[s][k2]["final_regret_mean"] for s in SCENARIOS}
+        ok = all(-margins[s] <= got[s]["ci"][0] and got[s]["ci"][1] <= margins[s]
+                 for s in SCENARIOS)
+        out.append(_claims.claim(
+            cid, SECTION + ", Figure 2", quote,
+            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
+            f"({size}) " + "; ".join(f"scenario {s}: K = 3 - K = 2 = "
+                                     f"{format_difference(got[s])} (margin +-{margins[s]:.1f})"
+                                     for s in SCENARIOS),
+            f"Reproduced if, in both scenarios, the 95% paired interval of K = 3 - K = 2 lies "
+            f"within +-{100 * SIMILAR_MARGIN:.0f}% of K = 2's mean final regret (equivalence)."))
+
+    # reduced variability of K = 2 and K = 3
+    cid = "vts-reduced-variability"
+    quote = ("we observe a reduced regret variability for the proposed \u201cVTS with K = 2 and "
+             "K = 3\u201d, in comparison to the contextual linear Gaussian Thompson sampling")
+    have = all(m in per[s] for s in SCENARIOS for m in (k1, k2, k3))
+    if not have or result["runs"] < 3:
+        out.append(untestable(cid, SECTION + ", Figure 2", quote,
+                              "a K missing or fewer than 3 runs"))
+    else:
+        ratios = {(s, m): sd_ratio(per[s][k1]["final_regrets"], per[s][m]["final_regrets"])
+                  for s in SCENARIOS for m in (k2, k3)}
+        ok = all(r["ci"][1] < 1.0 for r in ratios.values())
+        out.append(_claims.claim(
+            cid, SECTION + ", Figure 2", quote,
+            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
+            f"({size}) sd of the final regret relative to K = 1 [95% paired bootstrap]: "
+            + "; ".join(f"scenario {s}, {m}: {r['value']:.2f} [{r['ci'][0]:.2f}, "
+                        f"{r['ci'][1]:.2f}]" for (s, m), r in ratios.items()),
+            "Reproduced if, in both scenarios, the 95% interval of sd(K)/sd(K = 1) of the "
+            "final regret lies below 1 for K = 2 and K = 3."))
+
+    # Figure 3: K = 1 estimates worst in scenario B; K = 3 fits best everywhere
+    mse_pairs = _mse_pairs(per)
+    cid = "vts-mse-k1-worst-in-B"
+    quote = ("its estimation accuracy is the worst when facing a more complex model (as shown "
+             "in Figs. 3c-3d)")
+    got = {key: v for key, v in mse_pairs.items() if key[0] == "B" and key[1] == k1}
+    if not got or any(v is None or v["ci"] is None for v in got.values()):
+        out.append(untestable(cid, SECTION + ", Figure 3", quote, "a K missing in scenario B"))
+    else:
+        ok = all(v["ci"][0] > 0 for v in got.values())
+        out.append(_claims.claim(
+            cid, SECTION + ", Figure 3", quote,
+            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
+            f"({size}) scenario B, MSE of the expected reward at the last round, paired: "
+            + _mse_text(got),
+            "Reproduced if in scenario B, for both arms, the 95% paired intervals of "
+            "MSE(K = 1) - MSE(K = 2) and MSE(K = 1) - MSE(K = 3) lie above 0."))
+    cid = "vts-mse-k3-best"
+    quote = ("Note how for all results in Fig. 3, the most complex model (i.e., \u201cVTS with "
+             "K = 3\u201d) fits the expected reward best")
+    got = {key: v for key, v in mse_pairs.items() if key[1] == k3}
+    if len(got) < 2 * len(SCENARIOS) * N_ARMS or any(v is None or v["ci"] is None
+                                                      for v in got.values()):
+        out.append(untestable(cid, SECTION + ", Figure 3", quote, "a K missing"))
+    else:
+        ok = all(v["ci"][1] < 0 for v in got.values())
+        out.append(_claims.claim(
+            cid, SECTION + ", Figure 3", quote,
+            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
+            f"({size}) MSE at the last round, paired: " + _mse_text(got),
+            "Reproduced if, in both scenarios and for both arms, the 95% paired intervals of "
+            "MSE(K = 3) - MSE(K = 1) and MSE(K = 3) - MSE(K = 2) lie below 0."))
+    return out
+
+
+def _mse_pairs(per):
+    """``{(scenario, K_a, K_b, arm): paired difference of the per-run final MSEs}``."""
+    out = {}
+    for s in SCENARIOS:
+        e = per[s]
+        for a, b in ((label(1), label(2)), (label(1), label(3)), (label(3), label(1)),
+                     (label(3), label(2))):
+            for arm in range(N_ARMS):
+                if a in e and b in e and "final_mse" in e[a]:
+                    out[(s, a, b, arm)] = paired_difference(e[a]["final_mse"][arm],
+                                                            e[b]["final_mse"][arm])
+    return out
+
+
+def _mse_text(got):
+    return "; ".join(f"{s}, arm {arm}: MSE({a}) - MSE({b}) = {format_difference(d, 4)}"
+                     for (s, a, b, arm), d in got.items())
