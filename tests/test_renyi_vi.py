@@ -165,6 +165,45 @@ def test_alpha_one_is_the_elbo_exactly_and_the_limit_of_alpha():
         assert np.max(np.abs(scr[6] - g1)) < 1e-4 * np.abs(g1).max()
 
 
+@pytest.mark.parametrize("alpha", (0.5, 1.0, 2.0))
+def test_monte_carlo_bound_matches_the_closed_form_of_appendix_b2(alpha):
+    """The kernel's Monte Carlo bound with many draws against ``vr.gaussian.
+    linear_gaussian_renyi_bound`` (appendix B.2, derived independently and checked against
+    quadrature in tests/test_divergences.py), once the constants the linear potential
+    leaves out are added back: ``log p(data, theta) = -U(theta) - eta/2 sum r^2
+    + n/2 log(eta / 2 pi) + d/2 log(lam eta / 2 pi)``. This checks ``log q`` and the
+    ``d/2 log 2 pi`` in the log weights, which the gradient tests cannot see.
+
+    Tolerance: 5 Monte Carlo standard errors (delta method on the mean of
+    ``w^(1 - alpha)``); the estimator's O(1/M) bias is below 1e-5 here. ``q`` is the
+    posterior shifted by half a standard deviation, with 0.8 times its covariance (for
+    alpha = 2 the estimator's variance needs ``Sigma_q < 1.5 Sigma_post``).
+    """
+    rng = np.random.default_rng(17)
+    n, d, eta, lam, Mbig = 12, 2, 1.5, 0.7, 200_000
+    X = rng.standard_normal((n, d))
+    r = X @ np.array([0.8, -0.4]) + rng.standard_normal(n) / np.sqrt(eta)
+    mean_p, cov_p = vr.gaussian.linear_posterior(X, r, eta=eta, lam=lam)
+    mean_q = mean_p + 0.5 * np.sqrt(np.diag(cov_p))
+    cov_q = 0.8 * cov_p
+    P = ref.params_from(mean_q, np.linalg.cholesky(cov_q))
+    V, b = lam * np.eye(d) + X.T @ X, X.T @ r
+    eps = rng.standard_normal((Mbig, d))
+    bound, _ = cpu.renyi_grad(LINEAR)(alpha, P, (eta * V, eta * b), eps,
+                                      cpu.renyi_scratch(d, Mbig), 0)
+    const = (-0.5 * eta * r @ r + 0.5 * n * np.log(eta / (2 * np.pi))
+             + 0.5 * d * np.log(lam * eta / (2 * np.pi)))
+    closed = vr.gaussian.linear_gaussian_renyi_bound(r, X, np.eye(d) / (lam * eta),
+                                                     np.eye(n) / eta, mean_q, cov_q, alpha)
+    logw, _ = ref.log_weights(P, eps, ref.linear_values_grads(eta * V, eta * b))
+    if alpha == 1.0:
+        se = logw.std() / np.sqrt(Mbig)
+    else:
+        u = np.exp((1 - alpha) * (logw - logw.max()))
+        se = u.std() / (abs(1 - alpha) * u.mean() * np.sqrt(Mbig))
+    assert abs(bound + const - closed) < 5 * se + 1e-5
+
+
 def test_log_sum_exp_is_stable_for_huge_log_weights():
     # log weights of order 1e4 (a potential far from q): exp would overflow without the
     # factored-out maximum
