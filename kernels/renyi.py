@@ -303,7 +303,7 @@ def mixture_responsibilities(means, inv_var, logc, theta, lk):
     return mx + math.log(tot)
 
 
-@kernel(inline=True)
+@kernel
 def mixture_value(data, theta, scratch):
     """``U = 1/2 theta^T etaV theta - eta_b^T theta - log prior(theta)``."""
     etaV, eta_b, means, inv_var, logc = data
@@ -311,7 +311,7 @@ def mixture_value(data, theta, scratch):
             - mixture_responsibilities(means, inv_var, logc, theta, scratch[0]))
 
 
-@kernel(inline=True)
+@kernel
 def mixture_grads_hessian(data, thetas, want_hessian, G, H, scratch):
     """Gradients ``etaV theta - eta_b + sum_k r_k (theta - m_k) / v_k`` at the rows of
     ``thetas``; with ``want_hessian`` the exact mean Hessian
@@ -333,11 +333,11 @@ def mixture_grads_hessian(data, thetas, want_hessian, G, H, scratch):
         th = thetas[m]
         mixture_responsibilities(means, inv_var, logc, th, lk)
         for i in range(d):
-            s = 0.0
+            acc = 0.0
             for k in range(K):
-                s += lk[k] * (th[i] - means[k, i]) * inv_var[k, i]
-            ubar[i] = s
-            G[m, i] += s - eta_b[i]
+                acc += lk[k] * (th[i] - means[k, i]) * inv_var[k, i]
+            ubar[i] = acc
+            G[m, i] += acc - eta_b[i]
         if want_hessian:
             for k in range(K):
                 r = lk[k]
@@ -369,15 +369,15 @@ def mixture_values_grads(data, thetas, logw, G, H, pscr):
     for m in range(M):
         th = thetas[m]
         logp = mixture_responsibilities(means, inv_var, logc, th, lk)
-        s = 0.0
+        twice_u = 0.0
         for i in range(d):
             u = 0.0
             for k in range(K):
                 u += lk[k] * (th[i] - means[k, i]) * inv_var[k, i]
             g = G[m, i] - eta_b[i]  # the likelihood's gradient
-            s += th[i] * (g - eta_b[i])  # 1/2 theta^T etaV theta - eta_b^T theta, doubled
+            twice_u += th[i] * (g - eta_b[i])  # theta^T etaV theta - 2 eta_b^T theta
             G[m, i] = g + u
-        logw[m] -= 0.5 * s - logp
+        logw[m] -= 0.5 * twice_u - logp
 
 
 #: Linear-Gaussian likelihood (statistics scaled by ``eta``) under a Gaussian-mixture prior

@@ -478,3 +478,16 @@ def test_cuda_driver_under_simulator():
                          env=env, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     assert float(res.stdout.split("MAXDIFF")[1]) < 1e-10
+
+
+def test_every_engine_runs_on_the_mixture_prior_model():
+    # a model is a potential: the other engines run on the bandit's arm model unchanged
+    import warnings
+
+    arm = MixturePrior(1, [[13.0], [20.0]], [[1.5], [1.5]])
+    X, r = np.ones((5, 1)), np.array([10.0, 11.0, 9.0, 10.0, 12.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no Numba IR warnings from the inlined bodies
+        for cls in (vr.VITS, vr.Langevin, vr.Laplace, vr.RenyiVI):
+            draws = cls(1, model=arm, seed=0).update(X, r).sample(3)
+            assert draws.shape == (3, 1) and np.all(np.isfinite(draws)), cls.__name__

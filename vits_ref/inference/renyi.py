@@ -24,20 +24,23 @@ class RenyiVI(GaussianEngine):
         The potential ``U = -log p(data, theta) + const``: a name of
         :data:`vits_ref.models.MODELS` (``"linear"``, ``"logistic"``, ...) or a model object
         (e.g. :class:`vits_ref.models.mixture_prior.MixturePrior`, the Rényi bandit's arm
-        model). Every other argument is keyword-only.
+        model). Every other argument is keyword-only (the engines' common order, ``eta``
+        and ``lam`` first; keywords keep ``alpha`` from being read as ``eta``).
+    eta, lam : float, default 1.0
+        Inverse temperature and ridge of the model (prior ``N(0, I/(lam eta))`` for the
+        default linear and logistic models).
     alpha : float, default 0.5
         Rényi order ``alpha >= 0``. ``alpha = 1`` is the KL / ELBO case (uniform weights,
         handled exactly); ``alpha < 1`` is mass-covering, ``alpha > 1`` mode-seeking;
         ``alpha = 0`` is the importance-weighted bound ``log mean_j w_j`` (Burda et al.).
-    eta, lam : float, default 1.0
-        Inverse temperature and ridge of the model (prior ``N(0, I/(lam eta))`` for the
-        default linear and logistic models).
     n_mc : int, default 300
         Monte Carlo draws ``M`` per step (300 in appendix C).
     n_steps : int, default 10
         Adam steps per :meth:`update` (10 in appendix C).
     learning_rate : float, default 2e-2
-        Adam's step size (2e-2 in appendix C).
+        Adam's step size (2e-2 in appendix C). Read at each :meth:`update`, so it may be
+        lowered between updates (a schedule; the tests finish at 1e-3 to shrink the Monte
+        Carlo jitter), as may ``n_steps``.
     betas : (float, float), default (0.9, 0.999)
         Adam's moment decay rates ``(b1, b2)`` in ``[0, 1)`` (Kingma & Ba's defaults).
     adam_eps : float, default 1e-8
@@ -91,7 +94,7 @@ class RenyiVI(GaussianEngine):
     True
     """
 
-    def __init__(self, dim, model="linear", *, alpha=0.5, eta=1.0, lam=1.0, n_mc=300,
+    def __init__(self, dim, model="linear", *, eta=1.0, lam=1.0, alpha=0.5, n_mc=300,
                  n_steps=10, learning_rate=2e-2, betas=(0.9, 0.999), adam_eps=1e-8,
                  init_mean=None, init_cov=None, seed=None):
         self.alpha = val.positive_float(alpha, "alpha", allow_zero=True)

@@ -13,6 +13,9 @@ two-component prior (appendix C, Table 3). With noise variance ``1/eta`` and the
 The likelihood is kept as the sufficient statistics ``V = sum x x^T``, ``b = sum r x``
 (no history); the kernels are :data:`vits_ref.kernels.renyi.MIXTURE_PRIOR`. The posterior
 is a mixture too, with no closed form a Gaussian engine's ``kl_to_posterior`` could use.
+Every engine runs on it; the Laplace engine, which takes the likelihood alone
+(``kernel_data(prior=False)``) and adds a Gaussian prior term, uses the mixture's
+moment-matched Gaussian ``N(prior_mean, prior_cov)``, not the mixture.
 """
 
 import numpy as np
