@@ -64,7 +64,7 @@ b0 (K, d), c0 (K,), ldP0 (K,))`` with ``P0 = inv(V0)``, ``C0`` its lower Cholesk
 ``b0 = P0 u0``, ``c0 = u0^T P0 u0``, ``ldP0 = log det P0``;
 ``fac = (gamma (K,), u (K, d), L (K, d, d), alpha (K,), beta (K,))``;
 ``st = (N (K,), Sxy (K, d), Sxx (K, d, d), Syy (K,))``;
-``scr = (dv (4, d), kv (4, K), M (d, d))``.
+``scr = (dv (4, d), kv (4, K), M (d, d), kd (K, d))``.
 """
 
 import math
@@ -272,7 +272,7 @@ def estep(X, y, n, prior, fac, st, resp, scr):
     """
     gamma, u, L, alpha, beta = fac[0], fac[1], fac[2], fac[3], fac[4]
     N, Sxy, Sxx, Syy = st[0], st[1], st[2], st[3]
-    dv, kv = scr[0], scr[1]
+    dv, kv, inv_diag = scr[0], scr[1], scr[3]
     K, d = u.shape
     const = kv[0]
     prec = kv[1]
@@ -286,6 +286,8 @@ def estep(X, y, n, prior, fac, st, resp, scr):
         const[k] = (digamma(gamma[k]) - psi_sum - 0.5 * LOG_2PI
                     - 0.5 * (math.log(beta[k]) - digamma(alpha[k])))
         prec[k] = alpha[k] / beta[k]
+        for i in range(d):  # multiplications in the pass, not divisions
+            inv_diag[k, i] = 1.0 / L[k, i, i]
         N[k] = 0.0
         Syy[k] = 0.0
         for i in range(d):
@@ -295,7 +297,7 @@ def estep(X, y, n, prior, fac, st, resp, scr):
     total = 0.0
     for t in range(n):
         yt = y[t]
-        mx = -math.inf
+        kmax = 0
         for k in range(K):
             q = 0.0  # x^T V_k x = |L_k^-1 x|^2, forward substitution
             m = 0.0
@@ -303,33 +305,43 @@ def estep(X, y, n, prior, fac, st, resp, scr):
                 s = X[t, i]
                 for j in range(i):
                     s -= L[k, i, j] * v[j]
-                v[i] = s / L[k, i, i]
+                v[i] = s * inv_diag[k, i]
                 q += v[i] * v[i]
                 m += X[t, i] * u[k, i]
             res = yt - m
-            lrk = const[k] - 0.5 * (q + res * res * prec[k])
-            lr[k] = lrk
-            if lrk > mx:
-                mx = lrk
+            lr[k] = const[k] - 0.5 * (q + res * res * prec[k])
+            if lr[k] > lr[kmax]:
+                kmax = k
+        # log-sum-exp around the largest term, whose exponential is 1: K - 1 exponentials
+        # and a log1p per observation (exp and log are most of the pass's time)
+        mx = lr[kmax]
         s = 0.0
         for k in range(K):
-            e = math.exp(lr[k] - mx)
-            lr[k] = e
-            s += e
-        total += mx + math.log(s)
-        inv_s = 1.0 / s
+            if k != kmax:
+                e = math.exp(lr[k] - mx)
+                lr[k] = e
+                s += e
+        lr[kmax] = 1.0
+        total += mx + math.log1p(s)
+        inv_s = 1.0 / (1.0 + s)
         for k in range(K):
-            r = lr[k] * inv_s
-            resp[t, k] = r
-            N[k] += r
-            ry = r * yt
-            Syy[k] += ry * yt
+            resp[t, k] = lr[k] * inv_s
+    # the statistics, component by component (scalar sums stay in registers)
+    for k in range(K):
+        nk = 0.0
+        syy = 0.0
+        for t in range(n):
+            r = resp[t, k]
+            nk += r
+            ry = r * y[t]
+            syy += ry * y[t]
             for i in range(d):
                 rxi = r * X[t, i]
                 Sxy[k, i] += ry * X[t, i]
                 for j in range(i + 1):  # lower triangle; mirrored below
                     Sxx[k, i, j] += rxi * X[t, j]
-    for k in range(K):
+        N[k] = nk
+        Syy[k] = syy
         for i in range(d):
             for j in range(i + 1, d):
                 Sxx[k, i, j] = Sxx[k, j, i]

@@ -343,7 +343,8 @@ def renyi_grad(potential):
 # --------------------------------------------------------------------------- VTS: CAVI
 # (kernels imported inside the factories: this section is appended independently of the
 # module's import block). Each factory compiles once per process (and is cached on disk);
-# the drivers allocate the bodies' scratch ``(dv (4, d), kv (4, K), M (d, d))``.
+# the drivers allocate the bodies' scratch
+# ``(dv (4, d), kv (4, K), M (d, d), kd (K, d))``.
 
 
 @functools.cache
@@ -355,8 +356,8 @@ def cavi_fit():
 
     @cpu_jit
     def run(X, y, n, prior, fac, st, resp, tol, max_iter, trace):
-        scr = (np.zeros((4, X.shape[1])), np.zeros((4, fac[0].shape[0])),
-               np.zeros((X.shape[1], X.shape[1])))
+        d, K = X.shape[1], fac[0].shape[0]
+        scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)), np.zeros((K, d)))
         return cavi_iterate(X, y, n, prior, fac, st, resp, tol, max_iter, trace, scr)
 
     return run
@@ -383,8 +384,8 @@ def vts_update():
 
     @cpu_jit
     def run(X, y, resp, n, x, r, prior, fac, st, tol, max_iter, trace):
-        scr = (np.zeros((4, X.shape[1])), np.zeros((4, fac[0].shape[0])),
-               np.zeros((X.shape[1], X.shape[1])))
+        d, K = X.shape[1], fac[0].shape[0]
+        scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)), np.zeros((K, d)))
         return arm_update(X, y, resp, n, x, r, prior, fac, st, tol, max_iter, trace, scr)
 
     return run
@@ -401,7 +402,7 @@ def vts_select():
     @cpu_jit
     def run(contexts, facs, scoring, sample_params, rng, scores, expected):
         d, K = contexts.shape[1], facs[0].shape[1]
-        scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)))
+        scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)), np.zeros((K, d)))
         for a in range(contexts.shape[0]):
             expected[a] = expected_reward(contexts[a], (facs[0][a], facs[1][a], facs[2][a],
                                                         facs[3][a], facs[4][a]))
@@ -435,7 +436,7 @@ def vts_runs():
             sts = (np.empty((A, K)), np.empty((A, K, d)), np.empty((A, K, d, d)),
                    np.empty((A, K)))
             work = (np.empty(max(params[3], 1)), np.empty(A))
-            scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)))
+            scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)), np.zeros((K, d)))
             status[r] = vts_run(params, prior, contexts[r], means[r], rewards[r], rngs[r],
                                 hist, counts, facs, sts, work, scr, regret[r], arms[r],
                                 sqerr[r], iters[r])

@@ -299,7 +299,7 @@ def cavi_fits(X, y, counts, prior, tol, max_iter, threads_per_block=THREADS_PER_
                                                  (R, K)))
     st = tuple(cuda.device_array(s) for s in ((R, K), (R, K, d), (R, K, d, d), (R, K)))
     scr = (cuda.to_device(np.zeros((R, 4, d))), cuda.to_device(np.zeros((R, 4, K))),
-           cuda.to_device(np.zeros((R, d, d))))
+           cuda.to_device(np.zeros((R, d, d))), cuda.to_device(np.zeros((R, K, d))))
     resp = cuda.to_device(np.zeros((R, n, K)))
     trace = cuda.to_device(np.zeros((R, max_iter)))
     out_it = cuda.device_array(R, dtype=np.int64)
@@ -349,7 +349,7 @@ def vts_runs(params, prior, contexts, means, rewards, rngs,
     sts = tuple(cuda.device_array((R, A) + s) for s in ((K,), (K, d), (K, d, d), (K,)))
     work = (cuda.device_array((R, max(params[3], 1))), cuda.device_array((R, A)))
     scr = (cuda.to_device(np.zeros((R, 4, d))), cuda.to_device(np.zeros((R, 4, K))),
-           cuda.to_device(np.zeros((R, d, d))))
+           cuda.to_device(np.zeros((R, d, d))), cuda.to_device(np.zeros((R, K, d))))
     regret = cuda.device_array((R, T))
     arms = cuda.device_array((R, T), dtype=np.int64)
     sqerr = cuda.device_array((R, T, A))
