@@ -83,7 +83,8 @@ def test_cli_bench_quick():
     res = subprocess.run([sys.executable, "-m", "vits_ref", "bench", "--quick"],
                          capture_output=True, text=True, check=True, timeout=1800)
     for needle in (FLOOR_LINE, "prange over 8 VITS-II runs", "first fused call",
-                   "logistic VITS-II round", "IRLS to convergence"):
+                   "logistic VITS-II round", "IRLS to convergence",
+                   "one CAVI round", "RenyiVI update"):
         assert needle in res.stdout, needle
 
 

@@ -4,8 +4,10 @@ Speed ratios measured in one process, calls interleaved (:mod:`.timing`), so the
 drift affects both sides alike: :mod:`.linear` (linear-bandit rounds of the fused loop
 against the NumPy reference and against the floor of BLAS work, the ``prange`` speed-up,
 import and compile times) and :mod:`.nonlinear` (logistic and MLP VITS-II rounds, IRLS
-against NumPy and statsmodels). The plain-NumPy side is :mod:`vits_ref.reference`. The asv
-suite in ``asv_benchmarks/`` tracks the same quantities over commits with these helpers.
+against NumPy and statsmodels), :mod:`.vts` (one CAVI round of VTS) and :mod:`.renyi` (one
+RenyiVI update), each against its NumPy reference. The plain-NumPy side is
+:mod:`vits_ref.reference`. The asv suite in ``asv_benchmarks/`` tracks the same quantities
+over commits with these helpers.
 
 Set ``OPENBLAS_NUM_THREADS=1`` for single-thread figures; :func:`main` sets Numba's
 thread count itself.
@@ -16,12 +18,15 @@ import numba
 
 def main(quick=False):
     """Print every figure of ``python -m vits_ref bench`` (``quick``: fewer repeats)."""
-    from . import linear, nonlinear
+    from . import linear, nonlinear, renyi, vts
 
     linear.main(quick=quick)
-    # -- non-linear models (issue 3): logistic / MLP VITS-II rounds, IRLS -----------------
+    # the others are single-thread figures: non-linear VITS-II rounds and IRLS, one CAVI
+    # round of VTS, one RenyiVI update
     numba.set_num_threads(1)
     try:
-        nonlinear.main(quick=quick)
+        for section in (nonlinear, vts, renyi):
+            print()
+            section.main(quick=quick)
     finally:
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
