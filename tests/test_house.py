@@ -40,7 +40,7 @@ def test_factories_build_once_per_potential_and_piece():
     assert cpu.bandit_runs(vits.PIECE) is not cpu.bandit_runs(lints.PIECE)
 
 
-ENGINES = (vr.LinTS, vr.VITS, vr.Langevin, vr.Laplace)
+ENGINES = (vr.LinTS, vr.VITS, vr.Langevin, vr.Laplace, vr.RenyiVI)
 
 
 @pytest.mark.parametrize("cls", ENGINES, ids=lambda c: c.__name__)
