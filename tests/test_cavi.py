@@ -147,10 +147,12 @@ def _kernel_fit(X, y, prior, tol, max_iter, factors=None):
     return fac, resp, trace[:it], elbo
 
 
-@pytest.mark.parametrize("K,d,n", [(2, 2, 300), (3, 2, 200), (2, 4, 150), (1, 3, 50)])
+@pytest.mark.parametrize("K,d,n", [(2, 2, 300), (3, 2, 200), (2, 3, 150), (1, 3, 50),
+                                   (2, 4, 150), (3, 8, 120)])
 def test_compiled_cavi_matches_the_numpy_reference(K, d, n):
     """Same iterations, ELBO trace, responsibilities and factors as the NumPy reference
-    (explicit inverses, SciPy's digamma): relative agreement 1e-10 (measured: ~1e-14)."""
+    (explicit inverses, SciPy's digamma): relative agreement 1e-10 (measured: ~1e-14).
+    ``d >= kc.BLAS_MIN_DIM`` runs the E-step's BLAS path, smaller ``d`` its loops."""
     rng = np.random.default_rng(100 * K + d)
     X, y = _mixture_data(rng, n, d, K)
     prior = _Prior(d, K, 1.0, None, None, 1.0, 1.0, "spread")
@@ -167,12 +169,13 @@ def test_compiled_cavi_matches_the_numpy_reference(K, d, n):
 
 def test_elbo_never_decreases():
     """CAVI is exact coordinate ascent: the ELBO of every iteration is at least the one
-    before, up to rounding (1e-10 relative), on 60 random mixtures (K = 2, 3; d = 1, 2, 3;
-    heavy and light overlap), each fitted for 40 iterations from the prior."""
+    before, up to rounding (1e-10 relative), on 60 random mixtures (K = 2, 3; d = 1 to 5,
+    both E-step paths; heavy and light overlap), each fitted for 40 iterations from the
+    prior."""
     worst = 0.0
     for seed in range(60):
         rng = np.random.default_rng(seed)
-        K, d = 2 + seed % 2, 1 + seed % 3
+        K, d = 2 + seed % 2, 1 + seed % 5
         n = int(rng.integers(5, 200))
         X, y = _mixture_data(rng, n, d, K)
         y *= rng.choice([0.1, 1.0, 10.0])
@@ -272,11 +275,12 @@ def rel(a, b):
 
 worst = 0.0
 rng = np.random.default_rng(3)
-R, n, d, K = 2, 8, 2, 2
-X, y, counts = rng.random((R, n, d)), rng.standard_normal((R, n)), np.array([8, 6])
-prior = _Prior(d, K, 1.0, None, None, 1.0, 1.0, "spread").kernel
-fac, resp, its, elbo, trace, ok = cuda.cavi_fits(X, y, counts, prior, 1e-6, 8)
-for r in range(R):
+R, n, K = 2, 8, 2
+for d in (2, 5):  # the E-step's loops (d = 2) and its products (d >= BLAS_MIN_DIM)
+  X, y, counts = rng.random((R, n, d)), rng.standard_normal((R, n)), np.array([8, 6])
+  prior = _Prior(d, K, 1.0, None, None, 1.0, 1.0, "spread").kernel
+  fac, resp, its, elbo, trace, ok = cuda.cavi_fits(X, y, counts, prior, 1e-6, 8)
+  for r in range(R):
     f, s = _factors(1, K, d)
     f, s = tuple(a[0] for a in f), tuple(a[0] for a in s)
     cpu.cavi_init()(prior, f, s)
@@ -305,6 +309,6 @@ print("MAXDIFF", worst)
 
 def test_cuda_drivers_under_simulator():
     """``cuda.cavi_fits`` and ``cuda.vts_runs`` (one problem or run per thread) run the
-    CPU drivers' bodies: same iterations, arms and status, values to 1e-12 (the CPU's BLAS
-    is not involved here; measured ~5e-16)."""
+    CPU drivers' bodies: same iterations, arms and status, values to 1e-12 (measured
+    ~1e-15; at d = 5 the CPU's products are BLAS, CUDA's the loops of kernels/linalg.py)."""
     assert max_diff_under_cuda_simulator(CUDA_SCRIPT) < 1e-12

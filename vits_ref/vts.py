@@ -53,6 +53,7 @@ from ._seeding import child, engine_streams
 from .drivers import cpu
 from .errors import DivergenceError
 from .kernels.cavi import EXPECTED_PI, SAMPLE_PI, SAMPLE_Z
+from .policies import _arm, _reward
 from .simulate import SimulationResult
 
 __all__ = ["DEFAULT_MAX_ITER", "DEFAULT_TOL", "SCORINGS", "MixtureFit", "NIGTS",
@@ -331,6 +332,7 @@ class VTS:
         self._X = np.empty((A, self._cap, d))
         self._y = np.empty((A, self._cap))
         self._resp = np.empty((A, self._cap, K))
+        self._W = np.empty((A, self._cap, d))  # the E-step's scratch, as large as _X
         self.counts = np.zeros(A, dtype=np.int64)
         self._trace = np.empty(self.max_iter)
         self._scores = np.empty(A)
@@ -375,8 +377,6 @@ class VTS:
 
     def update(self, contexts, arm, reward):
         """Append ``(contexts[arm], reward)`` to the arm's history and refit the arm."""
-        from .policies import _arm, _reward
-
         X = self._contexts(contexts)
         arm = _arm(arm, self.n_arms)
         reward = _reward(reward)
@@ -384,7 +384,7 @@ class VTS:
         if n == self._cap:
             self._grow()
         it, elbo, ok = cpu.vts_update()(
-            self._X[arm], self._y[arm], self._resp[arm], n, X[arm], reward,
+            self._X[arm], self._y[arm], self._resp[arm], self._W[arm], n, X[arm], reward,
             self._prior.kernel, tuple(x[arm] for x in self._facs),
             tuple(x[arm] for x in self._sts), self.tol, self.max_iter, self._trace)
         self.counts[arm] = n + 1
@@ -434,14 +434,12 @@ class VTS:
 
     # -- helpers ---------------------------------------------------------------------------
     def _arm_index(self, arm):
-        from .policies import _arm
-
         return _arm(arm, self.n_arms)
 
     def _grow(self):
         """Double the histories' capacity (amortised O(1) per observation)."""
         cap = 2 * self._cap
-        for name in ("_X", "_y", "_resp"):
+        for name in ("_X", "_y", "_resp", "_W"):
             old = getattr(self, name)
             new = np.empty((old.shape[0], cap) + old.shape[2:])
             new[:, :self._cap] = old
@@ -590,7 +588,7 @@ def simulate_vts(policy, env, n_rounds, n_runs=1, seed=None, new_instance_per_ru
     A, d, K = env.n_arms, env.dim, policy.n_components
     regret, arms = np.empty((R, T)), np.empty((R, T), dtype=np.int64)
     sqerr, iters = np.empty((R, T, A)), np.empty((R, T), dtype=np.int64)
-    per_run = 8 * T * A * (3 * d + 3 + K)  # realisation + histories
+    per_run = 8 * T * A * (4 * d + 3 + K)  # realisation + histories
     batch = int(max(1, min(R, _MEMORY_BUDGET // per_run)))
     run = cpu.vts_runs()
     old = numba.get_num_threads()

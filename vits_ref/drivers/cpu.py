@@ -344,7 +344,7 @@ def renyi_grad(potential):
 # (kernels imported inside the factories: this section is appended independently of the
 # module's import block). Each factory compiles once per process (and is cached on disk);
 # the drivers allocate the bodies' scratch
-# ``(dv (4, d), kv (4, K), M (d, d), kd (K, d))``.
+# ``(dv (4, d), kv (4, K), M (d, d), kd (K, d), kdd (K, d, d))``.
 
 
 @functools.cache
@@ -357,8 +357,10 @@ def cavi_fit():
     @cpu_jit
     def run(X, y, n, prior, fac, st, resp, tol, max_iter, trace):
         d, K = X.shape[1], fac[0].shape[0]
-        scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)), np.zeros((K, d)))
-        return cavi_iterate(X, y, n, prior, fac, st, resp, tol, max_iter, trace, scr)
+        scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)), np.zeros((K, d)),
+               np.zeros((K, d, d)))
+        W = np.empty((n, d))
+        return cavi_iterate(X, y, n, prior, fac, st, resp, W, tol, max_iter, trace, scr)
 
     return run
 
@@ -377,16 +379,17 @@ def cavi_init():
 
 @functools.cache
 def vts_update():
-    """``run(X, y, resp, n, x, r, prior, fac, st, tol, max_iter, trace) -> (iterations, elbo,
-    ok)``: append ``(x, r)`` at row ``n`` and refit the arm
-    (:func:`vits_ref.kernels.cavi.arm_update`)."""
+    """``run(X, y, resp, W, n, x, r, prior, fac, st, tol, max_iter, trace) -> (iterations,
+    elbo, ok)``: append ``(x, r)`` at row ``n`` and refit the arm (``W``: scratch as large
+    as ``X``; :func:`vits_ref.kernels.cavi.arm_update`)."""
     from ..kernels.cavi import arm_update
 
     @cpu_jit
-    def run(X, y, resp, n, x, r, prior, fac, st, tol, max_iter, trace):
+    def run(X, y, resp, W, n, x, r, prior, fac, st, tol, max_iter, trace):
         d, K = X.shape[1], fac[0].shape[0]
-        scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)), np.zeros((K, d)))
-        return arm_update(X, y, resp, n, x, r, prior, fac, st, tol, max_iter, trace, scr)
+        scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)), np.zeros((K, d)),
+               np.zeros((K, d, d)))
+        return arm_update(X, y, resp, W, n, x, r, prior, fac, st, tol, max_iter, trace, scr)
 
     return run
 
@@ -402,7 +405,8 @@ def vts_select():
     @cpu_jit
     def run(contexts, facs, scoring, sample_params, rng, scores, expected):
         d, K = contexts.shape[1], facs[0].shape[1]
-        scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)), np.zeros((K, d)))
+        scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)), np.zeros((K, d)),
+               np.zeros((K, d, d)))
         for a in range(contexts.shape[0]):
             expected[a] = expected_reward(contexts[a], (facs[0][a], facs[1][a], facs[2][a],
                                                         facs[3][a], facs[4][a]))
@@ -429,14 +433,16 @@ def vts_runs():
         R, T, A, d = contexts.shape
         K = prior[0].shape[0]
         for r in prange(R):
-            hist = (np.empty((A, T, d)), np.empty((A, T)), np.empty((A, T, K)))
+            hist = (np.empty((A, T, d)), np.empty((A, T)), np.empty((A, T, K)),
+                    np.empty((A, T, d)))
             counts = np.zeros(A, dtype=np.int64)
             facs = (np.empty((A, K)), np.empty((A, K, d)), np.empty((A, K, d, d)),
                     np.empty((A, K)), np.empty((A, K)))
             sts = (np.empty((A, K)), np.empty((A, K, d)), np.empty((A, K, d, d)),
                    np.empty((A, K)))
             work = (np.empty(max(params[3], 1)), np.empty(A))
-            scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)), np.zeros((K, d)))
+            scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)), np.zeros((K, d)),
+                   np.zeros((K, d, d)))
             status[r] = vts_run(params, prior, contexts[r], means[r], rewards[r], rngs[r],
                                 hist, counts, facs, sts, work, scr, regret[r], arms[r],
                                 sqerr[r], iters[r])

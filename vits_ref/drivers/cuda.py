@@ -268,15 +268,15 @@ def _cavi_kernel():
     from ..kernels.cavi import cavi_iterate, init_factors
 
     @cuda_jit
-    def kernel(X, y, counts, prior, fac, st, resp, tol, max_iter, trace, scr, out_it, out_elbo,
-               ok):
+    def kernel(X, y, counts, prior, fac, st, resp, W, tol, max_iter, trace, scr, out_it,
+               out_elbo, ok):
         r = cuda.grid(1)
         while r < X.shape[0]:
             f = index_rows(fac, r)
             s = index_rows(st, r)
             init_factors(prior, f, s)
-            it, elbo, good = cavi_iterate(X[r], y[r], counts[r], prior, f, s, resp[r], tol,
-                                          max_iter, trace[r], index_rows(scr, r))
+            it, elbo, good = cavi_iterate(X[r], y[r], counts[r], prior, f, s, resp[r], W[r],
+                                          tol, max_iter, trace[r], index_rows(scr, r))
             out_it[r] = it
             out_elbo[r] = elbo
             ok[r] = good
@@ -299,15 +299,17 @@ def cavi_fits(X, y, counts, prior, tol, max_iter, threads_per_block=THREADS_PER_
                                                  (R, K)))
     st = tuple(cuda.device_array(s) for s in ((R, K), (R, K, d), (R, K, d, d), (R, K)))
     scr = (cuda.to_device(np.zeros((R, 4, d))), cuda.to_device(np.zeros((R, 4, K))),
-           cuda.to_device(np.zeros((R, d, d))), cuda.to_device(np.zeros((R, K, d))))
+           cuda.to_device(np.zeros((R, d, d))), cuda.to_device(np.zeros((R, K, d))),
+           cuda.to_device(np.zeros((R, K, d, d))))
     resp = cuda.to_device(np.zeros((R, n, K)))
+    W = cuda.device_array((R, n, d))
     trace = cuda.to_device(np.zeros((R, max_iter)))
     out_it = cuda.device_array(R, dtype=np.int64)
     out_elbo = cuda.device_array(R)
     ok = cuda.device_array(R, dtype=np.bool_)
     dX, dy, dc = _to_device((X, y, np.asarray(counts, dtype=np.int64)))
     _cavi_kernel()[_grid(R, threads_per_block)](dX, dy, dc, _device_tuple(prior), fac, st,
-                                                resp, tol, max_iter, trace, scr, out_it,
+                                                resp, W, tol, max_iter, trace, scr, out_it,
                                                 out_elbo, ok)
     return (tuple(a.copy_to_host() for a in fac), resp.copy_to_host(), out_it.copy_to_host(),
             out_elbo.copy_to_host(), trace.copy_to_host(), ok.copy_to_host())
@@ -343,13 +345,14 @@ def vts_runs(params, prior, contexts, means, rewards, rngs,
     R, T, A, d = contexts.shape
     K = prior[0].shape[0]
     hist = (cuda.device_array((R, A, T, d)), cuda.device_array((R, A, T)),
-            cuda.device_array((R, A, T, K)))
+            cuda.device_array((R, A, T, K)), cuda.device_array((R, A, T, d)))
     counts = cuda.device_array((R, A), dtype=np.int64)
     facs = tuple(cuda.device_array((R, A) + s) for s in ((K,), (K, d), (K, d, d), (K,), (K,)))
     sts = tuple(cuda.device_array((R, A) + s) for s in ((K,), (K, d), (K, d, d), (K,)))
     work = (cuda.device_array((R, max(params[3], 1))), cuda.device_array((R, A)))
     scr = (cuda.to_device(np.zeros((R, 4, d))), cuda.to_device(np.zeros((R, 4, K))),
-           cuda.to_device(np.zeros((R, d, d))), cuda.to_device(np.zeros((R, K, d))))
+           cuda.to_device(np.zeros((R, d, d))), cuda.to_device(np.zeros((R, K, d))),
+           cuda.to_device(np.zeros((R, K, d, d))))
     regret = cuda.device_array((R, T))
     arms = cuda.device_array((R, T), dtype=np.int64)
     sqerr = cuda.device_array((R, T, A))
