@@ -20,8 +20,9 @@ M-step (eq. 13), from the responsibility-weighted statistics ``N_k = sum_t r_tk`
     u_k = inv(P_k) (P0_k u0_k + Sxy_k),
     alpha_k = alpha0_k + N_k / 2,  beta_k = beta0_k + 1/2 (Syy_k + u0_k^T P0_k u0_k - u_k^T P_k u_k)
 
-The evidence lower bound, evaluated in the same pass as the E-step (one pass over the
-arm's history per iteration, which also accumulates the M-step's statistics)::
+The evidence lower bound comes with the E-step at no extra sweep of the history (an
+iteration reads the history to form ``log rho``, normalises, and accumulates the
+M-step's statistics)::
 
     ELBO = sum_t logsumexp_k(log rho_tk) - KL(q(pi) || p(pi))
            - sum_k KL(q(w_k, s2_k) || p(w_k, s2_k))
@@ -40,9 +41,10 @@ step is an exact coordinate maximisation. The KL terms (no sampling) are::
 (the inverse-gamma part is the KL of the Gamma laws of ``1/s2``; the Gaussian part is
 averaged over ``s2`` with ``E[1/s2] = a/b``).
 
-State. ``P_k`` is kept as its lower Cholesky factor ``L_k`` (never inverted): the
-E-step's ``x^T V_k x`` is ``|L_k^-1 x|^2`` and a Thompson draw is
-``w = u_k + sqrt(s2) L_k^-T z``. With ``K = 1`` every responsibility is 1, the update is
+State. ``P_k`` is kept as its lower Cholesky factor ``L_k``: the E-step's ``x^T V_k x`` is
+``|L_k^-1 x|^2`` (forward substitution) below :data:`BLAS_MIN_DIM`, and from there the
+rows of ``X V_k`` (one product, ``V_k`` from ``L_k`` by 2d triangular solves); a Thompson
+draw is ``w = u_k + sqrt(s2) L_k^-T z``. With ``K = 1`` every responsibility is 1, the update is
 the exact NIG posterior and :func:`nig_add` keeps it by one rank-one update of ``L``, O(d^2)
 per observation, without the history. With ``K > 1`` the responsibilities of *all* past
 observations change whenever the factors do, so every iteration recomputes them and the
@@ -64,7 +66,8 @@ b0 (K, d), c0 (K,), ldP0 (K,))`` with ``P0 = inv(V0)``, ``C0`` its lower Cholesk
 ``b0 = P0 u0``, ``c0 = u0^T P0 u0``, ``ldP0 = log det P0``;
 ``fac = (gamma (K,), u (K, d), L (K, d, d), alpha (K,), beta (K,))``;
 ``st = (N (K,), Sxy (K, d), Sxx (K, d, d), Syy (K,))``;
-``scr = (dv (4, d), kv (4, K), M (d, d), kd (K, d), kdd (K, d, d))``.
+``scr = (dv (4, d), kv (4, K), M (d, d), kd (K, d), kdd (K, d, d))``; the E-step also
+takes ``W``, scratch as large as the history ``X``.
 """
 
 import math

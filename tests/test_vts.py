@@ -215,6 +215,8 @@ def test_errors_name_the_argument():
         pol.update(np.ones(2), 3, 1.0)
     with pytest.raises(TypeError, match="arm must be an integer"):
         pol.update(np.ones(2), 1.0, 1.0)
+    with pytest.raises(ValueError, match="contexts contains NaN"):
+        pol.select(np.array([np.nan, 1.0]))
     with pytest.raises(ValueError, match="reward must be finite"):
         pol.update(np.ones(2), 0, np.nan)
     with pytest.raises(ValueError, match="scoring must be one of"):

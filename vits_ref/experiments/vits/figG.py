@@ -19,9 +19,10 @@ authors' defaults (``K = 2`` experts, ``gamma0 = 1``, ``u0_k = k 1_d``, ``V0 = I
 tolerance of 1e-5 (at most 100 iterations, warm-started), the same in both panels (in
 the logistic one the Gaussian mixture is misspecified for Bernoulli rewards, as LinTS's
 model is). The claims that name "the other TS algorithms" include it. VTS has no fused
-loop (per-arm histories), so it runs in :func:`vits_ref.simulate`'s Python loop: about
-1.5-2 s per panel of 20 x 1000 rounds on 2 cores, most of it CAVI on the played arm's
-history (d = 10, up to 1000 rows).
+loop (per-arm histories), so it runs in :func:`vits_ref.simulate`'s Python loop: 2.0-2.5 s
+per panel of 20 x 1000 rounds, two thirds of it CAVI on the played arm's history (d = 10,
+up to 1000 rows, 3.3-3.7 iterations per round on average); measured on 2 cores, the
+default run went from 12 s without VTS to 16.5-17 s with it.
 
 Reference of the paired differences: LinTS. In the linear panel it samples the exact
 posterior, the paper's reference. In the logistic panel LinTS is misspecified (a
@@ -71,7 +72,7 @@ fused compiled loop, about 45 s in all (LinTS 1 s, LMC-TS 3 s, VITS-I 28 s, VITS
 the logistic panel has no fused loop (the Python loop, about 0.2 s per run of 1000 rounds
 per method), about 15 minutes with ``n_jobs = 2`` (LinTS 1 s, which is fused, LMC-TS
 196 s, VITS-I 375 s, VITS-II 325 s). A default run (20 x 1000, both panels, ``n_jobs = 1``)
-takes about 12 s.
+takes about 12 s without VTS, 17 s with it.
 
 Arm histogram: :class:`vits_ref.envs.HardInstance` does not shuffle its arms, so arm 0
 is ``theta*`` (the optimal arm, expected reward 1 in the linear case) and arm 1 is

@@ -29,10 +29,12 @@ ELBO improvement of ``1e-5`` or 100 iterations, warm-started from the previous r
 (:data:`vits_ref.vts.DEFAULT_TOL`).
 
 Cost: every run is compiled (:func:`vits_ref.vts.simulate_vts`, ``prange`` over runs). The
-paper size, 2000 runs x 500 rounds x 3 K x 2 scenarios (6 million rounds), took 167 s on
-the 2 cores of the development machine (K = 1: 1 s per scenario, closed form; K = 2 and 3:
-CAVI with about 3 iterations per round on average); ``summary.json`` records each
-method's time.
+paper size, 2000 runs x 500 rounds x 3 K x 2 scenarios (6 million rounds), took 148 s on
+the 2-core development machine, 17 s of it the first call's compilation, while another
+process held one of the two cores (146 s of CPU time: the runs had one core): K = 1
+2.4 s per scenario (closed form), K = 2 23 s and K = 3 35 s (CAVI, 2.7-3.5 iterations
+per round on average, the 100-iteration cap reached in fewer than 3 rounds in 10 000).
+``summary.json`` records each method's time.
 """
 
 import csv
