@@ -34,6 +34,16 @@ def test_small_report_builds_with_a_verdict_for_every_claim(tmp_path):
     assert "Small size" in open(rep["files"][0]).read()
 
 
+@pytest.mark.parametrize("paper", ["vts", "renyi"])
+def test_small_reports_of_the_other_papers(tmp_path, paper):
+    rep = report.build(paper, size="small", out=str(tmp_path))
+    names = report.EXPERIMENTS[paper]
+    assert set(rep["experiments"]) == set(names) and rep["claims"]
+    md = open(rep["files"][0]).read()
+    for c in rep["claims"]:
+        assert c["verdict"] in VERDICTS and f"### {c['id']}: **{c['verdict']}**" in md
+
+
 def test_cli_report(tmp_path):
     res = subprocess.run([sys.executable, "-m", "vits_ref", "report", "vits", "--size",
                           "small", "--only", "vits-fig1", "--out", str(tmp_path)],

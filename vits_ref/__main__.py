@@ -42,7 +42,7 @@ def main(argv=None):
                             "MovieLens ratings.dat; default: the synthetic stand-in)")
     p_rep = sub.add_parser("report", help="run a paper's experiments and write its "
                                           "reproduction report (Markdown and HTML)")
-    p_rep.add_argument("paper", choices=["vits"])
+    p_rep.add_argument("paper", choices=["vits", "vts", "renyi"])
     p_rep.add_argument("--size", choices=["paper", "small"], default="paper",
                        help="paper: every experiment at its defaults (the paper's sizes "
                             "where this machine allows); small: a few runs, to check the "

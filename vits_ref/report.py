@@ -28,7 +28,11 @@ from .experiments import get
 from .experiments._claims import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, VERDICTS
 
 PAPERS = {"vits": "VITS: Variational Inference Thompson Sampling for contextual bandits "
-                  "(Clavier, Huix and Durmus, ICML 2024)"}
+                  "(Clavier, Huix and Durmus, ICML 2024)",
+          "vts": "Variational inference for the multi-armed contextual bandit (Urteaga and "
+                 "Wiggins, AISTATS 2018)",
+          "renyi": "The Rényi-divergence appendix (seed 004: divergences indexed by alpha, "
+                   "the linear-Gaussian bound, the multi-armed bandit of appendix C)"}
 
 #: size -> experiment name -> keyword arguments of its ``run`` (besides ``out``, ``progress``)
 SIZES = {
@@ -42,6 +46,8 @@ SIZES = {
         "vits-figG": {},
         "vits-figI": {},
         "vits-movielens": {},
+        "vts-scenarios": {},
+        "renyi-mab": {"n_jobs": 2},
     },
     "small": {
         "vits-fig1": {"runs": 4, "rounds": 100},
@@ -52,10 +58,14 @@ SIZES = {
         "vits-movielens": {"runs": 2, "rounds": 50, "n_movies": 8,
                            "synthetic_kwargs": {"n_users": 60, "n_movies": 40,
                                                 "n_ratings": 800}},
+        "vts-scenarios": {"runs": 20, "rounds": 60},
+        "renyi-mab": {"runs": 2, "rounds": 60},
     },
 }
 EXPERIMENTS = {"vits": ("vits-fig1", "vits-fig2", "vits-figG", "vits-movielens",
-                        "vits-figF", "vits-figI")}
+                        "vits-figF", "vits-figI"),
+               "vts": ("vts-scenarios",),
+               "renyi": ("renyi-mab",)}
 
 
 def _run_kwargs(mod, size, name):
@@ -68,7 +78,7 @@ def build(paper="vits", size="paper", out=None, progress=None, only=None):
 
     Parameters
     ----------
-    paper : {"vits"}
+    paper : {"vits", "vts", "renyi"}
     size : {"paper", "small"}
         :data:`SIZES`.
     out : str, optional
