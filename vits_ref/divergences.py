@@ -35,9 +35,12 @@ import math
 import numbers
 
 import numpy as np
-from scipy.linalg import cholesky, eigh, solve_triangular
+from scipy.linalg import eigh, solve_triangular
 from scipy.special import gammaln
 
+from ._spd import chol as _chol
+from ._spd import inv_from_chol as _inv_from_chol
+from ._spd import logdet as _logdet
 from ._validate import float_array, positive_float, spd_matrix
 
 __all__ = [
@@ -78,20 +81,6 @@ def _vector(value, name, dim=None):
         raise ValueError(f"{name} must have shape ({dim},) to match the dimension d = {dim}, "
                          f"got shape {arr.shape}")
     return arr
-
-
-def _chol(mat):
-    return cholesky(mat, lower=True, check_finite=False)
-
-
-def _logdet(chol):
-    return 2.0 * float(np.sum(np.log(np.diag(chol))))
-
-
-def _inv_from_chol(chol):
-    linv = solve_triangular(chol, np.eye(chol.shape[0]), lower=True, check_finite=False)
-    out = linv.T @ linv
-    return 0.5 * (out + out.T)
 
 
 def _pair(mean_p, cov_p, mean_q, cov_q):

@@ -11,8 +11,11 @@ shape ``(d, d)``, symmetric positive definite. ``d = 1`` uses shapes ``(1,)`` an
 """
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.linalg import cho_solve, solve_triangular
 
+from ._spd import chol as _chol
+from ._spd import inv_from_chol as _inv_from_chol
+from ._spd import logdet as _logdet
 from ._validate import float_array, positive_float, spd_matrix
 from .divergences import (
     amari,
@@ -69,23 +72,6 @@ def _gaussian(mean, cov, mean_name, cov_name, dim=None):
     mean = _mean(mean, mean_name, dim)
     cov = spd_matrix(cov, cov_name, dim=mean.shape[0])
     return mean, cov, _chol(cov)
-
-
-def _chol(mat):
-    """Lower Cholesky factor of an (already validated) SPD matrix."""
-    return cholesky(mat, lower=True, check_finite=False)
-
-
-def _logdet(chol):
-    """``log det(L L^T)`` from the diagonal of the lower Cholesky factor ``L``."""
-    return 2.0 * float(np.sum(np.log(np.diag(chol))))
-
-
-def _inv_from_chol(chol):
-    """``inv(L L^T)`` as ``L^{-T} L^{-1}``, symmetrised (used only for returned covariances)."""
-    linv = solve_triangular(chol, np.eye(chol.shape[0]), lower=True, check_finite=False)
-    out = linv.T @ linv
-    return 0.5 * (out + out.T)
 
 
 def _sym(mat):
