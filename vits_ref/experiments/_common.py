@@ -137,16 +137,17 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
 def regret_table(result):
     """Final regrets, one line per panel and method, with the paired difference against
     the reference method (mean and 95% t interval) where the experiment has one."""
-    width = max(len(e["method"]) for e in result["results"])
+    width = max(6, *(len(e["method"]) for e in result["results"]))
+    pw = max(18, *(len(e["panel"]) for e in result["results"]))
     ref = result.get("reference")
-    head = f"{'panel':18s} {'method':{width}s} {'regret(T)':>10} {'+-se':>7} {'us/round':>10}"
+    head = f"{'panel':{pw}s} {'method':{width}s} {'regret(T)':>10} {'+-se':>7} {'us/round':>10}"
     lines = [head + (f"  {'- ' + ref + ' (paired, 95% CI)':>28}" if ref else "")]
     for e in result["results"]:
         if "final_regret_mean" not in e:
-            lines.append(f"{e['panel']:18s} {e['method']:{width}s}   diverged (see "
+            lines.append(f"{e['panel']:{pw}s} {e['method']:{width}s}   diverged (see "
                          f"summary.json)")
             continue
-        line = (f"{e['panel']:18s} {e['method']:{width}s} {e['final_regret_mean']:10.2f} "
+        line = (f"{e['panel']:{pw}s} {e['method']:{width}s} {e['final_regret_mean']:10.2f} "
                 f"{e['final_regret_stderr']:7.2f} {e['us_per_round']:10.1f}")
         if ref:
             diff = e.get("paired_vs_reference")
