@@ -113,3 +113,23 @@ def as_seed_sequence(seed, name="seed"):
         return np.random.SeedSequence(seed)
     raise TypeError(f"{name} must be an int or a numpy.random.SeedSequence, "
                     f"got {type(seed).__name__}")
+
+
+def mean_and_cov(dim, mean, cov, mean_name, cov_name, default):
+    """Validated ``(mean, cov)`` of a Gaussian given by the user; ``(None, None)`` when
+    neither is given (``default`` says, in the error, what is used then).
+
+    ``cov`` may be a vector (a diagonal covariance) or a matrix; ``mean`` defaults to 0
+    when only ``cov`` is given.
+    """
+    if cov is None:
+        if mean is not None:
+            raise ValueError(f"{mean_name} needs {cov_name} ({default})")
+        return None, None
+    cov = np.asarray(cov, dtype=float)
+    if cov.ndim == 1:
+        cov = np.diag(float_array(cov, cov_name, ndim=1, shape=(dim,)))
+    cov = spd_matrix(cov, cov_name, dim=dim)
+    mean = (np.zeros(dim) if mean is None
+            else float_array(mean, mean_name, ndim=1, shape=(dim,)))
+    return mean, cov

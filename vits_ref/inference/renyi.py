@@ -247,15 +247,5 @@ def _betas(betas):
 
 def _init(dim, init_mean, init_cov):
     """Validated ``(init_mean, init_cov)``; ``(None, None)`` to start at the prior."""
-    if init_cov is None:
-        if init_mean is not None:
-            raise ValueError("init_mean needs init_cov (the default start is the model's "
-                             "prior)")
-        return None, None
-    cov = np.asarray(init_cov, dtype=float)
-    if cov.ndim == 1:
-        cov = np.diag(val.float_array(cov, "init_cov", ndim=1, shape=(dim,)))
-    cov = val.spd_matrix(cov, "init_cov", dim=dim)
-    mean = (np.zeros(dim) if init_mean is None
-            else val.float_array(init_mean, "init_mean", ndim=1, shape=(dim,)))
-    return mean, cov
+    return val.mean_and_cov(dim, init_mean, init_cov, "init_mean", "init_cov",
+                            "the default start is the model's prior")

@@ -21,17 +21,8 @@ def general_prior(dim, prior_mean, prior_cov):
     ``prior_cov`` may be a vector (a diagonal covariance) or a matrix; ``prior_mean``
     defaults to 0 when only ``prior_cov`` is given.
     """
-    if prior_cov is None:
-        if prior_mean is not None:
-            raise ValueError("prior_mean needs prior_cov (the default prior is N(0, I/(lam eta)))")
-        return None, None
-    cov = np.asarray(prior_cov, dtype=float)
-    if cov.ndim == 1:
-        cov = np.diag(val.float_array(cov, "prior_cov", ndim=1, shape=(dim,)))
-    cov = val.spd_matrix(cov, "prior_cov", dim=dim)
-    mean = (np.zeros(dim) if prior_mean is None
-            else val.float_array(prior_mean, "prior_mean", ndim=1, shape=(dim,)))
-    return mean, cov
+    return val.mean_and_cov(dim, prior_mean, prior_cov, "prior_mean", "prior_cov",
+                            "the default prior is N(0, I/(lam eta))")
 
 
 class Linear(Model):
