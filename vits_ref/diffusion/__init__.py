@@ -1,0 +1,15 @@
+"""Diffusion-model priors (seed 001, Kveton et al., NeurIPS 2024; issue 8).
+
+:class:`Schedule` (the forward noise), :class:`DiffusionPriorBase` (what every prior
+exposes to the compiled reverse chains), :class:`GaussianDiffusionPrior` (the exact
+diffusion of a Gaussian, the tests' ground truth), :mod:`.chain` (the Python entry points
+of the chains: prior sampling, LaplaceDPS, DPS, the linear DiffTS bandit driver). The
+engines are :class:`vits_ref.DiffTS` and :class:`vits_ref.DPS`.
+"""
+
+from . import chain
+from .base import DiffusionPriorBase
+from .gaussian import GaussianDiffusionPrior
+from .schedule import Schedule
+
+__all__ = ["DiffusionPriorBase", "GaussianDiffusionPrior", "Schedule", "chain"]
