@@ -44,3 +44,12 @@ MODELS["logistic"] = Logistic
 MODELS["mlp"] = MLP
 
 __all__ = ["MODELS", "Linear", "Logistic", "MLP", "Model"]
+
+# particle models (seed 003): the Welling-Teh mixture, the BNN regression and classifier
+from .bnn import BNNRegression, regression_metrics  # noqa: E402
+from .classifier import BNNClassifier, accuracy  # noqa: E402
+from .welling_teh import WellingTeh, posterior_grid, welling_teh_data  # noqa: E402
+
+MODELS["bnn"] = BNNRegression  # from_dim(p): the 50-unit BNN on p inputs
+__all__ += ["BNNClassifier", "BNNRegression", "WellingTeh", "accuracy", "posterior_grid",
+            "regression_metrics", "welling_teh_data"]

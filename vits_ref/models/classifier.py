@@ -1,0 +1,250 @@
+"""Two-layer Bayesian neural network classifier (seed 003, section 5.3).
+
+Seed 003 classifies MNIST with "a two-layer BNN model with 100 hidden variables, with a
+sigmoid input layer and a softmax output layer" and 20 particles; it states no prior.
+The choice here: sigmoid hidden units, softmax over ``K`` classes, and a Gaussian prior
+``N(0, I/alpha)`` with a *fixed* precision ``alpha`` (default 1) on every weight and bias
+(no Gamma hyperprior, unlike :class:`~vits_ref.models.bnn.BNNRegression`: the classifier
+has no noise precision, and a fixed prior keeps the potential's scale stable across the
+mini-batch weights). The bodies are in :mod:`vits_ref.kernels.classifier`.
+"""
+
+import numpy as np
+
+from .. import _validate as val
+from ..config import cpu_jit
+from ..drivers import cpu
+from ..kernels.classifier import POTENTIAL, classifier_probs
+from .base import Model
+from .welling_teh import _index
+
+CHUNK = 256
+
+
+@cpu_jit
+def _probs_particles(data, thetas, X, P, scratch):
+    # P (M, n, K): the class probabilities of every particle (serial over particles)
+    for m in range(thetas.shape[0]):
+        classifier_probs(data, thetas[m], X, P[m], scratch)
+
+
+class BNNClassifier(Model):
+    r"""Softmax classifier with one hidden layer of sigmoid units, as a potential.
+
+    Parameters
+    ----------
+    input_dim : int
+        ``p``.
+    n_classes : int, default 2
+        ``K >= 2``; labels are ``0 .. K-1``.
+    hidden : int, default 100
+        Hidden sigmoid units (seed 003: 100).
+    alpha : float, default 1.0
+        Prior precision: ``theta ~ N(0, I/alpha)``.
+    eta : float, default 1.0
+        Inverse temperature: multiplies the whole potential.
+    lam : float, default 1.0
+        Unused (the prior is ``alpha``); kept for the engines' signature.
+    capacity, chunk : int
+        Initial history size (doubles when full); rows per pass of the bodies.
+
+    Notes
+    -----
+    ``theta = (W_1 (h, p), b_1 (h), W_2 (K, h), b_2 (K))``, ``dim = h (p + 1) + K (h + 1)``.
+
+    .. math::
+
+        U(\theta) = -\sum_s \log \mathrm{softmax}(W_2 \sigma(W_1 x_s + b_1) + b_2)_{y_s}
+                    + \tfrac{\alpha}{2}\|\theta\|^2 + \tfrac{d}{2}\log\tfrac{2\pi}{\alpha}.
+
+    :meth:`predict` returns the class probabilities (n, K); :func:`accuracy` scores an
+    ensemble by its mean probabilities. In the bandit protocol the potential's ``predict``
+    body scores an arm by the last class's probability.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = BNNClassifier(4, n_classes=3, hidden=5)
+    >>> m.dim
+    43
+    >>> m.predict(np.zeros(m.dim), np.ones((2, 4))).round(4)
+    array([[0.3333, 0.3333, 0.3333],
+           [0.3333, 0.3333, 0.3333]])
+    """
+
+    name = "bnn_classifier"
+    potential = POTENTIAL
+
+    def __init__(self, input_dim, n_classes=2, hidden=100, alpha=1.0, eta=1.0, lam=1.0,
+                 capacity=1024, chunk=CHUNK):
+        self.input_dim = val.positive_int(input_dim, "input_dim")
+        self.n_classes = val.positive_int(n_classes, "n_classes", minimum=2)
+        self.hidden = val.positive_int(hidden, "hidden")
+        self.alpha = val.positive_float(alpha, "alpha")
+        self.eta = val.positive_float(eta, "eta")
+        self.lam = val.positive_float(lam, "lam")
+        self.capacity = val.positive_int(capacity, "capacity")
+        self.chunk = val.positive_int(chunk, "chunk")
+        p, h, K = self.input_dim, self.hidden, self.n_classes
+        self.dim = h * (p + 1) + K * (h + 1)
+        o1, o2, o3 = h * p, h * p + h, h * p + h + K * h
+        #: ``{block: (start, stop, shape)}`` of the flat vector
+        self.layout = {"W1": (0, o1, (h, p)), "b1": (o1, o2, (h,)),
+                       "W2": (o2, o3, (K, h)), "b2": (o3, o3 + K, (K,))}
+        self.n_obs = 0
+        self._X = np.empty((self.capacity, p))
+        self._y = np.empty(self.capacity)
+        self._rows = 0
+        self._scratch = None
+        self.kernel_scratch(1)
+
+    def __repr__(self):
+        return (f"BNNClassifier(input_dim={self.input_dim}, n_classes={self.n_classes}, "
+                f"hidden={self.hidden}, alpha={self.alpha!r}, eta={self.eta!r})")
+
+    # -- data -----------------------------------------------------------------------------
+    def add(self, features, rewards):
+        """Append rows ``features`` (n, input_dim) and labels ``rewards`` (n,) in 0..K-1."""
+        features, rewards = val.observations(features, rewards, self.input_dim)
+        bad = (rewards != np.round(rewards)) | (rewards < 0) | (rewards >= self.n_classes)
+        if np.any(bad):
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"labels (rewards) must be integers in [0, {self.n_classes}), "
+                             f"got {float(rewards[i])!r} at index {i}")
+        need = self.n_obs + features.shape[0]
+        if need > self._X.shape[0]:
+            cap = self._X.shape[0]
+            while cap < need:
+                cap *= 2
+            X, y = np.empty((cap, self.input_dim)), np.empty(cap)
+            X[:self.n_obs], y[:self.n_obs] = self._X[:self.n_obs], self._y[:self.n_obs]
+            self._X, self._y = X, y
+        self._X[self.n_obs:need] = features
+        self._y[self.n_obs:need] = rewards
+        self.n_obs = need
+
+    @property
+    def X(self):
+        """The rows so far (a view)."""
+        return self._X[:self.n_obs]
+
+    @property
+    def y(self):
+        """The labels so far, as floats (a view)."""
+        return self._y[:self.n_obs]
+
+    # -- kernel interface ---------------------------------------------------------------
+    def kernel_data(self, prior=True):
+        """``(X, y, K, h, alpha, w_l, w_p)`` on the whole history, ``w_l = w_p = eta``
+        (``prior=False``: ``w_p = 0``)."""
+        n = self.n_obs
+        return (self._X[:n], self._y[:n], self.n_classes, self.hidden, self.alpha, self.eta,
+                self.eta if prior else 0.0)
+
+    def minibatch_data(self, index, like_weight=1.0, prior_weight=1.0):
+        """Kernel data of ``U = -like_weight sum_{i in index} log p(y_i | x_i, theta)
+        - prior_weight log p0(theta)`` (both times ``eta``). ``index``: rows of the history."""
+        idx = _index(index, self.n_obs)
+        lw = val.positive_float(like_weight, "like_weight", allow_zero=True)
+        pw = val.positive_float(prior_weight, "prior_weight", allow_zero=True)
+        return (self._X[idx], self._y[idx], self.n_classes, self.hidden, self.alpha,
+                self.eta * lw, self.eta * pw)
+
+    def kernel_scratch(self, n_rows=1):
+        """``(A, Z, Dh, gtmp)`` with one row per parameter vector (at least ``n_rows``)."""
+        n_rows = max(1, int(n_rows))
+        if n_rows > self._rows:
+            c, h, K = self.chunk, self.hidden, self.n_classes
+            self._scratch = (np.empty((n_rows, c * h)), np.empty((n_rows, c * K)),
+                             np.empty((n_rows, c * h)), np.empty((n_rows, self.dim)))
+            self._rows = n_rows
+        return self._scratch
+
+    # -- potential ----------------------------------------------------------------------
+    def value(self, theta):
+        """``U(theta)`` (``eta = 1``: ``-log p(y, theta | X)``)."""
+        return float(cpu.value(POTENTIAL)(self.kernel_data(), self._theta(theta),
+                                          self.kernel_scratch()))
+
+    def grad(self, theta):
+        """``grad U(theta)``, shape (dim,)."""
+        return self.grads_hessian(self._theta(theta)[None, :], False)[0][0]
+
+    def hess(self, theta):
+        """Not available: the classifier potential provides gradients only."""
+        raise NotImplementedError("the BNN classifier potential has no Hessian (gradients "
+                                  "only): use a gradient-based engine (SVGD, OPVI, SGLD, "
+                                  "Langevin)")
+
+    def grads_hessian(self, thetas, want_hessian=False):
+        """``(G (M, dim), None)``; NotImplementedError for ``want_hessian=True``."""
+        if want_hessian:
+            self.hess(None)
+        thetas = self._thetas(thetas)
+        G = np.empty_like(thetas)
+        cpu.grads_hessian(POTENTIAL)(self.kernel_data(), thetas, False, G, np.empty((1, 1)),
+                                     self.kernel_scratch(thetas.shape[0]))
+        return G, None
+
+    def predict(self, theta, contexts):
+        """Class probabilities (n, K) at the rows of ``contexts``."""
+        return self.predict_particles(self._theta(theta)[None, :], contexts)[0]
+
+    def predict_particles(self, thetas, X):
+        """``P[m, s, k] = p(y = k | X[s], theta_m)`` for the rows of ``thetas``."""
+        thetas = self._thetas(thetas)
+        if not np.all(np.isfinite(thetas)):
+            raise ValueError("thetas contains NaN or inf")
+        X = val.float_array(X, "X", ndim=2)
+        if X.shape[1] != self.input_dim:
+            raise ValueError(f"X must have {self.input_dim} columns, got shape {X.shape}")
+        P = np.empty((thetas.shape[0], X.shape[0], self.n_classes))
+        _probs_particles(self.kernel_data(), thetas, X, P, self.kernel_scratch())
+        return P
+
+    def init_particles(self, n, seed=None):
+        """``n`` starting particles: weights ``N(0, 1/fan_in)`` (Glorot-like), biases 0."""
+        n = val.positive_int(n, "n")
+        rng = val.as_generator(seed)
+        out = np.zeros((n, self.dim))
+        for name in ("W1", "W2"):
+            a, b, shape = self.layout[name]
+            out[:, a:b] = rng.standard_normal((n, b - a)) / np.sqrt(shape[1])
+        return out
+
+    def spawn(self, eta, lam):
+        """A model of the same shape and prior, no data."""
+        return BNNClassifier(self.input_dim, n_classes=self.n_classes, hidden=self.hidden,
+                             alpha=self.alpha, eta=eta, lam=lam, capacity=self.capacity,
+                             chunk=self.chunk)
+
+    def unpack(self, theta):
+        """``{"W1", "b1", "W2", "b2"}``: views of ``theta``."""
+        theta = self._theta(theta)
+        return {k: theta[a:b].reshape(s) for k, (a, b, s) in self.layout.items()}
+
+    def _theta(self, theta):
+        theta = val.float_array(theta, "theta", ndim=1, finite=False)
+        if theta.shape != (self.dim,):
+            raise ValueError(f"theta must have shape ({self.dim},) (this classifier's "
+                             f"number of parameters), got {theta.shape}")
+        return theta
+
+    def _thetas(self, thetas):
+        thetas = val.float_array(thetas, "thetas", ndim=2, finite=False)
+        if thetas.shape[1] != self.dim:
+            raise ValueError(f"thetas must have shape (M, {self.dim}), got {thetas.shape}")
+        return thetas
+
+
+def accuracy(model, thetas, X, y):
+    """Test accuracy of the ensemble's mean class probabilities.
+
+    ``yhat_s = argmax_k 1/M sum_m p(k | x_s, theta_m)`` (the Bayesian model average over the
+    particles); returns ``mean_s [yhat_s == y_s]``. ``y``: integer labels (n,).
+    """
+    if not isinstance(model, BNNClassifier):
+        raise TypeError(f"model must be a BNNClassifier, got {type(model).__name__}")
+    P = model.predict_particles(thetas, X).mean(axis=0)
+    y = val.float_array(y, "y", ndim=1, shape=(P.shape[0],))
+    return float(np.mean(np.argmax(P, axis=1) == y))
