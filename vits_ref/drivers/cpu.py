@@ -748,3 +748,116 @@ def diffts_linear_runs(bodies):
                              work, index_rows(scratch_rows, r))
 
     return run
+
+
+# --------------------------------------------------------------------------- SVGD
+# (kernels imported inside the factories: this section is appended independently of the
+# module's import block). The SVGD direction (vits_ref.kernels.svgd) in two forms:
+# "loop", the row bodies in a prange over particles (distances, exponentials and the
+# weighted sum of one particle per iteration); "gemm", the Gram matrix X X^T and the sum
+# K Y by BLAS (np.dot: faster on the CPU once n d is large, see vits_ref.svgd.choose_form)
+# with the exponentials and the median in the same row bodies.
+
+
+def svgd_scratch(n, d):
+    """The SVGD direction's scratch ``(XT (d, n), D (n, n), w (m,), Y (n, d), S (n,),
+    acc (n, d), sq (n,))``, ``m = max(1, n (n - 1) / 2)`` (the median's copy)."""
+    m = max(1, n * (n - 1) // 2)
+    return (np.empty((d, n)), np.empty((n, n)), np.empty(m), np.empty((n, d)), np.empty(n),
+            np.empty((n, d)), np.empty(n))
+
+
+@functools.cache
+def svgd_phi():
+    """``run(X, G, h, repulsion, gemm, out, scr) -> h``: the SVGD direction into ``out``.
+
+    ``G``: gradients of ``log p`` at the particles ``X`` (n, d); ``h > 0`` a fixed bandwidth,
+    ``h <= 0`` the median heuristic; ``gemm``: the BLAS form; ``scr`` from
+    :func:`svgd_scratch`. Returns the bandwidth used. Each particle's row is computed by
+    one iteration of a ``prange`` (the median is a serial quickselect), so the result does
+    not depend on the number of threads.
+    """
+    from ..kernels.svgd import (kernel_row, median_bandwidth_from, median_sqdist,
+                                phi_finish_row, phi_row, shifted_grads, sqdist_from_gram_row,
+                                sqdist_row, transpose_into)
+
+    @cpu_jit(parallel=True)
+    def run(X, G, h, repulsion, gemm, out, scr):
+        XT, D, w, Y, S, acc, sq = scr
+        n, d = X.shape
+        median = h <= 0.0
+        if gemm:
+            for i in prange(n):
+                s = 0.0
+                for k in range(d):
+                    s += X[i, k] * X[i, k]
+                sq[i] = s
+            np.dot(X, X.T, D)  # BLAS: the Gram matrix
+            for i in prange(n):
+                sqdist_from_gram_row(sq, i, D[i])
+        else:
+            transpose_into(X, XT)
+            if median:
+                for i in prange(n):
+                    sqdist_row(X, XT, i, D[i])
+        if median:
+            h = median_bandwidth_from(median_sqdist(D, w), n)
+        inv_h = 1.0 / h
+        c = 2.0 * repulsion * inv_h
+        for i in prange(n):
+            shifted_grads(X, G, c, Y, i)
+        if gemm:
+            for i in prange(n):
+                S[i] = kernel_row(D[i], inv_h)
+            np.dot(D, Y, acc)  # BLAS: K Y
+            for i in prange(n):
+                phi_finish_row(acc[i], X, i, c, S[i], out[i])
+        else:
+            for i in prange(n):
+                if not median:
+                    sqdist_row(X, XT, i, D[i])
+                s = kernel_row(D[i], inv_h)
+                phi_row(D[i], Y, X, i, c, s, out[i])
+        return h
+
+    return run
+
+
+@functools.cache
+def svgd_steps(potential):
+    """``run(X, data, n_steps, h, repulsion, gemm, step, alpha, fudge, t0, hist, G, H, phi,
+    scr, pscr, trace) -> ok``: SVGD ascent steps on ``U``'s particles ``X`` in place.
+
+    Each step: ``G = grad U`` at every particle (the potential's ``grads_hessian``, one call
+    for all rows), ``g = -G``, the direction :func:`svgd_phi` (fixed ``h > 0`` or the
+    median heuristic) into ``phi``, then :func:`vits_ref.kernels.svgd.adagrad_row` (``alpha
+    < 0``: plain ascent) with ``t0`` the number of steps taken before (``t0 = 0``: the
+    first step initialises ``hist``). ``trace[s]`` receives the bandwidth of step ``s``.
+    Returns False (leaving ``X`` partly updated) as soon as a direction is non-finite.
+    """
+    from ..kernels.linalg import all_finite_mat
+    from ..kernels.svgd import adagrad_row
+
+    grads = potential.grads_hessian
+    phi_run = svgd_phi()
+    fp = potential.fingerprint  # in the closure: Numba's cache key follows the bodies
+
+    @cpu_jit(parallel=True)
+    def run(X, data, n_steps, h, repulsion, gemm, step, alpha, fudge, t0, hist, G, H, phi,
+            scr, pscr, trace):
+        _ = fp
+        n = X.shape[0]
+        for s in range(n_steps):
+            grads(data, X, False, G, H, pscr)
+            for i in prange(n):
+                for k in range(X.shape[1]):
+                    G[i, k] = -G[i, k]
+            trace[s] = phi_run(X, G, h, repulsion, gemm, phi, scr)
+            if not all_finite_mat(phi):
+                return False
+            first = t0 + s == 0
+            for i in prange(n):
+                adagrad_row(X, phi, hist, i, step, alpha, fudge, first)
+        return True
+
+    return run

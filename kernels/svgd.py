@@ -1,0 +1,287 @@
+r"""The SVGD direction as kernel bodies: pairwise distances, the RBF kernel, its sums.
+
+Stein variational gradient descent (Liu & Wang 2016, eq. 8; seed 003, Algorithm 1;
+docs/algorithms.md section 5) moves ``n`` particles ``x_1..x_n`` (rows of ``X`` (n, d))
+along
+
+.. math::
+
+    \phi(x_i) = \frac1n \sum_j \big[k(x_j, x_i)\, g_j + r\, \nabla_{x_j} k(x_j, x_i)\big],
+    \qquad k(x, x') = \exp(-|x - x'|^2 / h),
+
+with ``g_j = grad log p(x_j)`` and the repulsion weight ``r`` (1 in SVGD, 0.1 in OPVI).
+Since ``grad_{x_j} k(x_j, x_i) = (2/h)(x_i - x_j) k_ij``, with ``c = 2 r / h``,
+``S_i = sum_j k_ij`` and ``Y = G - c X`` (rows ``y_j = g_j - c x_j``)
+
+.. math::
+
+    n\,\phi(x_i) = \sum_j k_{ij}\, y_j + c\, S_i\, x_i ,
+
+one weighted sum of ``n`` rows per particle (``K Y`` as a matrix product). The bodies:
+
+- :func:`sqdist_row`: row ``i`` of the squared distances from the differences, looping
+  over the coordinates outside and the particles inside (``XT`` (d, n), the transposed
+  particles): every iteration of the inner loop is independent, so it vectorises without
+  fast-math (a per-pair reduction over ``d`` would not: PERFORMANCE.md's slow prange).
+- :func:`kernel_row`: the row's kernel values in place, ``exp(-D_ij / h)`` through
+  :func:`exp_nonpos` (a branch-free exponential that LLVM vectorises; ``math.exp`` is a
+  scalar libm call in Numba without SVML), and their sum ``S_i``.
+- :func:`phi_row`: ``(sum_j k_ij y_j + c S_i x_i) / n``, vectorised over the coordinates.
+- :func:`median_sqdist`: the median heuristic's order statistic by quickselect on a copy
+  of the strict lower triangle (O(n^2) expected, no sort).
+
+The CPU drivers (:mod:`vits_ref.drivers.cpu`, SVGD section) run the row bodies in a
+``prange`` over particles, or, for large ``n d``, compute the distances and ``K Y`` with
+BLAS; the CUDA drivers run the same row bodies one thread per particle. Bodies allocate
+nothing.
+"""
+
+import math
+
+from vits_ref.config import kernel
+
+INV_LN2 = 1.4426950408889634
+# Cody-Waite split of log(2) (fdlibm's e_exp.c): n * LN2_HI is exact for |n| < 2^11
+LN2_HI = 6.93147180369123816490e-01
+LN2_LO = 1.90821492927058770002e-10
+# adding then subtracting 1.5 * 2^52 rounds a double of magnitude < 2^51 to an integer
+ROUND_SHIFT = 6755399441055744.0
+#: below this argument :func:`exp_nonpos` returns 0 (``exp(-700) = 9.9e-305``)
+EXP_FLOOR = -700.0
+
+
+@kernel(inline=True)
+def exp_nonpos(y):
+    """``exp(y)`` for ``y <= 0``, within 1 ulp of libm's (tested on 10^6 arguments).
+
+    Branch-free, so a loop over it vectorises: ``y = m log 2 + r`` with ``|r| <= log(2)/2``
+    (Cody-Waite reduction), ``exp(r)`` by its Taylor polynomial of degree 13 (truncation
+    ``< |r|^14/14! = 4e-18``) and ``2^m`` as a product of the selected factors
+    ``2^-512, ..., 2^-1`` (largest first, so no product is subnormal: a subnormal
+    intermediate, even in an unselected lane, costs a microcode assist of ~100 cycles).
+    Returns 0 for ``y < -700`` (where ``exp(y) < 1e-304``).
+    """
+    yc = y if y > EXP_FLOOR else EXP_FLOOR
+    nf = (yc * INV_LN2 + ROUND_SHIFT) - ROUND_SHIFT
+    r = (yc - nf * LN2_HI) - nf * LN2_LO
+    p = 1.0 / 6227020800.0
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    a = int(-nf)
+    s = 2.0 ** -512 if (a & 512) != 0 else 1.0
+    s *= 2.0 ** -256 if (a & 256) != 0 else 1.0
+    s *= 2.0 ** -128 if (a & 128) != 0 else 1.0
+    s *= 2.0 ** -64 if (a & 64) != 0 else 1.0
+    s *= 2.0 ** -32 if (a & 32) != 0 else 1.0
+    s *= 2.0 ** -16 if (a & 16) != 0 else 1.0
+    s *= 2.0 ** -8 if (a & 8) != 0 else 1.0
+    s *= 0.0625 if (a & 4) != 0 else 1.0
+    s *= 0.25 if (a & 2) != 0 else 1.0
+    s *= 0.5 if (a & 1) != 0 else 1.0
+    return p * s if y >= EXP_FLOOR else 0.0
+
+
+@kernel
+def exp_nonpos_into(y, out):
+    """``out[j] = exp_nonpos(y[j])`` (tests and benchmarks of the exponential)."""
+    for j in range(y.shape[0]):
+        out[j] = exp_nonpos(y[j])
+
+
+@kernel
+def transpose_into(X, XT):
+    """``XT = X.T`` (d, n) for :func:`sqdist_row`."""
+    n, d = X.shape
+    for j in range(n):
+        for k in range(d):
+            XT[k, j] = X[j, k]
+
+
+@kernel
+def sqdist_row(X, XT, i, out):
+    """``out[j] = |x_i - x_j|^2`` for every particle ``j`` (``out[i] = 0`` exactly)."""
+    d, n = XT.shape
+    for j in range(n):
+        out[j] = 0.0
+    for k in range(d):
+        xik = X[i, k]
+        row = XT[k]
+        for j in range(n):
+            t = xik - row[j]
+            out[j] += t * t
+
+
+@kernel
+def sqdist_from_gram_row(sq, i, row):
+    """Row ``i`` of the squared distances from the Gram matrix's row ``row`` (in place):
+    ``|x_i|^2 + |x_j|^2 - 2 x_i.x_j``, clipped at 0 (rounding), and 0 on the diagonal."""
+    n = sq.shape[0]
+    si = sq[i]
+    for j in range(n):
+        v = si + sq[j] - 2.0 * row[j]
+        row[j] = v if v > 0.0 else 0.0
+    row[i] = 0.0
+
+
+@kernel
+def kernel_row(row, inv_h):
+    """``row[j] <- exp(-row[j] / h)`` in place (``inv_h = 1/h``); returns the row's sum."""
+    n = row.shape[0]
+    for j in range(n):
+        row[j] = exp_nonpos(-row[j] * inv_h)
+    s = 0.0
+    for j in range(n):
+        s += row[j]
+    return s
+
+
+@kernel
+def shifted_grads(X, G, c, Y, i):
+    """Row ``i`` of ``Y = G - c X``."""
+    for k in range(X.shape[1]):
+        Y[i, k] = G[i, k] - c * X[i, k]
+
+
+@kernel
+def phi_row(krow, Y, X, i, c, s, out):
+    """``out = (sum_j krow[j] Y[j] + c s x_i) / n``: the SVGD direction of particle ``i``."""
+    n, d = Y.shape
+    for k in range(d):
+        out[k] = 0.0
+    for j in range(n):
+        kij = krow[j]
+        yj = Y[j]
+        for k in range(d):
+            out[k] += kij * yj[k]
+    inv_n = 1.0 / n
+    cs = c * s
+    for k in range(d):
+        out[k] = (out[k] + cs * X[i, k]) * inv_n
+
+
+@kernel
+def phi_finish_row(acc, X, i, c, s, out):
+    """``out = (acc + c s x_i) / n`` (``acc`` = row ``i`` of ``K Y``, the BLAS form)."""
+    n, d = X.shape
+    inv_n = 1.0 / n
+    cs = c * s
+    for k in range(d):
+        out[k] = (acc[k] + cs * X[i, k]) * inv_n
+
+
+# --------------------------------------------------------------------------- median heuristic
+
+
+@kernel
+def select_kth(w, k):
+    """The ``k``-th smallest (0-based) of ``w``, by quickselect in place (Hoare partition,
+    median-of-three pivot); on return ``w[:k] <= w[k] <= w[k + 1:]``."""
+    lo = 0
+    hi = w.shape[0] - 1
+    while hi > lo:
+        mid = (lo + hi) // 2
+        # median of three to w[mid]
+        if w[mid] < w[lo]:
+            w[mid], w[lo] = w[lo], w[mid]
+        if w[hi] < w[lo]:
+            w[hi], w[lo] = w[lo], w[hi]
+        if w[hi] < w[mid]:
+            w[hi], w[mid] = w[mid], w[hi]
+        pivot = w[mid]
+        i = lo
+        j = hi
+        while i <= j:
+            while w[i] < pivot:
+                i += 1
+            while w[j] > pivot:
+                j -= 1
+            if i <= j:
+                w[i], w[j] = w[j], w[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            break
+    return w[k]
+
+
+@kernel
+def median_sqdist(D, w):
+    """The median heuristic's ``med^2`` from the squared distances ``D`` (n, n).
+
+    ``med`` is the median of the ``m = n (n - 1) / 2`` distances ``|x_i - x_j|``, ``i > j``
+    (NumPy's ``median``: the mean of the two middle values when ``m`` is even), so
+    ``med^2`` is computed from the square roots of the middle squared distances. ``w``
+    holds at least ``m`` values (scratch). Returns 0 for ``n < 2``.
+    """
+    n = D.shape[0]
+    m = 0
+    for i in range(1, n):
+        for j in range(i):
+            w[m] = D[i, j]
+            m += 1
+    if m == 0:
+        return 0.0
+    wm = w[:m]
+    half = (m - 1) // 2
+    a = math.sqrt(select_kth(wm, half))
+    if m % 2 == 1:
+        return a * a
+    b = wm[half + 1]
+    for t in range(half + 2, m):
+        if wm[t] < b:
+            b = wm[t]
+    med = 0.5 * (a + math.sqrt(b))
+    return med * med
+
+
+@kernel
+def median_bandwidth_from(med2, n):
+    """``h = med^2 / log n`` (BlackJAX's ``median_heuristic``; docs/algorithms.md section 5).
+
+    Degenerate cases, stated: ``n < 2`` (no pair; the kernel sum does not depend on ``h``)
+    and ``med = 0`` (more than half the pairs coincide) give ``h = 1``.
+    """
+    if n < 2 or med2 <= 0.0:
+        return 1.0
+    return med2 / math.log(n)
+
+
+# --------------------------------------------------------------------------- AdaGrad
+
+
+@kernel
+def adagrad_row(x, phi, hist, i, step, alpha, fudge, first):
+    """One ascent step of particle ``i`` with the SVGD reference code's AdaGrad.
+
+    ``hist <- phi^2`` at the first step, else ``alpha hist + (1 - alpha) phi^2``;
+    ``x <- x + step phi / (fudge + sqrt(hist))`` (Liu & Wang's ``svgd.py``: ``alpha = 0.9``,
+    ``fudge_factor = 1e-6``). With ``alpha < 0`` it is plain gradient ascent
+    ``x <- x + step phi`` (``hist`` untouched).
+    """
+    d = x.shape[1]
+    if alpha < 0.0:
+        for k in range(d):
+            x[i, k] += step * phi[i, k]
+        return
+    for k in range(d):
+        p = phi[i, k]
+        if first:
+            hist[i, k] = p * p
+        else:
+            hist[i, k] = alpha * hist[i, k] + (1.0 - alpha) * p * p
+        x[i, k] += step * p / (fudge + math.sqrt(hist[i, k]))

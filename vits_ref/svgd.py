@@ -1,0 +1,139 @@
+r"""The SVGD direction: ``vr.svgd.phi``, the median bandwidth, the choice of form.
+
+Stein variational gradient descent (Liu & Wang 2016, eq. 8; seed 003, Algorithm 1;
+docs/algorithms.md section 5). The compiled bodies are :mod:`vits_ref.kernels.svgd`, the
+CPU drivers :func:`vits_ref.drivers.cpu.svgd_phi` (and :func:`~vits_ref.drivers.cpu.svgd_steps`
+for the engines :class:`vits_ref.SVGD` and :class:`vits_ref.OPVI`), the NumPy references
+:mod:`vits_ref.reference.svgd`.
+"""
+
+import numpy as np
+
+from . import _validate as val
+from .drivers import cpu
+
+FORMS = ("auto", "loop", "gemm")
+#: ``form="auto"`` takes the BLAS form from this many particles on (and ``d >= GEMM_MIN_D``)
+GEMM_MIN_N = 64
+GEMM_MIN_D = 4
+
+
+def choose_form(n, d):
+    """``"gemm"`` or ``"loop"``: the faster form of the direction for ``n`` particles in ``d``.
+
+    The loop form costs two vectorised passes of ``n^2 d`` per step (distances, weighted
+    sum) and no BLAS call; the BLAS form does the same ``O(n^2 d)`` work as two matrix
+    products (``X X^T``, ``K Y``) at BLAS speed, plus two launches and ``n^2`` memory
+    traffic, which costs more than it saves for small ``n`` or ``d``. Measured on the
+    project's 2-core machine (``python -m vits_ref.bench`` svgd section,
+    :mod:`vits_ref._bench.svgd`): at ``d = 50`` the BLAS form wins from ``n`` around 64.
+    """
+    return "gemm" if n >= GEMM_MIN_N and d >= GEMM_MIN_D else "loop"
+
+
+def _form(form, n, d):
+    form = val.choice(form, "form", FORMS)
+    return choose_form(n, d) if form == "auto" else form
+
+
+def _bandwidth(bandwidth):
+    if isinstance(bandwidth, str):
+        val.choice(bandwidth, "bandwidth", ("median",))
+        return 0.0
+    return val.positive_float(bandwidth, "bandwidth")
+
+
+def median_bandwidth(particles):
+    r"""The median heuristic ``h = med^2 / log n``.
+
+    Parameters
+    ----------
+    particles : (n, d) array
+
+    Returns
+    -------
+    float
+        ``med^2 / log n`` with ``med`` the median of the ``n (n - 1) / 2`` distances
+        ``|x_i - x_j|``, ``i > j`` (NumPy's median: the mean of the two middle values for
+        an even count). ``1.0`` when ``n < 2`` or ``med = 0``.
+
+    Notes
+    -----
+    BlackJAX's ``median_heuristic`` (strict lower triangle, ``log n``) and
+    docs/algorithms.md section 5. Liu & Wang's ``svgd.py`` takes the median over all
+    ``n^2`` entries (the zero diagonal included) and ``log(n + 1)``: a slightly smaller
+    ``h``. The median is found by quickselect on a copy of the ``n (n - 1) / 2`` squared
+    distances, ``O(n^2)`` expected, no sort (PERFORMANCE.md: the median over ``n^2``
+    distances dominated a prototype's step).
+
+    Examples
+    --------
+    >>> import numpy as np, vits_ref as vr
+    >>> round(vr.svgd.median_bandwidth(np.array([[0.0], [1.0], [3.0]])), 6)  # med = 2
+    3.640957
+    """
+    X = val.float_array(particles, "particles", ndim=2)
+    n, d = X.shape
+    if n < 2:
+        return 1.0
+    out = np.empty((n, d))
+    # the driver computes h before the direction; any G works (zeros)
+    return float(cpu.svgd_phi()(X, np.zeros((n, d)), 0.0, 0.0, False, out,
+                                cpu.svgd_scratch(n, d)))
+
+
+def phi(particles, grads, bandwidth="median", repulsion=1.0, form="auto"):
+    r"""The SVGD direction at every particle.
+
+    Parameters
+    ----------
+    particles : (n, d) array
+        The particles ``x_i`` (rows), finite.
+    grads : (n, d) array
+        ``grad log p(x_i)`` (the target's score; ``-grad U`` for a potential ``U``), finite.
+    bandwidth : float or "median", default "median"
+        ``h > 0`` of the RBF kernel ``k(x, x') = exp(-|x - x'|^2 / h)``, or the median
+        heuristic :func:`median_bandwidth` recomputed from ``particles``.
+    repulsion : float, default 1.0
+        Weight ``r >= 0`` of the kernel-gradient (repulsive) term (1 in SVGD, 0.1 in OPVI).
+    form : {"auto", "loop", "gemm"}, default "auto"
+        The compiled row loops (``prange`` over particles) or the BLAS form;
+        ``"auto"``: :func:`choose_form`. Both give the same numbers to rounding.
+
+    Returns
+    -------
+    (n, d) ndarray
+        ``phi(x_i) = 1/n sum_j [k(x_j, x_i) g_j + r grad_{x_j} k(x_j, x_i)]``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        On shapes that differ, non-finite entries, ``bandwidth`` not positive (nor
+        ``"median"``), ``repulsion < 0`` or an unknown ``form``.
+
+    Notes
+    -----
+    Liu & Wang (2016), eq. (8); seed 003 (Algorithm 1, with the repulsive term weighted);
+    ``grad_{x_j} k(x_j, x_i) = (2/h)(x_i - x_j) k(x_j, x_i)``, so
+    ``n phi(x_i) = sum_j k_ij (g_j - c x_j) + c (sum_j k_ij) x_i`` with ``c = 2 r / h``:
+    one weighted sum per particle (the loop form) or the product ``K (G - c X)`` (BLAS).
+
+    Examples
+    --------
+    >>> import numpy as np, vits_ref as vr
+    >>> X = np.array([[0.0], [1.0]])
+    >>> vr.svgd.phi(X, -X, bandwidth=1.0, repulsion=0.0)  # k = exp(-1) off the diagonal
+    array([[-0.18393972],
+           [-0.5       ]])
+    """
+    X = val.float_array(particles, "particles", ndim=2)
+    n, d = X.shape
+    if n == 0 or d == 0:
+        raise ValueError(f"particles must have at least one row and column, got {X.shape}")
+    G = val.float_array(grads, "grads", ndim=2, shape=(n, d))
+    h = _bandwidth(bandwidth)
+    r = val.positive_float(repulsion, "repulsion", allow_zero=True)
+    gemm = _form(form, n, d) == "gemm"
+    out = np.empty((n, d))
+    cpu.svgd_phi()(X, G, h, r, gemm, out, cpu.svgd_scratch(n, d))
+    return out
