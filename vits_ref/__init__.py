@@ -19,3 +19,7 @@ __all__ = ["DivergenceError", "Laplace", "LinTS", "LinUCB", "Langevin", "NIGTS",
            "PerArm",
            "RandomPolicy", "RenyiVI", "SimulationResult", "ThompsonSampling", "VITS", "envs",
            "gaussian", "make_policy", "models", "schedules", "simulate", "VTS"]
+
+from .inference import SGLD  # noqa: E402
+
+__all__ += ["SGLD"]

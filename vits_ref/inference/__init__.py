@@ -8,3 +8,7 @@ from .renyi import RenyiVI
 from .vits import VITS
 
 __all__ = ["Engine", "GaussianEngine", "Laplace", "LinTS", "Langevin", "RenyiVI", "VITS"]
+
+from .sgld import SGLD  # noqa: E402
+
+__all__ += ["SGLD"]

@@ -317,8 +317,9 @@ class WellingTeh(Model):
         (:func:`posterior_grid`; ``eta`` is ignored: the untempered posterior)."""
         return posterior_grid(self.x, grid, sigma_x=self.sigma_x, prior_var=self.prior_var)
 
-    def prior_sample(self, n, seed=None):
-        """``n`` draws from the prior ``N(0, diag(v))``, shape (n, 2)."""
+    def init_particles(self, n, seed=None):
+        """``n`` draws from the prior ``N(0, diag(v))``, shape (n, 2): the particle
+        engines' start."""
         rng = val.as_generator(seed)
         return rng.standard_normal((val.positive_int(n, "n"), 2)) * np.sqrt(self.prior_var)
 
