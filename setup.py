@@ -28,6 +28,7 @@ setup(
     packages=["vits_ref", "vits_ref.inference", "vits_ref.experiments", "vits_ref.models",
               "vits_ref.reference", "vits_ref._bench", "vits_ref.envs", "vits_ref.data",
               "vits_ref.experiments.vits",
+              "vits_ref.diffusion",
               "vits_ref.kernels"],
     package_dir={"vits_ref.kernels": "kernels"},
     install_requires=["numpy>=1.24", "scipy>=1.10", "numba>=0.59"],

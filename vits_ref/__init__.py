@@ -6,18 +6,20 @@ Engines (:mod:`vits_ref.inference`): :class:`LinTS` (exact), :class:`VITS` (vari
 runs: :func:`simulate`. Closed forms: :mod:`vits_ref.gaussian`.
 """
 
-from . import envs, gaussian, models, schedules
+from . import diffusion, envs, gaussian, models, schedules
 from .errors import DivergenceError
-from .inference import VITS, Langevin, Laplace, LinTS, RenyiVI
+from .inference import DPS, VITS, DiffTS, Langevin, Laplace, LinTS, RenyiVI
 from .policies import LinUCB, PerArm, RandomPolicy, ThompsonSampling
 from .simulate import POLICY_NAMES, SimulationResult, make_policy, simulate
 from .vts import NIGTS, VTS
 
 __version__ = "0.1.0"
 
-__all__ = ["DivergenceError", "Laplace", "LinTS", "LinUCB", "Langevin", "NIGTS", "POLICY_NAMES",
+__all__ = ["DPS", "DiffTS", "DivergenceError", "Laplace", "LinTS", "LinUCB", "Langevin", "NIGTS",
+           "POLICY_NAMES",
            "PerArm",
-           "RandomPolicy", "RenyiVI", "SimulationResult", "ThompsonSampling", "VITS", "envs",
+           "RandomPolicy", "RenyiVI", "SimulationResult", "ThompsonSampling", "VITS", "diffusion",
+           "envs",
            "gaussian", "make_policy", "models", "schedules", "simulate", "VTS"]
 
 from .inference import SGLD  # noqa: E402

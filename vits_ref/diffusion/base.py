@@ -24,7 +24,8 @@ __all__ = ["ChainArrays", "DiffusionPriorBase", "EpsBodies", "ddpm_reverse_prec"
 
 
 def ddpm_reverse_prec(schedule, dim):
-    """``(T + 1, d, d)``: ``I / btilde_t`` for ``t >= 1`` (clipped ``btilde_1 = beta_1``), zeros at 0."""
+    """``(T + 1, d, d)``: ``I / btilde_t`` for ``t >= 1`` (clipped ``btilde_1 = beta_1``),
+    zeros at ``t = 0``."""
     T = schedule.n_stages
     out = np.zeros((T + 1, dim, dim))
     out[1:] = np.eye(dim)[None] / schedule.btilde[1:, None, None]
@@ -65,7 +66,8 @@ class DiffusionPriorBase:
 
     .. math::
 
-        \hat s_0 = \frac{s_t - \sqrt{1-\bar\alpha_t}\,\varepsilon_t(s_t)}{\sqrt{\bar\alpha_t}},\qquad
+        \hat s_0 = \frac{s_t - \sqrt{1-\bar\alpha_t}\,\varepsilon_t(s_t)}{\sqrt{\bar\alpha_t}},
+        \qquad
         \mu_t(s_t) = \frac{\sqrt{\bar\alpha_{t-1}}\beta_t}{1-\bar\alpha_t}\hat s_0
                    + \frac{\sqrt{\alpha_t}(1-\bar\alpha_{t-1})}{1-\bar\alpha_t} s_t .
 

@@ -1,13 +1,15 @@
 """Approximate-posterior engines, one module each, sharing the protocol of :mod:`.base`."""
 
 from .base import Engine, GaussianEngine
+from .diffts import DPS, DiffTS
 from .exact import LinTS
 from .langevin import Langevin
 from .laplace import Laplace
 from .renyi import RenyiVI
 from .vits import VITS
 
-__all__ = ["Engine", "GaussianEngine", "Laplace", "LinTS", "Langevin", "RenyiVI", "VITS"]
+__all__ = ["DPS", "DiffTS", "Engine", "GaussianEngine", "Laplace", "LinTS", "Langevin",
+           "RenyiVI", "VITS"]
 
 from .sgld import SGLD  # noqa: E402
 
