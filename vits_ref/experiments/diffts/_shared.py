@@ -1,0 +1,394 @@
+"""What the diffusion-prior experiments share: the methods, trained priors and their cache,
+the two-sample statistic, the late-regret slopes and the two-row figure.
+
+The methods of seed 001, section 6.1, all built from the same prior samples:
+
+- ``TS``: linear Thompson sampling with the uninformative prior ``N(0, I)`` (exact,
+  :class:`vits_ref.LinTS`) or, for logistic rewards, Laplace TS with that prior;
+- ``TunedTS``: the same with the maximum-likelihood Gaussian of the prior samples
+  (:class:`vits_ref.TunedTS`);
+- ``MixTS``: a Gaussian-mixture prior fitted by EM, exact mixture posterior
+  (:class:`vits_ref.MixTS`, linear rewards only, as in the paper);
+- ``DPS``: diffusion posterior sampling (Algorithm 4, :class:`vits_ref.DPS`) with the
+  learned diffusion prior (linear rewards; the paper runs it on the linear problems);
+- ``DiffTS``: LaplaceDPS (Algorithm 2, :class:`vits_ref.DiffTS`) with the learned prior.
+
+Trained priors are cached as ``.npz`` files (:meth:`vits_ref.diffusion.DiffusionPrior.save`)
+under ``<out>/priors``, named by everything that determines them (data, stages, alpha,
+training size, training options, seed), so a rerun into the same folder does not retrain;
+the summary records whether each prior was loaded or trained and its training time.
+"""
+
+import hashlib
+import json
+import os
+import time
+
+import numpy as np
+
+from ..._seeding import child
+
+#: The methods in the paper's order (section 6.1).
+METHODS = ("TS", "TunedTS", "MixTS", "DPS", "DiffTS")
+#: MixTS's number of components (section 6.2: "MixTS is implemented with two mixture
+#: components").
+MIX_COMPONENTS = 2
+
+
+def seeds(seed, n):
+    """``n`` independent child seed sequences of ``seed`` (data, training, ...)."""
+    root = np.random.SeedSequence(int(seed))
+    return [child(root, i) for i in range(n)]
+
+
+def _digest(samples, settings):
+    h = hashlib.sha1(np.ascontiguousarray(samples, dtype=np.float64).tobytes())
+    h.update(json.dumps(settings, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:12]
+
+
+def trained_prior(samples, n_stages=100, alpha=0.97, seed=0, cache_dir=None, name="prior",
+                  train_kwargs=None, progress=None):
+    """A :class:`vits_ref.diffusion.DiffusionPrior` fitted to ``samples``, cached.
+
+    Parameters
+    ----------
+    samples : (n, d) array
+        Samples of the prior to learn.
+    n_stages, alpha : int, float
+        The diffusion's ``T`` and ``alpha_t`` (seed 001: 100 and 0.97).
+    seed : int
+        Seeds the network's initialisation and the training's mini-batches.
+    cache_dir : str or None
+        Folder of the ``.npz`` cache; None trains without caching.
+    name : str
+        Readable prefix of the cache file.
+    train_kwargs : dict or None
+        Options of ``fit`` (``epochs``, ``batch_size``, ``lr``, ...) and of the
+        constructor (``hidden``), as :class:`~vits_ref.diffusion.DiffusionPrior` documents;
+        None uses its defaults.
+    progress : callable or None
+
+    Returns
+    -------
+    prior : DiffusionPrior
+    info : dict
+        ``path`` (or None), ``loaded`` (bool), ``train_time_s`` (0 when loaded).
+    """
+    from ...diffusion import DiffusionPrior
+
+    samples = np.asarray(samples, dtype=float)
+    kw = dict(train_kwargs or {})
+    ctor = {k: kw.pop(k) for k in ("hidden",) if k in kw}
+    settings = {"n_stages": int(n_stages), "alpha": float(alpha), "seed": int(seed),
+                "ctor": ctor, "fit": kw}
+    path = None
+    if cache_dir is not None:
+        os.makedirs(cache_dir, exist_ok=True)
+        path = os.path.join(cache_dir, f"{name}-T{n_stages}-n{len(samples)}-"
+                                       f"{_digest(samples, settings)}.npz")
+        if os.path.exists(path):
+            prior = DiffusionPrior.load(path)
+            return prior, {"path": path, "loaded": True, "train_time_s": 0.0}
+    if progress:
+        progress(f"training the diffusion prior {name} (T = {n_stages}, "
+                 f"{len(samples)} samples)")
+    t0 = time.perf_counter()
+    prior = DiffusionPrior(samples.shape[1], n_stages=n_stages, alpha=alpha, seed=seed,
+                           **ctor).fit(samples, **kw)
+    elapsed = time.perf_counter() - t0
+    if path is not None:
+        prior.save(path)
+    return prior, {"path": path, "loaded": False, "train_time_s": elapsed}
+
+
+def build_methods(samples, prior, sigma, reward="linear", which=METHODS):
+    """``[(label, policy), ...]`` of the methods in ``which`` (paper order).
+
+    ``samples`` are the prior samples that TunedTS and MixTS fit; ``prior`` is the
+    learned diffusion prior of DPS and DiffTS; ``sigma`` the reward noise (linear) that
+    every method is told. MixTS and DPS exist for linear rewards only (section 6.1:
+    "MixTS is used only in linear bandit experiments"), so they are skipped for
+    ``reward="logistic"``.
+    """
+    import vits_ref as vr
+
+    samples = np.asarray(samples, dtype=float)
+    dim = samples.shape[1]
+    out = []
+    for label in METHODS:
+        if label not in which:
+            continue
+        if reward == "logistic" and label in ("MixTS", "DPS"):
+            continue
+        # the logistic model has no noise scale: Laplace TS takes none, DiffTS sigma = 1
+        # (its temperature; 1 is the Bernoulli likelihood)
+        gauss_sigma = sigma if reward == "linear" else None
+        if label == "TS":
+            eng = vr.TunedTS.standard(dim, model=reward, sigma=gauss_sigma)
+        elif label == "TunedTS":
+            eng = vr.TunedTS(samples, model=reward, sigma=gauss_sigma)
+        elif label == "MixTS":
+            eng = vr.MixTS.from_samples(samples, n_components=MIX_COMPONENTS, sigma=sigma)
+        elif label == "DPS":
+            eng = vr.DPS(prior, sigma=sigma)
+        else:
+            eng = vr.DiffTS(prior, model=reward, sigma=sigma if reward == "linear" else 1.0)
+        out.append((label, vr.ThompsonSampling(eng)))
+    return out
+
+
+def energy_distance(x, y):
+    r"""The energy distance of two samples (Székely and Rizzo), V-statistic form.
+
+    ``2 mean |x_i - y_j| - mean |x_i - x_k| - mean |y_j - y_l|`` with Euclidean norms
+    (SciPy's ``cdist``); zero only for identical empirical distributions, and for two
+    independent samples of one distribution of order ``E|X - X'| (1/n + 1/m)``.
+    """
+    from scipy.spatial.distance import cdist
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    return float(2.0 * cdist(x, y).mean() - cdist(x, x).mean() - cdist(y, y).mean())
+
+
+def late_slopes(cumulative, start=None):
+    """Per run, the mean regret per round over the last half: ``(R_n - R_{n/2}) / (n/2)``.
+
+    ``cumulative``: (runs, n) cumulative regrets. Returns (runs,) floats.
+    """
+    c = np.asarray(cumulative, dtype=float)
+    n = c.shape[1]
+    h = n // 2 if start is None else start
+    if h < 1 or h >= n:
+        return (c[:, -1] / n).tolist()
+    return ((c[:, -1] - c[:, h - 1]) / (n - h)).tolist()
+
+
+def prior_and_regret_figure(scatter, curves, path, title=None, labels=("true prior",
+                                                                          "diffusion prior")):
+    """Figures 2 and 4 of seed 001: a row of prior scatter plots over a row of regret curves.
+
+    ``scatter``: ``{panel: (true (n, 2), learned (m, 2))}`` (2-D samples; higher
+    dimensions are drawn on their first two coordinates); ``curves``: ``{panel: {method:
+    (mean, stderr)}}``. Writes a PNG at ``path``; returns the Figure.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from ...plotting import band, save
+
+    panels = list(curves)
+    n = len(panels)
+    fig = Figure(figsize=(3.6 * n, 7.0))
+    FigureCanvasAgg(fig)
+    for j, panel in enumerate(panels):
+        ax = fig.add_subplot(2, n, j + 1)
+        if panel in scatter:
+            true, learned = scatter[panel]
+            ax.scatter(true[:, 0], true[:, 1], s=3, alpha=0.4, color="tab:blue",
+                       label=labels[0])
+            ax.scatter(learned[:, 0], learned[:, 1], s=3, alpha=0.4, color="tab:red",
+                       label=labels[1])
+            ax.set_aspect("equal", adjustable="datalim")
+        ax.set_title(panel)
+        if j == 0:
+            ax.legend(fontsize=7, markerscale=3)
+        ax2 = fig.add_subplot(2, n, n + j + 1)
+        for label, (mean, se) in curves[panel].items():
+            mean, se = np.asarray(mean), np.asarray(se)
+            band(ax2, np.arange(1, len(mean) + 1), mean, mean - se, mean + se, label)
+        ax2.set_xlabel("round n")
+        if j == 0:
+            ax2.set_ylabel("cumulative regret")
+            ax2.legend(fontsize=7)
+        ax2.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    save(fig, path)
+    return fig
+
+
+# -- running the panels -----------------------------------------------------------------
+
+def _is_linear_diffts(policy):
+    eng = getattr(policy, "engine", None)
+    from ...inference.diffts import DiffTS
+    from ...policies import ThompsonSampling
+
+    return (isinstance(policy, ThompsonSampling) and isinstance(eng, DiffTS)
+            and eng.model.name == "linear")
+
+
+def simulate_method(policy, env, rounds, runs, seed, n_jobs=1):
+    """:func:`vits_ref.simulate` with a new problem instance per run (``theta_*`` drawn
+    from the prior in every run); Thompson sampling over the linear DiffTS goes through the
+    compiled ``prange`` driver over runs (:func:`vits_ref.diffusion.chain.run_linear_bandit`),
+    with the same seeds as :func:`vits_ref.simulate` (run ``r``: child ``r`` of the root;
+    its child 0 realises the run, child 1 seeds the policy, child 2 draws the instance), so
+    both give the same regret bit for bit (``tests/test_diffts_experiments.py``)."""
+    from ...simulate import SimulationResult, simulate
+
+    if not _is_linear_diffts(policy):
+        return simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
+                        new_instance_per_run=True, n_jobs=n_jobs)
+    from ...diffusion.chain import run_linear_bandit
+
+    eng = policy.engine
+    t0 = time.perf_counter()
+    root = np.random.SeedSequence(seed) if not isinstance(seed, np.random.SeedSequence) \
+        else seed
+    reals, seeds_ = [], []
+    for r in range(runs):
+        rs = child(root, r)
+        inst = env.new_instance(child(rs, 2))
+        reals.append(inst.realise(rounds, np.random.Generator(np.random.PCG64(child(rs, 0)))))
+        seeds_.append(child(rs, 1))
+    regret, arms = run_linear_bandit(eng.prior, np.stack([x.contexts for x in reals]),
+                                     np.stack([x.means for x in reals]),
+                                     np.stack([x.rewards for x in reals]), sigma=eng.sigma,
+                                     seeds=seeds_)
+    wall = time.perf_counter() - t0
+    return SimulationResult(getattr(policy, "name", "DiffTS"), repr(env), regret, arms,
+                            np.zeros(0, dtype=np.int64), None, wall, True, seed)
+
+
+def run_panels(name, description, panels, runs, rounds, seed, out, progress=None,
+               extra=None, n_jobs=1, reference=None, on_result=None):
+    """:func:`vits_ref.experiments._common.run_panels` for the prior bandits: the same
+    outputs (``curves.csv``, ``summary.json``, paired differences against ``reference``),
+    every method on a new problem instance per run, and the linear DiffTS through its
+    ``prange`` driver (:func:`simulate_method`); ``regret.png`` is left to the caller
+    (the experiments draw the prior above the regret). ``reference``: a method label, or
+    ``{panel: label}`` for one reference per panel. Returns the summary; ``curves`` (not
+    in the JSON) holds ``{panel: {method: (mean, stderr)}}``."""
+    from ...errors import DivergenceError
+    from .._common import environment_info, write_curves_csv, write_json
+    from .._paired import compare
+
+    os.makedirs(out, exist_ok=True)
+    rows, summary, curves = [], [], {}
+    t0 = time.perf_counter()
+    for panel, env, methods, info in panels:
+        curves[panel] = {}
+        for label, policy in methods:
+            if progress:
+                progress(f"{panel}: {label} ({runs} runs x {rounds} rounds)")
+            try:
+                res = simulate_method(policy, env, rounds, runs, seed, n_jobs)
+            except DivergenceError as err:
+                if progress:
+                    progress(f"{panel}: {label} diverged ({err})")
+                summary.append({**info, "panel": panel, "method": label,
+                                "diverged_candidates": [{"diverged": str(err)}]})
+                continue
+            if on_result is not None:
+                on_result(panel, label, res)
+            mean, se = res.mean_and_stderr()
+            rows.append({"panel": panel, "method": label, "mean": mean, "stderr": se})
+            curves[panel][label] = (mean, se)
+            summary.append({**info, "panel": panel, "method": label,
+                            "final_regret_mean": float(mean[-1]),
+                            "final_regret_stderr": float(se[-1]),
+                            "final_regrets": res.cumulative_regret[:, -1].tolist(),
+                            "wall_time_s": res.wall_time, "fused": res.fused,
+                            "us_per_round": 1e6 * res.wall_time / (runs * rounds)})
+        ref = reference.get(panel) if isinstance(reference, dict) else reference
+        if ref is not None:
+            entries = [e for e in summary if e["panel"] == panel]
+            for label, diff in compare(entries, ref).items():
+                next(e for e in entries if e["method"] == label)[
+                    "paired_vs_reference"] = {"reference": ref, **diff}
+    files = [os.path.join(out, f) for f in ("curves.csv", "summary.json")]
+    result = {"experiment": name, "description": description, "runs": runs, "rounds": rounds,
+              "seed": seed, "reference": reference, **(extra or {}), "results": summary,
+              "files": files, "total_wall_time_s": time.perf_counter() - t0,
+              "environment": environment_info()}
+    write_curves_csv(files[0], rows)
+    write_json(files[1], result)
+    result["curves"] = curves
+    return result
+
+
+# -- the higher-dimensional experiments (MovieLens, digits) -------------------------------
+
+def pca2(reference, *others):
+    """Project ``reference`` and ``others`` on the two leading principal axes of
+    ``reference`` (the paper draws its 5-D and 8-D priors with UMAP; PCA is linear,
+    deterministic and needs no extra package)."""
+    ref = np.asarray(reference, dtype=float)
+    mu = ref.mean(axis=0)
+    _, _, vt = np.linalg.svd(ref - mu, full_matrices=False)
+    W = vt[:2].T
+    return [(np.asarray(x, dtype=float) - mu) @ W for x in (ref, *others)]
+
+
+def energy_check(prior, samples, n, seed):
+    """Energy distances in any dimension: the learned prior against half of ``samples``,
+    and the two halves against each other (the noise floor at that size)."""
+    rng = np.random.default_rng(seed)
+    x = np.asarray(samples, dtype=float)[rng.permutation(len(samples))]
+    n = int(min(n, len(x) // 2))
+    a, b = x[:n], x[n:2 * n]
+    learned = prior.sample(n, seed=int(rng.integers(2 ** 31)))
+    return {"n": n, "learned_vs_true": energy_distance(learned, a),
+            "true_vs_true": energy_distance(a, b),
+            "cov_trace_ratio": float(np.trace(np.cov(learned.T)) / np.trace(np.cov(a.T)))}, \
+        (a, learned)
+
+
+def run_embedding_experiment(name, description, samples, make_env, rewards, sigma, runs,
+                             rounds, seed, out, progress, methods, n_stages, alpha, n_train,
+                             train_kwargs, n_energy, n_jobs, extra, title):
+    """The MovieLens and digits experiments: one prior learned from ``samples`` (at most
+    ``n_train`` of them), one panel per reward model (``make_env(reward)`` gives its
+    environment), the methods of :func:`build_methods` with paired differences against
+    DiffTS; writes ``curves.csv``, ``summary.json`` and ``regret.png`` (the prior's and the
+    learned prior's samples projected on two principal axes, above the regret curves)."""
+    samples = np.asarray(samples, dtype=float)
+    s_train, s_check = seeds(seed, 2)
+    rng = np.random.default_rng(s_train)
+    train = samples if len(samples) <= n_train else samples[
+        np.sort(rng.choice(len(samples), n_train, replace=False))]
+    prior, info = trained_prior(train, n_stages, alpha, seed=seed,
+                                cache_dir=os.path.join(out, "priors"), name=name,
+                                train_kwargs=train_kwargs, progress=progress)
+    energy, (true, learned) = energy_check(prior, samples, n_energy, s_check)
+    which = tuple(m for m in METHODS if m in set(methods) | {"DiffTS"})
+    panels = [(f"{reward} rewards", make_env(reward), build_methods(train, prior, sigma,
+                                                                    reward, which),
+               {"reward": reward}) for reward in rewards]
+    extra = {**extra, "dim": samples.shape[1], "n_prior_samples": len(samples),
+             "n_train": len(train), "n_stages": n_stages, "alpha": alpha, "sigma": sigma,
+             "rewards": list(rewards), "train_kwargs": train_kwargs, "prior": info,
+             "energy": energy, "methods": list(which)}
+    result = run_panels(name, description, panels, runs, rounds, seed, out, progress,
+                        extra=extra, n_jobs=n_jobs, reference="DiffTS")
+    curves = result.pop("curves")
+    path = os.path.join(out, "regret.png")
+    try:
+        t2, l2 = pca2(true[:500], learned[:500])
+        prior_and_regret_figure({p: (t2, l2) for p in curves}, curves, path,
+                                title=f"{title} ({runs} runs x {rounds} rounds)")
+        result["files"].append(path)
+    except ImportError as exc:
+        if progress:
+            progress(f"no plot written: {exc}")
+    from .._common import write_json
+
+    write_json(result["files"][1], result)
+    return result
+
+
+def beats_all(result, panel):
+    """``(pairs, worse)``: per baseline of ``panel``, its paired final-regret difference
+    against DiffTS (baseline - DiffTS), and the baselines whose interval does not lie
+    above 0. None if DiffTS did not run or there are fewer than 2 runs."""
+    from .._paired import panel_entries
+
+    e = panel_entries(result, panel)
+    if "DiffTS" not in e or result["runs"] < 2:
+        return None
+    pairs = {m: x["paired_vs_reference"] for m, x in e.items()
+             if m != "DiffTS" and "paired_vs_reference" in x}
+    worse = [m for m, d in pairs.items() if not d.get("ci") or d["ci"][0] <= 0]
+    return pairs, worse
