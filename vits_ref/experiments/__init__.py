@@ -2,7 +2,8 @@
 
 One subpackage per paper (:mod:`vits_ref.experiments.vits`: the VITS paper;
 :mod:`~vits_ref.experiments.vts`: variational Thompson sampling;
-:mod:`~vits_ref.experiments.renyi`: Rényi VI), one module per figure or table;
+:mod:`~vits_ref.experiments.renyi`: Rényi VI; :mod:`~vits_ref.experiments.diffts`:
+diffusion priors), one module per figure or table;
 :mod:`vits_ref.experiments._common` holds what they share. Each experiment module defines
 ``NAME``, ``DESCRIPTION``, ``DEFAULTS`` (runs, rounds, seed), ``run(runs, rounds, seed,
 out, progress)`` which writes a CSV, a JSON summary and a PNG plot into ``out`` and
@@ -11,9 +12,9 @@ terminal, and ``claims(result)``: the paper's claims that it tests, each with a 
 (:mod:`vits_ref.experiments._claims`, gathered by :mod:`vits_ref.report`).
 """
 
-from . import renyi, vits, vts
+from . import diffts, renyi, vits, vts
 
-PAPERS = (vits, vts, renyi)
+PAPERS = (vits, vts, renyi, diffts)
 EXPERIMENTS = {m.NAME: m for paper in PAPERS for m in paper.MODULES}
 
 
