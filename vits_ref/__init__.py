@@ -25,3 +25,7 @@ __all__ = ["DPS", "DiffTS", "DivergenceError", "Laplace", "LinTS", "LinUCB", "La
 from .inference import SGLD  # noqa: E402
 
 __all__ += ["SGLD"]
+from . import svgd  # noqa: E402
+from .inference import OPVI, SVGD  # noqa: E402
+
+__all__ += ["OPVI", "SVGD", "svgd"]

@@ -14,3 +14,6 @@ __all__ = ["DPS", "DiffTS", "Engine", "GaussianEngine", "Laplace", "LinTS", "Lan
 from .sgld import SGLD  # noqa: E402
 
 __all__ += ["SGLD"]
+from .particles import OPVI, SVGD  # noqa: E402
+
+__all__ += ["OPVI", "SVGD"]

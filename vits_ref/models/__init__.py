@@ -32,6 +32,23 @@ The model protocol (what the engines of :mod:`vits_ref.inference` use):
 :data:`MODELS` maps the model names accepted by the engines' ``model=`` argument to
 classes constructed as ``cls.from_dim(dim, eta=eta, lam=lam)`` (``dim``: the size of the
 features). A new model is one kernel module with a ``Potential`` and one module here.
+
+Optional hooks of the particle engines (:mod:`vits_ref.inference.particles`):
+
+``minibatch_data(index, like_weight=1.0, prior_weight=1.0)``
+    the ``data`` tuple for ``model.potential`` (same types as ``kernel_data()``, so no
+    recompilation) representing ``U(theta) = -like_weight * sum_{i in index} log p(y_i |
+    x_i, theta) - prior_weight * log p0(theta)`` on the rows ``index`` (1-D integers in
+    ``[0, n_obs)``) of the model's history, with the likelihood and prior exactly as the
+    model's full potential has them (tempered by ``eta`` where the model tempers), so
+    ``minibatch_data(arange(n_obs), 1, 1)`` is the full potential. Weights ``>= 0``; 0
+    removes a term. OPVI's mini-batches use it (the linear model, which keeps statistics
+    only, has none: OPVI keeps that model's history itself). Implemented by
+    :class:`Logistic` and the particle models.
+``sample_prior(n, rng)``
+    ``n`` draws ``(n, dim)`` of the prior from the Generator ``rng``, where the prior is
+    not the Gaussian ``(prior_mean, prior_cov)`` / ``N(0, I/(lam eta))`` (SVGD's and
+    OPVI's initial particles).
 """
 
 from .base import Model

@@ -228,3 +228,35 @@ class Logistic(Model):
         """A logistic model of the same dimension and initial capacity, with no data."""
         return Logistic(self.dim, eta=eta, lam=lam, capacity=self.capacity,
                         prior_mean=self.prior_mean, prior_cov=self.prior_cov)
+
+    # -- mini-batches (OPVI) --------------------------------------------------------------
+    def minibatch_data(self, index, like_weight=1.0, prior_weight=1.0):
+        """The kernels' data tuple for the potential on a subset of the history.
+
+        ``U(theta) = like_weight * eta sum_{s in index} (log(1 + exp(x_s theta)) - y_s x_s
+        theta) + prior_weight * 1/2 (theta - theta0)^T P0 (theta - theta0)`` with the
+        model's prior (``P0 = eta lam I``, ``theta0 = 0`` by default): the model hook of
+        :mod:`vits_ref.models` that OPVI's mini-batches use. The rows are copied; the
+        prior enters as the general-prior term (so any weight, 0 included, is exact) and
+        the tuple has the types of :meth:`kernel_data` (no recompilation).
+
+        Parameters
+        ----------
+        index : array of int
+            Rows of the history (``0 <= index < n_obs``).
+        like_weight, prior_weight : float, default 1.0
+            Weights ``>= 0`` of the likelihood and prior terms.
+        """
+        index = np.asarray(index)
+        if index.ndim != 1 or not np.issubdtype(index.dtype, np.integer):
+            raise TypeError(f"index must be a 1-D integer array, got {index.dtype} with "
+                            f"shape {index.shape}")
+        if index.size and (index.min() < 0 or index.max() >= self.n_obs):
+            raise ValueError(f"index must be in [0, n_obs = {self.n_obs}), got values in "
+                             f"[{index.min()}, {index.max()}]")
+        lw = val.positive_float(like_weight, "like_weight", allow_zero=True)
+        pw = val.positive_float(prior_weight, "prior_weight", allow_zero=True)
+        theta0 = np.zeros(self.dim) if self.prior_mean is None else self.prior_mean
+        return (np.ascontiguousarray(self.X[index]), np.ascontiguousarray(self.y[index]),
+                self.eta * lw, 0.0, True, pw * self.prior_precision,
+                np.ascontiguousarray(theta0, dtype=float))
