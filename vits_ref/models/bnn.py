@@ -306,7 +306,12 @@ def regression_metrics(model, thetas, X, y, y_mean=0.0, y_std=1.0, convention="e
         raise TypeError(f"model must be a BNNRegression, got {type(model).__name__}")
     thetas = model._thetas(thetas)
     y = val.float_array(y, "y", ndim=1)
-    y_mean = float(val.float_array(y_mean, "y_mean", ndim=0))
+    try:
+        y_mean = float(y_mean)
+    except (TypeError, ValueError):
+        raise TypeError(f"y_mean must be a real number, got {y_mean!r}") from None
+    if not np.isfinite(y_mean):
+        raise ValueError(f"y_mean must be finite, got {y_mean!r}")
     y_std = val.positive_float(y_std, "y_std")
     F = model.predict_particles(thetas, X)
     if F.shape[1] != y.shape[0]:
