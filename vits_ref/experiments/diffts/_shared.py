@@ -219,6 +219,27 @@ def _is_linear_diffts(policy):
             and eng.model.name == "linear")
 
 
+class one_thread:
+    """Context manager: Numba runs on one thread inside (if ``active``), as before after."""
+
+    def __init__(self, active=True):
+        self.active = bool(active)
+
+    def __enter__(self):
+        import numba
+
+        self._old = numba.get_num_threads()
+        if self.active:
+            numba.set_num_threads(1)
+        return self
+
+    def __exit__(self, *exc):
+        import numba
+
+        numba.set_num_threads(self._old)
+        return False
+
+
 def simulate_method(policy, env, rounds, runs, seed, n_jobs=1):
     """:func:`vits_ref.simulate` with a new problem instance per run (``theta_*`` drawn
     from the prior in every run); Thompson sampling over the linear DiffTS goes through the
@@ -229,8 +250,15 @@ def simulate_method(policy, env, rounds, runs, seed, n_jobs=1):
     from ...simulate import SimulationResult, simulate
 
     if not _is_linear_diffts(policy):
-        return simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
-                        new_instance_per_run=True, n_jobs=n_jobs)
+        from ...simulate import fused_spec
+
+        # the Python loop draws one sample per round: with several Numba threads the
+        # engines' prange launch per draw costs far more than the draw (about 15 ms against
+        # 40 us on a loaded 2-core machine, OpenMP layer), so it runs on one thread
+        # (results do not depend on the number of threads)
+        with one_thread(fused_spec(policy) is None):
+            return simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
+                            new_instance_per_run=True, n_jobs=n_jobs)
     from ...diffusion.chain import run_linear_bandit
 
     eng = policy.engine
@@ -257,7 +285,8 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     """:func:`vits_ref.experiments._common.run_panels` for the prior bandits: the same
     outputs (``curves.csv``, ``summary.json``, paired differences against ``reference``),
     every method on a new problem instance per run, and the linear DiffTS through its
-    ``prange`` driver (:func:`simulate_method`); ``regret.png`` is left to the caller
+    ``prange`` driver (:func:`simulate_method`); each method runs once on one short run
+    first, so that its ``wall_time_s`` excludes compilation; ``regret.png`` is left to the caller
     (the experiments draw the prior above the regret). ``reference``: a method label, or
     ``{panel: label}`` for one reference per panel. Returns the summary; ``curves`` (not
     in the JSON) holds ``{panel: {method: (mean, stderr)}}``."""
@@ -274,6 +303,8 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
             if progress:
                 progress(f"{panel}: {label} ({runs} runs x {rounds} rounds)")
             try:
+                # warm-up (compilation, cache loading) so that wall_time_s is the runs' cost
+                simulate_method(policy, env, min(rounds, 2), 1, seed)
                 res = simulate_method(policy, env, rounds, runs, seed, n_jobs)
             except DivergenceError as err:
                 if progress:

@@ -166,7 +166,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
 def _energy_check(prior, shape, n, seed):
     """Energy distances: learned prior vs a true sample, the fitted Gaussian (TunedTS's
     prior) vs the true sample, and the noise floor (pairs of independent true samples)."""
-    ss = _shared.seeds(int(seed.generate_state(1)[0]), N_FLOOR_PAIRS * 2 + 3)
+    ss = _shared.seeds(int(seed.generate_state(1)[0]), N_FLOOR_PAIRS * 2 + 4)
     true = true_samples(shape, n, ss[0])
     learned = prior.sample(n, seed=ss[1])
     fit_src = true_samples(shape, n, ss[2])
