@@ -364,3 +364,186 @@ def vts_runs(params, prior, contexts, means, rewards, rngs,
                                                sqerr, iters, status)
     return (regret.copy_to_host(), arms.copy_to_host(), sqerr.copy_to_host(),
             iters.copy_to_host(), status.copy_to_host())
+
+
+# ---- diffusion chain
+# The reverse chains of :mod:`vits_ref.kernels.diffusion_chain`, one sample (or bandit run)
+# per thread, the same bodies as :mod:`.cpu`'s ``diffusion_*`` drivers. ``arrays`` is the
+# prior's :meth:`~vits_ref.diffusion.DiffusionPriorBase.chain_arrays`; ``scratch_rows`` the
+# eps scratch with one row per thread (:func:`vits_ref.diffusion.chain.scratch_rows`).
+
+
+@functools.cache
+def _diffusion_chain_kernel(bodies):
+    from ..kernels.diffusion_chain import make_chain
+
+    body = make_chain(bodies)
+
+    @cuda_jit
+    def kernel(coef, params, prec_chol, start_mean, start_chol, z, out, work, scr, ok):
+        j = cuda.grid(1)
+        while j < z.shape[0]:
+            ok[j] = body(coef, params, prec_chol, start_mean, start_chol, z[j], out[j], work[j],
+                         index_rows(scr, j))
+            j += cuda.gridsize(1)
+
+    return kernel
+
+
+def diffusion_chain(bodies, params, arrays, z, scratch_rows,
+                    threads_per_block=THREADS_PER_BLOCK):
+    """Prior draws by the plain reverse chain from ``z`` (n, T + 1, d): ``(out (n, d),
+    ok (n,))``; see :func:`vits_ref.drivers.cpu.diffusion_chain`."""
+    n, _, d = z.shape
+    out = cuda.device_array((n, d))
+    ok = cuda.device_array(n, dtype=np.bool_)
+    _diffusion_chain_kernel(bodies)[_grid(n, threads_per_block)](
+        *_to_device((arrays.coef,)), _device_tuple(params),
+        *_to_device((arrays.prec_chol, arrays.start_mean, arrays.start_chol, z)), out,
+        cuda.device_array((n, 3, d)), _device_tuple(scratch_rows), ok)
+    return out.copy_to_host(), ok.copy_to_host()
+
+
+@functools.cache
+def _diffusion_laplace_linear_kernel(bodies):
+    from ..kernels.diffusion_chain import make_laplace_linear
+
+    body = make_laplace_linear(bodies)
+
+    @cuda_jit
+    def kernel(coef, params, prec, start_prec, start_b, G, h, w, z, out, M, L, work, scr, ok):
+        j = cuda.grid(1)
+        while j < z.shape[0]:
+            ok[j] = body(coef, params, prec, start_prec, start_b, G, h, w, z[j], out[j], M[j],
+                         L[j], work[j], index_rows(scr, j))
+            j += cuda.gridsize(1)
+
+    return kernel
+
+
+def diffusion_laplace_linear(bodies, params, arrays, G, h, w, z, scratch_rows,
+                             threads_per_block=THREADS_PER_BLOCK):
+    """LaplaceDPS draws of the linear model: ``(out (n, d), ok (n,))``; see
+    :func:`vits_ref.drivers.cpu.diffusion_laplace_linear`."""
+    n, _, d = z.shape
+    out = cuda.device_array((n, d))
+    ok = cuda.device_array(n, dtype=np.bool_)
+    _diffusion_laplace_linear_kernel(bodies)[_grid(n, threads_per_block)](
+        *_to_device((arrays.coef,)), _device_tuple(params),
+        *_to_device((arrays.prec, arrays.start_prec, arrays.start_b, G, h)), float(w),
+        *_to_device((z,)), out, cuda.device_array((n, d, d)),
+        cuda.to_device(np.zeros((n, d, d))), cuda.device_array((n, 4, d)),
+        _device_tuple(scratch_rows), ok)
+    return out.copy_to_host(), ok.copy_to_host()
+
+
+@functools.cache
+def _diffusion_laplace_glm_kernel(bodies, potential):
+    from ..kernels.diffusion_chain import make_laplace_glm
+
+    body = make_laplace_glm(bodies, potential)
+
+    @cuda_jit
+    def kernel(coef, params, prec, start_mean, start_prec, start_b, data, tol, max_iter, z,
+               out, n0, n1, n2, n3, n4, n5, n6, n7, work, scr, pscr, info):
+        j = cuda.grid(1)
+        while j < z.shape[0]:
+            failed, slow, iters = body(coef, params, prec, start_mean, start_prec, start_b,
+                                       data, tol, max_iter, z[j], out[j],
+                                       (n0[j], n1[j], n2[j], n3[j], n4[j], n5[j], n6[j], n7[j]),
+                                       work[j], index_rows(scr, j), index_rows(pscr, j))
+            info[j, 0] = failed
+            info[j, 1] = slow
+            info[j, 2] = iters
+            j += cuda.gridsize(1)
+
+    return kernel
+
+
+def diffusion_laplace_glm(bodies, potential, params, arrays, data, tol, max_iter, z,
+                          scratch_rows, pscratch_rows, threads_per_block=THREADS_PER_BLOCK):
+    """LaplaceDPS draws of a GLM, one Newton solve per stage: ``(out (n, d), info (n, 3))``;
+    see :func:`vits_ref.drivers.cpu.diffusion_laplace_glm`."""
+    n, _, d = z.shape
+    out = cuda.device_array((n, d))
+    info = cuda.device_array((n, 3), dtype=np.int64)
+    nscr = (cuda.device_array((n, d, d)), cuda.device_array((n, d)),
+            cuda.device_array((n, 1, d)), cuda.device_array((n, d, d)),
+            cuda.to_device(np.zeros((n, d, d))), cuda.device_array((n, 1, d)),
+            cuda.device_array((n, d)), cuda.device_array((n, 1, d)))
+    _diffusion_laplace_glm_kernel(bodies, potential)[_grid(n, threads_per_block)](
+        *_to_device((arrays.coef,)), _device_tuple(params),
+        *_to_device((arrays.prec, arrays.start_mean, arrays.start_prec, arrays.start_b)),
+        _device_tuple(data), float(tol), int(max_iter), *_to_device((z,)), out, *nscr,
+        cuda.device_array((n, 3, d)), _device_tuple(scratch_rows),
+        _device_tuple(pscratch_rows), info)
+    return out.copy_to_host(), info.copy_to_host()
+
+
+@functools.cache
+def _diffusion_dps_kernel(bodies):
+    from ..kernels.diffusion_chain import make_dps
+
+    body = make_dps(bodies)
+
+    @cuda_jit
+    def kernel(coef, params, start_mean, start_chol, G, h, syy, z, out, work, scr, ok):
+        j = cuda.grid(1)
+        while j < z.shape[0]:
+            ok[j] = body(coef, params, start_mean, start_chol, G, h, syy, z[j], out[j], work[j],
+                         index_rows(scr, j))
+            j += cuda.gridsize(1)
+
+    return kernel
+
+
+def diffusion_dps(bodies, params, arrays, G, h, syy, z, scratch_rows,
+                  threads_per_block=THREADS_PER_BLOCK):
+    """DPS draws of the linear model: ``(out (n, d), ok (n,))``; see
+    :func:`vits_ref.drivers.cpu.diffusion_dps`."""
+    n, _, d = z.shape
+    out = cuda.device_array((n, d))
+    ok = cuda.device_array(n, dtype=np.bool_)
+    _diffusion_dps_kernel(bodies)[_grid(n, threads_per_block)](
+        *_to_device((arrays.coef,)), _device_tuple(params),
+        *_to_device((arrays.start_mean, arrays.start_chol, G, h)), float(syy),
+        *_to_device((z,)), out, cuda.device_array((n, 5, d)), _device_tuple(scratch_rows), ok)
+    return out.copy_to_host(), ok.copy_to_host()
+
+
+@functools.cache
+def _diffts_linear_runs_kernel(bodies):
+    from ..kernels.diffusion_chain import make_diffts_linear_run
+
+    body = make_diffts_linear_run(bodies)
+
+    @cuda_jit
+    def kernel(coef, params, prec, start_prec, start_b, w, contexts, means, rewards, z, regret,
+               arms, G, h, theta, scores, M, L, work, scr, status):
+        r = cuda.grid(1)
+        while r < contexts.shape[0]:
+            status[r] = body(coef, params, prec, start_prec, start_b, w, contexts[r], means[r],
+                             rewards[r], z[r], regret[r], arms[r], (G[r], h[r]), theta[r],
+                             scores[r], M[r], L[r], work[r], index_rows(scr, r))
+            r += cuda.gridsize(1)
+
+    return kernel
+
+
+def diffts_linear_runs(bodies, params, arrays, w, contexts, means, rewards, z, scratch_rows,
+                       threads_per_block=THREADS_PER_BLOCK):
+    """Linear DiffTS bandit runs, one per thread: ``(regret (R, n), arms (R, n),
+    status (R,))``; see :func:`vits_ref.drivers.cpu.diffts_linear_runs`."""
+    R, n, K, d = contexts.shape
+    regret = cuda.device_array((R, n))
+    arms = cuda.device_array((R, n), dtype=np.int64)
+    status = cuda.device_array(R, dtype=np.int64)
+    _diffts_linear_runs_kernel(bodies)[_grid(R, threads_per_block)](
+        *_to_device((arrays.coef,)), _device_tuple(params),
+        *_to_device((arrays.prec, arrays.start_prec, arrays.start_b)), float(w),
+        *_to_device((contexts, means, rewards, z)), regret, arms,
+        cuda.device_array((R, d, d)), cuda.device_array((R, d)), cuda.device_array((R, d)),
+        cuda.device_array((R, K)), cuda.device_array((R, d, d)),
+        cuda.to_device(np.zeros((R, d, d))), cuda.device_array((R, 4, d)),
+        _device_tuple(scratch_rows), status)
+    return regret.copy_to_host(), arms.copy_to_host(), status.copy_to_host()
