@@ -73,8 +73,10 @@ class SGLD(GaussianEngine):
     Examples
     --------
     >>> import numpy as np, vits_ref as vr
-    >>> eng = vr.SGLD(2, step_size=1e-2, n_particles=8, n_steps=5, seed=0)
-    >>> eng.update(np.eye(2), np.ones(2)).sample(3).shape  # doctest: +SKIP
+    >>> x = vr.models.welling_teh_data(100, seed=0)
+    >>> eng = vr.SGLD(2, model=vr.models.WellingTeh(), step_size=1e-2, n_particles=8,
+    ...               n_steps=5, seed=0)
+    >>> eng.update(np.empty((100, 0)), x).sample(3).shape  # x: the rewards, no features
     (3, 2)
     """
 

@@ -66,7 +66,7 @@ def welling_teh_data(n=10000, theta=(0.0, 1.0), sigma_x=SIGMA_X_SEED, seed=None)
     Examples
     --------
     >>> x = welling_teh_data(1000, seed=0)
-    >>> x.shape, abs(x.mean() - 0.5) < 0.2
+    >>> x.shape, bool(abs(x.mean() - 0.5) < 0.2)
     ((1000,), True)
     """
     n = val.positive_int(n, "n")
