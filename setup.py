@@ -30,6 +30,7 @@ setup(
               "vits_ref.experiments.vits",
               "vits_ref.diffusion",
               "vits_ref.experiments.diffts",
+              "vits_ref.experiments.opvi",
               "vits_ref.kernels"],
     package_dir={"vits_ref.kernels": "kernels"},
     install_requires=["numpy>=1.24", "scipy>=1.10", "numba>=0.59"],

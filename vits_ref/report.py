@@ -67,6 +67,15 @@ EXPERIMENTS = {"vits": ("vits-fig1", "vits-fig2", "vits-figG", "vits-movielens",
                "vts": ("vts-scenarios",),
                "renyi": ("renyi-mab",)}
 
+# seed 003 (online particle VI, issue 10): its experiments and sizes
+PAPERS["opvi"] = ("Online particle-based variational inference (seed 003: OPVI, Algorithm 1; "
+                  "the Welling-Teh mixture, BNN regression and classification)")
+SIZES["paper"].update({"opvi-mixture": {}, "opvi-bnn": {}, "opvi-classifier": {}})
+SIZES["small"].update({"opvi-mixture": {"runs": 2, "rounds": 60, "n_data": 2000},
+                       "opvi-bnn": {"runs": 2, "rounds": 40},
+                       "opvi-classifier": {"runs": 2, "rounds": 30, "hidden": 20}})
+EXPERIMENTS["opvi"] = ("opvi-mixture", "opvi-bnn", "opvi-classifier")
+
 
 def _run_kwargs(mod, size, name):
     """The experiment's defaults overridden by the size's settings."""

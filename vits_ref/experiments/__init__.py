@@ -12,9 +12,9 @@ terminal, and ``claims(result)``: the paper's claims that it tests, each with a 
 (:mod:`vits_ref.experiments._claims`, gathered by :mod:`vits_ref.report`).
 """
 
-from . import diffts, renyi, vits, vts
+from . import diffts, opvi, renyi, vits, vts
 
-PAPERS = (vits, vts, renyi, diffts)
+PAPERS = (vits, vts, renyi, diffts, opvi)
 EXPERIMENTS = {m.NAME: m for paper in PAPERS for m in paper.MODULES}
 
 
