@@ -28,10 +28,10 @@ REWARDS = ("linear", "logistic")
 
 
 def environment(reward, seed, **data_kwargs):
-    """The digits prior bandit (:mod:`vits_ref.envs.diffusion`) and its prior samples."""
+    """The digits prior bandit (:func:`vits_ref.envs.diffusion.digits_prior_bandit`)."""
     from ...envs.diffusion import digits_prior_bandit
 
-    return digits_prior_bandit(reward=reward, n_arms=N_ARMS, noise_scale=SIGMA, seed=seed,
+    return digits_prior_bandit(reward=reward, n_arms=N_ARMS, sigma=SIGMA, seed=seed,
                                **data_kwargs)
 
 
@@ -50,7 +50,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-digits", progress=None
     extra = {"data": "sklearn digits (replaces MNIST)", "n_arms": N_ARMS,
              "data_kwargs": data_kwargs}
     return _shared.run_embedding_experiment(
-        NAME, DESCRIPTION, first.prior_samples, lambda r: envs[r], rewards, SIGMA, runs,
+        NAME, DESCRIPTION, first.prior_pool, lambda r: envs[r], rewards, SIGMA, runs,
         rounds, seed, out, progress, methods, n_stages, alpha, n_train, train_kwargs,
         n_energy, n_jobs, extra, "Seed 001 Figure 5 on sklearn digits")
 

@@ -3,9 +3,11 @@ r"""Section 6.3 of seed 001 (Figure 3): MovieLens with a diffusion prior, linear
 Setup, as the paper states it: the ratings minus their mean, completed by alternating
 least squares with rank ``d = 5`` (``M = U V^T``); ``K = 10`` random actions per round;
 linear rewards with noise ``sigma = 0.75`` and logistic rewards (``g`` the sigmoid). The
-prior of ``theta_*`` is the empirical distribution of the embedding vectors (the
-environment, :mod:`vits_ref.envs.diffusion`, says which side plays ``theta`` and which
-the arms); ``theta_*`` is drawn from it in every run. The diffusion prior (``T = 100``,
+prior of ``theta_*`` is the empirical distribution of the movie vectors ``V_j`` and the
+arms are user vectors ``U_i``, as the paper says ("We use the item embeddings V_j as
+unknown model parameters and the user embeddings U_i as features of the actions";
+:func:`vits_ref.envs.diffusion.movielens_prior_bandit`); ``theta_*`` is drawn from it in
+every run. The diffusion prior (``T = 100``,
 ``alpha_t = 0.97``) is learned from those vectors (all of them when there are fewer than
 10 000).
 
@@ -40,12 +42,12 @@ STAND_IN_NOTE = (
 
 
 def environment(reward, seed, path=None, synthetic_kwargs=None):
-    """The MovieLens prior bandit (:mod:`vits_ref.envs.diffusion`) and its prior samples."""
+    """The MovieLens prior bandit (:func:`vits_ref.envs.diffusion.movielens_prior_bandit`:
+    ``theta`` a movie vector, the arms user vectors, as the paper)."""
     from ...envs.diffusion import movielens_prior_bandit
 
-    return movielens_prior_bandit(path=path, reward=reward, n_arms=N_ARMS, rank=RANK,
-                                  noise_scale=SIGMA, seed=seed,
-                                  synthetic_kwargs=synthetic_kwargs)
+    return movielens_prior_bandit(path=path, reward=reward, n_arms=N_ARMS, sigma=SIGMA,
+                                  rank=RANK, synthetic_kwargs=synthetic_kwargs, seed=seed)
 
 
 def run(runs=100, rounds=100, seed=0, out="results/diffts-movielens", progress=None,
@@ -60,14 +62,15 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-movielens", progress=N
     """
     envs = {r: environment(r, seed, path, synthetic_kwargs) for r in rewards}
     first = envs[rewards[0]]
-    extra = {"data": first.source, "n_arms": N_ARMS, "rank": RANK,
-             "real_data_command": REAL_DATA_COMMAND}
-    if first.source == "synthetic":
+    source = "synthetic" if path is None else "file"
+    extra = {"data": source, "n_arms": N_ARMS, "rank": RANK, "n_users": first.pool.shape[0],
+             "n_movies": first.prior_pool.shape[0], "real_data_command": REAL_DATA_COMMAND}
+    if source == "synthetic":
         extra["stand_in_note"] = STAND_IN_NOTE
     return _shared.run_embedding_experiment(
-        NAME, DESCRIPTION, first.prior_samples, lambda r: envs[r], rewards, SIGMA, runs,
+        NAME, DESCRIPTION, first.prior_pool, lambda r: envs[r], rewards, SIGMA, runs,
         rounds, seed, out, progress, methods, n_stages, alpha, n_train, train_kwargs,
-        n_energy, n_jobs, extra, f"Seed 001 Figure 3, MovieLens ({first.source} data)")
+        n_energy, n_jobs, extra, f"Seed 001 Figure 3, MovieLens ({source} data)")
 
 
 def table(result):

@@ -69,16 +69,14 @@ def _shapes():
 
 def true_samples(shape, n, seed):
     """``n`` samples of the prior ``shape`` (a name of ``PRIOR_SHAPES``), seeded."""
-    from ...envs.diffusion import sample_prior
-
-    return sample_prior(shape, n, seed)
+    return _shapes()[shape].sample(n, rng=np.random.default_rng(seed))
 
 
 def environment(shape, seed):
     """The prior bandit of ``shape``: K = 100 arms in the unit ball, sigma = 2."""
     from ...envs.diffusion import prior_bandit
 
-    return prior_bandit(shape, n_arms=N_ARMS, noise_scale=SIGMA, seed=seed)
+    return prior_bandit(shape, n_arms=N_ARMS, sigma=SIGMA, seed=seed)
 
 
 def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=None,
