@@ -36,7 +36,10 @@ mini-batch), ``s2 = sigma_x^2``, the prior variances and the two weights (the mo
 its inverse temperature ``eta`` into both). ``scratch`` is unused (an empty tuple is fine):
 the bodies need no buffers. The rows of ``thetas`` are independent (one call of
 :func:`wt_row` each), so a driver can run them in ``prange`` or one CUDA thread per row.
-Cost: ``O(n)`` per parameter vector, one ``exp`` and one ``log1p`` per observation.
+Cost: ``O(n)`` per parameter vector: one ``exp`` per observation for the gradient (one
+``log1p`` more for the value). Measured (2-core Cascade Lake, one thread): gradients of
+100 particles on 10 000 points in 19 ms (41 ms with the value's ``log1p``), against
+117 ms for vectorised NumPy (the same formulas on (100, 10 000) arrays).
 """
 
 import math
@@ -50,8 +53,9 @@ LOG_2 = math.log(2.0)
 
 
 @kernel
-def wt_row(data, t1, t2, want_grad, want_hessian, g, H, h_scale):
-    """``U`` at ``(t1, t2)``; ``g`` (2,) receives the gradient when ``want_grad``.
+def wt_row(data, t1, t2, want_value, want_grad, want_hessian, g, H, h_scale):
+    """``U`` at ``(t1, t2)`` (0.0 unless ``want_value``: the gradients alone skip the
+    ``log1p``); ``g`` (2,) receives the gradient when ``want_grad``.
 
     With ``want_hessian``, ``h_scale`` times the Hessian is *added* to ``H`` (2, 2) (the
     caller zeroes it and averages over rows).
@@ -74,11 +78,13 @@ def wt_row(data, t1, t2, want_grad, want_hessian, g, H, h_scale):
         diff = a - b
         e = math.exp(-abs(diff))
         if diff >= 0.0:
-            nll += -a - math.log1p(e)
             r = 1.0 / (1.0 + e)
+            if want_value:
+                nll += -a - math.log1p(e)
         else:
-            nll += -b - math.log1p(e)
             r = e / (1.0 + e)
+            if want_value:
+                nll += -b - math.log1p(e)
         if want_grad:
             uu = u * inv_s2
             ww = w * inv_s2
@@ -101,6 +107,8 @@ def wt_row(data, t1, t2, want_grad, want_hessian, g, H, h_scale):
             H[0, 1] += h_scale * wl * h12
             H[1, 0] += h_scale * wl * h12
             H[1, 1] += h_scale * (wl * h22 + wp / v2)
+    if not want_value:
+        return 0.0
     return wl * nll + wp * prior
 
 
@@ -115,13 +123,14 @@ def grads_hessian(data, thetas, want_hessian, G, H, scratch):
                 H[i, j] = 0.0
     scale = 1.0 / max(M, 1)
     for m in range(M):
-        wt_row(data, thetas[m, 0], thetas[m, 1], True, want_hessian, G[m], H, scale)
+        wt_row(data, thetas[m, 0], thetas[m, 1], False, True, want_hessian, G[m], H, scale)
 
 
 @kernel
 def value(data, theta, scratch):
     """The potential interface: ``U(theta)`` with every normalising constant."""
-    return wt_row(data, theta[0], theta[1], False, False, theta, theta.reshape((1, 2)), 0.0)
+    return wt_row(data, theta[0], theta[1], True, False, False, theta, theta.reshape((1, 2)),
+                  0.0)
 
 
 @kernel

@@ -200,7 +200,7 @@ from vits_ref.models import WellingTeh, welling_teh_data
 def grads(data, thetas, G):
     m = cuda.grid(1)
     if m < thetas.shape[0]:
-        wt_row(data, thetas[m, 0], thetas[m, 1], True, False, G[m], G, 0.0)
+        wt_row(data, thetas[m, 0], thetas[m, 1], False, True, False, G[m], G, 0.0)
 
 model = WellingTeh(welling_teh_data(20, seed=0))
 thetas = np.random.default_rng(1).standard_normal((5, 2))
