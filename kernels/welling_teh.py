@@ -37,7 +37,7 @@ its inverse temperature ``eta`` into both). ``scratch`` is unused (an empty tupl
 the bodies need no buffers. The rows of ``thetas`` are independent (one call of
 :func:`wt_row` each), so a driver can run them in ``prange`` or one CUDA thread per row.
 Cost: ``O(n)`` per parameter vector: one ``exp`` per observation for the gradient (one
-``log1p`` more for the value). Measured (2-core Cascade Lake, one thread): gradients of
+``log1p`` more for the value). Measured (this 2-core Xeon, one thread): gradients of
 100 particles on 10 000 points in 19 ms (41 ms with the value's ``log1p``), against
 117 ms for vectorised NumPy (the same formulas on (100, 10 000) arrays).
 """
