@@ -1,0 +1,177 @@
+"""The OPVI paper's experiments (seed 003): schedules, the energy distance, small runs.
+
+Small runs (a few particles, a few dozen rounds) check the files, the JSON keys, that the
+numbers are finite and that every claim gets a valid verdict; the pieces with a closed form
+(the schedules, the energy distance, the grid posterior's normalisation) are checked
+against it. Paper-size runs are ``slow``.
+"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from vits_ref.experiments import _claims, get
+from vits_ref.experiments.opvi import bnn, classifier, mixture
+
+
+def test_registered():
+    for name in ("opvi-mixture", "opvi-bnn", "opvi-classifier"):
+        mod = get(name)
+        assert set(mod.DEFAULTS) == {"runs", "rounds", "seed"}
+    from vits_ref.report import EXPERIMENTS, PAPERS
+    assert "opvi" in PAPERS and EXPERIMENTS["opvi"][0] == "opvi-mixture"
+
+
+def test_schedules():
+    # ceil(t^0.55): 1, 2, 2, 3, ...; 500 rounds use about the 10 000 points of B = 20
+    g = mixture.batch_sizes("growing", 500, 10**6)
+    assert g[:4].tolist() == [1, 2, 2, 3] and g[-1] == math.ceil(500 ** 0.55)
+    assert abs(g.sum() - 20 * 500) < 0.02 * 20 * 500
+    assert mixture.batch_sizes(20, 5, 10).tolist() == [10] * 5  # capped at n_data
+    assert mixture.batch_sizes("full", 3, 7).tolist() == [7] * 3
+    with pytest.raises(ValueError, match="batch"):
+        mixture.batch_sizes(0, 3, 7)
+    # the prior weights sum to 1 (sum 1/t^2 = pi^2/6): 1e-4 is above the tail 6/(pi^2 T)
+    assert abs(sum(mixture.prior_weight(t) for t in range(1, 20001)) - 1) < 1e-4
+
+
+def test_stream_passes_without_repeats():
+    s = mixture.Stream(10, np.random.default_rng(0))
+    first = np.concatenate([s.take(3), s.take(3), s.take(3)])
+    assert len(set(first.tolist())) == 9
+    wrap = s.take(3)  # one left of the pass, then two of a new shuffle
+    assert wrap.size == 3 and set(first.tolist()) | {int(wrap[0])} == set(range(10))
+    assert s.take(10).tolist() == list(range(10))
+
+
+def test_energy_distance_matches_scipy_in_one_dimension():
+    from scipy.stats import energy_distance
+
+    rng = np.random.default_rng(1)
+    y, w = rng.normal(size=300), rng.random(300)
+    x = rng.normal(0.5, 1.2, size=40)
+    ed = mixture.EnergyDistance(np.column_stack([y, np.zeros_like(y)]), w)
+    got = ed(np.column_stack([x, np.zeros_like(x)]))
+    # scipy's 1-D energy distance is sqrt(2 E|X-Y| - E|X-X'| - E|Y-Y'|), the same quantity
+    assert got == pytest.approx(energy_distance(x, y, v_weights=w), rel=1e-10)
+    assert ed(ed.Y[np.repeat(np.arange(3), 1)]) > 0
+
+
+def test_grid_posterior_and_modes():
+    from vits_ref.models.welling_teh import welling_teh_data
+
+    x = welling_teh_data(2000, seed=3)
+    grid = mixture.grid_posterior(x, n=81)
+    assert grid["mass"].sum() == pytest.approx(1.0)
+    level = mixture.hpd_level(grid)
+    assert grid["mass"][grid["logp"] >= level].sum() >= mixture.HPD
+    # the likelihood's symmetry: the two modes share the mass about equally
+    assert 0.3 < mixture.upper_share_of_grid(grid) < 0.7
+    # particles on both modes (0, 1) and (1, -1) are found in the HPD region on each side
+    X = np.array([[0.0, 1.0]] * 5 + [[1.0, -1.0]] * 5 + [[3.0, 3.0]] * 10)
+    up, down = mixture.mode_shares(X, grid, level)
+    assert up == pytest.approx(0.25) and down == pytest.approx(0.25)
+
+
+@pytest.fixture(scope="module")
+def small_mixture(tmp_path_factory):
+    out = tmp_path_factory.mktemp("mix")
+    return mixture.run(runs=2, rounds=40, n_data=1000, n_particles=20, grid_n=61,
+                       out=str(out)), out
+
+
+def test_mixture_small_run(small_mixture, tmp_path):
+    result, out = small_mixture
+    for f in ("curves.csv", "summary.json", "energy.png", "particles.png"):
+        assert (out / f).stat().st_size > 0, f
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["measure"].startswith("energy distance")
+    assert [e["method"] for e in summary["results"]] == list(mixture.METHODS)
+    for e in summary["results"]:
+        assert "diverged" not in e, e
+        c = np.asarray(e["energy_per_run"])
+        assert c.shape == (2, len(summary["record_rounds"])) and np.isfinite(c).all()
+        assert (c >= 0).all()
+        shares = np.asarray(e["mode_shares_per_run"])
+        assert (shares >= 0).all() and (shares.sum(axis=2) <= 1 + 1e-12).all()
+    by = {e["method"]: e for e in summary["results"]}
+    # the FITDS policy: the mini-batch methods use about the same data, full batch N a round
+    assert by[mixture.SVGD_B]["data_used_per_run"] == 40 * 20
+    assert by[mixture.SVGD_FULL]["data_used_per_run"] == 40 * 1000
+    # full-batch SVGD gets closer to the posterior than the prior start did
+    assert by[mixture.SVGD_FULL]["final_energy_mean"] < by[mixture.SVGD_FULL]["energy_mean"][0]
+    found = mixture.claims(result)
+    assert [c["id"] for c in found] == ["opvi-mixture-both-modes",
+                                        "opvi-mixture-better-than-fixed-batch",
+                                        "opvi-mixture-near-full-batch"]
+    assert all(c["verdict"] in _claims.VERDICTS for c in found)
+    assert found[0]["verdict"] != _claims.NOT_TESTABLE
+    assert "OPVI" in mixture.table(result)
+
+
+def test_mixture_validates_before_running(tmp_path):
+    with pytest.raises(ValueError, match="n_particles"):
+        mixture.run(runs=1, rounds=2, n_particles=1, out=str(tmp_path))
+    with pytest.raises(ValueError, match="methods"):
+        mixture.run(runs=1, rounds=2, methods=["nope"], out=str(tmp_path))
+    with pytest.raises(ValueError, match="sigma_x2"):
+        mixture.run(runs=1, rounds=2, sigma_x2=-1.0, out=str(tmp_path))
+
+
+def test_bnn_small_run_and_kin8nm_file(tmp_path):
+    result = bnn.run(runs=2, rounds=150, n_particles=5, hidden=10, step_size=0.01,
+                     out=str(tmp_path / "d"))
+    assert not result["data_is_kin8nm"] and "diabetes" in result["data"]
+    for e in result["results"]:
+        assert "diverged" not in e
+        assert np.isfinite(e["final_rmse"]).all() and np.isfinite(e["final_ll"]).all()
+    by = {e["method"]: e for e in result["results"]}
+    # 150 rounds of full-batch SVGD fit the diabetes data better than the training mean
+    # (constant predictor RMSE about 77; linear regression reaches about 54)
+    assert by[bnn.SVGD_FULL]["final_rmse_mean"] < 0.9 * result["constant_predictor_rmse_mean"]
+    found = bnn.claims(result)
+    assert [c["verdict"] for c in found] == [_claims.NOT_TESTABLE] * 2
+    assert "Kin8nm" in bnn.table(result)
+    # a Kin8nm-shaped user CSV (header, 8 inputs, target last): the claims are judged
+    rng = np.random.default_rng(0)
+    X = rng.random((120, 8))
+    y = X @ rng.normal(size=8) + 0.1 * rng.standard_normal(120)
+    path = tmp_path / "kin8nm.csv"
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",",
+               header=",".join([f"x{i}" for i in range(8)] + ["y"]), comments="")
+    Xl, yl, name = bnn.load(str(path))
+    assert Xl.shape == (120, 8) and np.allclose(yl, y) and name == "kin8nm.csv"
+    res = bnn.run(runs=2, rounds=10, n_particles=4, hidden=5, path=str(path),
+                  methods=[bnn.OPVI, bnn.SVGD_B, bnn.SVGD_FULL], out=str(tmp_path / "k"))
+    assert res["data_is_kin8nm"]
+    assert all(c["verdict"] in (_claims.REPRODUCED, _claims.NOT_REPRODUCED)
+               for c in bnn.claims(res))
+    with pytest.raises(ValueError, match="path"):
+        bnn.load(str(tmp_path / "missing.csv"))
+
+
+def test_classifier_small_run(tmp_path):
+    result = classifier.run(runs=2, rounds=30, n_particles=4, hidden=8, step_size=0.01,
+                            out=str(tmp_path))
+    for f in result["files"]:
+        assert (tmp_path / f.split("/")[-1]).stat().st_size > 0
+    for e in result["results"]:
+        acc = np.asarray(e["final_accuracy"])
+        assert ((acc >= 0) & (acc <= 1)).all()
+    by = {e["method"]: e for e in result["results"]}
+    # breast cancer is nearly linearly separable: full-batch SVGD beats the majority class
+    assert by[classifier.SVGD_FULL]["final_accuracy_mean"] > result["majority_accuracy_mean"]
+    found = classifier.claims(result)
+    assert len(found) == 1 and found[0]["verdict"] == _claims.NOT_TESTABLE
+    with pytest.raises(ValueError, match="dataset"):
+        classifier.run(runs=1, rounds=1, dataset="mnist", out=str(tmp_path))
+
+
+@pytest.mark.slow
+def test_mixture_paper_size(tmp_path):
+    result = mixture.run(out=str(tmp_path))
+    verdicts = {c["id"]: c["verdict"] for c in mixture.claims(result)}
+    assert all(v in _claims.VERDICTS for v in verdicts.values())
+    assert verdicts["opvi-mixture-both-modes"] == _claims.REPRODUCED
