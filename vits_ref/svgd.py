@@ -31,6 +31,21 @@ def choose_form(n, d):
     return "gemm" if n >= GEMM_MIN_N and d >= GEMM_MIN_D else "loop"
 
 
+#: the ``prange`` over particles runs in parallel from this much pairwise work (``n^2 d``)
+PARALLEL_MIN_WORK = 2_000_000
+
+
+def use_parallel(n, d, parallel=None):
+    """Whether the direction's ``prange`` loops run in parallel: ``parallel`` if given,
+    else from ``n^2 d >= PARALLEL_MIN_WORK`` (n = 200 at d = 50). Below, the parallel
+    regions' launches (several per step) cost more than the loops they split."""
+    if parallel is None:
+        return n * n * d >= PARALLEL_MIN_WORK
+    if not isinstance(parallel, (bool, np.bool_)):
+        raise TypeError(f"parallel must be None or a bool, got {type(parallel).__name__}")
+    return bool(parallel)
+
+
 def _form(form, n, d):
     form = val.choice(form, "form", FORMS)
     return choose_form(n, d) if form == "auto" else form
@@ -78,11 +93,11 @@ def median_bandwidth(particles):
         return 1.0
     out = np.empty((n, d))
     # the driver computes h before the direction; any G works (zeros)
-    return float(cpu.svgd_phi()(X, np.zeros((n, d)), 0.0, 0.0, False, out,
-                                cpu.svgd_scratch(n, d)))
+    return float(cpu.svgd_phi(use_parallel(n, d))(X, np.zeros((n, d)), 0.0, 0.0, False,
+                                                  out, cpu.svgd_scratch(n, d)))
 
 
-def phi(particles, grads, bandwidth="median", repulsion=1.0, form="auto"):
+def phi(particles, grads, bandwidth="median", repulsion=1.0, form="auto", parallel=None):
     r"""The SVGD direction at every particle.
 
     Parameters
@@ -99,6 +114,9 @@ def phi(particles, grads, bandwidth="median", repulsion=1.0, form="auto"):
     form : {"auto", "loop", "gemm"}, default "auto"
         The compiled row loops (``prange`` over particles) or the BLAS form;
         ``"auto"``: :func:`choose_form`. Both give the same numbers to rounding.
+    parallel : bool or None, default None
+        Run the ``prange`` over particles on Numba's threads (None: :func:`use_parallel`).
+        The result does not depend on it nor on the number of threads.
 
     Returns
     -------
@@ -135,5 +153,5 @@ def phi(particles, grads, bandwidth="median", repulsion=1.0, form="auto"):
     r = val.positive_float(repulsion, "repulsion", allow_zero=True)
     gemm = _form(form, n, d) == "gemm"
     out = np.empty((n, d))
-    cpu.svgd_phi()(X, G, h, r, gemm, out, cpu.svgd_scratch(n, d))
+    cpu.svgd_phi(use_parallel(n, d, parallel))(X, G, h, r, gemm, out, cpu.svgd_scratch(n, d))
     return out

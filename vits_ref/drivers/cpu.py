@@ -768,20 +768,23 @@ def svgd_scratch(n, d):
 
 
 @functools.cache
-def svgd_phi():
+def svgd_phi(parallel=False):
     """``run(X, G, h, repulsion, gemm, out, scr) -> h``: the SVGD direction into ``out``.
 
     ``G``: gradients of ``log p`` at the particles ``X`` (n, d); ``h > 0`` a fixed bandwidth,
     ``h <= 0`` the median heuristic; ``gemm``: the BLAS form; ``scr`` from
     :func:`svgd_scratch`. Returns the bandwidth used. Each particle's row is computed by
     one iteration of a ``prange`` (the median is a serial quickselect), so the result does
-    not depend on the number of threads.
+    not depend on the number of threads. ``parallel=False`` compiles the same code with
+    the ``prange`` loops serial: each parallel region costs a launch (about 2 us on an
+    idle machine, milliseconds on a loaded one), which small problems do not repay
+    (:func:`vits_ref.svgd.use_parallel`).
     """
     from ..kernels.svgd import (kernel_row, median_bandwidth_from, median_sqdist,
                                 phi_finish_row, phi_row, shifted_grads, sqdist_from_gram_row,
                                 sqdist_row, transpose_into)
 
-    @cpu_jit(parallel=True)
+    @cpu_jit(parallel=parallel)
     def run(X, G, h, repulsion, gemm, out, scr):
         XT, D, w, Y, S, acc, sq = scr
         n, d = X.shape
@@ -824,7 +827,7 @@ def svgd_phi():
 
 
 @functools.cache
-def svgd_steps(potential):
+def svgd_steps(potential, parallel=False):
     """``run(X, data, n_steps, h, repulsion, gemm, step, alpha, fudge, t0, hist, G, H, phi,
     scr, pscr, trace) -> ok``: SVGD ascent steps on ``U``'s particles ``X`` in place.
 
@@ -834,15 +837,16 @@ def svgd_steps(potential):
     < 0``: plain ascent) with ``t0`` the number of steps taken before (``t0 = 0``: the
     first step initialises ``hist``). ``trace[s]`` receives the bandwidth of step ``s``.
     Returns False (leaving ``X`` partly updated) as soon as a direction is non-finite.
+    ``parallel``: as in :func:`svgd_phi`.
     """
     from ..kernels.linalg import all_finite_mat
     from ..kernels.svgd import adagrad_row
 
     grads = potential.grads_hessian
-    phi_run = svgd_phi()
+    phi_run = svgd_phi(parallel)
     fp = potential.fingerprint  # in the closure: Numba's cache key follows the bodies
 
-    @cpu_jit(parallel=True)
+    @cpu_jit(parallel=parallel)
     def run(X, data, n_steps, h, repulsion, gemm, step, alpha, fudge, t0, hist, G, H, phi,
             scr, pscr, trace):
         _ = fp

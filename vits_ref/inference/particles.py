@@ -114,6 +114,7 @@ class SVGD(GaussianEngine):
         super().__init__(dim, model=model, eta=eta, lam=lam, seed=seed)
         n, d = self.n_particles, self.dim
         self._gemm = _svgd._form(self.form, n, d) == "gemm"
+        self._parallel = _svgd.use_parallel(n, d)
         self.particles = self._initial_particles()
         self._hist = np.zeros((n, d))
         self._t = 0  # steps taken (AdaGrad initialises its history at the first)
@@ -151,7 +152,7 @@ class SVGD(GaussianEngine):
         X, hist = self.particles.copy(), self._hist.copy()
         trace = np.empty(n_steps)
         alpha = ADAGRAD_ALPHA if self.optimizer == "adagrad" else -1.0
-        ok = cpu.svgd_steps(self.model.potential)(
+        ok = cpu.svgd_steps(self.model.potential, self._parallel)(
             X, data, n_steps, self._h, repulsion, self._gemm, self.step_size, alpha,
             ADAGRAD_FUDGE, self._t, hist, self._G, self._H, self._phi, self._scratch,
             self.model.kernel_scratch(self.n_particles), trace)
