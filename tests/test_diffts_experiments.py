@@ -1,0 +1,305 @@
+"""The diffusion-prior paper's experiments (issue 8): diffts-synthetic, -ablation,
+-movielens, -digits at tiny sizes, their shared pieces, and the claims' rules.
+
+The runs here are far too small for their verdicts to mean anything; they check that every
+experiment writes its files, that every non-reference method has a paired interval against
+the reference, that the claims get verdicts (and survive a JSON round trip), and the
+claim rules themselves on constructed results. Paper sizes are marked ``slow``.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import vits_ref as vr
+from vits_ref.experiments import _claims, get
+from vits_ref.experiments.diffts import _shared, ablation, digits, movielens, synthetic
+
+#: tiny training of the learned priors (options of DiffusionPrior and its fit)
+TINY = {"epochs": 2, "hidden": (16, 16)}
+
+
+def _learned():
+    return pytest.importorskip("vits_ref.diffusion.learned",
+                               reason="the learned DDPM prior (vits_ref/diffusion/learned.py)")
+
+
+def test_registered_with_paper_defaults():
+    for mod in (synthetic, ablation, movielens, digits):
+        assert get(mod.NAME) is mod
+        assert mod.DEFAULTS["runs"] == 100  # the paper's 100 runs (section 6.2)
+    assert synthetic.N_ARMS == 100 and synthetic.SIGMA == 2.0
+    assert movielens.N_ARMS == 10 and movielens.SIGMA == 0.75
+    assert digits.N_ARMS == 10 and digits.SIGMA == 1.0
+    assert ablation.STAGES == (1, 2, 5, 10, 25, 50, 100, 200, 300)
+    assert ablation.TRAIN_SIZES == (100, 300, 1000, 3000, 10_000)
+
+
+def test_energy_distance_against_scipy():
+    # in 1-D SciPy's energy distance is the square root of the same V-statistic
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal(300), 0.5 + 2.0 * rng.standard_normal(200)
+    ours = _shared.energy_distance(x[:, None], y[:, None])
+    assert ours == pytest.approx(stats.energy_distance(x, y) ** 2, rel=1e-10)
+    assert _shared.energy_distance(x[:, None], x[:, None]) == pytest.approx(0.0, abs=1e-12)
+    # two samples of one distribution: about E|X - X'| (1/n + 1/m), far below a shift's
+    same = _shared.energy_distance(rng.standard_normal((400, 2)), rng.standard_normal((400, 2)))
+    shifted = _shared.energy_distance(rng.standard_normal((400, 2)),
+                                      1.0 + rng.standard_normal((400, 2)))
+    assert same < 0.05 < shifted
+
+
+def test_late_slopes():
+    cum = np.cumsum(np.array([[1.0] * 10, [1.0] * 5 + [3.0] * 5]), axis=1)
+    assert _shared.late_slopes(cum) == [1.0, 3.0]
+    assert _shared.late_slopes(cum, start=8) == pytest.approx([1.0, 3.0])
+
+
+def test_prange_driver_equals_simulate():
+    # the linear DiffTS goes through the prange driver over runs; it must give the regret of
+    # vits_ref.simulate(new_instance_per_run=True) on the same seeds
+    prior = vr.diffusion.GaussianDiffusionPrior([0.2, -0.1], [[1.0, 0.3], [0.3, 0.5]],
+                                                n_stages=5, reverse_variance="ddpm",
+                                                start="standard")
+    env = vr.envs.prior_bandit("cross", n_arms=10, sigma=2.0, seed=0)
+    pol = vr.ThompsonSampling(vr.DiffTS(prior, sigma=2.0))
+    assert _shared._is_linear_diffts(pol)
+    fast = _shared.simulate_method(pol, env, 15, 3, seed=1)
+    slow = vr.simulate(pol, env, n_rounds=15, n_runs=3, seed=1, new_instance_per_run=True)
+    assert fast.fused and not slow.fused
+    assert np.array_equal(fast.arms, slow.arms)
+    assert np.allclose(fast.regret, slow.regret, rtol=0, atol=1e-12)
+    # every run draws its own theta_*: the runs differ
+    assert len({tuple(r) for r in fast.arms}) == 3
+
+
+def test_build_methods_per_reward():
+    rng = np.random.default_rng(0)
+    samples = rng.standard_normal((200, 2))
+    prior = vr.diffusion.GaussianDiffusionPrior(np.zeros(2), np.eye(2), n_stages=3)
+    lin = _shared.build_methods(samples, prior, 2.0, "linear")
+    assert [m for m, _ in lin] == list(_shared.METHODS)
+    assert [p.engine.name for _, p in lin] == ["TS", "TunedTS", "MixTS", "DPS", "DiffTS"]
+    assert lin[2][1].engine.n_components == _shared.MIX_COMPONENTS
+    logi = _shared.build_methods(samples, prior, 2.0, "logistic")
+    assert [m for m, _ in logi] == ["TS", "TunedTS", "DiffTS"]  # no logistic MixTS, DPS
+    assert logi[-1][1].engine.model.name == "logistic"
+    only = _shared.build_methods(samples, prior, 2.0, "linear", which=("TS", "DiffTS"))
+    assert [m for m, _ in only] == ["TS", "DiffTS"]
+
+
+def test_trained_prior_is_cached(tmp_path):
+    _learned()
+    samples = vr.envs.diffusion.PRIOR_SHAPES["cross"].sample(300, rng=0)
+    a, info_a = _shared.trained_prior(samples, 3, 0.97, seed=0, cache_dir=str(tmp_path),
+                                      name="cross", train_kwargs=TINY)
+    b, info_b = _shared.trained_prior(samples, 3, 0.97, seed=0, cache_dir=str(tmp_path),
+                                      name="cross", train_kwargs=TINY)
+    assert not info_a["loaded"] and info_b["loaded"] and info_a["path"] == info_b["path"]
+    assert os.path.exists(info_a["path"])
+    assert np.array_equal(a.sample(50, seed=3), b.sample(50, seed=3))
+    # other data or settings: another file
+    _, info_c = _shared.trained_prior(samples[:200], 3, 0.97, seed=0,
+                                      cache_dir=str(tmp_path), name="cross",
+                                      train_kwargs=TINY)
+    assert info_c["path"] != info_a["path"] and not info_c["loaded"]
+
+
+# -- diffts-synthetic --------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def synthetic_result(tmp_path_factory):
+    _learned()
+    out = tmp_path_factory.mktemp("diffts-synthetic")
+    return synthetic.run(runs=3, rounds=12, seed=0, out=str(out),
+                         shapes=("mixture", "cross"), n_stages=5, n_train=300,
+                         train_kwargs=TINY, n_energy=150)
+
+
+def test_synthetic_writes_files_and_pairs(synthetic_result):
+    res = synthetic_result
+    assert [os.path.basename(f) for f in res["files"]] == ["curves.csv", "summary.json",
+                                                           "regret.png"]
+    assert all(os.path.getsize(f) > 0 for f in res["files"])
+    assert res["reference"] == "DiffTS" and res["shapes"] == ["mixture", "cross"]
+    for e in res["results"]:
+        assert len(e["final_regrets"]) == 3 and np.all(np.isfinite(e["final_regrets"]))
+        if e["method"] != "DiffTS":
+            d = e["paired_vs_reference"]
+            assert d["n"] == 3 and d["reference"] == "DiffTS" and len(d["ci"]) == 2
+    methods = {(e["panel"], e["method"]) for e in res["results"]}
+    assert methods == {(s, m) for s in res["shapes"] for m in _shared.METHODS}
+    for shape in res["shapes"]:
+        en = res["energy"][shape]
+        assert en["learned_vs_true"] > 0 and en["true_vs_true"] > 0
+        assert len(res["late_slopes"][shape]["DPS"]) == 3
+        assert res["cost"][shape]["ratio"] > 0
+        assert os.path.exists(res["priors"][shape]["path"])
+    with open(res["files"][1]) as fh:
+        saved = json.load(fh)
+    assert saved["energy"] == json.loads(json.dumps(res["energy"]))
+    assert "curves" not in saved
+    text = synthetic.table(res)
+    assert "(reference)" in text and "energy distance" in text
+
+
+def test_synthetic_claims_have_verdicts(synthetic_result):
+    cl = synthetic.claims(synthetic_result)
+    assert [c["id"] for c in cl] == ["diffts-beats-mixts", "diffts-lowest-regret",
+                                     "dps-diverges", "diffusion-prior-resembles",
+                                     "diffts-cost"]
+    assert all(c["verdict"] in _claims.VERDICTS for c in cl)
+    again = synthetic.claims(json.loads(json.dumps(synthetic_result)))
+    assert [c["verdict"] for c in again] == [c["verdict"] for c in cl]
+
+
+def _constructed(mixts_minus_diffts, dps_slopes, ts_slopes, energies, ratio):
+    rng = np.random.default_rng(0)
+    res = {"runs": 20, "rounds": 100, "n_stages": 100, "n_train": 10_000,
+           "shapes": ["a", "b"], "results": [], "late_slopes": {}, "energy": {},
+           "cost": {}, "environment": {"numba_threads": 2}}
+    for shape in res["shapes"]:
+        base = rng.normal(50, 5, 20)
+        diff = vr.experiments._paired.paired_difference(base + mixts_minus_diffts
+                                                         + rng.normal(0, 1, 20), base)
+        res["results"] += [
+            {"panel": shape, "method": "DiffTS", "final_regrets": base.tolist()},
+            {"panel": shape, "method": "MixTS", "final_regrets": [0.0] * 20,
+             "paired_vs_reference": diff}]
+        res["late_slopes"][shape] = {"DPS": (np.array(dps_slopes) + rng.normal(0, .01, 20)
+                                             ).tolist(), "TS": [ts_slopes] * 20}
+        res["energy"][shape] = {"n": 2000, "learned_vs_true": energies[0],
+                                "gaussian_vs_true": 0.1, "true_vs_true": energies[1],
+                                "cov_trace_ratio": 0.95}
+        res["cost"][shape] = {"DiffTS_s_per_100_runs": 1.0, "TS_s_per_100_runs": 0.01,
+                              "ratio": ratio}
+    return res
+
+
+def test_synthetic_claim_rules_on_constructed_results():
+    import vits_ref.experiments._paired  # noqa: F401  (vr.experiments._paired above)
+
+    good = {c["id"]: c["verdict"] for c in synthetic.claims(
+        _constructed(+10.0, [1.0] * 20, 0.2, (0.002, 0.001), 100.0))}
+    assert good == {k: _claims.REPRODUCED for k in good}
+    bad = {c["id"]: c["verdict"] for c in synthetic.claims(
+        _constructed(-10.0, [0.1] * 20, 0.2, (0.01, 0.001), 5000.0))}
+    assert bad["diffts-beats-mixts"] == _claims.NOT_REPRODUCED
+    assert bad["diffts-lowest-regret"] == _claims.NOT_REPRODUCED  # MixTS lower
+    assert bad["dps-diverges"] == _claims.NOT_REPRODUCED
+    assert bad["diffusion-prior-resembles"] == _claims.NOT_REPRODUCED
+    assert bad["diffts-cost"] == _claims.NOT_REPRODUCED
+
+
+# -- diffts-ablation ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ablation_result(tmp_path_factory):
+    _learned()
+    out = tmp_path_factory.mktemp("diffts-ablation")
+    return ablation.run(runs=3, rounds=10, seed=0, out=str(out), stages=(1, 2),
+                        ref_stages=3, train_sizes=(100,), ref_train=200, train_kwargs=TINY,
+                        time_repeats=2)
+
+
+def test_ablation_small_run(ablation_result):
+    res = ablation_result
+    assert res["stages"] == [1, 2, 3] and res["train_sizes"] == [100, 200]
+    assert res["reference"] == {ablation.PANEL_STAGES: "T = 3",
+                                ablation.PANEL_TRAIN: "n = 200"}
+    names = [os.path.basename(f) for f in res["files"]]
+    assert names == ["curves.csv", "summary.json", "regret.png", "ablation.png"]
+    for e in res["results"]:
+        if e["method"] not in ("T = 3", "n = 200"):
+            assert e["paired_vs_reference"]["n"] == 3
+    assert set(res["draw_time_s"]) == {"1", "2", "3"}
+    assert all(t > 0 for t in res["draw_time_s"].values())
+    fit = res["time_fit"]
+    assert 0.0 <= fit["r2"] <= 1.0 and "slope_s_per_stage" in fit
+    assert "us per stage" in ablation.table(res)
+    cl = ablation.claims(res)
+    assert [c["id"] for c in cl] == ["ablation-stages-regret", "ablation-train-regret",
+                                     "ablation-time-linear"]
+    assert all(c["verdict"] in _claims.VERDICTS for c in cl)
+    # T = 25 and 3 000 samples were not run: those two claims cannot be judged
+    assert cl[0]["verdict"] == cl[1]["verdict"] == _claims.NOT_TESTABLE
+
+
+def _entry(panel, method, regrets, ref=None):
+    e = {"panel": panel, "method": method, "final_regrets": list(regrets),
+         "final_regret_mean": float(np.mean(regrets)),
+         "final_regret_stderr": float(np.std(regrets, ddof=1) / np.sqrt(len(regrets)))}
+    if ref is not None:
+        e["paired_vs_reference"] = vr.experiments._paired.paired_difference(regrets, ref)
+    return e
+
+
+def test_ablation_claim_rules_on_constructed_results():
+    import vits_ref.experiments._paired  # noqa: F401
+
+    rng = np.random.default_rng(1)
+    base = rng.normal(50, 5, 30)
+
+    def result(at1):
+        stages = [1, 25, 100]
+        ref = base
+        results = [_entry(ablation.PANEL_STAGES, f"T = {T}",
+                          ref if T == 100 else (at1 if T == 1 else base + rng.normal(0, 1, 30)),
+                          None if T == 100 else ref) for T in stages]
+        results += [_entry(ablation.PANEL_TRAIN, f"n = {n}",
+                           base if n == 10_000 else base + (20 if n == 100 else 0)
+                           + rng.normal(0, 1, 30), None if n == 10_000 else base)
+                    for n in (100, 3000, 10_000)]
+        times = {str(T): 1e-6 * (5 + 2 * T) for T in stages}
+        return {"runs": 30, "rounds": 100, "stages": stages, "train_sizes": [100, 3000, 10_000],
+                "results": results, "draw_time_s": times, "time_obs": 50, "time_repeats": 20,
+                "time_fit": ablation._linear_fit(stages, [times[str(T)] for T in stages])}
+
+    good = {c["id"]: c["verdict"] for c in ablation.claims(result(base + 35))}
+    assert good == {k: _claims.REPRODUCED for k in good}
+    flat = {c["id"]: c["verdict"] for c in ablation.claims(result(base + rng.normal(0, 1, 30)))}
+    assert flat["ablation-stages-regret"] == _claims.NOT_REPRODUCED
+
+
+# -- diffts-movielens and diffts-digits ---------------------------------------------------
+
+def test_movielens_stand_in_small(tmp_path):
+    _learned()
+    small = {"n_users": 60, "n_movies": 40, "n_ratings": 600}
+    res = movielens.run(runs=2, rounds=8, seed=0, out=str(tmp_path), n_stages=3,
+                        train_kwargs=TINY, n_energy=15, synthetic_kwargs=small)
+    assert res["data"] == "synthetic" and "stand_in_note" in res
+    assert res["dim"] == movielens.RANK and res["n_prior_samples"] == 40
+    panels = {(e["panel"], e["method"]) for e in res["results"]}
+    assert panels == {("linear rewards", m) for m in _shared.METHODS} | {
+        ("logistic rewards", m) for m in ("TS", "TunedTS", "DiffTS")}
+    assert all(os.path.exists(f) for f in res["files"])
+    cl = movielens.claims(res)
+    assert {c["verdict"] for c in cl} == {_claims.NOT_TESTABLE}
+    assert all(movielens.REAL_DATA_COMMAND in c["why"] for c in cl)
+    assert "stand-in" in movielens.table(res)
+
+
+def test_digits_small(tmp_path):
+    _learned()
+    pytest.importorskip("sklearn")
+    res = digits.run(runs=2, rounds=8, seed=0, out=str(tmp_path), n_stages=3,
+                     train_kwargs=TINY, n_energy=50, rewards=("linear",),
+                     data_kwargs={"n_thetas": 200, "max_iter": 20})
+    assert res["dim"] == digits.DIM and res["n_prior_samples"] == 200
+    assert "MNIST" in res["data"]
+    assert all(os.path.exists(f) for f in res["files"])
+    (c,) = digits.claims(res)
+    assert c["verdict"] in _claims.VERDICTS and "not MNIST" in c["why"]
+
+
+@pytest.mark.slow
+def test_synthetic_paper_size(tmp_path):
+    _learned()
+    res = synthetic.run(out=str(tmp_path), **synthetic.DEFAULTS)
+    cl = {c["id"]: c for c in synthetic.claims(res)}
+    assert all(c["verdict"] != _claims.NOT_TESTABLE for c in cl.values())
