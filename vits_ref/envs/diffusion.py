@@ -31,7 +31,8 @@ lost, so the shapes here are reconstructions, scaled so that ``|theta|`` is O(1)
                 ``u ~ U(-sqrt 3, sqrt 3)`` (unit variance along the bar), ``z ~ N(0, 1)``.
                 Uniform along each bar so that, as the paper says, two Gaussians
                 approximate it well but not exactly
-``banana``      a crescent: ``(u, 0.6 (u^2 - 1) + 0.15 z)``, ``u, z ~ N(0, 1)``
+``banana``      a crescent: ``(u, 0.6 (u^2 - 1) + 0.15 z)``, ``u ~ U(-sqrt 3, sqrt 3)``,
+                ``z ~ N(0, 1)`` (mean 0, bounded along the arc)
 ``spiral``      a 1.5-turn spiral: ``t ~ U(0, 1)``, angle ``3 pi t``, radius
                 ``0.25 + 1.25 t``, plus ``0.05 N(0, I)``
 ``checkerboard`` uniform on the 8 "black" squares (row + column even) of a 4 x 4 board
@@ -125,8 +126,9 @@ def _cross(n, rng):
 
 
 def _banana(n, rng):
-    """A crescent (banana): (u, 0.6 (u^2 - 1) + 0.15 z) with u, z ~ N(0, 1); mean 0."""
-    u = rng.standard_normal(n)
+    """A crescent (banana): (u, 0.6 (u^2 - 1) + 0.15 z) with u uniform on (-sqrt 3, sqrt 3)
+    (unit variance, so the mean is 0) and z ~ N(0, 1)."""
+    u = rng.uniform(-math.sqrt(3.0), math.sqrt(3.0), n)
     z = rng.standard_normal(n)
     return np.column_stack([u, 0.6 * (u * u - 1.0) + 0.15 * z])
 
