@@ -8,7 +8,7 @@ runs: :func:`simulate`. Closed forms: :mod:`vits_ref.gaussian`.
 
 from . import diffusion, envs, gaussian, models, schedules
 from .errors import DivergenceError
-from .inference import DPS, VITS, DiffTS, Langevin, Laplace, LinTS, RenyiVI
+from .inference import DPS, VITS, DiffTS, Langevin, Laplace, LinTS, MixTS, RenyiVI, TunedTS
 from .policies import LinUCB, PerArm, RandomPolicy, ThompsonSampling
 from .simulate import POLICY_NAMES, SimulationResult, make_policy, simulate
 from .vts import NIGTS, VTS
@@ -21,6 +21,7 @@ __all__ = ["DPS", "DiffTS", "DivergenceError", "Laplace", "LinTS", "LinUCB", "La
            "RandomPolicy", "RenyiVI", "SimulationResult", "ThompsonSampling", "VITS", "diffusion",
            "envs",
            "gaussian", "make_policy", "models", "schedules", "simulate", "VTS"]
+__all__ += ["MixTS", "TunedTS"]
 
 from .inference import SGLD  # noqa: E402
 

@@ -26,3 +26,6 @@ __all__ = ["DOWNLOAD_HINT", "ML1M_MOVIES", "ML1M_USERS", "Ratings", "clear_cache
 from .uci import Dataset, classification_dataset, load_kin8nm, regression_dataset  # noqa: E402
 
 __all__ += ["Dataset", "classification_dataset", "load_kin8nm", "regression_dataset"]
+from .digits import clear_digits_cache, digit_embeddings  # noqa: E402
+
+__all__ += ["clear_digits_cache", "digit_embeddings"]

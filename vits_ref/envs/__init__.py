@@ -14,6 +14,14 @@ Every realisation carries the expected reward of every arm, so regret is exact.
 """
 
 from .base import REWARDS, Environment, Realisation
+from .diffusion import (
+    PRIOR_SHAPES,
+    PriorBandit,
+    PriorShape,
+    digits_prior_bandit,
+    movielens_prior_bandit,
+    prior_bandit,
+)
 from .mixture import MixtureEnvironment, vts_scenario
 from .movielens import MovieLensEnvironment, movielens
 from .synthetic import HardInstance, PoolEnvironment, hard_instance, pool
@@ -21,3 +29,5 @@ from .synthetic import HardInstance, PoolEnvironment, hard_instance, pool
 __all__ = ["REWARDS", "Environment", "HardInstance", "MixtureEnvironment",
            "MovieLensEnvironment", "PoolEnvironment", "Realisation", "hard_instance",
            "movielens", "pool", "vts_scenario"]
+__all__ += ["PRIOR_SHAPES", "PriorBandit", "PriorShape", "digits_prior_bandit",
+            "movielens_prior_bandit", "prior_bandit"]

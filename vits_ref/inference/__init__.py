@@ -5,11 +5,13 @@ from .diffts import DPS, DiffTS
 from .exact import LinTS
 from .langevin import Langevin
 from .laplace import Laplace
+from .mixts import MixTS, TunedLaplace, TunedLinTS, TunedTS
 from .renyi import RenyiVI
 from .vits import VITS
 
 __all__ = ["DPS", "DiffTS", "Engine", "GaussianEngine", "Laplace", "LinTS", "Langevin",
            "RenyiVI", "VITS"]
+__all__ += ["MixTS", "TunedLaplace", "TunedLinTS", "TunedTS"]
 
 from .sgld import SGLD  # noqa: E402
 
