@@ -76,6 +76,27 @@ SIZES["small"].update({"opvi-mixture": {"runs": 2, "rounds": 60, "n_data": 2000}
                        "opvi-classifier": {"runs": 2, "rounds": 30, "hidden": 20}})
 EXPERIMENTS["opvi"] = ("opvi-mixture", "opvi-bnn", "opvi-classifier")
 
+# seed 001 (diffusion-model priors, issue 8): its experiments and sizes
+PAPERS["diffts"] = ("Online posterior sampling with a diffusion prior (seed 001: DiffTS / "
+                    "LaplaceDPS, DPS, TunedTS and MixTS; synthetic priors, ablation, "
+                    "MovieLens, digits)")
+SIZES["paper"].update({"diffts-synthetic": {}, "diffts-ablation": {},
+                       "diffts-movielens": {}, "diffts-digits": {}})
+_DIFFTS_TINY = {"n_stages": 10, "train_kwargs": {"epochs": 2}}
+SIZES["small"].update({
+    "diffts-synthetic": {"runs": 3, "rounds": 30, "n_train": 1000, "n_energy": 300,
+                         **_DIFFTS_TINY},
+    "diffts-ablation": {"runs": 3, "rounds": 30, "stages": (1, 5, 25), "ref_stages": 10,
+                        "train_sizes": (100, 3000), "ref_train": 1000,
+                        "train_kwargs": {"epochs": 2}, "time_repeats": 3},
+    "diffts-movielens": {"runs": 2, "rounds": 30, "n_energy": 100,
+                         "synthetic_kwargs": {"n_users": 200, "n_movies": 150,
+                                              "n_ratings": 3000}, **_DIFFTS_TINY},
+    "diffts-digits": {"runs": 2, "rounds": 30, "n_energy": 200,
+                      "data_kwargs": {"n_thetas": 1000, "max_iter": 50}, **_DIFFTS_TINY}})
+EXPERIMENTS["diffts"] = ("diffts-synthetic", "diffts-ablation", "diffts-movielens",
+                         "diffts-digits")
+
 
 def _run_kwargs(mod, size, name):
     """The experiment's defaults overridden by the size's settings."""
