@@ -547,3 +547,75 @@ def diffts_linear_runs(bodies, params, arrays, w, contexts, means, rewards, z, s
         cuda.to_device(np.zeros((R, d, d))), cuda.device_array((R, 4, d)),
         _device_tuple(scratch_rows), status)
     return regret.copy_to_host(), arms.copy_to_host(), status.copy_to_host()
+
+
+# --------------------------------------------------------------------------- SVGD
+# (kernels imported inside the factories: this section is appended independently of the
+# module's import block). The loop form of vits_ref.drivers.cpu.svgd_phi, one thread per
+# particle: the same row bodies (distances, kernel row, weighted sum); the median heuristic
+# is one thread's quickselect (correctness first: a parallel selection is future work).
+
+
+@functools.cache
+def _svgd_kernels():
+    from ..kernels.svgd import (kernel_row, median_bandwidth_from, median_sqdist, phi_row,
+                                shifted_grads, sqdist_row)
+
+    @cuda_jit
+    def dist(X, XT, D):
+        i = cuda.grid(1)
+        while i < X.shape[0]:
+            sqdist_row(X, XT, i, D[i])
+            i += cuda.gridsize(1)
+
+    @cuda_jit
+    def median(D, w, hbuf):
+        if cuda.grid(1) == 0:
+            hbuf[0] = median_bandwidth_from(median_sqdist(D, w), D.shape[0])
+
+    @cuda_jit
+    def shift(X, G, hbuf, repulsion, Y):
+        i = cuda.grid(1)
+        c = 2.0 * repulsion / hbuf[0]
+        while i < X.shape[0]:
+            shifted_grads(X, G, c, Y, i)
+            i += cuda.gridsize(1)
+
+    @cuda_jit
+    def rows(X, XT, Y, D, hbuf, repulsion, have_dist, out):
+        i = cuda.grid(1)
+        h = hbuf[0]
+        c = 2.0 * repulsion / h
+        while i < X.shape[0]:
+            if not have_dist:
+                sqdist_row(X, XT, i, D[i])
+            s = kernel_row(D[i], 1.0 / h)
+            phi_row(D[i], Y, X, i, c, s, out[i])
+            i += cuda.gridsize(1)
+
+    return dist, median, shift, rows
+
+
+def svgd_phi(X, G, h, repulsion, threads_per_block=THREADS_PER_BLOCK):
+    """The SVGD direction on the GPU, one thread per particle (the loop form).
+
+    Same arguments as :func:`vits_ref.drivers.cpu.svgd_phi` (``G``: gradients of ``log p``;
+    ``h <= 0``: the median heuristic). Returns ``(phi (n, d), h)`` (host arrays).
+    """
+    dist, median, shift, rows = _svgd_kernels()
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    n, d = X.shape
+    dX, dXT, dG = _to_device((X, X.T.copy(), G))
+    D = cuda.device_array((n, n))
+    Y = cuda.device_array((n, d))
+    out = cuda.device_array((n, d))
+    grid = _grid(n, threads_per_block)
+    if h <= 0.0:
+        hbuf = cuda.device_array(1)
+        dist[grid](dX, dXT, D)
+        median[1, 1](D, cuda.device_array(max(1, n * (n - 1) // 2)), hbuf)
+    else:
+        hbuf = cuda.to_device(np.array([float(h)]))
+    shift[grid](dX, dG, hbuf, float(repulsion), Y)
+    rows[grid](dX, dXT, Y, D, hbuf, float(repulsion), h <= 0.0, out)
+    return out.copy_to_host(), float(hbuf.copy_to_host()[0])
