@@ -7,11 +7,11 @@ sampling for the linear-Gaussian model (docs/algorithms.md sections 1 and 3).
 
 - :class:`MixTS`: a Gaussian-mixture prior and the **exact** mixture posterior of the
   linear-Gaussian model. Each component's posterior is the section-1 posterior with that
-  component as a general Gaussian prior: it *is* a :class:`LinTS` engine on a
-  :class:`vits_ref.models.Linear` model with ``prior_mean = m_k``, ``prior_cov = S_k``, kept
-  by rank-one Cholesky updates (sufficient statistics only). Its weight is proportional to
-  the prior weight times the component's marginal likelihood, computed from the same
-  statistics in log space.
+  component as a general Gaussian prior, in the statistics a :class:`LinTS` engine on a
+  :class:`vits_ref.models.Linear` model with ``prior_mean = m_k``, ``prior_cov = S_k``
+  keeps, updated by LinTS's rank-one Cholesky kernel (sufficient statistics only). Its
+  weight is proportional to the prior weight times the component's marginal likelihood,
+  computed from the same statistics in log space.
 - :func:`TunedTS`: a factory. The MLE Gaussian of the samples becomes a general Gaussian
   prior of :class:`TunedLinTS` (a thin :class:`LinTS` subclass, ``model="linear"``) or of
   :class:`TunedLaplace` (a thin :class:`Laplace` subclass, ``model="logistic"``, IRLS with
@@ -73,9 +73,6 @@ class MixTS(Engine):
 
     Attributes
     ----------
-    components : list of LinTS
-        Component ``k``'s posterior: LinTS with the general prior ``N(m_k, S_k)`` and
-        ``eta = 1/sigma^2`` (its ``mean``, ``cov``; shared statistics of the data).
     posterior_weights : ndarray, shape (K,)
         The posterior mixture weights.
 
@@ -92,7 +89,8 @@ class MixTS(Engine):
         \hat S_k^{-1} = S_k^{-1} + \sigma^{-2}\textstyle\sum_l \phi_l\phi_l^\top,\quad
         \hat m_k = \hat S_k\big(S_k^{-1} m_k + \sigma^{-2}\textstyle\sum_l \phi_l y_l\big),
 
-    the section-1 posterior of each component (kept by :class:`LinTS`), and
+    the section-1 posterior of each component (LinTS's, with the general prior ``N(m_k,
+    S_k)``), and
     ``w~_k ∝ w_k p(h | k)`` with the component's marginal likelihood
 
     .. math::
@@ -101,14 +99,15 @@ class MixTS(Engine):
             - \tfrac12 m_k^\top S_k^{-1} m_k + \tfrac12 \hat m_k^\top \hat S_k^{-1} \hat m_k
             - \tfrac12 \log\det S_k + \tfrac12 \log\det \hat S_k,
 
-    (the Gaussian integral of prior times likelihood). In the component engine's statistics
+    (the Gaussian integral of prior times likelihood). In the component's LinTS statistics
     ``V_k = S_k^{-1}/eta + sum phi phi^T = L_k L_k^T``, ``b_k = V_k m_hat_k`` with
     ``eta = sigma^-2``: ``m_hat^T S_hat^-1 m_hat = eta |L_k^-1 b_k|^2`` and
     ``log det S_hat_k = -d log eta - 2 sum log diag L_k``. Only ``sum phi phi^T``,
     ``sum phi y``, ``sum y^2`` and ``n`` enter (never the history); the weights are
     normalised by log-sum-exp of ``log w_k + log p(h | k)``, so no likelihood underflows
-    however many observations. A draw picks a component with the posterior weights, then
-    draws from it with LinTS's compiled draw body.
+    however many observations. Each ``L_k`` is kept by LinTS's compiled rank-one Cholesky
+    update (O(K d^2) per observation, no refactorisation); a draw picks a component with
+    the posterior weights, then draws from it with LinTS's compiled draw body.
 
     ``diagnostics``: ``n_obs``, ``weights`` (posterior weights), ``log_evidence`` (the
     ``K`` values ``log p(h | k)``), ``log_marginal`` (``log p(h)``).
@@ -131,16 +130,27 @@ class MixTS(Engine):
         self.prior_weights, self.prior_means, self.prior_covs = _mixture(weights, means, covs)
         self.sigma = val.positive_float(sigma, "sigma")
         dim = self.prior_means.shape[1]
+        # self.model (the default-prior linear model) keeps the data's statistics:
+        # V - I = sum phi phi^T, b = sum phi y, sum_r2 = sum y^2, n_obs
         super().__init__(dim, model="linear", eta=1.0 / self.sigma ** 2, lam=1.0, seed=seed)
-        self.components = [
-            LinTS(dim, model=Linear(dim, eta=self.eta, prior_mean=m, prior_cov=S), eta=self.eta)
-            for m, S in zip(self.prior_means, self.prior_covs, strict=True)]
+        K = self.n_components
+        # component k as a general prior in the linear model's statistics (as
+        # vits_ref.models.Linear stores one): V0_k = inv(S_k)/eta, b0_k = V0_k m_k; its
+        # posterior is LinTS's, V_k = V0_k + sum phi phi^T = L_k L_k^T, b_k = b0_k + sum phi y
+        self._V0 = np.empty((K, dim, dim))
+        self._b0 = np.empty((K, dim))
+        self._L = np.empty((K, dim, dim))
         # -1/2 m^T S^-1 m - 1/2 log det S of each component: the prior's share of log p(h|k)
-        self._prior_const = np.empty(self.n_components)
+        self._prior_const = np.empty(K)
         for k, (m, S) in enumerate(zip(self.prior_means, self.prior_covs, strict=True)):
             chol = np.linalg.cholesky(S)
             z = solve_triangular(chol, m, lower=True)
             self._prior_const[k] = -0.5 * float(z @ z) - float(np.sum(np.log(np.diag(chol))))
+            cinv = solve_triangular(chol, np.eye(dim), lower=True)
+            prec = cinv.T @ cinv
+            self._V0[k] = 0.5 * (prec + prec.T) / self.eta
+            self._b0[k] = self._V0[k] @ m
+            self._L[k] = np.linalg.cholesky(self._V0[k])
         self._refit_weights()
 
     @classmethod
@@ -186,18 +196,24 @@ class MixTS(Engine):
                 "covs": self.prior_covs, "sigma": self.sigma}
 
     # -- posterior --------------------------------------------------------------------------
+    def _b(self):
+        """``b_k = b0_k + sum phi y`` of every component, (K, d)."""
+        return self._b0 + self.model.b
+
     def _refit(self, features, rewards):
-        for comp in self.components:
-            comp.update(features, rewards)
+        # one rank-one update of each component's factor per observation (LinTS's kernel);
+        # the shared sums are in self.model, already updated by Engine.update
+        for k in range(self.n_components):
+            cpu.chol_update_rows(self._L[k], features)
         self._refit_weights()
 
     def _refit_weights(self):
         d, eta, n = self.dim, self.eta, self.model.n_obs
-        delta = np.empty(self.n_components)
-        for k, comp in enumerate(self.components):
-            u = solve_triangular(comp.L, comp.model.b, lower=True, check_finite=False)
-            logdet_post_prec = d * np.log(eta) + 2.0 * float(np.sum(np.log(np.diag(comp.L))))
-            delta[k] = self._prior_const[k] + 0.5 * eta * float(u @ u) - 0.5 * logdet_post_prec
+        # u_k = L_k^-1 b_k for all components at once
+        u = np.linalg.solve(self._L, self._b()[:, :, None])[:, :, 0]
+        logdet_post_prec = d * np.log(eta) + 2.0 * np.sum(
+            np.log(np.diagonal(self._L, axis1=1, axis2=2)), axis=1)
+        delta = self._prior_const + 0.5 * eta * np.sum(u * u, axis=1) - 0.5 * logdet_post_prec
         common = -0.5 * n * (_LOG_2PI - np.log(eta)) - 0.5 * eta * self.model.sum_r2
         self._check_finite(None, delta)
         log_joint = np.log(self.prior_weights) + delta
@@ -214,31 +230,40 @@ class MixTS(Engine):
         z = self._rng_sample.standard_normal((n, self.dim))
         comp = np.minimum(np.searchsorted(self._cum_weights, u * self._cum_weights[-1],
                                           side="right"), self.n_components - 1)
+        b = self._b()
         out = np.empty((n, self.dim))
+        if n == 1:  # a Thompson draw: one call of LinTS's draw body
+            cpu.lints_draws(self._L[comp[0]], b[comp[0]], self.eta, z, out)
+            return out
         for k in np.unique(comp):
             rows = np.flatnonzero(comp == k)
             part = np.empty((rows.size, self.dim))
-            c = self.components[k]
-            cpu.lints_draws(c.L, c.model.b, self.eta, z[rows], part)
+            cpu.lints_draws(self._L[k], b[k], self.eta, z[rows], part)
             out[rows] = part
         return out
 
     def component_posteriors(self):
-        """``[(mean_k, cov_k), ...]``: each component's exact posterior Gaussian."""
-        return [(c.mean, c.cov) for c in self.components]
+        """``[(mean_k, cov_k), ...]``: each component's exact posterior Gaussian, by
+        :func:`vits_ref.gaussian.linear_posterior_from_stats` on its statistics."""
+        from ..gaussian import linear_posterior_from_stats
+
+        XX = self.model.kernel_data(prior=False)[0] / self.eta  # sum phi phi^T
+        return [linear_posterior_from_stats(V0 + XX, b, eta=self.eta)
+                for V0, b in zip(self._V0, self._b(), strict=True)]
 
     @property
     def mean(self):
         """Mean of the posterior mixture, ``sum_k w~_k m_hat_k``."""
-        return sum(w * c.mean for w, c in zip(self.posterior_weights, self.components,
-                                              strict=True))
+        return sum(w * m for w, (m, _) in zip(self.posterior_weights,
+                                               self.component_posteriors(), strict=True))
 
     @property
     def cov(self):
         """Covariance of the posterior mixture (law of total covariance)."""
-        mean = self.mean
+        comps = self.component_posteriors()
+        mean = sum(w * m for w, (m, _) in zip(self.posterior_weights, comps, strict=True))
         out = np.zeros((self.dim, self.dim))
-        for w, (m, S) in zip(self.posterior_weights, self.component_posteriors(), strict=True):
+        for w, (m, S) in zip(self.posterior_weights, comps, strict=True):
             out += w * (S + np.outer(m - mean, m - mean))
         return 0.5 * (out + out.T)
 
