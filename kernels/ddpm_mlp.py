@@ -71,6 +71,7 @@ import math
 
 from vits_ref.config import kernel
 
+from .diffusion_chain import EpsBodies
 from .linalg import gemm_nn, gemm_nt, gemm_tn, gemv
 
 # --------------------------------------------------------------------------- layers
@@ -140,6 +141,11 @@ def vjp(params, t, s, v, out, scratch):
     _dense_t(W2[k], g2, g1)
     _mask(g1, a1)
     _dense_t(W1[k], g1, out)
+
+
+#: The learned prior's noise regressor for the compiled chains
+#: (:class:`vits_ref.diffusion.DiffusionPrior`'s ``eps_bodies``).
+MLP = EpsBodies("ddpm_mlp", eps, vjp)
 
 
 def eps_scratch_shapes(dim, hidden):

@@ -10,6 +10,7 @@ engines are :class:`vits_ref.DiffTS` and :class:`vits_ref.DPS`.
 from . import chain
 from .base import DiffusionPriorBase
 from .gaussian import GaussianDiffusionPrior
+from .learned import DiffusionPrior
 from .schedule import Schedule
 
-__all__ = ["DiffusionPriorBase", "GaussianDiffusionPrior", "Schedule", "chain"]
+__all__ = ["DiffusionPrior", "DiffusionPriorBase", "GaussianDiffusionPrior", "Schedule", "chain"]
