@@ -18,6 +18,7 @@ def _progress(name):
 def main(argv=None):
     """Entry point of ``python -m vits_ref`` and the ``vits-ref`` script."""
     from .experiments import EXPERIMENTS, get
+    from .report import PAPERS as REPORT_PAPERS
 
     parser = argparse.ArgumentParser(prog="python -m vits_ref",
                                      description="Thompson sampling with approximate posteriors")
@@ -42,7 +43,7 @@ def main(argv=None):
                             "MovieLens ratings.dat; default: the synthetic stand-in)")
     p_rep = sub.add_parser("report", help="run a paper's experiments and write its "
                                           "reproduction report (Markdown and HTML)")
-    p_rep.add_argument("paper", choices=["vits", "vts", "renyi"])
+    p_rep.add_argument("paper", choices=sorted(REPORT_PAPERS))
     p_rep.add_argument("--size", choices=["paper", "small"], default="paper",
                        help="paper: every experiment at its defaults (the paper's sizes "
                             "where this machine allows); small: a few runs, to check the "
