@@ -11,11 +11,11 @@ Thompson sampling in vr.simulate).
 import numba
 import numpy as np
 import pytest
+from vits_ref.kernels import svgd as ks
 
 import vits_ref as vr
 from vits_ref._seeding import engine_streams
 from vits_ref.config import cpu_jit
-from vits_ref.kernels import svgd as ks
 from vits_ref.reference import svgd as ref
 
 # Both sides sum n terms of size |k g| + (2 r / h) |k (x_i - x_j)| = O(1) here (standard

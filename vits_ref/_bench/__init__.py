@@ -30,3 +30,8 @@ def main(quick=False):
             section.main(quick=quick)
     finally:
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    # one SVGD step (issue 10): single thread and every core, sets Numba's threads itself
+    from . import svgd
+
+    print()
+    svgd.main(quick=quick)

@@ -780,9 +780,17 @@ def svgd_phi(parallel=False):
     idle machine, milliseconds on a loaded one), which small problems do not repay
     (:func:`vits_ref.svgd.use_parallel`).
     """
-    from ..kernels.svgd import (kernel_row, median_bandwidth_from, median_sqdist,
-                                phi_finish_row, phi_row, shifted_grads, sqdist_from_gram_row,
-                                sqdist_row, transpose_into)
+    from ..kernels.svgd import (
+        kernel_row,
+        median_bandwidth_from,
+        median_sqdist,
+        phi_finish_row,
+        phi_row,
+        shifted_grads,
+        sqdist_from_gram_row,
+        sqdist_row,
+        transpose_into,
+    )
 
     @cpu_jit(parallel=parallel)
     def run(X, G, h, repulsion, gemm, out, scr):

@@ -558,8 +558,14 @@ def diffts_linear_runs(bodies, params, arrays, w, contexts, means, rewards, z, s
 
 @functools.cache
 def _svgd_kernels():
-    from ..kernels.svgd import (kernel_row, median_bandwidth_from, median_sqdist, phi_row,
-                                shifted_grads, sqdist_row)
+    from ..kernels.svgd import (
+        kernel_row,
+        median_bandwidth_from,
+        median_sqdist,
+        phi_row,
+        shifted_grads,
+        sqdist_row,
+    )
 
     @cuda_jit
     def dist(X, XT, D):
