@@ -155,6 +155,27 @@ def test_regression_metrics_against_loops(reg):
         regression_metrics(m, thetas, X, y_orig, convention="paper")
 
 
+def test_regression_metrics_scalar_statistics(reg):
+    """``y_mean``/``y_std`` as the experiments pass them: plain floats (``float(y.mean())``),
+    NumPy scalars, ints or 0-D arrays all give the same numbers; a shape-(1,) array, a
+    bool, a string or a non-finite value is refused naming the argument."""
+    m, X, y, thetas = reg
+    y_orig = 3.0 + 0.4 * y
+    want = regression_metrics(m, thetas, X, y_orig, 3.0, 0.4)
+    for mean, std in ((np.float64(3.0), np.float64(0.4)), (np.array(3.0), np.array(0.4)),
+                      (3, 0.4), (np.float32(3.0), 0.4)):
+        got = regression_metrics(m, thetas, X, y_orig, mean, std)
+        # float32(3.0) and int 3 are exactly 3.0: bit-identical results
+        assert got == want, (mean, std)
+    for bad, exc in ((np.array([3.0]), TypeError), (True, TypeError), ("3", TypeError),
+                     (np.array(1 + 2j), TypeError), (np.nan, ValueError)):
+        with pytest.raises(exc, match="y_mean"):
+            regression_metrics(m, thetas, X, y_orig, bad, 0.4)
+    for bad, exc in ((np.array([0.4]), TypeError), (0.0, ValueError), (np.inf, ValueError)):
+        with pytest.raises(exc, match="y_std"):
+            regression_metrics(m, thetas, X, y_orig, 3.0, bad)
+
+
 # --------------------------------------------------------------------------- classifier
 
 

@@ -13,6 +13,8 @@ code does, and :func:`regression_metrics` reports RMSE and test log-likelihood i
 *original* units of ``y`` (outputs de-standardised), as the SVGD paper's tables do.
 """
 
+import numbers
+
 import numpy as np
 
 from .. import _validate as val
@@ -306,13 +308,10 @@ def regression_metrics(model, thetas, X, y, y_mean=0.0, y_std=1.0, convention="e
         raise TypeError(f"model must be a BNNRegression, got {type(model).__name__}")
     thetas = model._thetas(thetas)
     y = val.float_array(y, "y", ndim=1)
-    try:
-        y_mean = float(y_mean)
-    except (TypeError, ValueError):
-        raise TypeError(f"y_mean must be a real number, got {y_mean!r}") from None
+    y_mean = _scalar(y_mean, "y_mean")
     if not np.isfinite(y_mean):
         raise ValueError(f"y_mean must be finite, got {y_mean!r}")
-    y_std = val.positive_float(y_std, "y_std")
+    y_std = val.positive_float(_scalar(y_std, "y_std"), "y_std")
     F = model.predict_particles(thetas, X)
     if F.shape[1] != y.shape[0]:
         raise ValueError(f"y has {y.shape[0]} entries but X has {F.shape[1]} rows")
@@ -326,3 +325,22 @@ def regression_metrics(model, thetas, X, y, y_mean=0.0, y_std=1.0, convention="e
     top = logp.max(axis=0)
     lse = top + np.log(np.exp(logp - top).sum(axis=0)) - np.log(thetas.shape[0])
     return rmse, float(lse.mean())
+
+
+def _scalar(value, name):
+    """``value`` as a float: a real number (Python or NumPy scalar) or a 0-D real array.
+
+    A 1-element array of shape ``(1,)`` (e.g. ``y.mean(axis=0, keepdims=True)``) is
+    rejected rather than silently squeezed, and so are booleans and strings.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    if isinstance(value, np.ndarray):
+        if value.ndim != 0 or not np.issubdtype(value.dtype, np.number) \
+                or np.iscomplexobj(value):
+            raise TypeError(f"{name} must be a real number or a 0-D real array, got an "
+                            f"array of shape {value.shape} and dtype {value.dtype}")
+        return float(value)
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    return float(value)

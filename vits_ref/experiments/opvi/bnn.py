@@ -110,25 +110,6 @@ def split(X, y, rng, test_fraction=TEST_FRACTION):
             {"y_mean": my, "y_std": sy})
 
 
-def test_metrics(model, thetas, X, y, y_mean, y_std):
-    """Test RMSE and log-likelihood of the particles in ``y``'s original units.
-
-    The definitions of :func:`vits_ref.models.bnn.regression_metrics` (``"exact"``
-    convention: the ensemble mean's RMSE; the log of the predictive mixture ``1/M sum_m
-    N(y; y_mean + y_std f_m(x), y_std^2 / gamma_m)`` averaged over test points), computed
-    here from ``model.predict_particles`` because that function rejects a float
-    ``y_mean`` at the time of writing (its 0-D check sees shape (1,)).
-    """
-    F = model.predict_particles(thetas, X)
-    mu = y_mean + y_std * F
-    rmse = float(np.sqrt(np.mean((y - mu.mean(axis=0)) ** 2)))
-    log_s2 = -thetas[:, -2][:, None] + 2.0 * math.log(y_std)
-    logp = -0.5 * (math.log(2 * math.pi) + log_s2) - 0.5 * (y - mu) ** 2 * np.exp(-log_s2)
-    top = logp.max(axis=0)
-    lse = top + np.log(np.exp(logp - top).sum(axis=0)) - math.log(thetas.shape[0])
-    return rmse, float(lse.mean())
-
-
 # -- the shared supervised runner (also used by opvi-classifier) ------------------------
 
 
@@ -299,7 +280,7 @@ def run(runs=20, rounds=500, seed=0, out="results/opvi-bnn", progress=None, path
         mean and se, the mean curves over the recorded rounds, the paired differences
         OPVI minus each method; the constant predictor's RMSE; the paper's Table 1.
     """
-    from ...models.bnn import BNNRegression
+    from ...models.bnn import BNNRegression, regression_metrics
 
     chosen = _check(runs, rounds, n_particles, step_size, methods, METHODS)
     X, y, data_name = load(path)
@@ -321,7 +302,7 @@ def run(runs=20, rounds=500, seed=0, out="results/opvi-bnn", progress=None, path
         return model.init_particles(n, seed=rng, X=Xtr, y=ytr)
 
     def evaluate(model, thetas, stats, Xte, yte):
-        return test_metrics(model, thetas, Xte, yte, stats["y_mean"], stats["y_std"])
+        return regression_metrics(model, thetas, Xte, yte, stats["y_mean"], stats["y_std"])
 
     res, rec, sizes = run_supervised(NAME, make_model, init, evaluate, METRICS, data, runs,
                                      rounds, seed, n_particles, chosen, METHODS, step_size,
