@@ -94,8 +94,10 @@ def trained_prior(samples, n_stages=100, alpha=0.97, seed=0, cache_dir=None, nam
         progress(f"training the diffusion prior {name} (T = {n_stages}, "
                  f"{len(samples)} samples)")
     t0 = time.perf_counter()
+    # the training's progress bar only where the caller reports progress (the CLI)
+    fit_kw = {"progress": bool(progress), **kw}
     prior = DiffusionPrior(samples.shape[1], n_stages=n_stages, alpha=alpha, seed=seed,
-                           **ctor).fit(samples, **kw)
+                           **ctor).fit(samples, **fit_kw)
     elapsed = time.perf_counter() - t0
     if path is not None:
         prior.save(path)
