@@ -451,36 +451,9 @@ def vts_runs():
 
 
 # ---- diffusion MLP
-# The learned DDPM prior's per-stage networks (vits_ref.kernels.ddpm_mlp; kernels imported
-# inside the factories: this section is appended independently of the others).
-
-
-@functools.cache
-def ddpm_eps_rows():
-    """``run(params, t, S, out, scratch)``: ``out[n] = eps_t(S[n])`` for every row of ``S``
-    (n, d) at the 1-based stage ``t`` (:func:`vits_ref.kernels.ddpm_mlp.eps`)."""
-    from ..kernels.ddpm_mlp import eps
-
-    @cpu_jit
-    def run(params, t, S, out, scratch):
-        for n in range(S.shape[0]):
-            eps(params, t, S[n], out[n], scratch)
-
-    return run
-
-
-@functools.cache
-def ddpm_vjp_rows():
-    """``run(params, t, S, Vs, out, scratch)``: ``out[n] = J_t(S[n])^T Vs[n]``
-    (:func:`vits_ref.kernels.ddpm_mlp.vjp`)."""
-    from ..kernels.ddpm_mlp import vjp
-
-    @cpu_jit
-    def run(params, t, S, Vs, out, scratch):
-        for n in range(S.shape[0]):
-            vjp(params, t, S[n], Vs[n], out[n], scratch)
-
-    return run
+# The learned DDPM prior's training (vits_ref.kernels.ddpm_mlp; kernels imported inside the
+# factories: this section is appended independently of the others). Its eps/vjp bodies run
+# through the generic diffusion_eps / diffusion_vjp drivers of the chain section.
 
 
 @functools.cache

@@ -625,3 +625,44 @@ def svgd_phi(X, G, h, repulsion, threads_per_block=THREADS_PER_BLOCK):
     shift[grid](dX, dG, hbuf, float(repulsion), Y)
     rows[grid](dX, dXT, Y, D, hbuf, float(repulsion), h <= 0.0, out)
     return out.copy_to_host(), float(hbuf.copy_to_host()[0])
+
+
+# ---- diffusion MLP
+# The learned DDPM prior's eps_t and vjp bodies (vits_ref.kernels.ddpm_mlp), one row per
+# thread: the bodies the chains call per stage, checked alone against the CPU. (The chains
+# themselves run them through the diffusion chain section with the MLP EpsBodies.)
+
+
+@functools.cache
+def _ddpm_rows_kernel():
+    from ..kernels.ddpm_mlp import eps, vjp
+
+    @cuda_jit
+    def kernel(params, t, S, V, want_vjp, out, scr):
+        j = cuda.grid(1)
+        while j < S.shape[0]:
+            if want_vjp:
+                vjp(params, t, S[j], V[j], out[j], index_rows(scr, j))
+            else:
+                eps(params, t, S[j], out[j], index_rows(scr, j))
+            j += cuda.gridsize(1)
+
+    return kernel
+
+
+def ddpm_rows(params, t, S, V=None, threads_per_block=THREADS_PER_BLOCK):
+    """``eps_t`` (``V`` None) or ``J_t^T v`` at the rows of ``S`` (n, d), one row per thread.
+
+    ``params``: the prior's ``eps_params`` (``(W1, b1, W2, b2, W3, b3)``, stage axis first);
+    ``t`` the 1-based stage. Returns ``out`` (n, d) on the host.
+    """
+    S = np.ascontiguousarray(S, dtype=np.float64)
+    n, _ = S.shape
+    h1, h2 = params[0].shape[1], params[2].shape[1]
+    scr = (cuda.device_array((n, h1)), cuda.device_array((n, h2)),
+           cuda.device_array((n, h1)), cuda.device_array((n, h2)))
+    out = cuda.device_array(S.shape)
+    Vd = S if V is None else V
+    _ddpm_rows_kernel()[_grid(n, threads_per_block)](
+        _device_tuple(tuple(params)), int(t), *_to_device((S, Vd)), V is not None, out, scr)
+    return out.copy_to_host()

@@ -133,23 +133,24 @@ def fold_input_scaling(params, shift, inv_scale):
     return (W1f, b1f) + tuple(params[2:])
 
 
-def reverse_mean(params, t, S, alpha, abar):
-    """``mu_t(s)`` at the rows of ``S`` (``alpha``, ``abar``: schedule arrays of length
-    T + 1 indexed by the stage, entry 0 = 1)."""
-    E = eps(params, t, S)
-    s0_hat = (S - np.sqrt(1.0 - abar[t]) * E) / np.sqrt(abar[t])
+def reverse_mean(eps_t, t, S, alpha, abar):
+    """``mu_t(s)`` at the rows of ``S`` given ``eps_t = eps_t(S)`` (``alpha``, ``abar``:
+    schedule arrays of length T + 1 indexed by the stage, entry 0 = 1)."""
+    s0_hat = (S - np.sqrt(1.0 - abar[t]) * eps_t) / np.sqrt(abar[t])
     return (np.sqrt(abar[t - 1]) * (1.0 - alpha[t]) / (1.0 - abar[t]) * s0_hat
             + np.sqrt(alpha[t]) * (1.0 - abar[t - 1]) / (1.0 - abar[t]) * S)
 
 
-def reverse_chain(params, alpha, abar, btilde, s_T, Z):
+def reverse_chain(eps_fn, alpha, abar, btilde, s_T, Z):
     """The DDPM reverse chain with no evidence, vectorised over the ``n`` samples.
 
-    ``s_T`` (n, d) the start, ``Z`` (T, n, d) standard normals (``Z[t - 1]`` used at stage
-    ``t``), ``btilde`` (T + 1,) the reverse variances (the caller's clipped ones). Returns
-    ``s_0`` (n, d).
+    ``eps_fn(t, S)``: the noise regressor at the rows of ``S`` (for the learned prior
+    ``lambda t, S: eps(params, t, S)``; any closed form for a ground truth); ``s_T``
+    (n, d) the start; ``Z`` (T, n, d) standard normals (``Z[t - 1]`` used at stage ``t``);
+    ``btilde`` (T + 1,) the reverse variances (the caller's clipped ones). Returns ``s_0``
+    (n, d).
     """
     S = np.array(s_T, dtype=float)
     for t in range(Z.shape[0], 0, -1):
-        S = reverse_mean(params, t, S, alpha, abar) + np.sqrt(btilde[t]) * Z[t - 1]
+        S = reverse_mean(eps_fn(t, S), t, S, alpha, abar) + np.sqrt(btilde[t]) * Z[t - 1]
     return S
