@@ -286,11 +286,6 @@ def test_movielens_stand_in_small(tmp_path):
     assert "stand-in" in movielens.table(res)
 
 
-@pytest.mark.xfail(reason="vits_ref.diffusion.chain.laplace_glm hands the Newton kernel a "
-                          "read-only potential scratch when it draws one sample "
-                          "(np.ascontiguousarray of a broadcast view), so Thompson sampling "
-                          "over DiffTS(model='logistic') fails to compile; chain's to fix",
-                   strict=False)
 def test_movielens_logistic_panel(tmp_path):
     _learned()
     res = movielens.run(runs=2, rounds=5, seed=0, out=str(tmp_path), n_stages=3,

@@ -118,7 +118,9 @@ def laplace_glm(prior, potential, data, pscratch, z, tol=1e-8, max_iter=100):
     ca = prior.chain_arrays()
     out = np.empty((n, prior.dim))
     info = np.zeros((n, 3), dtype=np.int64)
-    prows = tuple(np.ascontiguousarray(np.broadcast_to(a, (n,) + a.shape)) for a in pscratch)
+    # one writable copy per sample (np.ascontiguousarray of a broadcast view is the
+    # read-only view itself when n == 1)
+    prows = tuple(np.repeat(np.asarray(a)[None], n, axis=0) for a in pscratch)
     cpu.diffusion_laplace_glm(prior.eps_bodies, potential)(
         ca.coef, prior.eps_params, ca.prec, ca.start_mean, ca.start_prec, ca.start_b, data,
         float(tol), int(max_iter), z, out, scratch_rows(prior, n), prows, info)
