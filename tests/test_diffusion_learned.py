@@ -414,7 +414,7 @@ def _rewrite(src, dst, **changes):
     ({"format_version": np.array(99)}, "format version 99"),
     ({"W2": None}, "lacks the arrays"),
     ({"kind": np.array("something else")}, "not a DiffusionPrior file"),
-    ({"W1": np.zeros((5, 4, 3))}, "W1 must be a float array of shape"),
+    ({"W1": np.zeros((5, 4, 2))}, "W1 must be a float array of shape"),
     ({"b3": np.full((5, 2), np.nan)}, "b3 contains NaN"),
     ({"hidden": np.array([4, 0])}, "invalid schedule or shape"),
     ({"alpha": np.full(5, 1.5)}, "invalid schedule or shape"),

@@ -66,9 +66,9 @@ class DiffusionPrior(DiffusionPriorBase):
     ----------
     hidden : tuple of int
     eps_params : tuple of ndarray
-        ``(W1 (T, h1, d), b1 (T, h1), W2 (T, h2, h1), b2 (T, h2), W3 (T, d, h2), b3 (T, d))``
-        (:mod:`vits_ref.kernels.ddpm_mlp`), the input standardisation folded into
-        ``W1``, ``b1``.
+        ``(W1 (T, d, h1), b1 (T, h1), W2 (T, h1, h2), b2 (T, h2), W3 (T, h2, d), b3 (T, d))``
+        (input-major weights, :mod:`vits_ref.kernels.ddpm_mlp`), the input
+        standardisation folded into ``W1``, ``b1``.
     fitted : bool
     input_shift, input_scale : (T, d) ndarray or None
         The per-stage standardisation used in training (``x = (s - shift) / scale``), kept
@@ -148,12 +148,12 @@ class DiffusionPrior(DiffusionPriorBase):
         ``N(0, 1/fan_in)``), zero biases, from the seed's child 0."""
         rng = np.random.Generator(np.random.PCG64(child(self._seed, 0)))
         T, d, (h1, h2) = self.n_stages, self.dim, self.hidden
-        return (rng.standard_normal((T, h1, d)) * math.sqrt(2.0 / d), np.zeros((T, h1)),
-                rng.standard_normal((T, h2, h1)) * math.sqrt(2.0 / h1), np.zeros((T, h2)),
-                rng.standard_normal((T, d, h2)) * math.sqrt(1.0 / h2), np.zeros((T, d)))
+        return (rng.standard_normal((T, d, h1)) * math.sqrt(2.0 / d), np.zeros((T, h1)),
+                rng.standard_normal((T, h1, h2)) * math.sqrt(2.0 / h1), np.zeros((T, h2)),
+                rng.standard_normal((T, h2, d)) * math.sqrt(1.0 / h2), np.zeros((T, d)))
 
     # -- training ----------------------------------------------------------------------------
-    def fit(self, samples, epochs=20, batch_size=128, lr=3e-3, lr_decay=True, progress=True):
+    def fit(self, samples, epochs=20, batch_size=128, lr=1e-2, lr_decay=True, progress=True):
         """Learn every stage's ``eps_t`` from ``samples`` (Adam; restarts from the seed's
         initial weights).
 
@@ -166,7 +166,7 @@ class DiffusionPrior(DiffusionPriorBase):
         batch_size : int, default 128
             Mini-batch size (capped at N); the last mini-batch of an epoch is shorter when
             it does not divide N. One Adam step per mini-batch.
-        lr : float, default 3e-3
+        lr : float, default 1e-2
             Adam's learning rate (at the first epoch, see ``lr_decay``).
         lr_decay : bool, default True
             Decay the learning rate to 0 over the epochs by a half cosine.
@@ -334,8 +334,8 @@ class DiffusionPrior(DiffusionPriorBase):
         except (TypeError, ValueError, IndexError) as exc:
             raise ValueError(f"{path!r} has an invalid schedule or shape: {exc}") from None
         T, d, (h1, h2) = prior.n_stages, prior.dim, prior.hidden
-        shapes = {"W1": (T, h1, d), "b1": (T, h1), "W2": (T, h2, h1), "b2": (T, h2),
-                  "W3": (T, d, h2), "b3": (T, d), "start_mean": (d,), "start_chol": (d, d),
+        shapes = {"W1": (T, d, h1), "b1": (T, h1), "W2": (T, h1, h2), "b2": (T, h2),
+                  "W3": (T, h2, d), "b3": (T, d), "start_mean": (d,), "start_chol": (d, d),
                   "input_shift": (T, d), "input_scale": (T, d)}
         arrs = {}
         for name, shape in shapes.items():

@@ -501,14 +501,14 @@ def ddpm_train_epoch():
     def run(params, m, v, step0, ca, cb, shift, inv_scale, s0, idx, noise, batch, lr,
             beta1, beta2, adam_eps, losses):
         W1, b1, W2, b2, W3, b3 = params
-        T, h1, d = W1.shape
-        h2 = W2.shape[1]
+        T, d, h1 = W1.shape
+        h2 = W2.shape[2]
         for k in prange(T):
             P = (W1[k], b1[k], W2[k], b2[k], W3[k], b3[k])
             M = (m[0][k], m[1][k], m[2][k], m[3][k], m[4][k], m[5][k])
             V = (v[0][k], v[1][k], v[2][k], v[3][k], v[4][k], v[5][k])
-            G = (np.empty((h1, d)), np.empty(h1), np.empty((h2, h1)), np.empty(h2),
-                 np.empty((d, h2)), np.empty(d))
+            G = (np.empty((d, h1)), np.empty(h1), np.empty((h1, h2)), np.empty(h2),
+                 np.empty((h2, d)), np.empty(d))
             scr = (np.empty((batch, d)), np.empty((batch, d)), np.empty((batch, h1)),
                    np.empty((batch, h2)), np.empty((batch, d)), np.empty((batch, h1)),
                    np.empty((batch, h2)))

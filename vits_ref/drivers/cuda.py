@@ -653,12 +653,13 @@ def _ddpm_rows_kernel():
 def ddpm_rows(params, t, S, V=None, threads_per_block=THREADS_PER_BLOCK):
     """``eps_t`` (``V`` None) or ``J_t^T v`` at the rows of ``S`` (n, d), one row per thread.
 
-    ``params``: the prior's ``eps_params`` (``(W1, b1, W2, b2, W3, b3)``, stage axis first);
+    ``params``: the prior's ``eps_params`` (``(W1, b1, W2, b2, W3, b3)``, stage axis first,
+    input-major weights);
     ``t`` the 1-based stage. Returns ``out`` (n, d) on the host.
     """
     S = np.ascontiguousarray(S, dtype=np.float64)
     n, _ = S.shape
-    h1, h2 = params[0].shape[1], params[2].shape[1]
+    h1, h2 = params[0].shape[2], params[2].shape[2]
     scr = (cuda.device_array((n, h1)), cuda.device_array((n, h2)),
            cuda.device_array((n, h1)), cuda.device_array((n, h2)))
     out = cuda.device_array(S.shape)

@@ -4,7 +4,8 @@ The same algorithm as :mod:`vits_ref.kernels.ddpm_mlp` (see its docstring for th
 layout, the loss and the hand-written gradients), written with array expressions: the
 yardstick the tests compare the compiled bodies against (to ~1e-12) and the benchmark
 (:mod:`vits_ref._bench.diffusion`) times them against. One stage's parameters are
-``P = (W1 (h1, d), b1 (h1,), W2 (h2, h1), b2 (h2,), W3 (d, h2), b3 (d,))``; the prior's
+``P = (W1 (d, h1), b1 (h1,), W2 (h1, h2), b2 (h2,), W3 (h2, d), b3 (d,))`` (input-major:
+row vectors times weights); the prior's
 ``params`` stack them over stages (leading axis T, indexed by ``t - 1``).
 
 The reverse chain (:func:`reverse_chain`) is the DDPM's (Ho et al. 2020; seed 001,
@@ -35,9 +36,9 @@ def init_params(rng, T, dim, hidden):
     """He-initialised weights (``N(0, 2/fan_in)``; the output layer ``N(0, 1/fan_in)``),
     zero biases, for ``T`` stages: the tuple ``(W1, b1, W2, b2, W3, b3)``."""
     h1, h2 = hidden
-    return (rng.standard_normal((T, h1, dim)) * np.sqrt(2.0 / dim), np.zeros((T, h1)),
-            rng.standard_normal((T, h2, h1)) * np.sqrt(2.0 / h1), np.zeros((T, h2)),
-            rng.standard_normal((T, dim, h2)) * np.sqrt(1.0 / h2), np.zeros((T, dim)))
+    return (rng.standard_normal((T, dim, h1)) * np.sqrt(2.0 / dim), np.zeros((T, h1)),
+            rng.standard_normal((T, h1, h2)) * np.sqrt(2.0 / h1), np.zeros((T, h2)),
+            rng.standard_normal((T, h2, dim)) * np.sqrt(1.0 / h2), np.zeros((T, dim)))
 
 
 def stage(params, t):
@@ -48,9 +49,9 @@ def stage(params, t):
 def forward(P, X):
     """``(A1, A2, Y)``: activations and outputs of one stage's network at the rows of X."""
     W1, b1, W2, b2, W3, b3 = P
-    A1 = np.maximum(X @ W1.T + b1, 0.0)
-    A2 = np.maximum(A1 @ W2.T + b2, 0.0)
-    return A1, A2, A2 @ W3.T + b3
+    A1 = np.maximum(X @ W1 + b1, 0.0)
+    A2 = np.maximum(A1 @ W2 + b2, 0.0)
+    return A1, A2, A2 @ W3 + b3
 
 
 def eps(params, t, S):
@@ -62,16 +63,16 @@ def vjp(params, t, S, Vs):
     """``J_t(s_n)^T v_n`` for the rows of ``S`` and ``Vs`` (n, d)."""
     W1, b1, W2, b2, W3, b3 = stage(params, t)
     A1, A2, _ = forward((W1, b1, W2, b2, W3, b3), S)
-    G2 = (Vs @ W3) * (A2 > 0)
-    G1 = (G2 @ W2) * (A1 > 0)
-    return G1 @ W1
+    G2 = (Vs @ W3.T) * (A2 > 0)
+    G1 = (G2 @ W2.T) * (A1 > 0)
+    return G1 @ W1.T
 
 
 def jacobian(params, t, s):
     """The (d, d) Jacobian ``d eps_t / d s`` at one point ``s``."""
     W1, b1, W2, b2, W3, b3 = stage(params, t)
     A1, A2, _ = forward((W1, b1, W2, b2, W3, b3), s[None, :])
-    return W3 @ ((A2[0] > 0)[:, None] * W2) @ ((A1[0] > 0)[:, None] * W1)
+    return W3.T @ ((A2[0] > 0)[:, None] * W2.T) @ ((A1[0] > 0)[:, None] * W1.T)
 
 
 def loss_grads(P, X, E):
@@ -81,9 +82,9 @@ def loss_grads(P, X, E):
     R = Y - E
     loss = float(np.sum(R * R) / X.shape[0])
     D3 = 2.0 / X.shape[0] * R
-    D2 = (D3 @ W3) * (A2 > 0)
-    D1 = (D2 @ W2) * (A1 > 0)
-    return loss, (D1.T @ X, D1.sum(0), D2.T @ A1, D2.sum(0), D3.T @ A2, D3.sum(0))
+    D2 = (D3 @ W3.T) * (A2 > 0)
+    D1 = (D2 @ W2.T) * (A1 > 0)
+    return loss, (X.T @ D1, D1.sum(0), A1.T @ D2, D2.sum(0), A2.T @ D3, D3.sum(0))
 
 
 def adam_update(P, G, M, V, k, lr, beta1=BETA1, beta2=BETA2, adam_eps=ADAM_EPS):
@@ -126,10 +127,10 @@ def train_epoch(params, m, v, step0, ca, cb, shift, inv_scale, s0, idx, noise, b
 
 
 def fold_input_scaling(params, shift, inv_scale):
-    """New params with ``W1 ((s - shift) inv_scale) + b1`` rewritten as ``W1' s + b1'``."""
+    """New params with ``((s - shift) inv_scale) W1 + b1`` rewritten as ``s W1' + b1'``."""
     W1, b1 = params[0], params[1]
-    W1f = W1 * inv_scale[:, None, :]
-    b1f = b1 - np.einsum("kji,ki->kj", W1f, shift)
+    W1f = W1 * inv_scale[:, :, None]
+    b1f = b1 - np.einsum("kij,ki->kj", W1f, shift)
     return (W1f, b1f) + tuple(params[2:])
 
 
