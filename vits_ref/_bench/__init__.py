@@ -35,3 +35,13 @@ def main(quick=False):
 
     print()
     svgd.main(quick=quick)
+    # the learned diffusion prior (issue 8): chain per stage, one training epoch, one
+    # DiffTS round against NumPy, single-thread figures
+    from . import diffusion
+
+    numba.set_num_threads(1)
+    try:
+        print()
+        diffusion.main(quick=quick)
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
