@@ -152,6 +152,30 @@ def test_bnn_small_run_and_kin8nm_file(tmp_path):
         bnn.load(str(tmp_path / "missing.csv"))
 
 
+def test_bnn_metrics_are_the_models(monkeypatch, tmp_path):
+    """opvi-bnn's RMSE and log-likelihood are those of
+    :func:`vits_ref.models.bnn.regression_metrics` (no second copy of the formulas): the
+    recorded final numbers equal the function's on the final particles, recomputed here."""
+    from vits_ref.models import bnn as bnn_model
+
+    calls = []
+    real = bnn_model.regression_metrics
+
+    def spy(model, thetas, X, y, y_mean, y_std, **kw):
+        out = real(model, thetas, X, y, y_mean, y_std, **kw)
+        calls.append((np.array(thetas), out, y_mean, y_std))
+        return out
+
+    monkeypatch.setattr(bnn_model, "regression_metrics", spy)
+    res = bnn.run(runs=1, rounds=3, n_particles=3, hidden=4, methods=[bnn.OPVI],
+                  out=str(tmp_path))
+    assert len(calls) == len(res["record_rounds"])
+    # the training statistics are passed as plain floats (the case that used to raise)
+    assert all(type(c[2]) is float and type(c[3]) is float for c in calls)
+    e = res["results"][0]
+    assert (e["final_rmse"][0], e["final_ll"][0]) == calls[-1][1]
+
+
 def test_classifier_small_run(tmp_path):
     result = classifier.run(runs=2, rounds=30, n_particles=4, hidden=8, step_size=0.01,
                             out=str(tmp_path))
@@ -167,6 +191,27 @@ def test_classifier_small_run(tmp_path):
     assert len(found) == 1 and found[0]["verdict"] == _claims.NOT_TESTABLE
     with pytest.raises(ValueError, match="dataset"):
         classifier.run(runs=1, rounds=1, dataset="mnist", out=str(tmp_path))
+
+
+def test_classifier_defaults_are_the_measured_size():
+    import inspect
+
+    assert classifier.DEFAULTS == {"runs": 5, "rounds": 500, "seed": 0}
+    params = inspect.signature(classifier.run).parameters
+    assert params["runs"].default == 5 and params["rounds"].default == 500
+    assert classifier.PAPER_SIZE == {"runs": 10, "rounds": 500}
+
+
+@pytest.mark.slow
+def test_classifier_paper_size(tmp_path):
+    result = classifier.run(**classifier.PAPER_SIZE, out=str(tmp_path))
+    by = {e["method"]: e for e in result["results"]}
+    assert set(by) == set(classifier.METHODS)
+    # breast cancer: every method well above the majority class (about 0.63)
+    for e in by.values():
+        assert "diverged" not in e
+        assert e["final_accuracy_mean"] > result["majority_accuracy_mean"] + 0.2
+    assert classifier.claims(result)[0]["verdict"] == _claims.NOT_TESTABLE
 
 
 @pytest.mark.slow
