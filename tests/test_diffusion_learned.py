@@ -350,13 +350,15 @@ def cross_prior():
 def test_learned_cross_against_the_exact_chain(cross_prior):
     """Energy distances at n = 2000 (numbers of the development run in brackets).
 
-    The learned prior's draws against true draws [~0.005], two independent true samples
+    The learned prior's draws against true draws [0.0029], two independent true samples
     [0.0007: the O(1/n) floor], the chain with the exact regressor [0.0018: what the DDPM
     chain at T = 100 itself loses, trap 1 and the blurred thin bars], and the moment-matched
-    Gaussian (TunedTS's prior) [0.015]. Asserted: learned < 10 x the true-vs-true floor
-    (the exact chain alone is 2.6x; 10x leaves the learning error about as much again as
-    the chain's), and learned < half the Gaussian's (the shape is learned, not only its
-    moments).
+    Gaussian (TunedTS's prior) [0.015]. Asserted: learned < 6 x the true-vs-true floor
+    (the exact chain alone is 2.6x, the learned one 4.2x: 6x lets the learning add at most
+    about 1.3 times the chain's own excess over the floor; a fit at lr = 3e-3, 0.005 = 7x,
+    fails it), and learned < half the Gaussian's (the shape is learned, not only its
+    moments: it is 5x smaller). Deterministic (fixed seeds); the margin covers another
+    BLAS's rounding in the training.
     """
     sch = cross_prior.schedule
     n = 2000
@@ -370,7 +372,7 @@ def test_learned_cross_against_the_exact_chain(cross_prior):
     e_learned, e_floor = _energy(learned, y), _energy(y2, y)
     e_ideal, e_gauss = _energy(ideal, y), _energy(gauss, y)
     assert e_ideal < 4 * e_floor  # the chain with the exact regressor: close to the floor
-    assert e_learned < 10 * e_floor, (e_learned, e_floor, e_ideal, e_gauss)
+    assert e_learned < 6 * e_floor, (e_learned, e_floor, e_ideal, e_gauss)
     assert e_learned < 0.5 * e_gauss, (e_learned, e_gauss)
 
 
