@@ -727,17 +727,31 @@ def diffts_linear_runs(bodies):
 # (kernels imported inside the factories: this section is appended independently of the
 # module's import block). The SVGD direction (vits_ref.kernels.svgd) in two forms:
 # "loop", the row bodies in a prange over particles (distances, exponentials and the
-# weighted sum of one particle per iteration); "gemm", the Gram matrix X X^T and the sum
-# K Y by BLAS (np.dot: faster on the CPU once n d is large, see vits_ref.svgd.choose_form)
-# with the exponentials and the median in the same row bodies.
+# weighted sum of one particle per iteration); "gemm", the BLAS form: the Gram matrix
+# X X^T and the product K [Y | 1] by np.dot (BLAS beats the loops on the CPU once n d is
+# large, see vits_ref.svgd.choose_form) and the n^2 exponentials by NumPy's vectorised
+# np.exp (about 5x faster than the compiled exp_nonpos loop on AVX-512: NumPy's SIMD exp,
+# which Numba has no way to emit without SVML), called from an object-mode block (about
+# 2 us); the CUDA path keeps the compiled bodies. Numba warns at compile and cache load
+# that the object-mode block cannot run in parallel: it runs once per step outside the
+# prange, by design, so that warning (this module's only) is silenced here.
+
+import warnings as _warnings  # noqa: E402
+
+from numba import objmode as _objmode  # noqa: E402
+from numba.core.errors import NumbaWarning as _NumbaWarning  # noqa: E402
+
+_warnings.filterwarnings("ignore", message="Code running in object mode won't allow parallel",
+                         category=_NumbaWarning)
 
 
 def svgd_scratch(n, d):
-    """The SVGD direction's scratch ``(XT (d, n), D (n, n), w (m,), Y (n, d), S (n,),
-    acc (n, d), sq (n,))``, ``m = max(1, n (n - 1) / 2)`` (the median's copy)."""
+    """The SVGD direction's scratch ``(XT (d, n), D (n, n), w (m,), Y (n, d), Y1 (n, d + 1),
+    acc (n, d + 1), sq (n,))``, ``m = max(1, n (n - 1) / 2)`` (the median's work). An
+    engine keeps one across its steps."""
     m = max(1, n * (n - 1) // 2)
-    return (np.empty((d, n)), np.empty((n, n)), np.empty(m), np.empty((n, d)), np.empty(n),
-            np.empty((n, d)), np.empty(n))
+    return (np.empty((d, n)), np.empty((n, n)), np.empty(m), np.empty((n, d)),
+            np.empty((n, d + 1)), np.empty((n, d + 1)), np.empty(n))
 
 
 @functools.cache
@@ -747,27 +761,36 @@ def svgd_phi(parallel=False):
     ``G``: gradients of ``log p`` at the particles ``X`` (n, d); ``h > 0`` a fixed bandwidth,
     ``h <= 0`` the median heuristic; ``gemm``: the BLAS form; ``scr`` from
     :func:`svgd_scratch`. Returns the bandwidth used. Each particle's row is computed by
-    one iteration of a ``prange`` (the median is a serial quickselect), so the result does
-    not depend on the number of threads. ``parallel=False`` compiles the same code with
-    the ``prange`` loops serial: each parallel region costs a launch (about 2 us on an
-    idle machine, milliseconds on a loaded one), which small problems do not repay
+    one iteration of a ``prange`` (the median is serial; BLAS and ``np.exp`` compute each
+    entry the same way whatever Numba's thread count), so the result does not depend on
+    the number of Numba threads. ``parallel=False`` compiles the same code with the
+    ``prange`` loops serial: each parallel region costs a launch (about 2 us on an idle
+    machine, milliseconds on a loaded one), which small problems do not repay
     (:func:`vits_ref.svgd.use_parallel`).
+
+    The BLAS form, per step: ``sq_i = |x_i|^2``; ``D = X X^T`` (BLAS); the strict lower
+    triangle of the squared distances (only when the median needs it) and the median by
+    sampling selection (:func:`vits_ref.kernels.svgd.median_sqdist`); ``D <- -dist^2 / h``
+    row by row; ``D <- exp(D)`` (NumPy); ``acc = D [G - c X | 1]`` (one BLAS product whose
+    last column is the kernel's row sums); ``out_i = (acc_i + c S_i x_i) / n``.
     """
     from ..kernels.svgd import (
         kernel_row,
         median_bandwidth_from,
         median_sqdist,
-        phi_finish_row,
+        neg_scaled_sqdist_row,
+        phi_finish_sums_row,
         phi_row,
         shifted_grads,
-        sqdist_from_gram_row,
+        shifted_grads_ones,
+        sqdist_from_gram_lower,
         sqdist_row,
         transpose_into,
     )
 
     @cpu_jit(parallel=parallel)
     def run(X, G, h, repulsion, gemm, out, scr):
-        XT, D, w, Y, S, acc, sq = scr
+        XT, D, w, Y, Y1, acc, sq = scr
         n, d = X.shape
         median = h <= 0.0
         if gemm:
@@ -777,8 +800,9 @@ def svgd_phi(parallel=False):
                     s += X[i, k] * X[i, k]
                 sq[i] = s
             np.dot(X, X.T, D)  # BLAS: the Gram matrix
-            for i in prange(n):
-                sqdist_from_gram_row(sq, i, D[i])
+            if median:
+                for i in prange(n):
+                    sqdist_from_gram_lower(sq, i, D[i])
         else:
             transpose_into(X, XT)
             if median:
@@ -788,15 +812,18 @@ def svgd_phi(parallel=False):
             h = median_bandwidth_from(median_sqdist(D, w), n)
         inv_h = 1.0 / h
         c = 2.0 * repulsion * inv_h
-        for i in prange(n):
-            shifted_grads(X, G, c, Y, i)
         if gemm:
             for i in prange(n):
-                S[i] = kernel_row(D[i], inv_h)
-            np.dot(D, Y, acc)  # BLAS: K Y
+                shifted_grads_ones(X, G, c, Y1, i)
+                neg_scaled_sqdist_row(sq, i, D[i], inv_h, median)
+            with _objmode():
+                np.exp(D, D)  # NumPy's SIMD exp: the kernel matrix K
+            np.dot(D, Y1, acc)  # BLAS: K [G - c X | 1]
             for i in prange(n):
-                phi_finish_row(acc[i], X, i, c, S[i], out[i])
+                phi_finish_sums_row(acc[i], X, i, c, out[i])
         else:
+            for i in prange(n):
+                shifted_grads(X, G, c, Y, i)
             for i in prange(n):
                 if not median:
                     sqdist_row(X, XT, i, D[i])
