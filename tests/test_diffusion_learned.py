@@ -239,7 +239,7 @@ def test_fit_is_seeded_and_the_prior_uses_its_network():
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-10)
 
 
-def _gaussian_check(m, S, n_train, seed):
+def _gaussian_check(m, S, n_train, seed, check_gap=True):
     """Fit at the defaults, compare 20 000 draws with the exact DDPM-chain moments."""
     m, S = np.asarray(m, float), np.asarray(S, float)
     x = np.random.default_rng(seed).multivariate_normal(m, S, n_train)
@@ -267,8 +267,10 @@ def _gaussian_check(m, S, n_train, seed):
     # The learned prior reproduces trap 1: its variances sit with the chain's exact ones,
     # short of the samples' (the gap is 6-8% here, Monte Carlo ~1%, learning ~1.5%).
     gap = 1 - np.diag(cC) / np.diag(Sh)
-    assert np.all(gap > 0.04)
-    assert np.all(np.abs(np.diag(got_C) - np.diag(cC)) < np.abs(np.diag(got_C) - np.diag(Sh)))
+    if check_gap:
+        assert np.all(gap > 0.04)
+        assert np.all(np.abs(np.diag(got_C) - np.diag(cC))
+                      < np.abs(np.diag(got_C) - np.diag(Sh)))
     return prior, gap, np.diag(got_C) / np.diag(Sh) - 1
 
 
@@ -279,6 +281,18 @@ def test_learned_prior_on_gaussian_samples_2d():
 def test_learned_prior_on_correlated_gaussian_samples():
     S = [[1.0, 0.5, 0.2], [0.5, 1.0, -0.3], [0.2, -0.3, 0.6]]
     _gaussian_check([0.3, -0.2, 0.1], S, 4000, 12)
+
+
+@pytest.mark.slow
+def test_learned_prior_on_8d_gaussian_samples_paper_size():
+    # the digits problem's dimension (appendix C.2) with the paper's 10 000 samples; 8
+    # means and 36 distinct covariances at 4 sd: family-wise false alarm < 3e-3. Some
+    # variances here lose only 2% to the chain (trap 1 depends on the variance), too
+    # little to separate from the learning allowance: no gap check.
+    rng = np.random.default_rng(30)
+    A = rng.standard_normal((8, 8)) / np.sqrt(8)
+    _gaussian_check(np.linspace(-0.5, 0.5, 8), A @ A.T + 0.1 * np.eye(8), 10000, 13,
+                    check_gap=False)
 
 
 # The cross of the synthetic problems (vits_ref.envs.diffusion): with probability 1/2 each
