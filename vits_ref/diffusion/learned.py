@@ -22,8 +22,9 @@ from ..errors import DivergenceError
 from ..kernels.ddpm_mlp import MLP, eps_scratch_shapes, n_batches
 from .base import DiffusionPriorBase
 
-#: Version of the ``.npz`` layout written by :meth:`DiffusionPrior.save`.
-FORMAT_VERSION = 1
+#: Version of the ``.npz`` layout written by :meth:`DiffusionPrior.save` (2: input-major
+#: weights; version 1, written before that change, had output-major ones).
+FORMAT_VERSION = 2
 _KIND = "vits_ref.diffusion.DiffusionPrior"
 _PARAM_NAMES = ("W1", "b1", "W2", "b2", "W3", "b3")
 STARTS = ("standard", "matched")
