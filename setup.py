@@ -5,11 +5,13 @@ from setuptools import setup
 EXTRAS = {
     "test": ["pytest>=7", "hypothesis>=6", "statsmodels>=0.14", "scikit-learn>=1.3",
              "nbclient>=0.9", "nbformat>=5.9", "ipykernel>=6", "matplotlib>=3.7", "ruff>=0.5",
-             "import-linter>=2",
+             "import-linter>=2", "tqdm>=4.60",
              # the CUDA simulator tests need numba-cuda importable, not its CUDA wheels
              # (no GPU is used; the simulator also runs with numpy 2.5)
              "numba-cuda>=0.20"],
     "plot": ["matplotlib>=3.7"],
+    # progress bars of long work (DiffusionPrior.fit); a line per step without it
+    "progress": ["tqdm>=4.60"],
     "bench": ["asv>=0.6"],
     "notebooks": ["jupyter", "nbclient>=0.9", "nbformat>=5.9", "ipykernel>=6", "matplotlib>=3.7"],
     # numba-cuda <= 0.30.4's CUDA target uses np.row_stack, which numpy 2.5 removed
