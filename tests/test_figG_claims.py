@@ -161,3 +161,44 @@ def test_rules_untestable_with_one_run():
     res = _fake({"linear rewards": shifts, "logistic rewards": shifts},
                 {m: 0.5 for m in shifts}, runs=1)
     assert set(_verdicts(res).values()) == {_claims.NOT_TESTABLE}
+
+
+# -- the particle extras (issue 10): SVGD-TS and OPVI-TS in the logistic panel ----------
+
+def test_particle_lines_in_the_logistic_panel_only(tmp_path):
+    labels = list(figG.PARTICLE_LABELS)
+    assert labels == ["extra: SVGD-TS", "extra: OPVI-TS"]
+    both = figG.run(runs=2, rounds=25, seed=3, out=str(tmp_path / "a"),
+                    methods=["LMC-TS", *labels])
+    alone = figG.run(runs=2, rounds=25, seed=3, out=str(tmp_path / "b"), methods=["LMC-TS"])
+    got = {(e["panel"], e["method"]): e for e in both["results"]}
+    # the paper's lines are bit-identical with and without the extras
+    for e in alone["results"]:
+        assert got[(e["panel"], e["method"])]["final_regrets"] == e["final_regrets"]
+    assert both["arm_pulls"] == alone["arm_pulls"]
+    logistic = [e["method"] for e in both["results"] if e["panel"] == "logistic rewards"]
+    linear = [e["method"] for e in both["results"] if e["panel"] == "linear rewards"]
+    assert logistic == ["LinTS", "LMC-TS", *labels] and linear == ["LinTS", "LMC-TS"]
+    for label in labels:
+        e = got[("logistic rewards", label)]
+        assert len(e["final_regrets"]) == 2 and "kl_mean" not in e  # no exact posterior
+        assert e["paired_vs_reference"]["reference"] == "LinTS"
+        hp = both["hyperparameters"]["logistic rewards"][label]
+        assert hp["model"] == "logistic" and hp["eta"] == hp["lam"] == 10.0
+        p = both["arm_pulls_particles"]["logistic rewards"][label]
+        assert p["optimal"] + p["near_optimal"] + p["others"] == pytest.approx(1.0)
+    assert set(both["arm_pulls_particles"]) == {"logistic rewards"}
+    text = figG.table(both)
+    assert all(label in text for label in labels)
+    # the claims see the paper's methods only
+    assert [c["id"] for c in figG.claims(both)] == CLAIM_IDS
+
+
+def test_tune_particles_on_the_logistic_panel():
+    grid_ = [{"n_particles": 12, "n_steps": 1, "step_size": 0.01},
+             {"n_particles": 12, "n_steps": 2, "step_size": 0.01}]
+    got = figG.tune_particles(runs=2, rounds=6, seed=5, grid=grid_)
+    assert got["LinTS"]["point"] == figG.DEFAULT_POINTS["logistic"]["LinTS"]
+    for label in figG.PARTICLE_LABELS:
+        assert [s["point"] for s in got[label]["scores"]] == grid_
+        assert sorted(map(str, got[label]["ranked"])) == sorted(map(str, grid_))

@@ -26,6 +26,38 @@ left out and listed in the JSON with the round and step of the divergence. A def
 tuned point that diverges on the evaluation runs is replaced by the next candidate (the
 next smaller grid step, or the next best tuned point), recorded in the JSON. All methods see
 the same contexts and noise in each run (common random numbers).
+
+Particle extras (issue 10, not in the paper): ``"extra: SVGD-TS"`` and
+``"extra: OPVI-TS"``, Thompson sampling over :class:`vits_ref.SVGD` and
+:class:`vits_ref.OPVI` (:data:`PARTICLE_METHODS`): one Thompson draw is one particle of the
+set, and the particles (and AdaGrad's history) persist across rounds, warm-started, from
+``n`` prior draws at the start of each run. Tempering as the other lines: ``eta = 10``,
+``lam = 10``; median bandwidth; OPVI with seed 003's Algorithm 1 (``B_t = t^0.55`` drawn
+from all observations so far, summed batch likelihood, prior weight ``6/(pi^2 t^2)``,
+repulsion 0.1). Their point (``n_particles = 50``, one AdaGrad step of 0.01 per round,
+for both) comes from a short stated tuning, :func:`tune_particles`: the 12 points of
+:data:`PARTICLE_GRID` (``n`` in {30, 50}, 1 or 5 steps per round, AdaGrad step in
+{0.001, 0.01, 0.05}) on 10 runs of 1000 rounds with the seed 10 000 (the evaluation runs'
+seed plus :data:`~vits_ref.experiments._tuning.TUNE_SEED_OFFSET`). Mean final regret +-
+standard error there (LinTS on the same runs: 111.2 +- 13.4 at zeta 0.1, 172.3 +- 12.0 at
+zeta 1): SVGD-TS at the chosen point 112.6 +- 20.2 and 164.0 +- 12.6; the per-panel bests,
+50 particles x 5 steps of 0.001 (102.9 +- 8.9 at zeta 0.1, 197.4 +- 11.0 at zeta 1) and 30 x
+5 of 0.01 (130.3 +- 38.1, 146.6 +- 9.4), are within about a standard error and cost five
+steps a round; the chosen point has the best sum over the two panels among the one-step
+points and ties the best overall. OPVI-TS's chosen point is its best in both panels:
+124.0 +- 19.7 and 209.0 +- 13.3. A step of 0.001 with one step a round is too slow to follow
+the posterior (regret 2-4x). With ``n = 50 > d = 20`` the particles' covariance is
+nonsingular, so ``kl_rounds`` records ``KL(q || p)`` of the Gaussian with the particles'
+mean and covariance against the exact posterior (:meth:`vits_ref.SVGD.kl_to_posterior`);
+SVGD's variance underestimation with few particles in 20 dimensions makes it large. They
+have no fused loop and run in :func:`vits_ref.simulate`'s Python loop (``n_jobs``
+processes). Measured at the default size (50 runs x 1000 rounds, both panels, ``n_jobs =
+1``, 2 cores shared with other jobs): SVGD-TS 0.7-1.4 ms a round, OPVI-TS 0.7-0.9 ms (the
+one SVGD step of 50 particles in 20 dimensions, the Python loop's select/update and the
+model's rank-one update; LinTS's fused loop takes 0.07 ms), 182 s for the four particle runs
+against 377 s for the rest of the command in the same run (+48% wall); CPU time (user +
+sys) of the whole command 158 s without them and 219 s with them (+38%). Five steps a
+round, which the tuning did not favour, would cost about four times as much.
 """
 
 from ...envs import pool
@@ -58,6 +90,63 @@ METHODS = (
     ("extra: LinUCB (alpha = 1/sqrt(eta))", "linucb", {}, "linucb", False),
     (SAME_STEP, "vits-ii", {"step_size": 0.001}, None, False),
 )
+SVGD_TS, OPVI_TS = "extra: SVGD-TS", "extra: OPVI-TS"
+#: The particle Thompson samplers (issue 10, not in the paper): ``(label, engine,
+#: hyperparameters)``, engine ``"svgd"`` (:class:`vits_ref.SVGD`) or ``"opvi"``
+#: (:class:`vits_ref.OPVI`, Algorithm 1 of seed 003 with its defaults: ``B_t = t^0.55``,
+#: prior weight ``6/(pi^2 t^2)``, repulsion 0.1). The point of :data:`PARTICLE_GRID`
+#: chosen by :func:`tune_particles` (module docstring); not searched by ``--tune``.
+PARTICLE_METHODS = (
+    (SVGD_TS, "svgd", {"eta": 10.0, "lam": 10.0, "n_particles": 50, "n_steps": 1,
+                       "step_size": 0.01, "bandwidth": "median", "repulsion": 1.0,
+                       "optimizer": "adagrad"}),
+    (OPVI_TS, "opvi", {"eta": 10.0, "lam": 10.0, "n_particles": 50, "n_steps": 1,
+                       "step_size": 0.01, "bandwidth": "median", "repulsion": 0.1,
+                       "optimizer": "adagrad", "batch": "power", "batch_power": 0.55,
+                       "prior_weight": "6/(pi^2 t^2)"}),
+)
+#: The points searched by :func:`tune_particles`: particles more than ``DIM`` (the
+#: particles' covariance, used by the KL diagnostic, is singular otherwise), one step per
+#: round (OPVI's Algorithm 1) or five, AdaGrad steps around the SVGD code's 1e-3.
+PARTICLE_GRID = tuple({"n_particles": n, "n_steps": s, "step_size": h}
+                      for n in (30, 50) for s in (1, 5) for h in (0.001, 0.01, 0.05))
+#: Runs of the stated tuning (on the seed ``seed + TUNE_SEED_OFFSET``).
+PARTICLE_TUNE_RUNS = 10
+
+
+def particle_policy(engine, dim=DIM, **params):
+    """Thompson sampling over a particle engine (``"svgd"`` or ``"opvi"``) with ``params``;
+    the particles persist across rounds (warm start), re-drawn from the prior per run."""
+    from ...inference import OPVI, SVGD
+    from ...policies import ThompsonSampling
+
+    cls = {"svgd": SVGD, "opvi": OPVI}[engine]
+    return ThompsonSampling(cls(dim, **params))
+
+
+def tune_particles(runs=PARTICLE_TUNE_RUNS, rounds=1000, seed=0, progress=None, n_jobs=1,
+                   grid=PARTICLE_GRID):
+    """The stated tuning of :data:`PARTICLE_METHODS`: every point of ``grid`` per zeta.
+
+    Each point (over the method's other hyperparameters) is scored by the mean final
+    regret of ``runs`` runs of ``rounds`` rounds with the seed ``seed + TUNE_SEED_OFFSET``
+    (:func:`vits_ref.experiments._tuning.grid_search`; the evaluation runs never meet these
+    instances), LinTS scored on the same runs for scale. Returns ``{panel: {label:
+    {"ranked", "scores"}, "LinTS": score}}``.
+    """
+    out = {}
+    for zeta in ZETAS:
+        env = pool(dim=DIM, n_arms=N_ARMS, zeta=zeta, reward="linear", seed=seed)
+        panel = f"zeta = {zeta:g}"
+        _, lints = grid_search(lambda **p: make_policy("lints", DIM, **p), [{}], env, rounds,
+                               runs, seed, n_jobs)
+        out[panel] = {REFERENCE: lints[0]}
+        for label, engine, params in PARTICLE_METHODS:
+            ranked, scores = grid_search(
+                lambda e=engine, b=params, **p: particle_policy(e, **{**b, **p}), list(grid),
+                env, rounds, runs, seed, n_jobs, progress=progress, label=f"{panel}: {label}")
+            out[panel][label] = {"ranked": ranked, "scores": scores}
+    return out
 
 
 def tuning_grid(name):
@@ -98,9 +187,11 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, me
     progress : callable or None
         ``progress(message)`` for status lines.
     methods : sequence of labels, optional
-        Subset of :data:`METHODS` to run (LinTS, the reference, is always run).
+        Subset of :data:`METHODS` and :data:`PARTICLE_METHODS` to run (LinTS, the
+        reference, is always run).
     n_jobs : int
-        Worker processes for policies without a fused loop (none here; kept for the CLI).
+        Worker processes for policies without a fused loop: the particle lines (SVGD-TS,
+        OPVI-TS) run in :func:`vits_ref.simulate`'s Python loop; results do not depend on it.
     tune : bool, default False
         Choose each method's hyperparameters per zeta on the whole appendix E grid
         (:func:`tuning_grid`), on ``tune_runs`` runs of ``rounds`` rounds with the seed
@@ -116,6 +207,7 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, me
         evaluates the paper's claims on it.
     """
     chosen = [m for m in METHODS if methods is None or m[0] in methods or m[0] == REFERENCE]
+    particles = [m for m in PARTICLE_METHODS if methods is None or m[0] in methods]
     kl_rounds = sorted({r for r in (10, 100, rounds // 2, rounds) if 1 <= r <= rounds})
     panels, hyper, tuning = [], {}, {}
     for zeta in ZETAS:
@@ -136,6 +228,11 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, me
             methods_.append((label, [(make_policy(name, DIM, **o),
                                       {"hyperparameters": {**POLICY_DEFAULTS[name], **o}})
                                      for o in ranked]))
+        # the particle extras come last: the lines above are computed exactly as before
+        for label, engine, params in particles:
+            hyper.setdefault(panel, {})[label] = {"engine": engine, **params}
+            methods_.append((label, [(particle_policy(engine, **params),
+                                      {"hyperparameters": {"engine": engine, **params}})]))
         panels.append((panel, env, methods_, {"zeta": zeta}))
     # "hyperparameters": the first choice per panel and method; each result entry holds
     # the ones actually used (a tuned choice that diverged is listed under

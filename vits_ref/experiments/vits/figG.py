@@ -79,6 +79,27 @@ is ``theta*`` (the optimal arm, expected reward 1 in the linear case) and arm 1 
 ``theta*_eps`` (near-optimal); the summary also checks, per run, that arm 0 has the
 largest mean and counts the runs in which arm 1 has the second largest. The arms played
 are taken from each method's simulation as it runs (``run_panels(on_result=...)``).
+
+Particle extras (issue 10, not in the paper), in the logistic panel only:
+``"extra: SVGD-TS"`` and ``"extra: OPVI-TS"``, Thompson sampling over
+:class:`vits_ref.SVGD` and :class:`vits_ref.OPVI` on the logistic model
+(:data:`PARTICLE_METHODS`; the policies of :func:`vits_ref.experiments.vits.fig1.
+particle_policy`): one Thompson draw is one particle, the particles and AdaGrad's history
+persist across rounds (warm start) from prior draws at the start of each run; ``eta =
+lam = 10`` (the VITS lines' logistic point), median bandwidth, OPVI with seed 003's
+Algorithm 1 (``B_t = t^0.55`` from all observations so far, summed batch likelihood, prior
+weight ``6/(pi^2 t^2)``, repulsion 0.1). Their points come from a short stated tuning,
+:func:`tune_particles`: the 12 points of :data:`~vits_ref.experiments.vits.fig1.
+PARTICLE_GRID` (``n`` in {30, 50}, 1 or 5 steps a round, AdaGrad step in {0.001, 0.01,
+0.05}) on 10 runs of 1000 rounds with the seed 10 000 (427 s for both on 2 loaded cores).
+Best mean final regret +- standard error (LinTS at its logistic point on the same runs:
+36.5 +- 5.6): SVGD-TS 50 particles, one step of 0.05 a round, 19.5 +- 10.9 (runner-up 30
+particles, the same step, 31.2 +- 14.6); OPVI-TS 30 particles, one step of 0.01, 19.6 +-
+4.0 (runner-up 50 particles x 5 steps of 0.01, 27.2 +- 3.8). As for the grid methods, the
+scores are noisy (standard errors 4 to 22) and the choice is the best mean, not a
+significantly best point. The paper's claims are judged on its methods only (the extras
+are neither "VITS" nor among "the other TS algorithms" of the figure); their pull
+fractions are under ``arm_pulls_particles``. Cost: PARTICLE_COST_PLACEHOLDER
 """
 
 import os
@@ -95,6 +116,7 @@ from .._common import regret_table, run_panels, write_json
 from .._paired import format_difference, paired_difference
 from .._tuning import TUNE_RUNS, TUNE_SEED_OFFSET, diverged_points, grid_search
 from . import grid
+from .fig1 import OPVI_TS, PARTICLE_GRID, PARTICLE_TUNE_RUNS, SVGD_TS, particle_policy
 
 NAME = "vits-figG"
 DESCRIPTION = "VITS paper appendix G: hard non-contextual instance, linear and logistic"
@@ -139,6 +161,45 @@ VTS_NOTE = ("VTS (Urteaga & Wiggins; the paper's Figures 5 and 6 also show it) r
             "authors' defaults, K = 2 experts per arm (hyperparameters['...']['VTS']); the "
             "claims naming the other TS algorithms include it. Its arm-pull fractions are "
             "under arm_pulls_vts.")
+
+
+#: The particle Thompson samplers (issue 10, not in the paper): labelled extras of the
+#: logistic panel, ``(label, engine, hyperparameters)`` (module docstring: how chosen).
+PARTICLE_METHODS = (
+    (SVGD_TS, "svgd", {"model": "logistic", "eta": 10.0, "lam": 10.0, "n_particles": 50,
+                       "n_steps": 1, "step_size": 0.05, "bandwidth": "median",
+                       "repulsion": 1.0, "optimizer": "adagrad"}),
+    (OPVI_TS, "opvi", {"model": "logistic", "eta": 10.0, "lam": 10.0, "n_particles": 30,
+                       "n_steps": 1, "step_size": 0.01, "bandwidth": "median",
+                       "repulsion": 0.1, "optimizer": "adagrad", "batch": "power",
+                       "batch_power": 0.55, "prior_weight": "6/(pi^2 t^2)"}),
+)
+#: The panels that get the particle lines.
+PARTICLE_REWARDS = ("logistic",)
+PARTICLE_LABELS = tuple(m[0] for m in PARTICLE_METHODS)
+
+
+def tune_particles(runs=PARTICLE_TUNE_RUNS, rounds=1000, seed=0, progress=None, n_jobs=1,
+                   grid=PARTICLE_GRID):
+    """The stated tuning of :data:`PARTICLE_METHODS` on the logistic panel.
+
+    Every point of ``grid`` (:data:`vits_ref.experiments.vits.fig1.PARTICLE_GRID`) over
+    the method's other hyperparameters, scored by the mean final regret of ``runs`` runs of
+    ``rounds`` rounds with the seed ``seed + TUNE_SEED_OFFSET``
+    (:func:`vits_ref.experiments._tuning.grid_search`), LinTS (its default logistic point)
+    on the same runs for scale. Returns ``{label: {"ranked", "scores"}, "LinTS": score}``.
+    """
+    env = hard_instance(dim=DIM, n_arms=N_ARMS, reward="logistic", seed=seed)
+    _, lints = grid_search(lambda **p: policy("lints", "logistic", p),
+                           [DEFAULT_POINTS["logistic"][REFERENCE]], env, rounds, runs, seed,
+                           n_jobs)
+    out = {REFERENCE: lints[0]}
+    for label, engine, params in PARTICLE_METHODS:
+        ranked, scores = grid_search(
+            lambda e=engine, b=params, **p: particle_policy(e, DIM, **{**b, **p}), list(grid),
+            env, rounds, runs, seed, n_jobs, progress=progress, label=label)
+        out[label] = {"ranked": ranked, "scores": scores}
+    return out
 
 
 def vts_policy():
@@ -200,13 +261,15 @@ def run(runs=20, rounds=1000, seed=0, out="results/vits-figG", progress=None,
         point diverges on the evaluation runs the next best runs (recorded too).
     tune_runs : int, default 20
     methods : sequence of labels, optional
-        Subset of :data:`METHODS` and ``"VTS"`` (LinTS, the reference, always runs).
+        Subset of :data:`METHODS`, ``"VTS"`` and :data:`PARTICLE_METHODS` (LinTS, the
+        reference, always runs).
 
     Returns
     -------
     dict
         The JSON summary (:func:`vits_ref.experiments._common.run_panels`) plus
-        ``arm_pulls`` (:func:`arm_pulls`; VTS's in ``arm_pulls_vts``), ``hyperparameters``,
+        ``arm_pulls`` (:func:`arm_pulls`; VTS's in ``arm_pulls_vts``, the particle extras'
+        in ``arm_pulls_particles``), ``hyperparameters``,
         ``vts_note``; with ``tune``, ``tuning`` (VTS is not tuned: it has no grid).
         ``claims`` evaluates the paper's claims on it.
     """
@@ -236,6 +299,12 @@ def run(runs=20, rounds=1000, seed=0, out="results/vits-figG", progress=None,
             hyper[panel][VTS_LABEL] = dict(VTS_PARAMS)
             methods_.append((VTS_LABEL, [(vts_policy(),
                                           {"hyperparameters": dict(VTS_PARAMS)})]))
+        # the particle extras come last: the lines above are computed exactly as before
+        for label, engine, params in PARTICLE_METHODS:
+            if reward in PARTICLE_REWARDS and (methods is None or label in methods):
+                hyper[panel][label] = {"engine": engine, **params}
+                methods_.append((label, [(particle_policy(engine, DIM, **params),
+                                          {"hyperparameters": {"engine": engine, **params}})]))
         panels.append((panel, env, methods_, {"reward": reward}))
     extra = {"dim": DIM, "n_arms": N_ARMS, "hyperparameters": hyper, "tuned": tune,
              "vts_note": VTS_NOTE,
@@ -253,25 +322,29 @@ def run(runs=20, rounds=1000, seed=0, out="results/vits-figG", progress=None,
                         on_result=lambda panel, label, res: arms.__setitem__(
                             (panel, label), res.arms))
     start = time.perf_counter()
-    pulls, pulls_vts = {}, {}
+    pulls, pulls_vts, pulls_particles = {}, {}, {}
     for e in result["results"]:
         if "final_regrets" not in e:
             continue  # every candidate diverged: nothing to count
         reward = e["reward"]
         env = hard_instance(dim=DIM, n_arms=N_ARMS, reward=reward, seed=seed)
-        # arm_pulls keeps the grid-tuned methods of METHODS; VTS's are kept apart
-        into = pulls_vts if e["method"] == VTS_LABEL else pulls
+        # arm_pulls keeps the grid-tuned methods of METHODS; VTS's and the particle
+        # extras' are kept apart
+        into = (pulls_vts if e["method"] == VTS_LABEL else
+                pulls_particles if e["method"] in PARTICLE_LABELS else pulls)
         into.setdefault(e["panel"], {})[e["method"]] = arm_pulls(
             arms[(e["panel"], e["method"])], env, seed)
     result["arm_pulls"] = pulls
     result["arm_pulls_vts"] = pulls_vts
+    result["arm_pulls_particles"] = pulls_particles
     result["arm_pulls_wall_time_s"] = time.perf_counter() - start
     result["total_wall_time_s"] += result["arm_pulls_wall_time_s"]
     path = os.path.join(os.path.dirname(result["files"][0]), "arms.png")
     try:
         from ...plotting import arm_fractions
 
-        arm_fractions({p: {**m, **pulls_vts.get(p, {})} for p, m in pulls.items()}, path,
+        arm_fractions({p: {**m, **pulls_vts.get(p, {}), **pulls_particles.get(p, {})}
+                       for p, m in pulls.items()}, path,
                       title=f"Arms pulled, hard instance ({runs} runs x {rounds} rounds)")
         result["files"].append(path)
     except ImportError as exc:
@@ -330,7 +403,8 @@ def table(result):
     lines = [regret_table(result), "",
              "arms pulled (fraction of all rounds): optimal / near-optimal / others "
              "(optimal, second half of the rounds)"]
-    both = {panel: {**methods, **result.get("arm_pulls_vts", {}).get(panel, {})}
+    both = {panel: {**methods, **result.get("arm_pulls_vts", {}).get(panel, {}),
+                    **result.get("arm_pulls_particles", {}).get(panel, {})}
             for panel, methods in result.get("arm_pulls", {}).items()}
     for panel, methods in both.items():
         for method, p in methods.items():
