@@ -1,32 +1,29 @@
 """vits_ref: Thompson sampling with approximate posteriors, fast and checked.
 
-Engines (:mod:`vits_ref.inference`): :class:`LinTS` (exact), :class:`VITS` (variants
-"I", "II", "hessian_free"), :class:`Langevin`. Policies: :class:`ThompsonSampling`,
-:class:`LinUCB`, :class:`RandomPolicy`. Environments: :mod:`vits_ref.envs`. Many seeded
-runs: :func:`simulate`. Closed forms: :mod:`vits_ref.gaussian`.
+Engines (:mod:`vits_ref.inference`, one protocol: ``update``, ``sample``, ``fresh``,
+``diagnostics``): :class:`LinTS` (exact), :class:`VITS` (variants "I", "II",
+"hessian_free"), :class:`Langevin`, :class:`Laplace`, :class:`RenyiVI`; diffusion-model
+priors (:mod:`vits_ref.diffusion`): :class:`DiffTS` (LaplaceDPS), :class:`DPS`, and the
+baselines :class:`MixTS` (Gaussian-mixture prior, EM in :mod:`vits_ref.gmm`) and
+:func:`TunedTS`; particles: :class:`SVGD`, :class:`OPVI` (the direction in
+:mod:`vits_ref.svgd`), :class:`SGLD`; variational mixtures: :class:`VTS`, :class:`NIGTS`.
+Policies: :class:`ThompsonSampling`, :class:`LinUCB`, :class:`RandomPolicy`,
+:class:`PerArm`. Environments: :mod:`vits_ref.envs`. Many seeded runs: :func:`simulate`.
+Closed forms: :mod:`vits_ref.gaussian`. Data loaders: :mod:`vits_ref.data`.
 """
 
-from . import diffusion, envs, gaussian, models, schedules
+from . import data, diffusion, envs, gaussian, gmm, models, schedules, svgd
 from .errors import DivergenceError
-from .inference import DPS, VITS, DiffTS, Langevin, Laplace, LinTS, MixTS, RenyiVI, TunedTS
+from .inference import (DPS, OPVI, SGLD, SVGD, VITS, DiffTS, Langevin, Laplace, LinTS, MixTS,
+                        RenyiVI, TunedTS)
 from .policies import LinUCB, PerArm, RandomPolicy, ThompsonSampling
 from .simulate import POLICY_NAMES, SimulationResult, make_policy, simulate
 from .vts import NIGTS, VTS
 
 __version__ = "0.1.0"
 
-__all__ = ["DPS", "DiffTS", "DivergenceError", "Laplace", "LinTS", "LinUCB", "Langevin", "NIGTS",
-           "POLICY_NAMES",
-           "PerArm",
-           "RandomPolicy", "RenyiVI", "SimulationResult", "ThompsonSampling", "VITS", "diffusion",
-           "envs",
-           "gaussian", "make_policy", "models", "schedules", "simulate", "VTS"]
-__all__ += ["MixTS", "TunedTS"]
-
-from .inference import SGLD  # noqa: E402
-
-__all__ += ["SGLD"]
-from . import svgd  # noqa: E402
-from .inference import OPVI, SVGD  # noqa: E402
-
-__all__ += ["OPVI", "SVGD", "svgd"]
+__all__ = ["DPS", "DiffTS", "DivergenceError", "Laplace", "LinTS", "LinUCB", "Langevin",
+           "MixTS", "NIGTS", "OPVI", "POLICY_NAMES", "PerArm", "RandomPolicy", "RenyiVI",
+           "SGLD", "SVGD", "SimulationResult", "ThompsonSampling", "TunedTS", "VITS", "VTS",
+           "data", "diffusion", "envs", "gaussian", "gmm", "make_policy", "models",
+           "schedules", "simulate", "svgd"]
