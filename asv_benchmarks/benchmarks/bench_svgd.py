@@ -2,9 +2,11 @@
 
 The problem of ``vits_ref._bench.svgd``: a 50-d Gaussian target, median bandwidth,
 repulsion 1, the move ``x + eps phi``. ``time_step_*``: the compiled direction in its
-``"auto"`` form (the BLAS form at these sizes), the loop form, and the NumPy GEMM form of
+``"auto"`` form (the BLAS form at these sizes), the loop form, the NumPy GEMM form of
 ``vits_ref.reference.svgd`` (the NumPy broadcast form only at n = 100: (n, n, d)
-temporaries of 400 MB at n = 1000). Single thread (Numba and OpenBLAS).
+temporaries of 400 MB at n = 1000), BlackJAX's jitted step (n <= 1000, when installed)
+and the floor (``FloorStep``: ``X X^T`` and ``K [Y | 1]`` by BLAS and the ``n^2``
+exponentials by NumPy). Single thread (Numba and OpenBLAS; BlackJAX: XLA's own threads).
 ``TrackSvgdStep``: NumPy GEMM / compiled at n = 1000 from interleaved medians.
 """
 
@@ -32,8 +34,12 @@ class TimeSvgdStep:
         self.loop = bs.CompiledStep(X, P, False, False)
         self.numpy = bs.NumpyStep(X, P, rsvgd.phi_gemm)
         self.broadcast = bs.NumpyStep(X, P, rsvgd.phi_broadcast) if n <= 100 else None
+        self.blackjax = bs.blackjax_step(X, P) if n <= 1000 else None
+        self.floor = bs.FloorStep(X, True)
         self.gemm()  # compiles (or loads the cache) untimed
         self.loop()
+        if self.blackjax is not None:
+            self.blackjax()  # XLA compiles untimed
 
     def time_step_compiled_gemm(self, n):
         self.gemm()
@@ -48,6 +54,14 @@ class TimeSvgdStep:
         if self.broadcast is None:
             raise NotImplementedError("(n, n, d) temporaries too large")
         self.broadcast()
+
+    def time_step_blackjax(self, n):
+        if self.blackjax is None:
+            raise NotImplementedError("BlackJAX not installed, or n > 1000 (seconds per step)")
+        self.blackjax()
+
+    def time_step_floor(self, n):
+        self.floor()
 
     def peakmem_step_compiled_gemm(self, n):
         self.gemm()
@@ -76,3 +90,9 @@ class TrackSvgdStep:
         return stats["max_abs_diff"]
 
     track_max_abs_diff.unit = "abs"
+
+    def track_ratio_floor(self, stats):
+        """Compiled BLAS form / floor (1 is the floor)."""
+        return stats["gemm_1t"] / stats["floor_exp"]
+
+    track_ratio_floor.unit = "ratio"
