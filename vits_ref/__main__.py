@@ -1,9 +1,34 @@
-"""Command line: ``python -m vits_ref list | run NAME | report PAPER | bench``."""
+"""Command line: ``python -m vits_ref list | run NAME | report PAPER | bench``.
+
+Every error is one line on stderr, without a traceback (``--debug`` shows it): exit code
+2 for a bad command line or output path (found before any computation), 1 for a failure
+while running.
+"""
 
 import argparse
 import inspect
+import os
 import sys
+import tempfile
 import time
+
+#: Largest ``--runs`` and ``--rounds`` accepted (larger values cannot be held in memory).
+MAX_COUNT = 10 ** 9
+
+#: The experiments whose ``--rounds`` is a cap on steps per run, not bandit rounds.
+STEP_CAPPED = {"vits-figF": "the cap on VITS steps per run (paper: 50 000)",
+               "vits-figI": "the steps per run (paper: 10 000)"}
+
+
+class CLIError(Exception):
+    """A one-line command-line error (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block), exit code 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def _progress(name):
@@ -15,21 +40,73 @@ def _progress(name):
     return report
 
 
-def main(argv=None):
-    """Entry point of ``python -m vits_ref`` and the ``vits-ref`` script."""
-    from .experiments import EXPERIMENTS, get
-    from .report import PAPERS as REPORT_PAPERS
+def check_out(path, option="--out"):
+    """Make sure ``path`` is a usable output folder before any computation: not empty,
+    not a file, creatable and writable (a probe file is written and removed). Creates the
+    folder. Raises :class:`CLIError` with a one-line message."""
+    if path is not None and not str(path).strip():
+        raise CLIError(f"{option} must not be empty (leave it out for the default folder)")
+    path = os.fspath(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise CLIError(f"{option} {path!r} is an existing file, not a folder")
+    try:
+        os.makedirs(path, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-probe-", dir=path)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise CLIError(f"{option} {path!r} is not a writable folder: {reason}") from None
+    return path
 
-    parser = argparse.ArgumentParser(prog="python -m vits_ref",
-                                     description="Thompson sampling with approximate posteriors")
+
+def _finished(folder):
+    """Whether ``folder`` holds a finished result (its ``summary.json`` or report page)."""
+    return any(os.path.isfile(os.path.join(folder, f))
+               for f in ("summary.json", "report.md"))
+
+
+def _default_out(folder, force):
+    """The default output folder, refusing to overwrite a finished result silently."""
+    if _finished(folder) and not force:
+        raise CLIError(f"{folder} already holds a finished result (summary.json); pass "
+                       f"--force to overwrite it, or --out DIR to write elsewhere")
+    return folder
+
+
+def _count(value, option, minimum=1):
+    if not minimum <= value <= MAX_COUNT:
+        raise CLIError(f"{option} must be in [{minimum}, {MAX_COUNT}], got {value}")
+    return value
+
+
+def _build_parser(experiments, papers):
+    from . import __version__
+
+    parser = _Parser(prog="python -m vits_ref",
+                     description="Thompson sampling with approximate posteriors")
+    parser.add_argument("--version", action="version", version=f"vits_ref {__version__}")
+    parser.add_argument("--debug", action="store_true", default=False,
+                        help="show the traceback of an error")
+    # --debug is also accepted after the command (SUPPRESS keeps the top-level value)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list the experiments")
-    p_run = sub.add_parser("run", help="run an experiment and write CSV, JSON and PNG")
-    p_run.add_argument("name", choices=sorted(EXPERIMENTS))
+    sub.add_parser("list", help="list the experiments", parents=[common])
+    p_run = sub.add_parser("run", help="run an experiment and write CSV, JSON and PNG",
+                           parents=[common])
+    p_run.add_argument("name", choices=sorted(experiments))
     p_run.add_argument("--runs", type=int, default=None, help="independent runs (paper: 50)")
-    p_run.add_argument("--rounds", type=int, default=None, help="rounds per run (paper: 1000)")
+    p_run.add_argument("--rounds", type=int, default=None,
+                       help="rounds per run (paper: 1000); for "
+                            + "; for ".join(f"{k}: {v}" for k, v in STEP_CAPPED.items()))
     p_run.add_argument("--seed", type=int, default=None, help="root seed (default 0)")
-    p_run.add_argument("--out", default=None, help="output folder (default results/NAME)")
+    p_run.add_argument("--out", default=None,
+                       help="output folder (default results/NAME; a finished result there "
+                            "is not overwritten without --force)")
+    p_run.add_argument("--force", action="store_true",
+                       help="overwrite a finished result in the default folder results/NAME")
     p_run.add_argument("--jobs", type=int, default=None,
                        help="worker processes for policies without a fused loop (logistic, "
                             "MLP, per-arm); results do not depend on it")
@@ -42,68 +119,131 @@ def main(argv=None):
                        help="a data file for experiments that take one (vits-movielens: a "
                             "MovieLens ratings.dat; default: the synthetic stand-in)")
     p_rep = sub.add_parser("report", help="run a paper's experiments and write its "
-                                          "reproduction report (Markdown and HTML)")
-    p_rep.add_argument("paper", choices=sorted(REPORT_PAPERS))
+                                          "reproduction report (Markdown and HTML)",
+                           parents=[common])
+    p_rep.add_argument("paper", choices=sorted(papers))
     p_rep.add_argument("--size", choices=["paper", "small"], default="paper",
                        help="paper: every experiment at its defaults (the paper's sizes "
                             "where this machine allows); small: a few runs, to check the "
                             "page builds (default: paper)")
     p_rep.add_argument("--out", default=None, help="output folder (default "
-                                                   "results/report-PAPER)")
+                                                   "results/report-PAPER; a finished report "
+                                                   "there is not overwritten without "
+                                                   "--force)")
+    p_rep.add_argument("--force", action="store_true",
+                       help="overwrite a finished report in the default folder")
     p_rep.add_argument("--only", nargs="+", default=None, metavar="NAME",
                        help="run only these experiments (e.g. vits-fig1 vits-figG)")
-    p_bench = sub.add_parser("bench", help="print speed ratios against the NumPy reference")
+    p_bench = sub.add_parser("bench", help="print speed ratios against the NumPy reference",
+                             parents=[common])
     p_bench.add_argument("--quick", action="store_true", help="fewer repeats")
-    args = parser.parse_args(argv)
+    return parser
 
-    if args.command == "list":
-        for name, mod in sorted(EXPERIMENTS.items()):
-            print(f"{name:18s} {mod.DESCRIPTION}")
-        return 0
-    if args.command == "bench":
-        from ._bench import main as bench_main
 
-        bench_main(quick=args.quick)
-        return 0
-    if args.command == "report":
-        from .report import build
+def _run(args, experiments):
+    from .experiments import get
 
-        try:
-            rep = build(args.paper, size=args.size, out=args.out or None,
-                        progress=_progress(f"report {args.paper}"), only=args.only)
-        except ValueError as exc:
-            parser.error(str(exc))
-        for c in rep["claims"]:
-            print(f"{c['verdict']:>18}  {c['id']}")
-        print(f"wrote {', '.join(rep['files'])}")
-        return 0
     mod = get(args.name)
+    params = inspect.signature(mod.run).parameters
     opts = {**mod.DEFAULTS}
     for key in ("runs", "rounds", "seed"):
         value = getattr(args, key)
         if value is not None:
-            if value < (0 if key == "seed" else 1):
-                parser.error(f"--{key} must be {'>= 0' if key == 'seed' else '>= 1'}")
+            if key == "seed":
+                if value < 0:
+                    raise CLIError("--seed must be >= 0")
+            else:
+                _count(value, f"--{key}")
             opts[key] = value
     if args.jobs is not None:
-        if "n_jobs" not in inspect.signature(mod.run).parameters:
-            parser.error(f"{args.name} takes no --jobs (it parallelises over seeds itself)")
+        if "n_jobs" not in params:
+            raise CLIError(f"{args.name} takes no --jobs (it parallelises over seeds itself)")
         if args.jobs < 1:
-            parser.error("--jobs must be >= 1")
+            raise CLIError("--jobs must be >= 1")
         opts["n_jobs"] = args.jobs
     if args.tune:
-        if "tune" not in inspect.signature(mod.run).parameters:
-            parser.error(f"{args.name} takes no --tune")
+        if "tune" not in params:
+            raise CLIError(f"{args.name} takes no --tune")
         opts["tune"] = True
     if args.data is not None:
-        if "path" not in inspect.signature(mod.run).parameters:
-            parser.error(f"{args.name} takes no --data")
+        if "path" not in params:
+            raise CLIError(f"{args.name} takes no --data")
+        if not args.data.strip():
+            raise CLIError("--data must not be empty")
+        if not os.path.exists(args.data):
+            raise CLIError(f"--data {args.data!r}: no such file")
+        if not os.path.isfile(args.data):
+            raise CLIError(f"--data {args.data!r} is not a file")
+        if not os.access(args.data, os.R_OK):
+            raise CLIError(f"--data {args.data!r} is not readable")
         opts["path"] = args.data
-    out = args.out or f"results/{args.name}"
+    if args.out is None:
+        out = check_out(_default_out(f"results/{args.name}", args.force))
+    else:
+        out = check_out(args.out)
     result = mod.run(out=out, progress=_progress(args.name), **opts)
     print(mod.table(result))
     print(f"wrote {', '.join(result['files'])} ({result['total_wall_time_s']:.1f} s)")
     return 0
+
+
+def _report(args):
+    from .report import build
+
+    if args.out is None:
+        out = check_out(_default_out(os.path.join("results", f"report-{args.paper}"),
+                                     args.force))
+    else:
+        out = check_out(args.out)
+    try:
+        rep = build(args.paper, size=args.size, out=out,
+                    progress=_progress(f"report {args.paper}"), only=args.only)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    for c in rep["claims"]:
+        print(f"{c['verdict']:>18}  {c['id']}")
+    print(f"wrote {', '.join(rep['files'])}")
+    return 0
+
+
+def main(argv=None):
+    """Entry point of ``python -m vits_ref`` and the ``vits-ref`` script."""
+    from .experiments import EXPERIMENTS
+    from .report import PAPERS as REPORT_PAPERS
+
+    parser = _build_parser(EXPERIMENTS, REPORT_PAPERS)
+    args = parser.parse_args(argv)
+    prog = f"{parser.prog} {args.command}"
+    try:
+        if args.command == "list":
+            for name, mod in sorted(EXPERIMENTS.items()):
+                print(f"{name:18s} {mod.DESCRIPTION}")
+            return 0
+        if args.command == "bench":
+            from ._bench import main as bench_main
+
+            bench_main(quick=args.quick)
+            return 0
+        if args.command == "report":
+            return _report(args)
+        return _run(args, EXPERIMENTS)
+    except CLIError as exc:
+        if args.debug:
+            raise
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one line, no traceback, unless --debug
+        if args.debug:
+            raise
+        msg = " ".join(str(exc).split()) or "(no message)"
+        print(f"{prog}: error: {type(exc).__name__}: {msg} (run with --debug for the "
+              f"traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

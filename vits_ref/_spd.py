@@ -7,9 +7,33 @@ import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 
 
-def chol(mat):
-    """Lower Cholesky factor of an (already validated) SPD matrix."""
-    return cholesky(mat, lower=True, check_finite=False)
+def chol(mat, name="the matrix"):
+    """Lower Cholesky factor of an (already validated) SPD matrix.
+
+    A matrix computed from valid inputs can still fail in floating point (entries that
+    overflowed, or a sum that lost positive definiteness to rounding): that raises a
+    ValueError naming ``name``, not scipy's LinAlgError.
+    """
+    if not np.all(np.isfinite(mat)):
+        raise ValueError(f"{name} is not finite: the inputs' scales overflow in double "
+                         f"precision; rescale the problem")
+    try:
+        return cholesky(mat, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        raise ValueError(f"{name} is not positive definite in double precision (its "
+                         f"scales span too many orders of magnitude); rescale the "
+                         f"problem") from None
+
+
+def finite_result(where, *arrays):
+    """Return ``arrays`` (one: itself), or raise a ValueError if any entry is not finite:
+    valid finite inputs whose closed form over- or underflows (e.g. variances of 1e308 or
+    1e-309, features of 1e200) are an error, never a silent NaN or inf."""
+    for a in arrays:
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{where} is not finite for these inputs: their scales over- or "
+                             f"underflow in double precision; rescale the problem")
+    return arrays[0] if len(arrays) == 1 else arrays
 
 
 def logdet(factor):

@@ -4,6 +4,16 @@ import numbers
 
 import numpy as np
 
+#: Largest magnitude accepted for features and rewards: a product of two stays below
+#: 1e300, so a rank-one term ``x x^T`` or ``r x`` of the sufficient statistics cannot
+#: overflow (the largest float is 1.8e308; ``|x| ~ 1.4e154`` already overflows ``x^2``).
+MAX_ABS_DATA = 1e150
+
+#: Range of ``eta``, ``lam`` and their product ``eta lam`` (the prior precision): inside
+#: it the prior variance ``1/(eta lam)`` is at most 1e100, a draw's scale at most 1e50, and
+#: their squares stay finite; outside it engines returned inf or NaN draws and covariances.
+HYPER_RANGE = (1e-100, 1e100)
+
 
 def positive_int(value, name, minimum=1):
     """Return ``value`` as an int >= ``minimum`` or raise naming ``name``."""
@@ -25,6 +35,39 @@ def positive_float(value, name, allow_zero=False):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be {bound}, got {value}")
     return value
+
+
+def hyperparameter(value, name):
+    """``eta`` or ``lam``: a finite float within :data:`HYPER_RANGE`, or raise naming it."""
+    value = positive_float(value, name)
+    lo, hi = HYPER_RANGE
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be in [{lo:g}, {hi:g}] (outside it the prior "
+                         f"covariance I/(lam eta) or its square over- or underflows), "
+                         f"got {value!r}")
+    return value
+
+
+def eta_lam(eta, lam):
+    """Validated ``(eta, lam)``: each and their product ``eta lam`` in :data:`HYPER_RANGE`."""
+    eta, lam = hyperparameter(eta, "eta"), hyperparameter(lam, "lam")
+    lo, hi = HYPER_RANGE
+    if not lo <= eta * lam <= hi:
+        raise ValueError(f"eta * lam (the prior precision) must be in [{lo:g}, {hi:g}] "
+                         f"(outside it the prior covariance I/(lam eta) or its square over- "
+                         f"or underflows), got eta={eta!r}, lam={lam!r}")
+    return eta, lam
+
+
+def bounded_data(arr, name):
+    """Raise unless every entry of the float array ``arr`` has ``|x| <= MAX_ABS_DATA``."""
+    if arr.size and not np.abs(arr).max() <= MAX_ABS_DATA:  # NaN fails the comparison too
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} contains NaN or inf")
+        raise ValueError(f"{name} must have entries of magnitude <= {MAX_ABS_DATA:g} (their "
+                         f"squares and products must not overflow), got "
+                         f"{float(np.abs(arr).max()):.3g}")
+    return arr
 
 
 def choice(value, name, options):
@@ -76,17 +119,18 @@ def spd_matrix(value, name, dim=None):
 
 
 def observations(features, rewards, dim):
-    """Validate a batch of observations: features (n, dim), rewards (n,)."""
-    features = float_array(features, "features", ndim=2)
+    """Validate a batch of observations: features (n, dim), rewards (n,), finite and of
+    magnitude at most :data:`MAX_ABS_DATA`."""
+    features = float_array(features, "features", ndim=2, finite=False)
     if features.shape[1] != dim:
         raise ValueError(f"features must have {dim} columns (the model's input "
                          f"dimension), "
                          f"got shape {features.shape}")
-    rewards = float_array(rewards, "rewards", ndim=1)
+    rewards = float_array(rewards, "rewards", ndim=1, finite=False)
     if rewards.shape[0] != features.shape[0]:
         raise ValueError(f"rewards has {rewards.shape[0]} entries but features has "
                          f"{features.shape[0]} rows")
-    return features, rewards
+    return bounded_data(features, "features"), bounded_data(rewards, "rewards")
 
 
 def as_generator(seed, name="seed"):

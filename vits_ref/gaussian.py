@@ -14,6 +14,7 @@ import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
 
 from ._spd import chol as _chol
+from ._spd import finite_result as _finite
 from ._spd import inv_from_chol as _inv_from_chol
 from ._spd import logdet as _logdet
 from ._validate import float_array, positive_float, spd_matrix
@@ -209,9 +210,10 @@ def w2_squared(mean_p, cov_p, mean_q, cov_q):
     d = mean_p.shape[0]
     mean_q, cov_q, chol_q = _gaussian(mean_q, cov_q, "mean_q", "cov_q", dim=d)
     diff = mean_p - mean_q
-    nuclear = float(np.sum(np.linalg.svd(chol_q.T @ chol_p, compute_uv=False)))
+    nuclear = float(np.sum(np.linalg.svd(_finite("L_q^T L_p", chol_q.T @ chol_p),
+                                         compute_uv=False)))
     bures = max(float(np.trace(cov_p) + np.trace(cov_q)) - 2.0 * nuclear, 0.0)
-    return float(diff @ diff) + bures
+    return _finite("W2^2", float(diff @ diff) + bures)
 
 
 def w2(mean_p, cov_p, mean_q, cov_q):
@@ -290,10 +292,10 @@ def linear_posterior_from_stats(V, b, eta=1.0):
     V = spd_matrix(V, "V")
     b = _mean(b, "b", dim=V.shape[0])
     eta = positive_float(eta, "eta")
-    chol = _chol(V)
+    chol = _chol(V, "V")
     mean = cho_solve((chol, True), b, check_finite=False)
     cov = _inv_from_chol(chol) / eta
-    return mean, cov
+    return _finite("the posterior (mean, cov)", mean, cov)
 
 
 def linear_posterior(features, rewards, eta=1.0, lam=1.0):
@@ -401,9 +403,9 @@ def linear_posterior_general(features, rewards, prior_mean, prior_cov, noise_var
     precision = _inv_from_chol(chol0) + _sym(features.T @ features) / noise_var
     shift = cho_solve((chol0, True), prior_mean, check_finite=False)
     shift = shift + features.T @ rewards / noise_var
-    chol = _chol(precision)
+    chol = _chol(precision, "the posterior precision inv(prior_cov) + Phi^T Phi / noise_var")
     mean = cho_solve((chol, True), shift, check_finite=False)
-    return mean, _inv_from_chol(chol)
+    return _finite("the posterior (mean, cov)", mean, _inv_from_chol(chol))
 
 
 # ---------------------------------------------------------------------------------------
@@ -461,11 +463,12 @@ def product(mean1, cov1, mean2, cov2):
     precision = _inv_from_chol(chol1) + _inv_from_chol(chol2)
     shift = (cho_solve((chol1, True), mean1, check_finite=False)
              + cho_solve((chol2, True), mean2, check_finite=False))
-    chol = _chol(precision)
+    chol = _chol(precision, "inv(cov1) + inv(cov2)")
     mean = cho_solve((chol, True), shift, check_finite=False)
     cov = _inv_from_chol(chol)
-    log_z = _logpdf_chol(mean1[None, :], mean2, _chol(_sym(cov1 + cov2)))[0]
-    return mean, cov, float(log_z)
+    log_z = _logpdf_chol(mean1[None, :], mean2, _chol(_sym(cov1 + cov2), "cov1 + cov2"))[0]
+    mean, cov = _finite("the product (mean, cov)", mean, cov)
+    return mean, cov, float(_finite("log Z", log_z))
 
 
 def entropy(cov):

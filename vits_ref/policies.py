@@ -14,6 +14,7 @@ import numpy as np
 from . import _validate as val
 from ._seeding import child, engine_streams
 from .drivers import cpu
+from .errors import DivergenceError
 from .fused import FusedSpec
 from .inference.base import Engine
 from .kernels import bandit as kbandit
@@ -21,7 +22,13 @@ from .kernels import linucb as klinucb
 
 
 def _contexts(contexts, dim):
-    return val.float_array(contexts, "contexts", ndim=2, shape=(None, dim))
+    """``(K, dim)`` features, ``K >= 1``, finite and of magnitude at most
+    :data:`vits_ref._validate.MAX_ABS_DATA` (checked before any draw is used up)."""
+    X = val.float_array(contexts, "contexts", ndim=2, shape=(None, dim), finite=False)
+    if X.shape[0] == 0:
+        raise ValueError(f"contexts must have at least one row (one per arm), got shape "
+                         f"{X.shape}")
+    return val.bounded_data(X, "contexts")
 
 
 def _arm(arm, n_arms):
@@ -33,9 +40,13 @@ def _arm(arm, n_arms):
 
 
 def _reward(reward):
+    if isinstance(reward, (str, bytes, bool, np.bool_)):
+        raise TypeError(f"reward must be a real number, got {type(reward).__name__}")
     reward = float(reward)
     if not np.isfinite(reward):
         raise ValueError(f"reward must be finite, got {reward}")
+    if abs(reward) > val.MAX_ABS_DATA:
+        raise ValueError(f"reward must have magnitude <= {val.MAX_ABS_DATA:g}, got {reward!r}")
     return reward
 
 
@@ -127,9 +138,10 @@ class LinUCB:
     def __init__(self, dim, alpha=1.0, lam=1.0):
         self.dim = val.positive_int(dim, "dim")
         self.alpha = val.positive_float(alpha, "alpha", allow_zero=True)
-        self.lam = val.positive_float(lam, "lam")
+        self.lam = val.hyperparameter(lam, "lam")
         self.Vinv = np.eye(self.dim) / self.lam
         self.b = np.zeros(self.dim)
+        self.n_obs = 0
 
     def scores(self, contexts):
         """Upper confidence bounds of the arms."""
@@ -146,8 +158,17 @@ class LinUCB:
         """Sherman-Morrison update of ``inv(V)`` with ``x = contexts[arm]``; ``b += r x``."""
         X = _contexts(contexts, self.dim)
         x = np.ascontiguousarray(X[_arm(arm, X.shape[0])])
-        self.b += _reward(reward) * x
+        reward = _reward(reward)
+        saved = self.Vinv.copy(), self.b.copy()
+        self.b += reward * x
         cpu.sherman_morrison(self.Vinv, x)
+        if not (np.all(np.isfinite(self.Vinv)) and np.all(np.isfinite(self.b))):
+            # rolled back: a failed update leaves the policy as it was
+            self.Vinv[...], self.b[...] = saved
+            raise DivergenceError(self.name, self.n_obs + 1, None,
+                                  detail="The Sherman-Morrison inverse of V or b = sum r x "
+                                         "overflowed: the features or rewards are too large.")
+        self.n_obs += 1
         return self
 
     def fresh(self, seed=None):
@@ -183,8 +204,12 @@ class RandomPolicy:
 
     def select(self, contexts):
         """A uniformly random arm index."""
-        X = _contexts(contexts, self.dim) if self.dim else np.asarray(contexts)
+        X = (_contexts(contexts, self.dim) if self.dim
+             else val.float_array(contexts, "contexts", ndim=2, finite=False))
         K = X.shape[0]
+        if K == 0:
+            raise ValueError(f"contexts must have at least one row (one per arm), got shape "
+                             f"{X.shape}")
         return min(int(self._rng.random() * K), K - 1)
 
     def update(self, contexts, arm, reward):
@@ -259,6 +284,9 @@ class PerArm:
     def update(self, contexts, arm, reward):
         """Update the played arm's engine with ``(contexts[arm], reward)``."""
         X = _contexts(contexts, self.dim)
+        if X.shape[0] != self.n_arms:
+            raise ValueError(f"contexts must have one row per arm ({self.n_arms}), "
+                             f"got {X.shape[0]}")
         arm = _arm(arm, self.n_arms)
         self.engines[arm].update(X[arm][None, :], np.array([_reward(reward)]))
         return self

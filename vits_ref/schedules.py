@@ -57,15 +57,57 @@ def theoretical_step(V, eta, horizon, R=1.0):
     h : float
     K : int
     """
-    ev = np.linalg.eigvalsh(V)
-    lmin, lmax = float(ev[0]), float(ev[-1])
-    d = V.shape[0]
     T = val.positive_int(horizon, "horizon")
-    h = lmin / (2.0 * eta * (lmin ** 2 + 2.0 * lmax ** 2))
-    kappa = lmax / lmin
-    log3 = math.log(3.0 * T ** 3)
-    K = 1 + 2 * (1 + 2 * kappa ** 2) * math.log(2 * R * kappa * d ** 2 * T ** 2 * log3 ** 2)
+    if T > MAX_HORIZON:
+        raise ValueError(f"horizon must be <= 2**53 = {MAX_HORIZON} (T^3 enters the "
+                         f"schedule as a float), got {T}")
+    try:
+        ev = np.linalg.eigvalsh(V)
+        lmin, lmax = float(ev[0]), float(ev[-1])
+        d = V.shape[0]
+        h = lmin / (2.0 * eta * (lmin ** 2 + 2.0 * lmax ** 2))
+        kappa = lmax / lmin
+        log3 = math.log(3.0 * T ** 3)
+        K = 1 + 2 * (1 + 2 * kappa ** 2) * math.log(2 * R * kappa * d ** 2 * T ** 2 * log3 ** 2)
+        if not (math.isfinite(h) and h > 0 and math.isfinite(K) and K >= 1):
+            raise ValueError
+    except (ArithmeticError, ValueError, np.linalg.LinAlgError):
+        raise ValueError(f"the theoretical schedule has no finite step for this V (its "
+                         f"eigenvalues over- or underflow in h_t, or K_t < 1): V's "
+                         f"diagonal spans [{float(np.min(np.diag(V))):.3g}, "
+                         f"{float(np.max(np.diag(V))):.3g}], eta = {eta!r}, R = {R!r}, "
+                         f"horizon = {T}") from None
     return h, int(math.ceil(K))
+
+
+#: Largest ``horizon`` the theoretical schedule accepts (exact in a float).
+MAX_HORIZON = 2 ** 53
+
+
+def check_theoretical(V0, eta, horizon, R):
+    """Validate the ``theoretical`` schedule's inputs at the prior ``V0`` (before any data).
+
+    Raises a ValueError naming the argument: ``horizon`` above :data:`MAX_HORIZON`, ``R``
+    so small that ``K_t < 1`` (it needs ``2 R d^2 T^2 log^2(3 T^3) >= 1``), or a prior
+    (``lam``, ``eta`` or ``prior_cov``) whose ``h_0`` over- or underflows.
+    """
+    T = val.positive_int(horizon, "horizon")
+    if T > MAX_HORIZON:
+        raise ValueError(f"horizon must be <= 2**53 = {MAX_HORIZON} (T^3 enters the "
+                         f"schedule as a float), got {T}")
+    d = V0.shape[0]
+    r_min = 1.0 / (2.0 * d ** 2 * T ** 2 * math.log(3.0 * T ** 3) ** 2)
+    if R < r_min:
+        raise ValueError(f"R must be >= {r_min:.3g} for the theoretical schedule with d = {d}, "
+                         f"horizon = {T} (else K_t < 1; the paper assumes R >= 1), got {R!r}")
+    try:
+        theoretical_step(V0, eta, T, R)
+    except ValueError:
+        raise ValueError(f"lam and eta (or prior_cov) give no finite theoretical step at the "
+                         f"prior: h_0 = lmin / (2 eta (lmin^2 + 2 lmax^2)) over- or "
+                         f"underflows for the prior precision's eigenvalues (diagonal "
+                         f"[{float(np.min(np.diag(V0))):.3g}, "
+                         f"{float(np.max(np.diag(V0))):.3g}], eta = {eta!r})") from None
 
 
 def theoretical_eta(lam, R, dim, horizon):

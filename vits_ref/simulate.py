@@ -151,6 +151,16 @@ class SimulationResult:
         return cr.mean(axis=0), se
 
 
+def has_kl(policy):
+    """Whether :func:`simulate` can record ``KL(q_t || p_t)`` for ``policy`` (a name or a
+    policy object): Thompson sampling over a Gaussian engine on the linear model."""
+    if isinstance(policy, str):
+        name = val.choice(policy, "policy", POLICY_NAMES)
+        return name not in ("linucb", "lmc", "random")
+    engine = getattr(policy, "engine", None)
+    return isinstance(engine, GaussianEngine) and engine.model.name == "linear"
+
+
 def _policy_name(policy):
     return getattr(policy, "name", type(policy).__name__)
 
@@ -172,7 +182,11 @@ def draw_policy_noise(spec, policy_seed, n_rounds, dim):
 def _validate_kl_rounds(kl_rounds, n_rounds):
     if kl_rounds is None:
         return np.zeros(0, dtype=np.int64)
+    if isinstance(kl_rounds, (str, bytes)):
+        raise TypeError("kl_rounds must be a 1-D sequence of integers (1-based rounds)")
     arr = np.asarray(kl_rounds)
+    if arr.ndim == 1 and arr.size == 0:  # no rounds requested: the same as None
+        return np.zeros(0, dtype=np.int64)
     if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
         raise TypeError("kl_rounds must be a 1-D sequence of integers (1-based rounds)")
     arr = np.unique(arr.astype(np.int64))
@@ -197,7 +211,10 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     n_rounds, n_runs : int
     seed : int, SeedSequence or None
     kl_rounds : sequence of int, optional
-        1-based rounds after which to record ``KL(q_t || p_t)`` (Gaussian engines).
+        1-based rounds after which to record ``KL(q_t || p_t)``: only for Thompson sampling
+        over a Gaussian engine on the linear model (:func:`has_kl`); other policies raise a
+        ValueError. None or an empty sequence: no KL (``kl`` is then an empty
+        ``(n_runs, 0)`` array for those engines, None for the others).
     new_instance_per_run : bool, default False
         Draw a new problem instance (``theta_star``, pool, arms) for every run.
     fused : bool or None
@@ -208,10 +225,12 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     progress : callable or None
         Called as ``progress(runs_done, n_runs)``.
     n_jobs : int, default 1
-        Worker processes for policies without a fused loop (the Python loop: logistic,
-        MLP, per-arm, ...). Each run keeps its own seeds, so the results are bit-identical
-        whatever ``n_jobs``; workers are spawned (each imports vits_ref and loads Numba's
-        cache, about a second), so this pays off for runs of a second or more.
+        Worker processes (an int >= 1, validated on every path) for policies without a
+        fused loop (the Python loop: logistic, MLP, per-arm, ...); the fused loop ignores
+        it (it uses Numba threads, ``n_threads``). Each run keeps its own seeds, so the
+        results are bit-identical whatever ``n_jobs``; workers are spawned (each imports
+        vits_ref and loads Numba's cache, about a second), so this pays off for runs of a
+        second or more.
 
     Returns
     -------
@@ -241,6 +260,13 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     if getattr(policy, "dim", env.dim) not in (None, env.dim):
         raise ValueError(f"policy dim {policy.dim} does not match env.dim {env.dim}")
     kl_rounds = _validate_kl_rounds(kl_rounds, n_rounds)
+    n_jobs = val.positive_int(n_jobs, "n_jobs")
+    if n_threads is not None:
+        n_threads = val.positive_int(n_threads, "n_threads")
+    if kl_rounds.size and not has_kl(policy):
+        raise ValueError(f"kl_rounds needs a Gaussian posterior on the linear model (Thompson "
+                         f"sampling over LinTS, VITS, Laplace, ...); policy "
+                         f"{_policy_name(policy)!r} has none: pass kl_rounds=None")
     root = val.as_seed_sequence(seed)
     spec = fused_spec(policy, kl=bool(kl_rounds.size))
     if fused and spec is None:
@@ -262,7 +288,7 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         _run_fused(spec, policy, env_for, root, n_rounds, n_runs, kl_rounds, regret, arms, kl,
                    n_threads, progress)
     else:
-        n_jobs = min(val.positive_int(n_jobs, "n_jobs"), n_runs)
+        n_jobs = min(n_jobs, n_runs)
         jobs = [(policy, env, new_instance_per_run, root, r, n_rounds, kl_rounds, gaussian)
                 for r in range(n_runs)]
         if n_jobs > 1:
@@ -285,8 +311,17 @@ def _run_env(env, new_instance, run_seed):
 
 
 def _realise(env, run_seed, n_rounds):
-    """The run's draws of the environment, from the run's child 0."""
-    return env.realise(n_rounds, np.random.Generator(np.random.PCG64(child(run_seed, 0))))
+    """The run's draws of the environment, from the run's child 0; features and rewards
+    beyond :data:`vits_ref._validate.MAX_ABS_DATA` (whose squares overflow the
+    statistics, silently in the fused loop) raise a ValueError before the run."""
+    real = env.realise(n_rounds, np.random.Generator(np.random.PCG64(child(run_seed, 0))))
+    for name, arr in (("contexts", real.contexts), ("rewards", real.rewards)):
+        try:
+            val.bounded_data(arr, name)
+        except ValueError as err:
+            raise ValueError(f"the environment {env!r} drew {err}: its scale is too large "
+                             f"for the sufficient statistics") from None
+    return real
 
 
 def _python_job(job):
@@ -336,7 +371,7 @@ def _run_fused(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, arms, 
     batch = int(max(1, min(n_runs, _MEMORY_BUDGET // per_run)))
     old_threads = numba.get_num_threads()
     if n_threads is not None:
-        numba.set_num_threads(val.positive_int(n_threads, "n_threads"))
+        numba.set_num_threads(n_threads)
     try:
         for lo in range(0, n_runs, batch):
             hi = min(n_runs, lo + batch)

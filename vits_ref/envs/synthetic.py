@@ -12,6 +12,10 @@ from .base import REWARDS, Environment
 
 __all__ = ["HardInstance", "PoolEnvironment", "hard_instance", "pool"]
 
+#: Largest ``zeta`` of the pool environment: features of scale ``zeta`` and quadratic
+#: rewards of scale ``zeta^2`` stay far below :data:`vits_ref._validate.MAX_ABS_DATA`.
+MAX_ZETA = 1e50
+
 
 class PoolEnvironment(Environment):
     """Appendix H of the VITS paper: arms drawn from a fixed pool plus ``zeta`` noise.
@@ -27,6 +31,10 @@ class PoolEnvironment(Environment):
 
     def __init__(self, dim=20, n_arms=50, zeta=0.1, reward="linear", pool_size=50, seed=None):
         self.zeta = val.positive_float(zeta, "zeta", allow_zero=True)
+        if self.zeta > MAX_ZETA:
+            raise ValueError(f"zeta must be <= {MAX_ZETA:g} (features scale like zeta and the "
+                             f"quadratic rewards like zeta^2; beyond it the bandit's "
+                             f"statistics overflow), got {self.zeta!r}")
         self.pool_size = val.positive_int(pool_size, "pool_size")
         if val.choice(reward, "reward", REWARDS) == "logistic":
             raise ValueError("reward must be 'linear' or 'quadratic' for the pool environment")

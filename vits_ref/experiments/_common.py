@@ -18,7 +18,9 @@ def write_curves_csv(path, rows):
         w.writerow(["panel", "method", "round", "mean_cumulative_regret", "stderr"])
         for r in rows:
             for t, (m, s) in enumerate(zip(r["mean"], r["stderr"], strict=True), start=1):
-                w.writerow([r["panel"], r["method"], t, f"{m:.6g}", f"{s:.6g}"])
+                # an undefined standard error (one run) is an empty field
+                w.writerow([r["panel"], r["method"], t, f"{m:.6g}",
+                            f"{s:.6g}" if np.isfinite(s) else ""])
 
 
 def environment_info():
@@ -29,16 +31,55 @@ def environment_info():
             "machine": platform.machine()}
 
 
-def write_json(path, obj):
-    def default(o):
-        if isinstance(o, np.generic):
-            return o.item()
-        if isinstance(o, np.ndarray):
-            return o.tolist()
-        return str(o)
+_NONFINITE_NOTE = {
+    "inf": "inf (e.g. a level never reached within the steps run, such as fewer steps "
+           "than LMC's burn-in)",
+    "-inf": "-inf",
+    "nan": "NaN (undefined, e.g. a standard error of a single run)",
+}
 
+
+def _strict(obj, found):
+    """``obj`` with NumPy values made plain and non-finite floats replaced by None;
+    the kinds replaced ("inf", "-inf", "nan") are added to the set ``found``."""
+    if isinstance(obj, np.ndarray):
+        obj = obj.tolist()
+    elif isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float):
+        if obj != obj:
+            found.add("nan")
+            return None
+        if obj in (float("inf"), float("-inf")):
+            found.add("inf" if obj > 0 else "-inf")
+            return None
+        return obj
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            kinds = set()
+            out[k] = _strict(v, kinds)
+            if kinds:
+                found |= kinds
+                note = f"{k}_nulls"
+                if note not in obj:
+                    out[note] = ("null stands for " + " or ".join(
+                        _NONFINITE_NOTE[x] for x in sorted(kinds))
+                        + ": strict JSON has no Infinity/NaN")
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [_strict(v, found) for v in obj]
+    return obj
+
+
+def write_json(path, obj):
+    """Write ``obj`` as strict JSON: no ``Infinity``/``NaN`` tokens. A non-finite value
+    becomes null and its key gets a sibling ``KEY_nulls`` saying what the nulls stand for
+    (inf, -inf or NaN, and why such values arise). NumPy scalars and arrays become
+    plain numbers and lists; other objects their ``str``."""
+    clean = _strict(obj, set())
     with open(path, "w") as fh:
-        json.dump(obj, fh, indent=2, default=default)
+        json.dump(clean, fh, indent=2, default=str, allow_nan=False)
 
 
 def run_panels(name, description, panels, runs, rounds, seed, out, progress=None,
@@ -68,7 +109,7 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     import time
 
     from ..errors import DivergenceError
-    from ..simulate import simulate
+    from ..simulate import has_kl, simulate
 
     os.makedirs(out, exist_ok=True)
     rows, summary, curves = [], [], {}
@@ -84,7 +125,8 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
             for policy, cand_info in candidates:
                 try:
                     res = simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
-                                   new_instance_per_run=True, kl_rounds=kl_rounds,
+                                   new_instance_per_run=True,
+                                   kl_rounds=kl_rounds if has_kl(policy) else None,
                                    n_jobs=n_jobs)
                     break
                 except DivergenceError as err:
@@ -99,10 +141,13 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
             if on_result is not None:
                 on_result(panel, label, res)
             mean, se = res.mean_and_stderr()
+            if runs == 1:  # a standard error of one run is undefined, not 0
+                se = np.full_like(mean, np.nan)
             rows.append({"panel": panel, "method": label, "mean": mean, "stderr": se})
             curves[panel][label] = (mean, se)
             entry = {**info, **cand_info, "panel": panel, "method": label,
-                     "final_regret_mean": float(mean[-1]), "final_regret_stderr": float(se[-1]),
+                     "final_regret_mean": float(mean[-1]),
+                     "final_regret_stderr": float(se[-1]),  # NaN (null) for one run
                      "final_regrets": res.cumulative_regret[:, -1].tolist(),
                      "wall_time_s": res.wall_time, "fused": res.fused,
                      "us_per_round": 1e6 * res.wall_time / (runs * rounds)}
@@ -147,8 +192,10 @@ def regret_table(result):
             lines.append(f"{e['panel']:{pw}s} {e['method']:{width}s}   diverged (see "
                          f"summary.json)")
             continue
+        se = e.get("final_regret_stderr")
+        se = f"{se:7.2f}" if se is not None and np.isfinite(se) else f"{'n/a':>7}"
         line = (f"{e['panel']:{pw}s} {e['method']:{width}s} {e['final_regret_mean']:10.2f} "
-                f"{e['final_regret_stderr']:7.2f} {e['us_per_round']:10.1f}")
+                f"{se} {e['us_per_round']:10.1f}")
         if ref:
             diff = e.get("paired_vs_reference")
             line += f"  {format_difference(diff) if diff else '(reference)':>28}"

@@ -40,8 +40,7 @@ class Engine:
 
     def __init__(self, dim, model="linear", eta=1.0, lam=1.0, seed=None):
         self.dim = val.positive_int(dim, "dim")
-        self.eta = val.positive_float(eta, "eta")
-        self.lam = val.positive_float(lam, "lam")
+        self.eta, self.lam = val.eta_lam(eta, lam)
         if isinstance(model, str):
             model = val.choice(model, "model", tuple(MODELS))
             # dim is the features' size; the engine's dimension is the model's parameter
@@ -80,10 +79,35 @@ class Engine:
         self
         """
         features, rewards = val.observations(features, rewards, self.model.input_dim)
-        self.model.add(features, rewards)
-        self._refit(features, rewards)
+        # transactional: a refit that fails (DivergenceError, or any error raised after
+        # the batch was added) leaves the engine and its model exactly as they were
+        saved = self._state()
+        try:
+            self.model.add(features, rewards)
+            self._refit(features, rewards)
+        except BaseException:
+            self._restore(saved)
+            raise
         self.diagnostics["n_obs"] = self.model.n_obs
         return self
+
+    # -- transactions -------------------------------------------------------------------
+    #: attributes (ndarrays updated in place or reassigned) that :meth:`update` changes;
+    #: None: every writable ndarray attribute of the engine (the generic snapshot)
+    _state_attrs = None
+
+    def _state(self):
+        """A snapshot of what :meth:`update` may change: the engine's arrays
+        (:attr:`_state_attrs`, copied: O(d^2) for the Gaussian engines), its
+        attribute bindings, the diagnostics, the random streams' states and the model's
+        :func:`model_state`. Restored by :meth:`_restore`."""
+        return (_snapshot(self, self._state_attrs), model_state(self.model))
+
+    def _restore(self, saved):
+        """Put back a :meth:`_state` snapshot (arrays restored in place)."""
+        engine_saved, model_saved = saved
+        _restore_snapshot(self, engine_saved)
+        restore_model_state(self.model, model_saved)
 
     def sample(self, n=1):
         """``n`` posterior draws, shape ``(n, dim)``."""
@@ -116,16 +140,65 @@ class Engine:
             return None
         return self.model.prior_mean, np.linalg.cholesky(self.model.prior_cov)
 
-    def _check_finite(self, step_size, *arrays):
+    def _check_finite(self, step_size, *arrays, detail=""):
         for a in arrays:
             if not np.all(np.isfinite(a)):
-                raise DivergenceError(self.name, self.model.n_obs, step_size)
+                raise DivergenceError(self.name, self.model.n_obs, step_size, detail=detail)
 
     def _refit(self, features, rewards):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _sample(self, n):  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+#: attribute names of growing history buffers and kernel scratch that a generic model
+#: snapshot does not copy: appended rows lie beyond ``n_obs``, so restoring ``n_obs`` (and
+#: the buffer binding, in case a growth reallocated it) restores the history in O(1)
+_NOT_COPIED = frozenset({"_X", "_y", "_r", "_scratch", "_H", "_g"})
+
+
+def _snapshot(obj, attrs=None, skip=_NOT_COPIED):
+    """``(bindings, array copies, dict copies, generator states)`` of ``obj``."""
+    bindings = dict(vars(obj))
+    names = bindings if attrs is None else attrs
+    arrays = [(bindings[k], bindings[k].copy()) for k in names
+              if k not in skip and isinstance(bindings.get(k), np.ndarray)
+              and bindings[k].flags.writeable and bindings[k].size]
+    dicts = [(v, dict(v)) for v in bindings.values() if type(v) is dict]
+    gens = [(v, v.bit_generator.state) for v in bindings.values()
+            if isinstance(v, np.random.Generator)]
+    return bindings, arrays, dicts, gens
+
+
+def _restore_snapshot(obj, snap):
+    bindings, arrays, dicts, gens = snap
+    for arr, copy in arrays:
+        arr[...] = copy
+    for d, copy in dicts:
+        d.clear()
+        d.update(copy)
+    for g, state in gens:
+        g.bit_generator.state = state
+    vars(obj).clear()
+    vars(obj).update(bindings)
+
+
+def model_state(model):
+    """Snapshot of what ``model.add`` changes: ``model._state()`` where the model defines
+    it, else the generic snapshot (every writable ndarray attribute copied, except the
+    history buffers and scratch of :data:`_NOT_COPIED`, restored by ``n_obs``)."""
+    own = getattr(model, "_state", None)
+    return own() if own is not None else _snapshot(model)
+
+
+def restore_model_state(model, saved):
+    """Put back a :func:`model_state` snapshot."""
+    own = getattr(model, "_restore", None)
+    if own is not None:
+        own(saved)
+    else:
+        _restore_snapshot(model, saved)
 
 
 class GaussianEngine(Engine):

@@ -44,6 +44,8 @@ class LinTS(GaussianEngine):
     """
 
     name = "LinTS"
+    #: what :meth:`update` changes in place (the transactional snapshot)
+    _state_attrs = ("L",)
 
     def __init__(self, dim, model="linear", eta=1.0, lam=1.0, seed=None):
         super().__init__(dim, model=model, eta=eta, lam=lam, seed=seed)
@@ -56,6 +58,11 @@ class LinTS(GaussianEngine):
     def _refit(self, features, rewards):
         # one rank-one update of L per observation; b is kept by the model
         cpu.chol_update_rows(self.L, features)
+        # V = L L^T or b may overflow (features within the validated bound still add up);
+        # the update is rolled back and reported instead of NaN draws
+        self._check_finite(None, self.L, self.model.b,
+                           detail="The statistics V = lam I + sum x x^T or b = sum r x "
+                                  "overflowed: the features or rewards are too large.")
 
     def _sample(self, n):
         z = self._rng_sample.standard_normal((n, self.dim))

@@ -48,6 +48,8 @@ class Langevin(Engine):
     """
 
     name = "LMC-TS"
+    #: what :meth:`update` changes in place (the transactional snapshot)
+    _state_attrs = ("theta",)
 
     def __init__(self, dim, model="linear", eta=1.0, lam=1.0, step_size=0.01, n_steps=10,
                  schedule="decayed", seed=None):

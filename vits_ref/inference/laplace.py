@@ -80,6 +80,8 @@ class Laplace(GaussianEngine):
     """
 
     name = "Laplace"
+    #: what :meth:`update` changes (the transactional snapshot; the fit reassigns them)
+    _state_attrs = ()
 
     def __init__(self, dim, model="linear", eta=1.0, lam=1.0, tol=1e-8, max_iter=100,
                  seed=None):

@@ -9,10 +9,17 @@ import numpy as np
 
 from .. import _validate as val
 from ..drivers import cpu
+from ..errors import DivergenceError
 from ..fused import FusedSpec, thompson_noise
 from ..kernels import vits as kvits
 from ..kernels.vits import VARIANT_HF, VARIANT_HF_CV, VARIANT_I, VARIANT_II
-from ..schedules import SCHEDULES, schedule_code, step_size, theoretical_step
+from ..schedules import (
+    SCHEDULES,
+    check_theoretical,
+    schedule_code,
+    step_size,
+    theoretical_step,
+)
 from .base import GaussianEngine
 
 VARIANTS = {"I": VARIANT_I, "II": VARIANT_II, "hessian_free": VARIANT_HF}
@@ -86,6 +93,9 @@ class VITS(GaussianEngine):
     True
     """
 
+    #: what :meth:`update` changes in place (the transactional snapshot)
+    _state_attrs = ("mu", "B", "C")
+
     def __init__(self, dim, model="linear", eta=1.0, lam=1.0, variant="II", step_size=0.01,
                  cov_step_size=None, n_steps=10, n_mc=1, schedule="decayed", symmetrize=False,
                  control_variate=False, horizon=None, R=1.0, max_steps=10000, seed=None):
@@ -128,6 +138,14 @@ class VITS(GaussianEngine):
             theta0, self.B = start
             self.C = np.linalg.inv(self.B)
             self.mu = theta0 + self.B @ self._rng_update.standard_normal(self.dim)
+        if self.schedule == "theoretical" and self.model.name == "linear":
+            check_theoretical(self.model.V, self.eta, self.horizon, self.R)
+        # the posterior covariance never exceeds the prior's (the potential's Hessian, or
+        # Gauss-Newton matrix, is at least the prior precision): a square root B larger
+        # than 1e6 times the prior's largest standard deviation has left the stable range
+        prior_sd = (1.0 / s0 if start is None
+                    else math.sqrt(self.dim * float(np.max(np.diag(self.model.prior_cov)))))
+        self._max_abs_B = 1e6 * prior_sd
         self._steps = cpu.vits_steps(self.model.potential)
         self._scratch = cpu.vits_scratch(self.dim, self.n_mc)
         self.diagnostics.update(step_size=None, n_steps=0, capped_rounds=0)
@@ -145,7 +163,11 @@ class VITS(GaussianEngine):
             if self.model.name != "linear":
                 raise ValueError("schedule='theoretical' (appendix A.2) is defined for "
                                  "model='linear' only")
-            h, K = theoretical_step(self.model.V, self.eta, self.horizon, self.R)
+            try:
+                h, K = theoretical_step(self.model.V, self.eta, self.horizon, self.R)
+            except ValueError as err:
+                raise DivergenceError(self.name, self.model.n_obs, None, detail=str(err)
+                                      + "; the features are too large") from None
             if K > self.max_steps:
                 self.diagnostics["capped_rounds"] += 1
                 K = self.max_steps
@@ -164,6 +186,14 @@ class VITS(GaussianEngine):
         if not ok:
             self._check_finite(h, np.full(1, np.nan))
         self._check_finite(h, self.mu, self.B, self.C)
+        big = float(np.abs(self.B).max())
+        if big > self._max_abs_B:
+            raise DivergenceError(
+                self.name, self.model.n_obs, h,
+                detail=f"The square root B left its stable range: max |B| = {big:.3g} "
+                       f"exceeds 1e6 times the prior's standard deviation "
+                       f"({self._max_abs_B:.3g}); the covariance B B^T never exceeds the "
+                       f"prior's.")
 
     def fused(self, kl=False):
         """The fused loop's spec on the linear model with the default prior, else None.

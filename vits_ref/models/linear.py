@@ -59,8 +59,7 @@ class Linear(Model):
     def __init__(self, dim, eta=1.0, lam=1.0, prior_mean=None, prior_cov=None):
         self.dim = val.positive_int(dim, "dim")
         self.input_dim = self.dim
-        self.eta = val.positive_float(eta, "eta")
-        self.lam = val.positive_float(lam, "lam")
+        self.eta, self.lam = val.eta_lam(eta, lam)
         self.prior_mean, self.prior_cov = general_prior(self.dim, prior_mean, prior_cov)
         if self.prior_cov is None:
             self.V = self.lam * np.eye(self.dim)
@@ -91,14 +90,29 @@ class Linear(Model):
         self.sum_r2 += float(rewards @ rewards)
         self.n_obs += features.shape[0]
 
+    def _state(self):
+        """What :meth:`add` changes (for the engines' transactional update)."""
+        return self.V.copy(), self.b.copy(), self.sum_r2, self.n_obs
+
+    def _restore(self, state):
+        V, b, self.sum_r2, self.n_obs = state
+        self.V[...] = V
+        self.b[...] = b
+
+    def _theta(self, theta):
+        theta = val.float_array(theta, "theta", finite=False)
+        if theta.shape != (self.dim,):
+            raise ValueError(f"theta must have shape ({self.dim},), got {theta.shape}")
+        return theta
+
     def value(self, theta):
         """``U(theta)`` including the constant ``eta/2 sum r^2``."""
-        theta = np.asarray(theta, dtype=float)
+        theta = self._theta(theta)
         return 0.5 * self.eta * (theta @ self.V @ theta - 2 * theta @ self.b + self.sum_r2)
 
     def grad(self, theta):
-        """``eta (V theta - b)``."""
-        return self.eta * (self.V @ np.asarray(theta, dtype=float) - self.b)
+        """``eta (V theta - b)``, shape ``(dim,)`` for ``theta`` of shape ``(dim,)``."""
+        return self.eta * (self.V @ self._theta(theta) - self.b)
 
     def hess(self, theta=None):
         """``eta V`` (constant)."""

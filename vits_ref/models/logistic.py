@@ -92,8 +92,7 @@ class Logistic(Model):
     def __init__(self, dim, eta=1.0, lam=1.0, capacity=1024, prior_mean=None, prior_cov=None):
         self.dim = val.positive_int(dim, "dim")
         self.input_dim = self.dim
-        self.eta = val.positive_float(eta, "eta")
-        self.lam = val.positive_float(lam, "lam")
+        self.eta, self.lam = val.eta_lam(eta, lam)
         self.prior_mean, self.prior_cov = general_prior(self.dim, prior_mean, prior_cov)
         # the prior term 1/2 (theta - theta0)^T P0 (theta - theta0) of U; the default
         # prior is P0 = eta lam I, theta0 = 0 (and is handled inside the kernels)
@@ -171,6 +170,15 @@ class Logistic(Model):
         self._y[self.n_obs:need] = rewards
         self.n_obs = need
 
+    def _state(self):
+        """What :meth:`add` changes, without copying the history: appended rows lie beyond
+        ``n_obs``, so restoring ``n_obs`` and the buffers' bindings (a growth may have
+        reallocated them) restores it (for the engines' transactional update)."""
+        return self.n_obs, self._X, self._y, self._scratch, self._rows
+
+    def _restore(self, state):
+        self.n_obs, self._X, self._y, self._scratch, self._rows = state
+
     # -- the potential --------------------------------------------------------------------
     def _theta(self, theta):
         theta = np.ascontiguousarray(theta, dtype=np.float64)
@@ -208,8 +216,9 @@ class Logistic(Model):
             + lam I)``: the weights are averaged first, so any M costs one Gram product.
         """
         thetas = np.ascontiguousarray(thetas, dtype=np.float64)
-        if thetas.ndim != 2 or thetas.shape[1] != self.dim:
-            raise ValueError(f"thetas must have shape (M, {self.dim}), got {thetas.shape}")
+        if thetas.ndim != 2 or thetas.shape[1] != self.dim or thetas.shape[0] == 0:
+            raise ValueError(f"thetas must have shape (M, {self.dim}) with M >= 1 (the "
+                             f"Hessian is a mean over the rows), got {thetas.shape}")
         G = np.empty_like(thetas)
         H = np.empty((self.dim, self.dim))
         want = bool(want_hessian)

@@ -150,8 +150,7 @@ class MLP(Model):
                  prior_cov=None, capacity=1024, chunk=CHUNK):
         self.input_dim = val.positive_int(input_dim, "input_dim")
         self.hidden = _hidden(hidden)
-        self.eta = val.positive_float(eta, "eta")
-        self.lam = val.positive_float(lam, "lam")
+        self.eta, self.lam = val.eta_lam(eta, lam)
         self.capacity = val.positive_int(capacity, "capacity")
         self.chunk = val.positive_int(chunk, "chunk")
         self.dim = n_params(self.input_dim, self.hidden)
@@ -215,6 +214,14 @@ class MLP(Model):
         self._r[self.n_obs:need] = rewards
         self.n_obs = need
 
+    def _state(self):
+        """What :meth:`add` changes, without copying the history (rows beyond ``n_obs`` are
+        ignored; the bindings cover a reallocation): the engines' transactional update."""
+        return self.n_obs, self._X, self._r
+
+    def _restore(self, state):
+        self.n_obs, self._X, self._r = state
+
     @property
     def features(self):
         """The observed features, (n_obs, input_dim) (a copy)."""
@@ -258,8 +265,9 @@ class MLP(Model):
     # -- potential ----------------------------------------------------------------------
     def value(self, theta):
         """``U(theta)``, including the constant ``eta/2 sum r^2``."""
-        return float(cpu.value(POTENTIAL)(self.kernel_data(), self._theta(theta),
-                                   self.kernel_scratch()))
+        theta = self._theta(theta)
+        out = float(cpu.value(POTENTIAL)(self.kernel_data(), theta, self.kernel_scratch()))
+        return _finite_or_raise(out, theta, "U(theta)")
 
     def grad(self, theta):
         """``grad U(theta) = eta (J^T e + lam theta)`` by back-propagation, shape (dim,)."""
@@ -297,7 +305,8 @@ class MLP(Model):
         Notes
         -----
         Non-finite parameters are not rejected: they give non-finite results, which the
-        engines' divergence checks report.
+        engines' divergence checks report. Finite parameters whose results overflow (e.g.
+        weights of 1e154) raise a ValueError.
         """
         thetas = val.float_array(thetas, "thetas", ndim=2, finite=False)
         if thetas.shape[1] != self.dim or thetas.shape[0] == 0:
@@ -323,7 +332,7 @@ class MLP(Model):
         X = self._contexts(contexts, "contexts")
         out = np.empty(X.shape[0])
         cpu.predict(POTENTIAL)(self.kernel_data(), theta, X, out, self.kernel_scratch())
-        return out
+        return _finite_or_raise(out, theta, "the outputs")
 
     def spawn(self, eta, lam):
         """An MLP of the same architecture and prior with no data."""
@@ -403,7 +412,22 @@ class MLP(Model):
         H = np.empty((self.dim, self.dim)) if want_hessian else np.empty((1, 1))
         cpu.grads_hessian(POTENTIAL)(self.kernel_data(), thetas, want_hessian, G, H,
                               self.kernel_scratch())
+        _finite_or_raise(G, thetas, "the gradient")
+        if want_hessian:
+            _finite_or_raise(H, thetas, "the Gauss-Newton matrix")
         return G, (H if want_hessian else None)
+
+
+def _finite_or_raise(out, theta, what):
+    """``out``; a ValueError if it is not finite although ``theta`` is (an overflow in
+    the network: the ReLU layers multiply the weights' scales). Non-finite parameters are
+    passed through (the engines' divergence checks report them)."""
+    if not np.all(np.isfinite(out)) and np.all(np.isfinite(theta)):
+        raise ValueError(f"{what} overflowed at parameters of magnitude up to "
+                         f"{float(np.abs(theta).max()):.3g}: the network's output (a product "
+                         f"of the layers' weights) is not representable; use parameters of "
+                         f"moderate size")
+    return out
 
 
 def _hidden(hidden):
