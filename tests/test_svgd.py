@@ -25,6 +25,10 @@ from vits_ref.reference import svgd as ref
 # (a wrong sign, h vs 2h, a missing 1/n are all O(1) errors).
 TOL = 1e-12
 
+# The BLAS form's exponentials run in an object-mode block (NumPy's SIMD exp); Numba warns
+# at compile that it cannot run in parallel (by design: once per step, outside the prange)
+pytestmark = pytest.mark.filterwarnings("ignore:Code running in object mode:numba.NumbaWarning")
+
 
 @cpu_jit
 def _exp_into(y, out):
@@ -96,6 +100,68 @@ def test_select_kth_in_plain_python():
     w = np.random.default_rng(3).permutation(101).astype(float)
     assert ks.select_kth(w.copy(), 50) == 50.0
     assert ks.select_kth(np.array([3.0, 3.0, 1.0, 3.0]), 1) == 3.0
+
+
+@cpu_jit
+def _median_sqdist(D, w):
+    return ks.median_sqdist(D, w)
+
+
+def _median_sq_by_sort(D):
+    """``med^2`` from a full sort of the strict lower triangle's square roots."""
+    med = np.median(np.sqrt(D[np.tril_indices(D.shape[0], -1)]))
+    return med * med
+
+
+def test_sqdist_at_walks_the_lower_triangle_in_row_order():
+    n = 23
+    D = np.arange(n * n, dtype=float).reshape(n, n)
+    want = D[np.tril_indices(n, -1)]  # row order: (1,0), (2,0), (2,1), ...
+    got = [ks.sqdist_at(D, t) for t in range(n * (n - 1) // 2)]
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [92, 93, 200, 301])  # m = 4186 .. 45150 > MEDIAN_DIRECT_MAX
+def test_median_by_sampling_equals_the_sorted_median(n):
+    # the sampling path (m > 4096), an even and an odd number of pairs; the selection is
+    # exact (the same order statistics as a sort), so the results are equal bit for bit
+    assert n * (n - 1) // 2 > ks.MEDIAN_DIRECT_MAX
+    X = np.random.default_rng(n).standard_normal((n, 4))
+    D = ((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2)
+    w = np.empty(n * (n - 1) // 2)
+    assert _median_sqdist(D, w) == _median_sq_by_sort(D)
+
+
+def test_median_when_the_sample_misses_and_with_ties():
+    # n = 100: m = 4950 pairs, s = int(8 sqrt(m)) = 562 samples at stride 8 from entry 4.
+    # Zeros exactly at the sampled entries (and nowhere else) make the sample's bracket
+    # [0, 0], which holds those 562 < m / 2 pairs only: the fallback (quickselect on all)
+    # must run, and give the same median.
+    n = 100
+    m = n * (n - 1) // 2
+    s = int(8.0 * np.sqrt(m))
+    stride = m // s
+    rng = np.random.default_rng(4)
+    tri = rng.uniform(1.0, 2.0, m)
+    tri[stride // 2::stride][:s] = 0.0
+    D = np.zeros((n, n))
+    D[np.tril_indices(n, -1)] = tri
+    w = np.empty(m)
+    assert _median_sqdist(D, w) == _median_sq_by_sort(D)
+    assert ks.median_sqdist(D.copy(), np.empty(m)) == _median_sq_by_sort(D)  # plain Python
+    # ties: three values only, the middle pairs all equal to one of them
+    D2 = np.zeros((n, n))
+    D2[np.tril_indices(n, -1)] = rng.choice([0.5, 1.0, 4.0], m, p=[0.3, 0.4, 0.3])
+    assert _median_sqdist(D2, w) == _median_sq_by_sort(D2) == 1.0
+
+
+@pytest.mark.parametrize("form", ["loop", "gemm"])
+def test_phi_matches_naive_reference_with_the_sampled_median(form):
+    rng = np.random.default_rng(11)
+    X, G = 2.0 * rng.standard_normal((120, 6)), rng.standard_normal((120, 6))
+    got = vr.svgd.phi(X, G, "median", 1.0, form=form)
+    np.testing.assert_allclose(got, ref.phi_naive(X, G, None, 1.0), rtol=0, atol=TOL)
+    assert vr.svgd.median_bandwidth(X) == pytest.approx(ref.median_bandwidth(X), rel=1e-14)
 
 
 def test_independent_of_threads_and_parallel_flag():
