@@ -25,6 +25,11 @@ for n, d in ((1, 2), (5, 3), (8, 2)):
             naive = ref.phi_naive(X, G, None if h == 0.0 else h, rep)
             worst = max(worst, abs(h_used - h_cpu), np.abs(got - out).max(),
                         np.abs(got - naive).max())
+# n = 93: 4278 pairs, the median's sampling path (more than MEDIAN_DIRECT_MAX = 4096)
+X, G = rng.standard_normal((93, 2)), rng.standard_normal((93, 2))
+got, h_used = gpu.svgd_phi(X, G, 0.0, 1.0, threads_per_block=32)
+worst = max(worst, abs(h_used - ref.median_bandwidth(X)),
+            np.abs(got - ref.phi_naive(X, G, None, 1.0)).max())
 print("MAXDIFF", worst)
 '''
 
