@@ -5,6 +5,34 @@ docs/algorithms.md section 5). The compiled bodies are :mod:`vits_ref.kernels.sv
 CPU drivers :func:`vits_ref.drivers.cpu.svgd_phi` (and :func:`~vits_ref.drivers.cpu.svgd_steps`
 for the engines :class:`vits_ref.SVGD` and :class:`vits_ref.OPVI`), the NumPy references
 :mod:`vits_ref.reference.svgd`.
+
+Performance (issue 10): one step at ``n = 1000`` particles, ``d = 50`` (Gaussian target,
+median bandwidth, repulsion 1), measured in one process with calls interleaved, medians of
+15 calls, median of 3 rounds, on the project's shared 2-core machine under a load average
+of about 5 (absolute times drift 2x; the ratios are the figures)::
+
+    OPENBLAS_NUM_THREADS=1 python -c "from vits_ref._bench import svgd; svgd.main()"
+
+    one thread (Numba and OpenBLAS)      ms    NumPy GEMM / this
+    compiled, BLAS form ("auto")       19.1    3.83
+    compiled, loop form                45.2    1.73
+    NumPy GEMM form                    73.2    1.00
+    NumPy broadcast form             2373      0.03
+    BlackJAX svgd step (jit, CPU)    1596      0.05
+    floor: X X^T + K [Y | 1] (BLAS)    17.3
+    floor + exp of the n^2 entries     19.0
+
+The BLAS form is at the floor: its two products (``n^2 (2 d + 1)`` multiply-adds) and
+NumPy's exponential of the kernel matrix are nearly all of it; the median heuristic (by
+sampling selection, :func:`vits_ref.kernels.svgd.median_sqdist`) and the row passes add
+about 10%. The step's pieces, timed alone (one thread, the same machine less loaded):
+``X X^T`` 4.9 ms (``dsyrk``, the lower triangle only, 3.7 ms), ``K [Y | 1]`` 3 ms, the
+``n^2`` exponentials 1.7 ms by ``np.exp`` against 6.6 ms by the compiled branch-free
+:func:`~vits_ref.kernels.svgd.exp_nonpos` (the loop form and the CUDA path), the median
+1.3 ms against 5.4 ms by ``np.partition`` and 6.8 ms by the former quickselect on a copy.
+Two threads (``_par`` in the benchmark) gain little at this size: the products are
+BLAS's, and on a loaded machine extra threads lose (``prange`` and BLAS threads
+contending with other processes).
 """
 
 import numpy as np
@@ -14,19 +42,22 @@ from .drivers import cpu
 
 FORMS = ("auto", "loop", "gemm")
 #: ``form="auto"`` takes the BLAS form from this many particles on (and ``d >= GEMM_MIN_D``)
-GEMM_MIN_N = 64
-GEMM_MIN_D = 4
+GEMM_MIN_N = 32
+GEMM_MIN_D = 1
 
 
 def choose_form(n, d):
     """``"gemm"`` or ``"loop"``: the faster form of the direction for ``n`` particles in ``d``.
 
     The loop form costs two vectorised passes of ``n^2 d`` per step (distances, weighted
-    sum) and no BLAS call; the BLAS form does the same ``O(n^2 d)`` work as two matrix
-    products (``X X^T``, ``K Y``) at BLAS speed, plus two launches and ``n^2`` memory
-    traffic, which costs more than it saves for small ``n`` or ``d``. Measured on the
-    project's 2-core machine (``python -m vits_ref.bench`` svgd section,
-    :mod:`vits_ref._bench.svgd`): at ``d = 50`` the BLAS form wins from ``n`` around 64.
+    sum) and ``n^2`` compiled exponentials, and no BLAS call; the BLAS form does the same
+    ``O(n^2 d)`` work as two matrix products (``X X^T``, ``K [Y | 1]``) at BLAS speed and
+    the exponentials by NumPy (an object-mode call of about 2 us), plus ``n^2`` memory
+    traffic, which costs more than it saves for small ``n``. Measured on the project's
+    2-core machine (one thread, median bandwidth; ``vits_ref.drivers.cpu.svgd_phi`` both
+    ways, interleaved): the loop form / BLAS form time is 0.5-1.0 at ``n = 16``, 1.0-1.6
+    at ``n = 32``, 1.4-2.2 at ``n = 64`` and 1.9-3.2 at ``n = 256``, for ``d`` from 2 to
+    50: the BLAS form wins from ``n`` around 32 at every ``d``.
     """
     return "gemm" if n >= GEMM_MIN_N and d >= GEMM_MIN_D else "loop"
 
@@ -77,9 +108,11 @@ def median_bandwidth(particles):
     BlackJAX's ``median_heuristic`` (strict lower triangle, ``log n``) and
     docs/algorithms.md section 5. Liu & Wang's ``svgd.py`` takes the median over all
     ``n^2`` entries (the zero diagonal included) and ``log(n + 1)``: a slightly smaller
-    ``h``. The median is found by quickselect on a copy of the ``n (n - 1) / 2`` squared
-    distances, ``O(n^2)`` expected, no sort (PERFORMANCE.md: the median over ``n^2``
-    distances dominated a prototype's step).
+    ``h``. The median is found by exact selection on the ``n (n - 1) / 2`` squared
+    distances (:func:`vits_ref.kernels.svgd.median_sqdist`: a strided sample brackets the
+    middle, one pass gathers the pairs inside the bracket, quickselect on those), ``O(n^2)``
+    and no sort (PERFORMANCE.md: the median over ``n^2`` distances dominated a prototype's
+    step; at ``n = 1000`` this one costs 1.3 ms, ``np.partition`` 5.4 ms).
 
     Examples
     --------
