@@ -185,6 +185,26 @@ def test_independent_of_threads_and_parallel_flag():
     np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=0, atol=TOL)  # loop vs gemm
 
 
+def test_blas_form_under_blas_threads():
+    """The BLAS form's products are OpenBLAS's, whose thread count is not Numba's: OpenBLAS
+    splits a product's output blocks among its threads, so each entry is usually the same
+    sum in the same order, but nothing promises bits. The promise is the 1e-12 agreement
+    with the naive sum (TOL), checked here with OpenBLAS on one thread and on two."""
+    from vits_ref._bench.timing import blas_threads, pin_blas_threads
+
+    before = blas_threads()
+    rng = np.random.default_rng(8)
+    X, G = rng.standard_normal((400, 30)), rng.standard_normal((400, 30))
+    want = ref.phi_naive(X, G, None, 1.0)
+    try:
+        for threads in (1, 2):
+            pin_blas_threads(threads)
+            got = vr.svgd.phi(X, G, form="gemm")
+            np.testing.assert_allclose(got, want, rtol=0, atol=TOL)
+    finally:
+        pin_blas_threads(max(before.values(), default=1))
+
+
 @pytest.mark.parametrize("kwargs,exc,match", [
     ({"particles": np.zeros(3)}, ValueError, "particles must be 2-D"),
     ({"grads": np.zeros((4, 3))}, ValueError, "grads must have shape"),
