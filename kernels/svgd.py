@@ -27,13 +27,19 @@ one weighted sum of ``n`` rows per particle (``K Y`` as a matrix product). The b
   :func:`exp_nonpos` (a branch-free exponential that LLVM vectorises; ``math.exp`` is a
   scalar libm call in Numba without SVML), and their sum ``S_i``.
 - :func:`phi_row`: ``(sum_j k_ij y_j + c S_i x_i) / n``, vectorised over the coordinates.
-- :func:`median_sqdist`: the median heuristic's order statistic by quickselect on a copy
-  of the strict lower triangle (O(n^2) expected, no sort).
+- :func:`median_sqdist`: the median heuristic's order statistics, exact, by sampling
+  selection on the strict lower triangle (a strided sample brackets the middle ranks, one
+  pass gathers the pairs inside, quickselect on those; O(n^2), no sort, no copy of all).
+- The BLAS form's row passes: :func:`sqdist_from_gram_lower` (the distances the median
+  reads), :func:`neg_scaled_sqdist_row` (the exponents ``-D_ij / h`` from the Gram row),
+  :func:`shifted_grads_ones` (``[G - c X | 1]``: the product with ``K`` carries the row
+  sums ``S_i``) and :func:`phi_finish_sums_row`.
 
 The CPU drivers (:mod:`vits_ref.drivers.cpu`, SVGD section) run the row bodies in a
-``prange`` over particles, or, for large ``n d``, compute the distances and ``K Y`` with
-BLAS; the CUDA drivers run the same row bodies one thread per particle. Bodies allocate
-nothing.
+``prange`` over particles, or, for large ``n d``, compute ``X X^T`` and ``K [Y | 1]`` with
+BLAS and the exponentials with NumPy's SIMD ``np.exp`` (about 4x faster than
+:func:`exp_nonpos` there); the CUDA drivers run the row bodies one thread per particle.
+Bodies allocate nothing.
 """
 
 import math
