@@ -2,7 +2,10 @@
 
 
 class DivergenceError(FloatingPointError):
-    """An engine's state became non-finite: the step size is too large for the data.
+    """An engine's state became non-finite, or left its stable range (e.g. a VITS square
+    root far larger than the prior's): the step size is too large for the data, or the
+    data's scale overflows the statistics. The update that raised it is rolled back
+    (:meth:`vits_ref.inference.base.Engine.update` is transactional).
 
     Attributes
     ----------
@@ -22,10 +25,11 @@ class DivergenceError(FloatingPointError):
         self.step_size = None if step_size is None else float(step_size)
         self.run = run
         where = f" in run {run}" if run is not None else ""
+        state = "non-finite or out-of-range state" if detail else "non-finite state"
         if self.step_size is None:  # engines without a step size (Laplace's Newton fit)
-            msg = f"{engine} diverged (non-finite state) at round {self.round}{where}."
+            msg = f"{engine} diverged ({state}) at round {self.round}{where}."
         else:
-            msg = (f"{engine} diverged (non-finite state) at round {self.round}{where} with "
+            msg = (f"{engine} diverged ({state}) at round {self.round}{where} with "
                    f"step size {self.step_size:.4g}; lower the step size (with the 'decayed' "
                    f"schedule, h_t = h0/(eta t), lower h0).")
         if detail:

@@ -354,7 +354,8 @@ def _run_python(pol, real, kl_rounds, regret, arms, kl, run, gaussian):
         try:
             pol.update(X, arm, real.rewards[t, arm])
         except DivergenceError as err:
-            raise DivergenceError(err.engine, err.round, err.step_size, run=run) from None
+            raise DivergenceError(err.engine, err.round, err.step_size, run=run,
+                                  detail=err.detail) from None
         if nk < kl_rounds.size and kl_rounds[nk] == t + 1:
             if gaussian:
                 kl[nk] = pol.engine.kl_to_posterior()

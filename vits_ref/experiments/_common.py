@@ -41,7 +41,8 @@ _NONFINITE_NOTE = {
 
 def _strict(obj, found):
     """``obj`` with NumPy values made plain and non-finite floats replaced by None;
-    the kinds replaced ("inf", "-inf", "nan") are added to the set ``found``."""
+    the kinds replaced ("inf", "-inf", "nan") outside nested dicts are added to the set
+    ``found`` (a nested dict notes its own keys)."""
     if isinstance(obj, np.ndarray):
         obj = obj.tolist()
     elif isinstance(obj, np.generic):
@@ -60,7 +61,6 @@ def _strict(obj, found):
             kinds = set()
             out[k] = _strict(v, kinds)
             if kinds:
-                found |= kinds
                 note = f"{k}_nulls"
                 if note not in obj:
                     out[note] = ("null stands for " + " or ".join(
