@@ -13,26 +13,30 @@ of about 5 (absolute times drift 2x; the ratios are the figures)::
 
     OPENBLAS_NUM_THREADS=1 python -c "from vits_ref._bench import svgd; svgd.main()"
 
-    one thread (Numba and OpenBLAS)      ms    NumPy GEMM / this
-    compiled, BLAS form ("auto")       19.1    3.83
-    compiled, loop form                45.2    1.73
-    NumPy GEMM form                    73.2    1.00
-    NumPy broadcast form             2373      0.03
-    BlackJAX svgd step (jit, CPU)    1596      0.05
-    floor: X X^T + K [Y | 1] (BLAS)    17.3
-    floor + exp of the n^2 entries     19.0
+    one thread (Numba and OpenBLAS)    run 1 ms  ratio   run 2 ms  ratio
+    compiled, BLAS form ("auto")         19.1    3.83      21.6    2.51
+    compiled, loop form                  45.2    1.73      44.7    1.19
+    NumPy GEMM form                      73.2    1.00      54.3    1.00
+    NumPy broadcast form               2373      0.03    2457      0.02
+    BlackJAX svgd step (jit, CPU)      1596      0.05    1620      0.03
+    floor: X X^T + K [Y | 1] (BLAS)      17.3              16.5
+    floor + exp of the n^2 entries       19.0              21.4
 
-The BLAS form is at the floor: its two products (``n^2 (2 d + 1)`` multiply-adds) and
-NumPy's exponential of the kernel matrix are nearly all of it; the median heuristic (by
-sampling selection, :func:`vits_ref.kernels.svgd.median_sqdist`) and the row passes add
-about 10%. The step's pieces, timed alone (one thread, the same machine less loaded):
-``X X^T`` 4.9 ms (``dsyrk``, the lower triangle only, 3.7 ms), ``K [Y | 1]`` 3 ms, the
-``n^2`` exponentials 1.7 ms by ``np.exp`` against 6.6 ms by the compiled branch-free
-:func:`~vits_ref.kernels.svgd.exp_nonpos` (the loop form and the CUDA path), the median
-1.3 ms against 5.4 ms by ``np.partition`` and 6.8 ms by the former quickselect on a copy.
-Two threads (``_par`` in the benchmark) gain little at this size: the products are
-BLAS's, and on a loaded machine extra threads lose (``prange`` and BLAS threads
-contending with other processes).
+(ratio: NumPy GEMM / this, the median over the 3 rounds of each run; the two runs are
+the same command minutes apart, the spread is the machine's.)
+
+The BLAS form is at the floor in both runs: its two products (``n^2 (2 d + 1)``
+multiply-adds) and NumPy's exponential of the kernel matrix are nearly all of it; the
+median heuristic (by sampling selection, :func:`vits_ref.kernels.svgd.median_sqdist`) and
+the row passes are within the runs' noise. The step's pieces, timed alone (one thread,
+the same machine less loaded): ``X X^T`` 4.9 ms (``dsyrk``, the lower triangle only,
+3.7 ms), ``K [Y | 1]`` 3 ms, the ``n^2`` exponentials 1.7 ms by ``np.exp`` against 6.6 ms
+by the compiled branch-free :func:`~vits_ref.kernels.svgd.exp_nonpos` (the loop form and
+the CUDA path), the median 1.3 ms against 5.4 ms by ``np.partition`` and 6.8 ms by the
+former quickselect on a copy. Two threads (``_par`` in the benchmark, Numba and BLAS on
+both cores) were 3-4x slower than one in both runs (BLAS form 64 and 85 ms): with a load
+of 5 on 2 cores the extra threads wait for the other processes, so no honest two-thread
+speed-up could be measured here.
 """
 
 import numpy as np
