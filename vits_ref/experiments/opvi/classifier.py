@@ -21,7 +21,9 @@ in the compiled loops. Measured on this 2-core machine (another helper's jobs ru
 one run of 500 rounds took 31 s, 26 s of it full-batch SVGD (52 ms a round; the three
 mini-batch methods 1.2-1.5 s each); on a fully loaded machine the full-batch gradient
 took up to 0.45 s a round (4 minutes a run), the "1 s a round" seen before. The default is
-therefore :data:`DEFAULTS` = 5 runs x 500 rounds (about 2.5 minutes unloaded); the
+therefore :data:`DEFAULTS` = 5 runs x 500 rounds: about 2.5 minutes on a quiet machine,
+6.4 minutes measured with both cores shared (``python -m vits_ref run opvi-classifier``:
+full batch 354 s, 0.14 s a round; 4 m 48 s of CPU time); the
 earlier default and paper-like size, :data:`PAPER_SIZE` = 10 runs x 500 rounds (``--runs
 10``, about 5 minutes unloaded), is run by the ``slow`` test. 500 rounds are kept so that
 the growing batch ``B_t = t^0.55`` uses about the same data as ``B = 20`` (the FITDS
