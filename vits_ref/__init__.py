@@ -14,8 +14,20 @@ Closed forms: :mod:`vits_ref.gaussian`. Data loaders: :mod:`vits_ref.data`.
 
 from . import data, diffusion, envs, gaussian, gmm, models, schedules, svgd
 from .errors import DivergenceError
-from .inference import (DPS, OPVI, SGLD, SVGD, VITS, DiffTS, Langevin, Laplace, LinTS, MixTS,
-                        RenyiVI, TunedTS)
+from .inference import (
+           DPS,
+           OPVI,
+           SGLD,
+           SVGD,
+           VITS,
+           DiffTS,
+           Langevin,
+           Laplace,
+           LinTS,
+           MixTS,
+           RenyiVI,
+           TunedTS,
+)
 from .policies import LinUCB, PerArm, RandomPolicy, ThompsonSampling
 from .simulate import POLICY_NAMES, SimulationResult, make_policy, simulate
 from .vts import NIGTS, VTS
