@@ -68,6 +68,10 @@ class Linear(Model):
             self.V = np.linalg.inv(self.prior_cov) / self.eta
             self.V = 0.5 * (self.V + self.V.T)
             self.b = self.V @ self.prior_mean
+            if not (np.all(np.isfinite(self.V)) and np.all(np.isfinite(self.b))):
+                raise ValueError("prior_cov (with eta and prior_mean) gives a prior precision "
+                                 "inv(prior_cov)/eta that is not finite: its scale over- or "
+                                 "underflows; rescale the problem")
         self._V0, self._b0 = self.V.copy(), self.b.copy()
         self.sum_r2 = 0.0
         self.n_obs = 0
