@@ -61,7 +61,9 @@ def eta_lam(eta, lam):
 
 def bounded_data(arr, name):
     """Raise unless every entry of the float array ``arr`` has ``|x| <= MAX_ABS_DATA``."""
-    if arr.size and not np.abs(arr).max() <= MAX_ABS_DATA:  # NaN fails the comparison too
+    # min and max: no temporary (a realisation of T K d entries is checked per run); a
+    # NaN propagates into both and fails the comparison too
+    if arr.size and not -MAX_ABS_DATA <= arr.min() <= arr.max() <= MAX_ABS_DATA:
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"{name} contains NaN or inf")
         raise ValueError(f"{name} must have entries of magnitude <= {MAX_ABS_DATA:g} (their "
