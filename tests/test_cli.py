@@ -32,12 +32,16 @@ def test_run_writes_csv_json_png(tmp_path):
     assert "zeta = 0.1: VITS-II" in res.stderr  # progress on stderr
     with open(out / "curves.csv") as fh:
         rows = list(csv.DictReader(fh))
-    # 2 panels x 6 methods x 25 rounds
-    assert len(rows) == 2 * len(fig1.METHODS) * 25
+    # 2 panels x (the fused methods and the particle extras) x 25 rounds
+    labels = [m[0] for m in fig1.METHODS] + [m[0] for m in fig1.PARTICLE_METHODS]
+    assert len(rows) == 2 * len(labels) * 25
     summary = json.loads((out / "summary.json").read_text())
     assert summary["runs"] == 2 and summary["rounds"] == 25 and summary["seed"] == 3
-    assert {e["method"] for e in summary["results"]} == {m[0] for m in fig1.METHODS}
-    assert all(e["fused"] for e in summary["results"])
+    assert {e["method"] for e in summary["results"]} == set(labels)
+    # every line of the paper and the VITS extras runs fused; the particle extras have no
+    # fused loop (Python select/update loop)
+    particle = {m[0] for m in fig1.PARTICLE_METHODS}
+    assert all(e["fused"] == (e["method"] not in particle) for e in summary["results"])
     assert (out / "regret.png").stat().st_size > 1000
     # the CSV's last round equals the JSON's final regret
     last = {(r["panel"], r["method"]): float(r["mean_cumulative_regret"])

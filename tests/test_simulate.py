@@ -17,7 +17,7 @@ from vits_ref import reference
 from vits_ref._bench import linear as bench
 from vits_ref._seeding import child
 from vits_ref.drivers import cpu
-from vits_ref.simulate import draw_policy_noise, fused_spec, make_policy
+from vits_ref.simulate import draw_policy_noise, fused_spec, has_kl, make_policy
 
 T = 60
 
@@ -45,7 +45,9 @@ def _gen(ss):
 def test_fused_equals_python_loop(pool_env, hard_env, name, env_name):
     env = pool_env if env_name == "pool" else hard_env
     kl_rounds = [1, 7, 30, T]
-    kw = dict(n_rounds=T, n_runs=2, seed=123, kl_rounds=kl_rounds)
+    # kl_rounds only where there is a KL (issue 12 item 5: the others raise a ValueError)
+    kw = dict(n_rounds=T, n_runs=2, seed=123,
+              kl_rounds=kl_rounds if has_kl(name) else None)
     fused = vr.simulate(name, env, fused=True, **kw)
     python = vr.simulate(name, env, fused=False, **kw)
     assert fused.fused and not python.fused
@@ -113,7 +115,7 @@ def test_same_seed_bit_identical(pool_env):
 @pytest.mark.parametrize("name", ["vits-i", "vits-ii", "vits-hf", "lints", "lmc"])
 def test_thread_count_does_not_change_results(pool_env, name):
     before = numba.get_num_threads()
-    kw = dict(n_rounds=50, n_runs=5, seed=3, kl_rounds=[10, 50])
+    kw = dict(n_rounds=50, n_runs=5, seed=3, kl_rounds=[10, 50] if has_kl(name) else None)
     one = vr.simulate(name, pool_env, n_threads=1, **kw)
     two = vr.simulate(name, pool_env, n_threads=2, **kw)
     assert one.fused and two.fused
@@ -188,8 +190,10 @@ def test_kl_lints_is_zero_and_others_none(pool_env):
     assert np.all(np.abs(res.kl) < 1e-10)
     for name in ("linucb", "lmc", "random"):
         for fused in (True, False):
-            assert vr.simulate(name, pool_env, n_rounds=10, seed=1, kl_rounds=[5],
-                               fused=fused).kl is None
+            # issue 12 item 5: a KL asked of a policy without one is an error naming it
+            with pytest.raises(ValueError, match="kl_rounds"):
+                vr.simulate(name, pool_env, n_rounds=10, seed=1, kl_rounds=[5], fused=fused)
+            assert vr.simulate(name, pool_env, n_rounds=10, seed=1, fused=fused).kl is None
     # no kl_rounds: an empty (n_runs, 0) array for Gaussian engines
     res = vr.simulate("vits-ii", pool_env, n_rounds=10, n_runs=2, seed=1)
     assert res.kl.shape == (2, 0) and res.kl_rounds.shape == (0,)
