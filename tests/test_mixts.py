@@ -243,6 +243,14 @@ def test_standard_ts_is_lints_with_unit_prior():
     assert eng.name == "TS"
     np.testing.assert_allclose(eng.mean, lin.mean, rtol=1e-10)
     np.testing.assert_allclose(eng.cov, lin.cov, rtol=1e-10)
+    # the default prior: the fused compiled loop runs it, with the Python loop's regret
+    assert eng.fused() is not None and eng.fresh(seed=1).name == "TS"
+    env = vr.envs.prior_bandit("banana", n_arms=20, seed=0)
+    pol = vr.ThompsonSampling(vr.TunedTS.standard(2, sigma=sigma))
+    kw = dict(n_rounds=30, n_runs=2, seed=1, new_instance_per_run=True)
+    fused, loop = vr.simulate(pol, env, fused=True, **kw), vr.simulate(pol, env, fused=False, **kw)
+    assert fused.fused and not loop.fused
+    np.testing.assert_allclose(fused.regret, loop.regret, rtol=0, atol=1e-12)
 
 
 def test_tuned_ts_logistic_is_the_laplace_posterior():
@@ -269,7 +277,7 @@ def test_tuned_ts_logistic_is_the_laplace_posterior():
 def test_tuned_ts_runs_in_simulate():
     env = vr.envs.prior_bandit("banana", n_arms=20, seed=0)
     samples = env.prior_samples(2000, rng=0)
-    for engine in (vr.TunedTS(samples, sigma=2.0), vr.TunedTS.standard(2, sigma=2.0),
+    for engine in (vr.TunedTS(samples, sigma=2.0),
                    vr.MixTS.from_samples(samples, n_components=2, sigma=2.0)):
         pol = vr.ThompsonSampling(engine)
         a = vr.simulate(pol, env, n_rounds=40, n_runs=2, seed=1, new_instance_per_run=True)

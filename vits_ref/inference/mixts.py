@@ -311,6 +311,26 @@ class TunedLinTS(LinTS):
                 "sigma": self.sigma, "label": self.name}
 
 
+class StandardTS(LinTS):
+    """The paper's "TS" for the linear model: prior ``N(0, I)``, reward noise ``sigma``.
+
+    ``LinTS(dim, eta=1/sigma^2, lam=sigma^2)``: its default prior ``N(0, I/(lam eta))`` is
+    ``N(0, I)``, so the posterior is eq. 3 of the diffusion paper with that prior and
+    :func:`vits_ref.simulate` runs it in the fused compiled loop (a general prior, as in
+    :class:`TunedLinTS`, has none). What :func:`TunedTS.standard` returns for
+    ``model="linear"``.
+    """
+
+    name = "TS"
+
+    def __init__(self, dim, sigma=1.0, seed=None):
+        self.sigma = val.positive_float(sigma, "sigma")
+        super().__init__(dim, eta=1.0 / self.sigma ** 2, lam=self.sigma ** 2, seed=seed)
+
+    def _params(self):
+        return {"dim": self.dim, "sigma": self.sigma}
+
+
 class TunedLaplace(Laplace):
     """Laplace (IRLS) for the logistic model with a general Gaussian prior.
 
@@ -412,10 +432,16 @@ def TunedTS(samples, model="linear", sigma=None, seed=None, **engine_kwargs):  #
 def _standard(dim, model="linear", sigma=None, seed=None, **engine_kwargs):
     """The paper's "TS": :func:`TunedTS`'s engine with the prior ``N(0, I_dim)``.
 
-    Equivalent to ``vr.LinTS(dim, eta=1/sigma**2, lam=sigma**2)`` for the linear model
-    (prior ``N(0, I/(lam eta)) = N(0, I)``); the engine is named "TS".
+    For the linear model a :class:`StandardTS`, ``vr.LinTS(dim, eta=1/sigma**2,
+    lam=sigma**2)`` (prior ``N(0, I/(lam eta)) = N(0, I)``), which runs in the fused
+    compiled loop; for the logistic model Laplace with that prior. The engine is named "TS".
     """
     dim = val.positive_int(dim, "dim")
+    model = val.choice(model, "model", ("linear", "logistic"))
+    if model == "linear":
+        if engine_kwargs:
+            raise TypeError(f"unexpected arguments for model='linear': {sorted(engine_kwargs)}")
+        return StandardTS(dim, sigma=1.0 if sigma is None else sigma, seed=seed)
     return _gaussian_ts(np.zeros(dim), np.eye(dim), model, sigma, seed, "TS", engine_kwargs)
 
 
