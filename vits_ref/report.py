@@ -147,7 +147,8 @@ def build(paper="vits", size="paper", out=None, progress=None, only=None):
         found = mod.claims(result) if hasattr(mod, "claims") else []
         sections.append({"name": name, "module": mod, "kwargs": kwargs, "result": result,
                          "claims": found, "table": mod.table(result)})
-    meta = {"paper": PAPERS[paper], "size": size,
+    note = _SIZE_NOTE[size] + (_PAPER_EXCEPTIONS.get(paper, "") if size == "paper" else "")
+    meta = {"paper": PAPERS[paper], "size": size, "size_note": note,
             "command": f"python -m vits_ref report {paper} --size {size}",
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "wall_time_s": time.perf_counter() - t0}
@@ -174,9 +175,10 @@ _SIZE_NOTE = {"small": "**Small size**: a few runs of a few rounds, to check tha
                        "builds. The verdicts below rest on too few runs to mean anything; "
                        "run `--size paper` for the reproduction.",
               "paper": "**Paper size**: every experiment at its defaults (the paper's sizes "
-                       "where this machine allows; each section states its size), except "
-                       "vits-fig2 (2 runs of 20 rounds: its paper size is about 28 CPU-hours "
-                       "here)."}
+                       "where this machine allows; each section states its size)."}
+#: what the paper size leaves out, per paper
+_PAPER_EXCEPTIONS = {"vits": " Except vits-fig2: 2 runs of 20 rounds, its paper size is about "
+                             "28 CPU-hours here."}
 
 
 def to_markdown(meta, sections, out):
@@ -184,7 +186,7 @@ def to_markdown(meta, sections, out):
     counts = _counts(sections)
     lines = [f"# Reproduction report: {meta['paper']}", "",
              f"Generated {meta['date']} by `{meta['command']}` in "
-             f"{meta['wall_time_s']:.0f} s.", "", _SIZE_NOTE[meta["size"]], "",
+             f"{meta['wall_time_s']:.0f} s.", "", meta["size_note"], "",
              f"Claims: {counts[REPRODUCED]} reproduced, {counts[NOT_REPRODUCED]} not "
              f"reproduced, {counts[NOT_TESTABLE]} not testable here.", "",
              "| claim | where | verdict |", "|---|---|---|"]
@@ -235,7 +237,7 @@ def to_html(meta, sections):
              f"<h1>Reproduction report: {esc(meta['paper'])}</h1>",
              f"<p>Generated {esc(meta['date'])} by <code>{esc(meta['command'])}</code> in "
              f"{meta['wall_time_s']:.0f} s.</p>",
-             f"<p>{esc(_SIZE_NOTE[meta['size']]).replace('**', '')}</p>",
+             f"<p>{esc(meta['size_note']).replace('**', '')}</p>",
              f"<p>Claims: {counts[REPRODUCED]} reproduced, {counts[NOT_REPRODUCED]} not "
              f"reproduced, {counts[NOT_TESTABLE]} not testable here.</p>",
              "<table><tr><th>claim</th><th>where</th><th>verdict</th></tr>"]
