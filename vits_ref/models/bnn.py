@@ -21,13 +21,12 @@ from .. import _validate as val
 from ..drivers import cpu
 from ..kernels.bnn import POTENTIAL
 from ..kernels.mlp import layout as mlp_layout
-from .base import Model
-from .welling_teh import _index
+from ._history import NetworkModel
 
 CHUNK = 256
 
 
-class BNNRegression(Model):
+class BNNRegression(NetworkModel):
     r"""The SVGD paper's BNN regression potential on a growing history.
 
     Parameters
@@ -79,6 +78,7 @@ class BNNRegression(Model):
 
     name = "bnn"
     potential = POTENTIAL
+    _what = "BNN regression"
 
     def __init__(self, input_dim, hidden=50, a0=1.0, b0=0.1, eta=1.0, lam=1.0, capacity=1024,
                  chunk=CHUNK):
@@ -88,7 +88,6 @@ class BNNRegression(Model):
         self.b0 = val.positive_float(b0, "b0")
         self.eta = val.positive_float(eta, "eta")
         self.lam = val.positive_float(lam, "lam")
-        self.capacity = val.positive_int(capacity, "capacity")
         self.chunk = val.positive_int(chunk, "chunk")
         p, h = self.input_dim, self.hidden
         self.n_network = h * (p + 2) + 1
@@ -99,12 +98,8 @@ class BNNRegression(Model):
                        "log_gamma": (self.dim - 2, self.dim - 1, ()),
                        "log_lambda": (self.dim - 1, self.dim, ())}
         self._widths = np.array([h], dtype=np.int64)
-        self.n_obs = 0
-        self._X = np.empty((self.capacity, p))
-        self._y = np.empty(self.capacity)
-        self._rows = 0
-        self._scratch = None
-        self.kernel_scratch(1)
+        self._init_history(capacity)
+        self._init_scratch()
 
     def __repr__(self):
         return (f"BNNRegression(input_dim={self.input_dim}, hidden={self.hidden}, "
@@ -113,86 +108,20 @@ class BNNRegression(Model):
     # -- data -----------------------------------------------------------------------------
     def add(self, features, rewards):
         """Append rows ``features`` (n, input_dim) and targets ``rewards`` (n,), finite."""
-        features, rewards = val.observations(features, rewards, self.input_dim)
-        need = self.n_obs + features.shape[0]
-        if need > self._X.shape[0]:
-            cap = self._X.shape[0]
-            while cap < need:
-                cap *= 2
-            X, y = np.empty((cap, self.input_dim)), np.empty(cap)
-            X[:self.n_obs], y[:self.n_obs] = self._X[:self.n_obs], self._y[:self.n_obs]
-            self._X, self._y = X, y
-        self._X[self.n_obs:need] = features
-        self._y[self.n_obs:need] = rewards
-        self.n_obs = need
+        self._append(*val.observations(features, rewards, self.input_dim))
 
-    @property
-    def X(self):
-        """The rows so far (a view)."""
-        return self._X[:self.n_obs]
+    # -- kernel interface (the rest in NetworkModel) --------------------------------------
+    def _shape_data(self):
+        """``data = (X, y, widths, a0, b0, w_l, w_p)``: the part between ``y`` and the
+        weights."""
+        return (self._widths, self.a0, self.b0)
 
-    @property
-    def y(self):
-        """The targets so far (a view)."""
-        return self._y[:self.n_obs]
-
-    # -- kernel interface ---------------------------------------------------------------
-    def kernel_data(self, prior=True):
-        """``(X, y, widths, a0, b0, w_l, w_p)`` on the whole history, ``w_l = w_p = eta``
-        (``prior=False``: ``w_p = 0``)."""
-        n = self.n_obs
-        return (self._X[:n], self._y[:n], self._widths, self.a0, self.b0, self.eta,
-                self.eta if prior else 0.0)
-
-    def minibatch_data(self, index, like_weight=1.0, prior_weight=1.0):
-        """Kernel data of ``U = -like_weight sum_{i in index} log p(y_i | x_i, theta)
-        - prior_weight log p0(theta)`` (both times ``eta``; ``p0`` includes the
-        hyperpriors and the log-Jacobian). ``index``: integer rows of the history."""
-        idx = _index(index, self.n_obs)
-        lw = val.positive_float(like_weight, "like_weight", allow_zero=True)
-        pw = val.positive_float(prior_weight, "prior_weight", allow_zero=True)
-        return (self._X[idx], self._y[idx], self._widths, self.a0, self.b0, self.eta * lw,
-                self.eta * pw)
-
-    def kernel_scratch(self, n_rows=1):
-        """``(A, D, out, gtmp)`` with one row per parameter vector (at least ``n_rows``)."""
-        n_rows = max(1, int(n_rows))
-        if n_rows > self._rows:
-            c, h = self.chunk, self.hidden
-            self._scratch = (np.empty((n_rows, c * h)), np.empty((n_rows, c * h)),
-                             np.empty((n_rows, c)), np.empty((n_rows, self.dim)))
-            self._rows = n_rows
-        return self._scratch
+    def _scratch_widths(self):
+        """``(A, D, out, gtmp)``: ``(R, c h)``, ``(R, c h)``, ``(R, c)``, ``(R, dim)``."""
+        c, h = self.chunk, self.hidden
+        return (c * h, c * h, c, self.dim)
 
     # -- potential ----------------------------------------------------------------------
-    def value(self, theta):
-        """``U(theta)`` (``eta = 1``: exactly ``-log p(y, theta)``)."""
-        return float(cpu.value(POTENTIAL)(self.kernel_data(), self._theta(theta),
-                                          self.kernel_scratch()))
-
-    def grad(self, theta):
-        """``grad U(theta)``, shape (dim,)."""
-        return self.grads_hessian(self._theta(theta)[None, :], False)[0][0]
-
-    def hess(self, theta):
-        """Not available: the BNN potential provides gradients only."""
-        raise NotImplementedError("the BNN regression potential has no Hessian (gradients "
-                                  "only): use a gradient-based engine (SVGD, OPVI, SGLD, "
-                                  "Langevin)")
-
-    def grads_hessian(self, thetas, want_hessian=False):
-        """``(G (M, dim), None)``: the gradients at the rows of ``thetas``.
-
-        Raises NotImplementedError for ``want_hessian=True``.
-        """
-        if want_hessian:
-            self.hess(None)
-        thetas = self._thetas(thetas)
-        G = np.empty_like(thetas)
-        cpu.grads_hessian(POTENTIAL)(self.kernel_data(), thetas, False, G, np.empty((1, 1)),
-                                     self.kernel_scratch(thetas.shape[0]))
-        return G, None
-
     def predict(self, theta, contexts):
         """The network's outputs ``f(x)`` at the rows of ``contexts`` (units of ``y``)."""
         theta = self._theta(theta)
@@ -254,20 +183,6 @@ class BNNRegression(Model):
             else:
                 t[-2] = np.log(rng.gamma(self.a0, 1.0 / self.b0))
         return out
-
-    # -- helpers ------------------------------------------------------------------------
-    def _theta(self, theta):
-        theta = val.float_array(theta, "theta", ndim=1, finite=False)
-        if theta.shape != (self.dim,):
-            raise ValueError(f"theta must have shape ({self.dim},) (this BNN's number of "
-                             f"parameters), got {theta.shape}")
-        return theta
-
-    def _thetas(self, thetas):
-        thetas = val.float_array(thetas, "thetas", ndim=2, finite=False)
-        if thetas.shape[1] != self.dim:
-            raise ValueError(f"thetas must have shape (M, {self.dim}), got {thetas.shape}")
-        return thetas
 
 
 def regression_metrics(model, thetas, X, y, y_mean=0.0, y_std=1.0, convention="exact"):

@@ -13,10 +13,8 @@ import numpy as np
 
 from .. import _validate as val
 from ..config import cpu_jit
-from ..drivers import cpu
 from ..kernels.classifier import POTENTIAL, classifier_probs
-from .base import Model
-from .welling_teh import _index
+from ._history import NetworkModel
 
 CHUNK = 256
 
@@ -28,7 +26,7 @@ def _probs_particles(data, thetas, X, P, scratch):
         classifier_probs(data, thetas[m], X, P[m], scratch)
 
 
-class BNNClassifier(Model):
+class BNNClassifier(NetworkModel):
     r"""Softmax classifier with one hidden layer of sigmoid units, as a potential.
 
     Parameters
@@ -74,6 +72,7 @@ class BNNClassifier(Model):
 
     name = "bnn_classifier"
     potential = POTENTIAL
+    _what = "BNN classifier"
 
     def __init__(self, input_dim, n_classes=2, hidden=100, alpha=1.0, eta=1.0, lam=1.0,
                  capacity=1024, chunk=CHUNK):
@@ -83,7 +82,6 @@ class BNNClassifier(Model):
         self.alpha = val.positive_float(alpha, "alpha")
         self.eta = val.positive_float(eta, "eta")
         self.lam = val.positive_float(lam, "lam")
-        self.capacity = val.positive_int(capacity, "capacity")
         self.chunk = val.positive_int(chunk, "chunk")
         p, h, K = self.input_dim, self.hidden, self.n_classes
         self.dim = h * (p + 1) + K * (h + 1)
@@ -91,12 +89,8 @@ class BNNClassifier(Model):
         #: ``{block: (start, stop, shape)}`` of the flat vector
         self.layout = {"W1": (0, o1, (h, p)), "b1": (o1, o2, (h,)),
                        "W2": (o2, o3, (K, h)), "b2": (o3, o3 + K, (K,))}
-        self.n_obs = 0
-        self._X = np.empty((self.capacity, p))
-        self._y = np.empty(self.capacity)
-        self._rows = 0
-        self._scratch = None
-        self.kernel_scratch(1)
+        self._init_history(capacity)
+        self._init_scratch()
 
     def __repr__(self):
         return (f"BNNClassifier(input_dim={self.input_dim}, n_classes={self.n_classes}, "
@@ -111,81 +105,20 @@ class BNNClassifier(Model):
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(f"labels (rewards) must be integers in [0, {self.n_classes}), "
                              f"got {float(rewards[i])!r} at index {i}")
-        need = self.n_obs + features.shape[0]
-        if need > self._X.shape[0]:
-            cap = self._X.shape[0]
-            while cap < need:
-                cap *= 2
-            X, y = np.empty((cap, self.input_dim)), np.empty(cap)
-            X[:self.n_obs], y[:self.n_obs] = self._X[:self.n_obs], self._y[:self.n_obs]
-            self._X, self._y = X, y
-        self._X[self.n_obs:need] = features
-        self._y[self.n_obs:need] = rewards
-        self.n_obs = need
+        self._append(features, rewards)
 
-    @property
-    def X(self):
-        """The rows so far (a view)."""
-        return self._X[:self.n_obs]
+    # -- kernel interface (the rest in NetworkModel) --------------------------------------
+    def _shape_data(self):
+        """``data = (X, y, K, h, alpha, w_l, w_p)``: the part between ``y`` and the
+        weights."""
+        return (self.n_classes, self.hidden, self.alpha)
 
-    @property
-    def y(self):
-        """The labels so far, as floats (a view)."""
-        return self._y[:self.n_obs]
-
-    # -- kernel interface ---------------------------------------------------------------
-    def kernel_data(self, prior=True):
-        """``(X, y, K, h, alpha, w_l, w_p)`` on the whole history, ``w_l = w_p = eta``
-        (``prior=False``: ``w_p = 0``)."""
-        n = self.n_obs
-        return (self._X[:n], self._y[:n], self.n_classes, self.hidden, self.alpha, self.eta,
-                self.eta if prior else 0.0)
-
-    def minibatch_data(self, index, like_weight=1.0, prior_weight=1.0):
-        """Kernel data of ``U = -like_weight sum_{i in index} log p(y_i | x_i, theta)
-        - prior_weight log p0(theta)`` (both times ``eta``). ``index``: rows of the history."""
-        idx = _index(index, self.n_obs)
-        lw = val.positive_float(like_weight, "like_weight", allow_zero=True)
-        pw = val.positive_float(prior_weight, "prior_weight", allow_zero=True)
-        return (self._X[idx], self._y[idx], self.n_classes, self.hidden, self.alpha,
-                self.eta * lw, self.eta * pw)
-
-    def kernel_scratch(self, n_rows=1):
-        """``(A, Z, Dh, gtmp)`` with one row per parameter vector (at least ``n_rows``)."""
-        n_rows = max(1, int(n_rows))
-        if n_rows > self._rows:
-            c, h, K = self.chunk, self.hidden, self.n_classes
-            self._scratch = (np.empty((n_rows, c * h)), np.empty((n_rows, c * K)),
-                             np.empty((n_rows, c * h)), np.empty((n_rows, self.dim)))
-            self._rows = n_rows
-        return self._scratch
+    def _scratch_widths(self):
+        """``(A, Z, Dh, gtmp)``: ``(R, c h)``, ``(R, c K)``, ``(R, c h)``, ``(R, dim)``."""
+        c, h, K = self.chunk, self.hidden, self.n_classes
+        return (c * h, c * K, c * h, self.dim)
 
     # -- potential ----------------------------------------------------------------------
-    def value(self, theta):
-        """``U(theta)`` (``eta = 1``: ``-log p(y, theta | X)``)."""
-        return float(cpu.value(POTENTIAL)(self.kernel_data(), self._theta(theta),
-                                          self.kernel_scratch()))
-
-    def grad(self, theta):
-        """``grad U(theta)``, shape (dim,)."""
-        return self.grads_hessian(self._theta(theta)[None, :], False)[0][0]
-
-    def hess(self, theta):
-        """Not available: the classifier potential provides gradients only."""
-        raise NotImplementedError("the BNN classifier potential has no Hessian (gradients "
-                                  "only): use a gradient-based engine (SVGD, OPVI, SGLD, "
-                                  "Langevin)")
-
-    def grads_hessian(self, thetas, want_hessian=False):
-        """``(G (M, dim), None)``; NotImplementedError for ``want_hessian=True``."""
-        if want_hessian:
-            self.hess(None)
-        thetas = self._thetas(thetas)
-        G = np.empty_like(thetas)
-        cpu.grads_hessian(POTENTIAL)(self.kernel_data(), thetas, False, G, np.empty((1, 1)),
-                                     self.kernel_scratch(thetas.shape[0]))
-        return G, None
-
     def predict(self, theta, contexts):
         """Class probabilities (n, K) at the rows of ``contexts``."""
         return self.predict_particles(self._theta(theta)[None, :], contexts)[0]
@@ -222,19 +155,6 @@ class BNNClassifier(Model):
         """``{"W1", "b1", "W2", "b2"}``: views of ``theta``."""
         theta = self._theta(theta)
         return {k: theta[a:b].reshape(s) for k, (a, b, s) in self.layout.items()}
-
-    def _theta(self, theta):
-        theta = val.float_array(theta, "theta", ndim=1, finite=False)
-        if theta.shape != (self.dim,):
-            raise ValueError(f"theta must have shape ({self.dim},) (this classifier's "
-                             f"number of parameters), got {theta.shape}")
-        return theta
-
-    def _thetas(self, thetas):
-        thetas = val.float_array(thetas, "thetas", ndim=2, finite=False)
-        if thetas.shape[1] != self.dim:
-            raise ValueError(f"thetas must have shape (M, {self.dim}), got {thetas.shape}")
-        return thetas
 
 
 def accuracy(model, thetas, X, y):

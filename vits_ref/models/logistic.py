@@ -18,6 +18,7 @@ import numpy as np
 from .. import _validate as val
 from ..drivers import cpu
 from ..kernels.logistic import POTENTIAL
+from ._history import History, minibatch_weights
 from .base import Model
 from .linear import general_prior
 
@@ -29,7 +30,7 @@ def potential_scratch(n, dim, rows=1):
             np.empty((rows, dim)), np.full(dim + 1, -1.0))
 
 
-class Logistic(Model):
+class Logistic(History, Model):
     r"""Logistic-regression potential on a growing history of Bernoulli rewards.
 
     Parameters
@@ -101,10 +102,8 @@ class Logistic(Model):
         self._lam_kernel = self.lam if self.prior_cov is None else 0.0
         self._prior = ((False, np.zeros((1, 1)), np.zeros(1)) if self.prior_cov is None
                        else (True, self.prior_precision, self.prior_mean))
-        self.capacity = val.positive_int(capacity, "capacity")
-        self.n_obs = 0
         self._rows = 1  # rows of parameter vectors the scratch holds
-        self._alloc(self.capacity)
+        self._init_history(capacity)
 
     def kernel_data(self, prior=True):
         """``(X, y, eta, lam, has_prior, P0, theta0)`` for the kernels.
@@ -125,25 +124,11 @@ class Logistic(Model):
 
     # -- history buffers ------------------------------------------------------------------
     def _alloc(self, cap):
-        X = np.zeros((cap, self.dim))
-        y = np.zeros(cap)
-        if self.n_obs:
-            X[:self.n_obs] = self._X[:self.n_obs]
-            y[:self.n_obs] = self._y[:self.n_obs]
-        self._X, self._y = X, y
-        # kernel scratch, sized with the history: X theta^T (flat), the Hessian's weights
-        # and scaled rows, and the general prior's two (rows, d) buffers
+        # the history (History._alloc), then the kernel scratch, sized with the history:
+        # X theta^T (flat), the Hessian's weights and scaled rows, and the general prior's
+        # two (rows, d) buffers
+        super()._alloc(cap)
         self._scratch = potential_scratch(cap, self.dim, self._rows)
-
-    @property
-    def X(self):
-        """The features seen so far, ``(n_obs, dim)`` (a view of the buffer)."""
-        return self._X[:self.n_obs]
-
-    @property
-    def y(self):
-        """The rewards seen so far, ``(n_obs,)`` (a view of the buffer)."""
-        return self._y[:self.n_obs]
 
     def add(self, features, rewards):
         """Append observations: ``features`` (n, dim) finite, ``rewards`` (n,) in {0, 1}.
@@ -159,16 +144,7 @@ class Logistic(Model):
             raise ValueError(f"rewards must be 0 or 1 for the logistic model (Bernoulli "
                              f"rewards), got {float(rewards[bad][0])!r} at index "
                              f"{int(np.flatnonzero(bad)[0])}")
-        m = features.shape[0]
-        need = self.n_obs + m
-        cap = self._X.shape[0]
-        if need > cap:
-            while cap < need:
-                cap *= 2
-            self._alloc(cap)
-        self._X[self.n_obs:need] = features
-        self._y[self.n_obs:need] = rewards
-        self.n_obs = need
+        self._append(features, rewards)
 
     def _state(self):
         """What :meth:`add` changes, without copying the history: appended rows lie beyond
@@ -263,8 +239,7 @@ class Logistic(Model):
         if index.size and (index.min() < 0 or index.max() >= self.n_obs):
             raise ValueError(f"index must be in [0, n_obs = {self.n_obs}), got values in "
                              f"[{index.min()}, {index.max()}]")
-        lw = val.positive_float(like_weight, "like_weight", allow_zero=True)
-        pw = val.positive_float(prior_weight, "prior_weight", allow_zero=True)
+        lw, pw = minibatch_weights(like_weight, prior_weight)
         theta0 = np.zeros(self.dim) if self.prior_mean is None else self.prior_mean
         return (np.ascontiguousarray(self.X[index]), np.ascontiguousarray(self.y[index]),
                 self.eta * lw, 0.0, True, pw * self.prior_precision,
