@@ -373,5 +373,9 @@ def claims(result):
             f"Reproduced if, on every prior, DiffTS's cost is within a factor of 10 of T = "
             f"{T} times TS's (ratio in [{T / 10:g}, {10 * T:g}]): the paper's ratio is 120. "
             "Absolute seconds depend on the machine and are reported, not judged. TS runs "
-            "in the fused compiled loop; DiffTS pays T stages of the MLP per draw."))
+            "in the fused compiled loop; DiffTS pays T stages of the MLP per draw. Both "
+            "times include drawing each run's problem (theta_*, arms, rewards) in NumPy, "
+            "about 0.06 s per 100 runs of 100 rounds, most of TS's time: the paper's "
+            "ratio of 120 is, in a compiled implementation, a ratio of the draws alone "
+            "(diffts-ablation's timing table gives DiffTS's draw cost against T)."))
     return out
