@@ -6,8 +6,6 @@ section 3. The bodies (network, hand-written gradients, Adam) are in
 :mod:`vits_ref.drivers.cpu`, the NumPy reference in :mod:`vits_ref.reference.ddpm`.
 """
 
-import contextlib
-import ctypes
 import math
 import sys
 import time
@@ -17,6 +15,7 @@ import numpy as np
 
 from .. import _validate as val
 from .._seeding import child
+from .._threads import blas_single_thread
 from ..drivers import cpu
 from ..errors import DivergenceError
 from ..kernels.ddpm_mlp import MLP, eps_scratch_shapes, n_batches
@@ -224,7 +223,11 @@ class DiffusionPrior(DiffusionPriorBase):
         bar = _progress(epochs, progress)
         t0 = time.perf_counter()
         try:
-            with _blas_single_thread():
+            # OpenBLAS at one thread: the training driver calls BLAS on (batch, h) blocks
+            # from each of Numba's threads, and an OpenBLAS left multi-threaded nests its
+            # own threads inside them (measured: 380 s instead of 33 s for one fit at
+            # hidden=(64, 64) on 2 cores)
+            with blas_single_thread():
                 for e in range(epochs):
                     idx = rng.permuted(order, axis=1)
                     noise = rng.standard_normal((T, N, d))
@@ -412,47 +415,3 @@ class _Progress:
 
 def _progress(total, enabled):
     return _Progress(total, bool(enabled))
-
-
-# -------------------------------------------------------------------------- BLAS threads
-
-_SET_THREADS = ("openblas_set_num_threads", "openblas_set_num_threads64_",
-                "scipy_openblas_set_num_threads", "scipy_openblas_set_num_threads64_")
-
-
-def _loaded_openblas():
-    """The OpenBLAS libraries loaded in this process (Linux ``/proc/self/maps``; else [])."""
-    try:
-        with open("/proc/self/maps") as fh:
-            paths = {line.split()[-1] for line in fh if "openblas" in line.lower()}
-    except OSError:
-        return []
-    return sorted(p for p in paths if p.startswith("/"))
-
-
-@contextlib.contextmanager
-def _blas_single_thread():
-    """Every loaded OpenBLAS at one thread for the block, restored after.
-
-    The training driver calls BLAS on (batch, h) blocks from each of Numba's threads; an
-    OpenBLAS left multi-threaded nests its own threads inside them (measured: 380 s
-    instead of 33 s for one fit at ``hidden=(64, 64)`` on 2 cores). Other BLAS libraries
-    are left alone.
-    """
-    saved = []
-    for path in _loaded_openblas():
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name in _SET_THREADS:
-            get = name.replace("set_", "get_")
-            if hasattr(lib, name) and hasattr(lib, get):
-                saved.append((getattr(lib, name), int(getattr(lib, get)())))
-                getattr(lib, name)(1)
-                break
-    try:
-        yield
-    finally:
-        for setter, n in saved:
-            setter(n)
