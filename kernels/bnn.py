@@ -51,7 +51,7 @@ import math
 
 from vits_ref.config import kernel
 
-from .mlp import layer_block, mlp_backprop, mlp_forward, mlp_sensitivities
+from .mlp import layer_block, mlp_backprop, mlp_outputs, mlp_residuals, mlp_sensitivities
 from .potential import Potential
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -86,10 +86,7 @@ def bnn_row(data, theta, want_grad, g, A, D, out, gtmp):
         m = min(c, n - c0)
         Xc = X[c0:c0 + m]
         o = out[:m]
-        mlp_forward(theta, Xc, widths, A, c, o)
-        for s in range(m):
-            o[s] -= y[c0 + s]
-            ss += o[s] * o[s]
+        ss = mlp_residuals(theta, Xc, y[c0:c0 + m], widths, A, c, o, ss)
         if want_grad:
             mlp_sensitivities(theta, p, widths, A, D, c, m)
             mlp_backprop(Xc, o, widths, A, D, c, gtmp)
@@ -131,13 +128,7 @@ def value(data, theta, scratch):
 @kernel
 def predict(data, theta, X, out, scratch):
     """Network outputs ``out[s] = f(X[s])`` (standardised units), ``c`` rows at a time."""
-    widths = data[2]
-    A = scratch[0][0]
-    c = scratch[2].shape[1]
-    n = X.shape[0]
-    for c0 in range(0, n, c):
-        m = min(c, n - c0)
-        mlp_forward(theta, X[c0:c0 + m], widths, A, c, out[c0:c0 + m])
+    mlp_outputs(theta, X, data[2], scratch[0][0], scratch[2].shape[1], out)
 
 
 @kernel

@@ -79,6 +79,26 @@ def classifier_forward(theta, Xc, K, h, a, z):
 
 
 @kernel
+def classifier_chunk(theta, Xc, K, h, A, Z):
+    """Forward pass of the rows ``Xc`` (m, p) into scratch rows ``A`` (c h,), ``Z`` (c K,);
+    returns the views ``a`` (m, h) and ``z`` (m, K) holding the activations and logits."""
+    m = Xc.shape[0]
+    a = A[:m * h].reshape((m, h))
+    z = Z[:m * K].reshape((m, K))
+    classifier_forward(theta, Xc, K, h, a, z)
+    return a, z
+
+
+@kernel
+def classifier_softmax_chunk(theta, Xc, K, h, A, Z):
+    """:func:`classifier_chunk`'s logits replaced by the class probabilities (m, K)."""
+    z = classifier_chunk(theta, Xc, K, h, A, Z)[1]
+    for s in range(z.shape[0]):
+        softmax_row(z[s], K)
+    return z
+
+
+@kernel
 def softmax_row(zr, K):
     """Replace the logits ``zr`` (K,) by their softmax; return their log-sum-exp."""
     top = zr[0]
@@ -111,10 +131,8 @@ def classifier_row(data, theta, want_grad, g, A, Z, Dh, gtmp):
     nll = 0.0
     for c0 in range(0, n, c):
         m = min(c, n - c0)
-        a = A[:m * h].reshape((m, h))
-        z = Z[:m * K].reshape((m, K))
         Xc = X[c0:c0 + m]
-        classifier_forward(theta, Xc, K, h, a, z)
+        a, z = classifier_chunk(theta, Xc, K, h, A, Z)
         for s in range(m):
             zr = z[s]
             lab = int(y[c0 + s])
@@ -178,11 +196,8 @@ def classifier_probs(data, theta, X, P, scratch):
     n = X.shape[0]
     for c0 in range(0, n, c):
         m = min(c, n - c0)
-        a = A[:m * h].reshape((m, h))
-        z = Z[:m * K].reshape((m, K))
-        classifier_forward(theta, X[c0:c0 + m], K, h, a, z)
+        z = classifier_softmax_chunk(theta, X[c0:c0 + m], K, h, A, Z)
         for s in range(m):
-            softmax_row(z[s], K)
             for k in range(K):
                 P[c0 + s, k] = z[s, k]
 
@@ -197,11 +212,8 @@ def predict(data, theta, X, out, scratch):
     n = X.shape[0]
     for c0 in range(0, n, c):
         m = min(c, n - c0)
-        a = A[:m * h].reshape((m, h))
-        z = Z[:m * K].reshape((m, K))
-        classifier_forward(theta, X[c0:c0 + m], K, h, a, z)
+        z = classifier_softmax_chunk(theta, X[c0:c0 + m], K, h, A, Z)
         for s in range(m):
-            softmax_row(z[s], K)
             out[c0 + s] = z[s, K - 1]
 
 

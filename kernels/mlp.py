@@ -326,6 +326,26 @@ def mlp_backprop(X, e, widths, A, D, c, g):
 
 
 @kernel
+def mlp_residuals(theta, Xc, yc, widths, A, c, o, ss):
+    """Forward pass of the rows ``Xc`` (m, p) (activations into ``A``) and residuals
+    ``o <- f(Xc) - yc`` (m,); returns ``ss + sum_s o_s^2`` (added in row order)."""
+    mlp_forward(theta, Xc, widths, A, c, o)
+    for s in range(o.shape[0]):
+        o[s] -= yc[s]
+        ss += o[s] * o[s]
+    return ss
+
+
+@kernel
+def mlp_outputs(theta, X, widths, A, c, out):
+    """Network outputs ``out`` (n,) at the rows of ``X`` (n, p), ``c`` rows at a time."""
+    n = X.shape[0]
+    for c0 in range(0, n, c):
+        m = min(c, n - c0)
+        mlp_forward(theta, X[c0:c0 + m], widths, A, c, out[c0:c0 + m])
+
+
+@kernel
 def mlp_data_term(data, theta, want_jtj, alpha, first, JtJ, grad, scratch):
     """The data term over all rows of the history, in chunks of ``c`` rows.
 
@@ -346,10 +366,7 @@ def mlp_data_term(data, theta, want_jtj, alpha, first, JtJ, grad, scratch):
         m = min(c, n - c0)
         Xc = X[c0:c0 + m]
         o = out[:m]
-        mlp_forward(theta, Xc, widths, A, c, o)
-        for s in range(m):
-            o[s] -= r[c0 + s]
-            ss += o[s] * o[s]
+        ss = mlp_residuals(theta, Xc, r[c0:c0 + m], widths, A, c, o, ss)
         mlp_sensitivities(theta, p, widths, A, D, c, m)
         if want_jtj:
             Jc = J[:m]
@@ -447,11 +464,7 @@ def mlp_value(data, theta, scratch):
     ss = 0.0
     for c0 in range(0, n, c):
         m = min(c, n - c0)
-        o = out[:m]
-        mlp_forward(theta, X[c0:c0 + m], widths, A, c, o)
-        for s in range(m):
-            o[s] -= r[c0 + s]
-            ss += o[s] * o[s]
+        ss = mlp_residuals(theta, X[c0:c0 + m], r[c0:c0 + m], widths, A, c, out[:m], ss)
     if general:
         return 0.5 * eta * ss + mlp_prior_general(theta, P0, theta0, gtmp, pbuf)
     q = 0.0
@@ -463,13 +476,7 @@ def mlp_value(data, theta, scratch):
 @kernel
 def mlp_predict(data, theta, X, out, scratch):
     """Network outputs ``out`` (K,) for the rows of ``X`` (K, p), in chunks of ``c`` rows."""
-    widths = data[4]
-    A = scratch[0]
-    n = X.shape[0]
-    c = scratch[2].shape[0]
-    for c0 in range(0, n, c):
-        m = min(c, n - c0)
-        mlp_forward(theta, X[c0:c0 + m], widths, A, c, out[c0:c0 + m])
+    mlp_outputs(theta, X, data[4], scratch[0], scratch[2].shape[0], out)
 
 
 @kernel
