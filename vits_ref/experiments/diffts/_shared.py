@@ -425,3 +425,24 @@ def beats_all(result, panel):
              if m != "DiffTS" and "paired_vs_reference" in x}
     worse = [m for m, d in pairs.items() if not d.get("ci") or d["ci"][0] <= 0]
     return pairs, worse
+
+
+def beats_all_panels(result):
+    """:func:`beats_all` over every reward panel of ``result``: ``(rows, worse, missing)``,
+    a line per panel that ran (``"<reward> rewards: m - DiffTS = <difference>; ..."``), the
+    baselines (``"m (<reward>)"``) whose interval does not lie above 0, and the panels
+    where DiffTS did not run or there are fewer than 2 runs."""
+    from .._paired import format_difference
+
+    rows, worse, missing = [], [], []
+    for reward in result["rewards"]:
+        panel = f"{reward} rewards"
+        got = beats_all(result, panel)
+        if got is None:
+            missing.append(panel)
+            continue
+        pairs, bad = got
+        worse += [f"{m} ({reward})" for m in bad]
+        rows.append(f"{panel}: " + "; ".join(f"{m} - DiffTS = {format_difference(d)}"
+                                             for m, d in pairs.items()))
+    return rows, worse, missing

@@ -16,7 +16,6 @@ DPS on the linear panel only), paired differences against DiffTS; 100 runs of 10
 
 from .. import _claims
 from .._common import regret_table
-from .._paired import format_difference
 from . import _shared
 
 NAME = "diffts-digits"
@@ -68,17 +67,7 @@ def claims(result):
             "(replacing MNIST)")
     quote = ("We observe again that DiffTS has a lower regret than all baselines, because "
              "the learned prior captures the underlying distribution of theta_* well.")
-    rows, worse, missing = [], [], []
-    for reward in result["rewards"]:
-        panel = f"{reward} rewards"
-        got = _shared.beats_all(result, panel)
-        if got is None:
-            missing.append(panel)
-            continue
-        pairs, bad = got
-        worse += [f"{m} ({reward})" for m in bad]
-        rows.append(f"{panel}: " + "; ".join(f"{m} - DiffTS = {format_difference(d)}"
-                                             for m, d in pairs.items()))
+    rows, worse, missing = _shared.beats_all_panels(result)
     e = result["energy"]
     measured = (f"({size}) final regret, paired [95% t interval]: " + " | ".join(rows)
                 + f"; energy distance diffusion prior / thetas {e['learned_vs_true']:.4f} "

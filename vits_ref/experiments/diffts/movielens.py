@@ -97,17 +97,7 @@ def claims(result):
     # 1. DiffTS has a significantly lower regret than all baselines, in both problems
     quote = ("DiffTS has a significantly lower regret than all baselines, in both linear "
              "(Figure 3b) and logistic (Figure 3c) bandits.")
-    rows, worse, missing = [], [], []
-    for reward in result["rewards"]:
-        panel = f"{reward} rewards"
-        got = _shared.beats_all(result, panel)
-        if got is None:
-            missing.append(panel)
-            continue
-        pairs, bad = got
-        worse += [f"{m} ({reward})" for m in bad]
-        rows.append(f"{panel}: " + "; ".join(f"{m} - DiffTS = {format_difference(d)}"
-                                             for m, d in pairs.items()))
+    rows, worse, missing = _shared.beats_all_panels(result)
     measured = (f"({size}) final regret, paired [95% t interval]: " + " | ".join(rows)
                 if rows else f"({size}) n/a")
     if not real or missing:
