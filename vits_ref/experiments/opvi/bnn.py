@@ -162,8 +162,8 @@ def run_supervised(name, make_model, init, evaluate, metric_names, data, runs, r
 
 
 def summarise(out, metric_names, runs, reference=OPVI):
-    """Per method: final metrics per run, mean and se, curves; paired differences of the
-    final metrics, the reference (OPVI) minus each other method."""
+    """Per method: final metrics per run, mean and se, curves and their standard errors;
+    paired differences of the final metrics, the reference (OPVI) minus each other method."""
     results = []
     for m, e in out.items():
         entry = {"method": m, "wall_time_s": e["wall_time_s"]}
@@ -188,6 +188,7 @@ def summarise(out, metric_names, runs, reference=OPVI):
                 e["paired_opvi_minus_this"] = {
                     name: paired_difference(by[reference][f"final_{name}"],
                                             e[f"final_{name}"]) for name in metric_names}
+    _curve_stderr(out, results, metric_names, runs)
     return results
 
 
@@ -201,6 +202,21 @@ def write_curves(path, out, rec, metric_names):
             mean = e["metrics"].mean(axis=0)
             for k, t in enumerate(rec):
                 w.writerow([m, t, *(f"{v:.6g}" for v in mean[k])])
+
+
+def write_outputs(result, out, rec, metric_names, labels, title, progress):
+    """Write ``result["files"]``: the mean curves (CSV), ``result`` (JSON) and the figure
+    (:func:`plot_curves`); without matplotlib the figure is dropped from ``files``."""
+    files = result["files"]
+    write_curves(files[0], out, rec, metric_names)
+    write_json(files[1], result)
+    try:
+        plot_curves(result, metric_names, labels, files[2], title)
+    except ImportError as exc:
+        result["files"] = files[:2]
+        if progress:
+            progress(f"no plot written: {exc}")
+    return result
 
 
 def plot_curves(result, metric_names, labels, path, title):
@@ -308,7 +324,6 @@ def run(runs=20, rounds=500, seed=0, out="results/opvi-bnn", progress=None, path
                                      rounds, seed, n_particles, chosen, METHODS, step_size,
                                      progress)
     results = summarise(res, METRICS, runs)
-    _curve_stderr(res, results, METRICS, runs)
     const_per_run = const[:runs]
     is_kin8nm = path is not None and "kin8nm" in os.path.basename(path).lower()
     files = [os.path.join(out, f) for f in ("curves.csv", "summary.json", "curves.png")]
@@ -326,17 +341,10 @@ def run(runs=20, rounds=500, seed=0, out="results/opvi-bnn", progress=None, path
               "results": results, "files": files,
               "total_wall_time_s": time.perf_counter() - t0,
               "environment": environment_info()}
-    write_curves(files[0], res, rec, METRICS)
-    write_json(files[1], result)
-    try:
-        plot_curves(result, METRICS, ("test RMSE (mean +- se)", "test log-likelihood"),
-                    files[2], f"BNN regression on {data_name}, {n_particles} particles, "
-                              f"{runs} runs")
-    except ImportError as exc:
-        result["files"] = files[:2]
-        if progress:
-            progress(f"no plot written: {exc}")
-    return result
+    return write_outputs(result, res, rec, METRICS,
+                         ("test RMSE (mean +- se)", "test log-likelihood"),
+                         f"BNN regression on {data_name}, {n_particles} particles, {runs} runs",
+                         progress)
 
 
 def table(result):
@@ -386,6 +394,17 @@ def claims(result):
             return _claims.NOT_TESTABLE
         return _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED
 
+    def paired(method, what, cid, quote):
+        """OPVI minus ``method``'s paired differences; None (and a "not testable" claim)
+        when either is missing or there is 1 run."""
+        d = by.get(method, {}).get("paired_opvi_minus_this")
+        if OPVI not in by or d is None or d["rmse"]["ci"] is None:
+            out.append(_claims.claim(cid, SECTION, quote, _claims.NOT_TESTABLE,
+                                     f"({size}) OPVI or {what} missing, or 1 run",
+                                     "both and 2 runs are needed"))
+            return None
+        return d
+
     not_kin = ("The paper's numbers are on Kin8nm, which cannot be downloaded here; this run "
                "used other data, so the verdict is 'not testable here' whatever the "
                "measured differences (run with --data kin8nm.csv to test it). ")
@@ -394,12 +413,8 @@ def claims(result):
              "and LD with the same total number of data N_T and the same total time slots T "
              "respectively.")
     cid = "opvi-bnn-better-than-svgd"
-    d = by.get(SVGD_B, {}).get("paired_opvi_minus_this")
-    if OPVI not in by or d is None or d["rmse"]["ci"] is None:
-        out.append(_claims.claim(cid, SECTION, quote, _claims.NOT_TESTABLE,
-                                 f"({size}) OPVI or SVGD (B = 20) missing, or 1 run",
-                                 "both and 2 runs are needed"))
-    else:
+    d = paired(SVGD_B, "SVGD (B = 20)", cid, quote)
+    if d is not None:
         ok = d["rmse"]["ci"][1] < 0
         rel = d["rmse"]["relative"]
         out.append(_claims.claim(
@@ -412,12 +427,8 @@ def claims(result):
     # 2. comparable to full batch
     quote = "This result is even comparable to the full batch SVGD algorithm."
     cid = "opvi-bnn-near-full-batch"
-    d = by.get(SVGD_FULL, {}).get("paired_opvi_minus_this")
-    if OPVI not in by or d is None or d["rmse"]["ci"] is None:
-        out.append(_claims.claim(cid, SECTION, quote, _claims.NOT_TESTABLE,
-                                 f"({size}) OPVI or full-batch SVGD missing, or 1 run",
-                                 "both and 2 runs are needed"))
-    else:
+    d = paired(SVGD_FULL, "full-batch SVGD", cid, quote)
+    if d is not None:
         full = by[SVGD_FULL]["final_rmse_mean"]
         ok = d["rmse"]["ci"][1] <= 0.15 * full
         out.append(_claims.claim(

@@ -36,7 +36,7 @@ import time
 import numpy as np
 
 from .. import _claims
-from .._common import environment_info, write_json
+from .._common import environment_info
 from .._paired import format_difference
 from .bnn import (
     OPVI,
@@ -44,11 +44,9 @@ from .bnn import (
     SVGD_B,
     SVGD_FULL,
     _check,
-    _curve_stderr,
-    plot_curves,
     run_supervised,
     summarise,
-    write_curves,
+    write_outputs,
 )
 
 NAME = "opvi-classifier"
@@ -142,7 +140,6 @@ def run(runs=5, rounds=500, seed=0, out="results/opvi-classifier", progress=None
                                      rounds, seed, n_particles, chosen, METHODS, step_size,
                                      progress)
     results = summarise(res, METRICS, runs)
-    _curve_stderr(res, results, METRICS, runs)
     files = [os.path.join(out, f) for f in ("curves.csv", "summary.json", "accuracy.png")]
     result = {"experiment": NAME, "description": DESCRIPTION, "runs": runs, "rounds": rounds,
               "seed": seed, "data": data_name, "n_classes": n_classes, **sizes,
@@ -153,16 +150,9 @@ def run(runs=5, rounds=500, seed=0, out="results/opvi-classifier", progress=None
               "results": results, "files": files,
               "total_wall_time_s": time.perf_counter() - t0,
               "environment": environment_info()}
-    write_curves(files[0], res, rec, METRICS)
-    write_json(files[1], result)
-    try:
-        plot_curves(result, METRICS, ("test accuracy (mean +- se)",), files[2],
-                    f"BNN classifier on {data_name}, {n_particles} particles, {runs} runs")
-    except ImportError as exc:
-        result["files"] = files[:2]
-        if progress:
-            progress(f"no plot written: {exc}")
-    return result
+    return write_outputs(result, res, rec, METRICS, ("test accuracy (mean +- se)",),
+                         f"BNN classifier on {data_name}, {n_particles} particles, {runs} runs",
+                         progress)
 
 
 def table(result):
