@@ -111,6 +111,17 @@ def _draw(L, rhs, z, out):
 
 
 @kernel(inline=True)
+def _start(start_mean, start_chol, zT, s):
+    """``s = start_mean + start_chol zT``: the chain's first state ``s_T`` (lower-triangular
+    ``start_chol``)."""
+    for i in range(s.shape[0]):
+        acc = start_mean[i]
+        for k in range(i + 1):
+            acc += start_chol[i, k] * zT[k]
+        s[i] = acc
+
+
+@kernel(inline=True)
 def _finite(x):
     s = 0.0
     for i in range(x.shape[0]):
@@ -154,11 +165,7 @@ def make_chain(bodies):
         T = coef.shape[0] - 1
         d = out.shape[0]
         s, mu, e = work[0], work[1], work[2]
-        for i in range(d):
-            acc = start_mean[i]
-            for k in range(i + 1):
-                acc += start_chol[i, k] * z[T, k]
-            s[i] = acc
+        _start(start_mean, start_chol, z[T], s)
         for t in range(T, 0, -1):
             reverse_mean(coef, params, t, s, mu, e, scratch)
             solve_lower_t(prec_chol[t], z[t - 1], e)
@@ -335,11 +342,7 @@ def make_dps(bodies):
         T = coef.shape[0] - 1
         d = out.shape[0]
         s, e, s0, g0, v = work[0], work[1], work[2], work[3], work[4]
-        for i in range(d):
-            acc = start_mean[i]
-            for k in range(i + 1):
-                acc += start_chol[i, k] * z[T, k]
-            s[i] = acc
+        _start(start_mean, start_chol, z[T], s)
         for t in range(T, 0, -1):
             eps(params, t, s, e, scratch)
             sa, s1a, c0, c1, sb = coef[t, 1], coef[t, 2], coef[t, 3], coef[t, 4], coef[t, 5]

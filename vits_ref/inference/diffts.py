@@ -65,6 +65,12 @@ class _DiffusionEngine(Engine):
     def _normals(self, n):
         return self._rng_sample.standard_normal((n, self.prior.n_stages + 1, self.dim))
 
+    def _check_draws(self, ok, what):
+        """Raise DivergenceError (``what`` says why) unless every draw of ``ok`` succeeded."""
+        if not ok.all():
+            raise DivergenceError(self.name, self.n_obs, None,
+                                  detail=f"{int((~ok).sum())} of {ok.size} {what}")
+
     def sample_moments(self, n=10000):
         """Mean and covariance of ``n`` draws (from the sampling stream)."""
         x = self.sample(n)
@@ -156,12 +162,9 @@ class DiffTS(_DiffusionEngine):
         z = self._normals(n)
         if self.model.name == "linear":
             draws, ok = chain.laplace_linear(self.prior, self._G, self._h, self.model.eta, z)
-            if not ok.all():
-                raise DivergenceError(
-                    self.name, self.n_obs, None,
-                    detail=f"{int((~ok).sum())} of {n} LaplaceDPS draws failed (a stage "
-                           f"precision that is not positive definite, or a non-finite "
-                           f"state): check the prior's reverse_prec and eps parameters.")
+            self._check_draws(ok, "LaplaceDPS draws failed (a stage precision that is not "
+                                  "positive definite, or a non-finite state): check the "
+                                  "prior's reverse_prec and eps parameters.")
             return draws
         m = self.model
         data = m.kernel_data(prior=False)
@@ -242,10 +245,6 @@ class DPS(_DiffusionEngine):
     def _sample(self, n):
         draws, ok = chain.dps_linear(self.prior, self._G, self._h, self._syy,
                                      self._normals(n))
-        if not ok.all():
-            raise DivergenceError(
-                self.name, self.n_obs, None,
-                detail=f"{int((~ok).sum())} of {n} DPS draws overflowed: the likelihood "
-                       f"guidance grows with the number of observations (Algorithm 4's "
-                       f"known instability).")
+        self._check_draws(ok, "DPS draws overflowed: the likelihood guidance grows with the "
+                              "number of observations (Algorithm 4's known instability).")
         return draws
