@@ -105,6 +105,11 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     (:func:`vits_ref.experiments._paired.paired_difference`). ``on_result(panel, label,
     result)`` is called with each method's :class:`vits_ref.SimulationResult` (e.g. to
     count the arms played) before it is reduced to the summary.
+
+    Timing: before each method's timed call, a throw-away warm-up (1 run x
+    ``min(rounds, 2)`` rounds) compiles or loads the kernels; its wall time is recorded as
+    ``warmup_s`` (compilation and cache loading, plus 2 rounds), and ``wall_time_s`` and
+    ``us_per_round`` measure the runs only. ``total_wall_time_s`` includes the warm-ups.
     """
     import time
 
@@ -121,13 +126,27 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
                 candidates = [(candidates, {})]
             if progress:
                 progress(f"{panel}: {label} ({runs} runs x {rounds} rounds)")
-            diverged, res = [], None
+            diverged, res, warmup_s = [], None, 0.0
             for policy, cand_info in candidates:
+                kl = kl_rounds if has_kl(policy) else None
+                # warm-up outside the timing: one run of at most 2 rounds (compilation,
+                # Numba cache loading), thrown away, so that wall_time_s and us_per_round
+                # measure the runs only. Every run starts from policy.fresh(seed), so the
+                # warm-up leaves the results bit-identical; a warm-up that diverges is
+                # ignored here (the timed call below raises and records it).
+                w0 = time.perf_counter()
+                try:
+                    simulate(policy, env, n_rounds=min(rounds, 2), n_runs=1, seed=seed,
+                             new_instance_per_run=True,
+                             kl_rounds=[min(rounds, 2)] if kl is not None and len(kl)
+                             else None)
+                except DivergenceError:
+                    pass
+                warmup_s += time.perf_counter() - w0
                 try:
                     res = simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
                                    new_instance_per_run=True,
-                                   kl_rounds=kl_rounds if has_kl(policy) else None,
-                                   n_jobs=n_jobs)
+                                   kl_rounds=kl, n_jobs=n_jobs)
                     break
                 except DivergenceError as err:
                     diverged.append({**cand_info, "diverged": str(err)})
@@ -150,7 +169,8 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
                      "final_regret_stderr": float(se[-1]),  # NaN (null) for one run
                      "final_regrets": res.cumulative_regret[:, -1].tolist(),
                      "wall_time_s": res.wall_time, "fused": res.fused,
-                     "us_per_round": 1e6 * res.wall_time / (runs * rounds)}
+                     "us_per_round": 1e6 * res.wall_time / (runs * rounds),
+                     "warmup_s": warmup_s}
             if res.kl is not None:
                 entry["kl_rounds"] = res.kl_rounds
                 entry["kl_mean"] = res.kl.mean(axis=0)
