@@ -73,6 +73,32 @@ def test_bench_prints_the_floor_line():
     assert "lints    round: NumPy reference" in text
 
 
+def test_ratio_text_is_neutral_below_one():
+    assert timing.ratio_text(12.345) == "12.35x"
+    assert timing.ratio_text(0.8) == " 0.80x (NumPy faster here)"
+    assert timing.ratio_text(0.5, "4.1f", other="statsmodels") == " 0.5x (statsmodels faster here)"
+    assert "faster" not in timing.ratio_text(1.0)
+    # the explanation printed once at the top says what a ratio is and how to read it
+    assert "NumPy time / compiled time" in timing.RATIO_MEANING
+    assert "floor" in timing.RATIO_MEANING
+
+
+INTERNAL_TEXT = ("goal", "issue", "(issue")
+
+
+def test_bench_sections_print_no_internal_text():
+    # every section's print statements: no goals or issue numbers left in the output text
+    import ast
+
+    for path in pathlib.Path(_bench.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print"):
+                text = ast.unparse(node).lower()
+                for needle in INTERNAL_TEXT:
+                    assert needle not in text, (path.name, needle, text)
+    assert all(n not in timing.RATIO_MEANING.lower() for n in INTERNAL_TEXT)
+
+
 def test_main_signature():
     assert list(inspect.signature(_bench.main).parameters) == ["quick"]
 
@@ -84,8 +110,11 @@ def test_cli_bench_quick():
                          capture_output=True, text=True, check=True, timeout=1800)
     for needle in (FLOOR_LINE, "prange over 8 VITS-II runs", "first fused call",
                    "logistic VITS-II round", "IRLS to convergence",
-                   "one CAVI round", "RenyiVI update"):
+                   "one CAVI round", "RenyiVI update", "NumPy time / compiled time"):
         assert needle in res.stdout, needle
+    assert res.stdout.count("How to read these figures") == 1
+    for needle in ("goal", "issue"):
+        assert needle not in res.stdout.lower(), needle
 
 
 def test_pin_blas_threads():

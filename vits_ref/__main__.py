@@ -135,7 +135,11 @@ def _build_parser(experiments, papers):
     p_rep.add_argument("--only", nargs="+", default=None, metavar="NAME",
                        help="run only these experiments (e.g. vits-fig1 vits-figG)")
     p_bench = sub.add_parser("bench", help="print speed ratios against the NumPy reference",
-                             parents=[common])
+                             description="Time the compiled kernels against their plain-NumPy "
+                             "references in this process (calls interleaved). ratio = NumPy time "
+                             "/ compiled time: above 1 the compiled kernel is faster, below 1 "
+                             "NumPy is faster at that size. Takes several minutes (--quick: "
+                             "fewer repeats).", parents=[common])
     p_bench.add_argument("--quick", action="store_true", help="fewer repeats")
     return parser
 

@@ -19,7 +19,10 @@ import numba
 def main(quick=False):
     """Print every figure of ``python -m vits_ref bench`` (``quick``: fewer repeats)."""
     from . import linear, nonlinear, renyi, vts
+    from .timing import RATIO_MEANING
 
+    print(RATIO_MEANING)
+    print()
     linear.main(quick=quick)
     # the others are single-thread figures: non-linear VITS-II rounds and IRLS, one CAVI
     # round of VTS, one RenyiVI update
@@ -30,12 +33,12 @@ def main(quick=False):
             section.main(quick=quick)
     finally:
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-    # one SVGD step (issue 10): single thread and every core, sets Numba's threads itself
+    # one SVGD step: single thread and every core, sets Numba's threads itself
     from . import svgd
 
     print()
     svgd.main(quick=quick)
-    # the learned diffusion prior (issue 8): chain per stage, one training epoch, one
+    # the learned diffusion prior: chain per stage, one training epoch, one
     # DiffTS round against NumPy, single-thread figures
     from . import diffusion
 

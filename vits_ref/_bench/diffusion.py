@@ -29,7 +29,7 @@ import numpy as np
 from ..diffusion import DiffusionPrior, chain
 from ..drivers import cpu
 from ..reference import ddpm as rddpm
-from .timing import blas_threads, median_times
+from .timing import blas_threads, median_times, ratio_text
 
 DIM, N_STAGES, HIDDEN = 2, 100, (32, 32)
 
@@ -197,13 +197,14 @@ def main(quick=False):
     for n in (1, 1000):
         s = chain_stats(p, n, repeats if n > 1 else 5 * repeats)
         print(f"  reverse chain, {n:4d} draw(s): compiled {s['compiled']:8.2f} us/stage   "
-              f"NumPy {s['numpy']:8.2f} us/stage   NumPy / compiled = {s['ratio']:.1f}   "
+              f"NumPy {s['numpy']:8.2f} us/stage   NumPy / compiled = "
+              f"{ratio_text(s['ratio'], '.1f')}   "
               f"(max |diff| {s['max_abs_diff']:.1e})")
     s = epoch_stats(p, n_train, max(3, repeats // 3))
     print(f"  training epoch (N = {n_train}, batch 128, all {N_STAGES} stages): compiled "
           f"{s['compiled']:.3f} s   NumPy {s['numpy']:.3f} s   NumPy / compiled = "
-          f"{s['ratio']:.1f}   (max |diff| {s['max_abs_diff']:.1e})")
+          f"{ratio_text(s['ratio'], '.1f')}   (max |diff| {s['max_abs_diff']:.1e})")
     s = diffts_stats(p, repeats)
     print(f"  DiffTS round (one linear LaplaceDPS draw, 20 observations): compiled "
           f"{s['compiled']:.3f} ms   NumPy {s['numpy']:.1f} ms   NumPy / compiled = "
-          f"{s['ratio']:.0f}")
+          f"{ratio_text(s['ratio'], '.0f')}")

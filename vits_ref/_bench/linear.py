@@ -26,7 +26,7 @@ from ..config import cpu_jit
 from ..drivers import cpu
 from ..envs import pool
 from ..simulate import draw_policy_noise, fused_spec, make_policy
-from .timing import median_times
+from .timing import median_times, ratio_text
 
 #: the policies of the linear section of ``python -m vits_ref bench``, in print order
 POLICIES = ("vits-ii", "lints", "vits-i", "vits-hf", "lmc", "linucb")
@@ -231,7 +231,7 @@ def main(quick=False, policies=POLICIES, n_rounds=1000, n_rounds_ref=200, extras
         s = round_stats(name, n_rounds_ref=n_rounds_ref, n_rounds=n_rounds, repeats=repeats,
                         floor=name == "vits-ii")
         line = (f"{name:8s} round: NumPy reference {s['numpy']:8.1f} us, compiled "
-                f"{s['compiled']:7.2f} us, ratio {s['ratio']:6.1f}x")
+                f"{s['compiled']:7.2f} us, ratio {ratio_text(s['ratio'], '6.1f')}")
         if "floor" in s:
             n_steps = s["n_steps"]
             line += (f"; floor {s['floor']:6.2f} us, compiled / floor "

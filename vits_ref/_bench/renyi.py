@@ -21,7 +21,7 @@ import numpy as np
 from .. import reference
 from ..inference import RenyiVI
 from ..reference import renyi as rrenyi
-from .timing import blas_threads, median_times
+from .timing import blas_threads, median_times, ratio_text
 
 DIM, N_OBS, N_MC, N_STEPS = 20, 100, 300, 10
 
@@ -135,9 +135,10 @@ def main(quick=False):
     for alpha in (0.5, 1.0):
         s = update_stats(repeats, alpha)
         print(f"  alpha = {alpha:g}: update   compiled {s['compiled']:7.0f} us   NumPy "
-              f"{s['numpy']:7.0f} us   NumPy / compiled = {s['ratio']:.2f}")
+              f"{s['numpy']:7.0f} us   NumPy / compiled = {ratio_text(s['ratio'], '.2f')}")
         print(f"             steps    compiled {s['steps_compiled']:7.0f} us   NumPy "
-              f"{s['steps_numpy']:7.0f} us   NumPy / compiled = {s['steps_ratio']:.2f}   "
+              f"{s['steps_numpy']:7.0f} us   NumPy / compiled = "
+              f"{ratio_text(s['steps_ratio'], '.2f')}   "
               f"(same normals; max |diff| {s['max_abs_diff']:.1e})")
         print(f"             drawing the {N_STEPS * N_MC * DIM} normals (both sides): "
               f"{s['draws']:.0f} us")

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..drivers import cpu
 from ..reference import svgd as rsvgd
-from .timing import median_times, pin_blas_threads
+from .timing import median_times, pin_blas_threads, ratio_text
 
 N, DIM, STEP = 1000, 50, 1e-2
 
@@ -209,7 +209,8 @@ def main(quick=False, rounds=None):
     for k in ORDER:
         if k in s:
             ratio = np.median([a["numpy_gemm"] / a[k] for a in all_stats if k in a])
-            print(f"  {k:16s} {s[k]:8.2f} ms   NumPy GEMM (1 thread) / this = {ratio:5.2f}")
+            print(f"  {k:16s} {s[k]:8.2f} ms   NumPy GEMM (1 thread) / this = "
+                  f"{ratio_text(ratio, other='NumPy GEMM')}")
     if "blackjax" not in s:
         print("  blackjax: not installed (pip install blackjax), skipped")
     print(f"  max |compiled - NumPy GEMM| = {s['max_abs_diff']:.1e}")

@@ -21,3 +21,20 @@ def median_times(fns, repeats):
             fn()
             times[i].append(time.perf_counter() - t0)
     return [float(np.median(t)) for t in times]
+
+
+#: What a ratio means, printed once at the top of ``python -m vits_ref bench``.
+RATIO_MEANING = (
+    "How to read these figures: ratio = NumPy time / compiled time, both measured in this "
+    "process with their calls interleaved (so the machine's drift hits both alike).\n"
+    "A ratio above 1 means the compiled kernel is faster; below 1, the NumPy version is "
+    "faster at that size (it is not an error).\n"
+    "'floor' is the BLAS work the algorithm cannot avoid (the same matrix products, "
+    "nothing else); compiled / floor near 1 means little is left to gain.")
+
+
+def ratio_text(ratio, fmt="5.2f", other="NumPy"):
+    """A ratio ``other`` time / compiled time as text, ``"12.30x"``; below 1 it says so
+    neutrally: ``"0.80x (NumPy faster here)"``."""
+    text = f"{ratio:{fmt}}x"
+    return text + f" ({other} faster here)" if ratio < 1 else text
