@@ -3,7 +3,14 @@
 Figures are drawn on ``matplotlib.figure.Figure`` objects with the Agg canvas, never
 through pyplot: writing a PNG from a notebook must not switch its backend or leave
 figures open.
+
+Legends sit outside the axes, to the right of the last panel (:func:`outside_legend`), so
+they never cover a curve; figures with shaded bands say what the bands are in a legend
+entry (:data:`BAND_NOTE`).
 """
+
+#: The legend entry that explains the shaded bands of :func:`band` curves.
+BAND_NOTE = "shaded band: \u00b11 standard error over runs"
 
 
 def figure(ncols=1, width=5.5, height=4.0):
@@ -27,6 +34,45 @@ def band(ax, x, mid, lo, hi, label):
     return line
 
 
+def outside_legend(axes, band_note=None, fontsize=8):
+    """One legend for every labelled artist of ``axes``, outside the axes' data area.
+
+    Parameters
+    ----------
+    axes : sequence of matplotlib.axes.Axes
+        The panels of one figure; their labelled artists are gathered (one entry per
+        label, first seen first) into a legend to the right of the last panel, outside its
+        data area, so it never covers a curve.
+    band_note : str, optional
+        An extra legend entry (a grey patch) explaining the shaded bands, e.g.
+        :data:`BAND_NOTE`.
+    fontsize : float
+        The legend's font size.
+
+    Returns
+    -------
+    matplotlib.legend.Legend or None
+        None when there is nothing to label.
+    """
+    handles, labels = [], []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    if band_note:
+        from matplotlib.patches import Patch
+
+        handles.append(Patch(facecolor="grey", alpha=0.3))
+        labels.append(band_note)
+    if not handles:
+        return None
+    # anchored just right of the last axes' top-right corner; tight_layout in save()
+    # makes room for it (an axes legend is part of the axes' tight bounding box)
+    return axes[-1].legend(handles, labels, fontsize=fontsize, loc="upper left",
+                           bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+
+
 def save(fig, path):
     """Lay out and write ``fig`` as a PNG; returns ``path``."""
     fig.tight_layout()
@@ -38,7 +84,9 @@ def regret_panels(panels, path, title=None, ylabel="cumulative regret"):
     """One panel per entry of ``panels``: ``{panel_title: {label: (mean, stderr)}}``.
 
     Draws each mean curve with a band of +- one standard error and saves a PNG at
-    ``path``. Returns the Figure (displayable in a notebook).
+    ``path``; one legend, outside the panels (to the right of the last), names the curves
+    and says what the bands are (:data:`BAND_NOTE`). Returns the Figure (displayable in a
+    notebook).
     """
     fig, axes = figure(len(panels))
     for ax, (panel, curves) in zip(axes, panels.items(), strict=True):
@@ -48,7 +96,7 @@ def regret_panels(panels, path, title=None, ylabel="cumulative regret"):
         ax.set_xlabel("round t")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+    outside_legend(axes, band_note=BAND_NOTE)
     if title:
         fig.suptitle(title)
     save(fig, path)
@@ -90,7 +138,7 @@ def arm_fractions(panels, path, title=None,
         ax.set_ylabel("fraction of pulls")
         ax.set_title(panel)
         ax.grid(alpha=0.3, axis="y")
-        ax.legend(fontsize=8)
+    outside_legend(axes)
     if title:
         fig.suptitle(title)
     save(fig, path)
