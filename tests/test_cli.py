@@ -172,3 +172,45 @@ def test_a_diverging_method_is_reported_and_the_next_candidate_runs(tmp_path):
     assert fallback["h"] == 0.01 and "diverged" in fallback["diverged_candidates"][0]
     assert "final_regret_mean" not in broken and broken["diverged_candidates"]
     assert "diverged" in regret_table(res)
+
+
+def test_run_panels_warmup_is_timed_apart_and_changes_nothing(tmp_path):
+    """Issue 12 item 3: run_panels warms each method up (1 run x 2 rounds, thrown away)
+    before the timed call. The warm-up's time is in ``warmup_s``; ``us_per_round`` is the
+    timed call's ``wall_time_s`` per run-round; and the results are exactly those of a
+    plain simulate call with the same seed (every run starts from ``policy.fresh``)."""
+    from vits_ref.experiments._common import run_panels
+
+    env = vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=1)
+    methods = [("LinTS", vr.ThompsonSampling(vr.LinTS(3))),
+               ("VITS-II", vr.ThompsonSampling(vr.VITS(3, variant="II")))]
+    res = run_panels("t", "t", [("p", env, methods, {})], 2, 7, 5, str(tmp_path),
+                     kl_rounds=[7])
+    for (label, policy), e in zip(methods, res["results"], strict=True):
+        assert e["method"] == label
+        assert np.isfinite(e["warmup_s"]) and e["warmup_s"] >= 0
+        assert e["us_per_round"] == pytest.approx(1e6 * e["wall_time_s"] / (2 * 7))
+        plain = vr.simulate(policy, env, n_rounds=7, n_runs=2, seed=5,
+                            new_instance_per_run=True, kl_rounds=[7])
+        assert e["final_regrets"] == plain.cumulative_regret[:, -1].tolist()
+        assert np.array_equal(e["kl_mean"], plain.kl.mean(axis=0))
+    saved = json.loads((tmp_path / "summary.json").read_text())
+    assert all("warmup_s" in e for e in saved["results"])
+
+
+def test_fig2_default_is_small_and_paper_size_is_explicit(monkeypatch):
+    """Issue 12 item 1: the default of vits-fig2 is the small one (its cost, measured, in
+    the module docstring); ``paper=True`` asks for the paper's 50 runs x 1000 rounds, and
+    explicit sizes win. run_panels is replaced so nothing runs."""
+    from vits_ref.experiments.vits import fig2
+
+    seen = []
+    monkeypatch.setattr(fig2, "run_panels", lambda name, d, panels, runs, rounds, *a, **k:
+                        seen.append((runs, rounds)))
+    fig2.run(out="unused")
+    fig2.run(out="unused", paper=True)
+    fig2.run(runs=3, rounds=4, out="unused", paper=True)
+    assert seen == [(fig2.DEFAULT_RUNS, fig2.DEFAULT_ROUNDS),
+                    (fig2.PAPER_RUNS, fig2.PAPER_ROUNDS), (3, 4)]
+    assert fig2.DEFAULTS["runs"] * fig2.DEFAULTS["rounds"] <= 12  # about 2 s per MLP round
+    assert "MEASURED" not in fig2.__doc__
