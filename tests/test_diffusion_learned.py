@@ -275,12 +275,15 @@ def _gaussian_check(m, S, n_train, seed, check_gap=True):
 
 
 def test_learned_prior_on_gaussian_samples_2d():
-    _gaussian_check([0.5, -1.0], [[1.0, 0.0], [0.0, 0.3]], 4000, 11)
+    prior, gap, short = _gaussian_check([0.5, -1.0], [[1.0, 0.0], [0.0, 0.3]], 4000, 11)
+    # the learned variances sit below the samples' (trap 1), by about the chain's gap
+    assert prior.dim == 2 and np.all(gap > 0.04) and np.all(short < 0)
 
 
 def test_learned_prior_on_correlated_gaussian_samples():
     S = [[1.0, 0.5, 0.2], [0.5, 1.0, -0.3], [0.2, -0.3, 0.6]]
-    _gaussian_check([0.3, -0.2, 0.1], S, 4000, 12)
+    prior, gap, short = _gaussian_check([0.3, -0.2, 0.1], S, 4000, 12)
+    assert prior.dim == 3 and np.all(gap > 0.04) and np.all(short < 0)
 
 
 @pytest.mark.slow
