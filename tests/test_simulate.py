@@ -298,3 +298,24 @@ def test_divergence_in_a_worker_names_the_run():
     pol = vr.ThompsonSampling(vr.VITS(5, variant="II", schedule="constant", step_size=1.0))
     with pytest.raises(vr.DivergenceError, match="in run 0"):
         vr.simulate(pol, env, n_rounds=50, n_runs=2, seed=4, fused=False, n_jobs=2)
+
+
+@pytest.mark.parametrize("policy,fused", [("lints", None), ("vits-ii", None), ("lints", False)])
+def test_first_run_gives_the_same_rows_as_one_call(policy, fused):
+    # a block of runs (the resumable chunks) must equal the same rows of one call
+    env = vr.envs.pool(dim=3, n_arms=5, zeta=1.0, seed=0)
+    whole = vr.simulate(policy, env, 20, 5, seed=3, new_instance_per_run=True, fused=fused)
+    block = vr.simulate(policy, env, 20, 3, seed=3, new_instance_per_run=True, fused=fused,
+                        first_run=2)
+    np.testing.assert_array_equal(block.regret, whole.regret[2:])
+    np.testing.assert_array_equal(block.arms, whole.arms[2:])
+
+
+def test_first_run_and_device_are_checked():
+    env = vr.envs.pool(dim=3, n_arms=5, zeta=1.0, seed=0)
+    with pytest.raises(ValueError, match="first_run"):
+        vr.simulate("lints", env, 5, first_run=-1)
+    with pytest.raises(TypeError, match="first_run"):
+        vr.simulate("lints", env, 5, first_run=1.5)
+    with pytest.raises(ValueError, match="device"):
+        vr.simulate("lints", env, 5, device="tpu")

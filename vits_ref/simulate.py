@@ -197,7 +197,7 @@ def _validate_kl_rounds(kl_rounds, n_rounds):
 
 def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
              new_instance_per_run=False, fused=None, n_threads=None, progress=None,
-             n_jobs=1):
+             n_jobs=1, first_run=0, device="cpu"):
     """Run ``n_runs`` independent seeded simulations of ``policy`` on ``env``.
 
     Parameters
@@ -231,6 +231,14 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         results are bit-identical whatever ``n_jobs``; workers are spawned (each imports
         vits_ref and loads Numba's cache, about a second), so this pays off for runs of a
         second or more.
+    first_run : int, default 0
+        Index of the first run: runs ``first_run, ..., first_run + n_runs - 1`` of the
+        seed's sequence are computed (run ``r`` is seeded by child ``r`` of ``seed``), so
+        a block of runs equals the same rows of one call over all runs, bit for bit. The
+        resumable chunks of :mod:`vits_ref.experiments._chunks` are such blocks.
+    device : {"cpu", "cuda"}, default "cpu"
+        Where the fused loop runs. ``"cuda"`` needs a policy with a fused loop and a GPU
+        (or Numba's CUDA simulator, ``NUMBA_ENABLE_CUDASIM=1``).
 
     Returns
     -------
@@ -261,6 +269,8 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         raise ValueError(f"policy dim {policy.dim} does not match env.dim {env.dim}")
     kl_rounds = _validate_kl_rounds(kl_rounds, n_rounds)
     n_jobs = val.positive_int(n_jobs, "n_jobs")
+    first_run = val.positive_int(first_run, "first_run", minimum=0)
+    device = val.choice(device, "device", ("cpu", "cuda"))
     if n_threads is not None:
         n_threads = val.positive_int(n_threads, "n_threads")
     if kl_rounds.size and not has_kl(policy):
@@ -273,6 +283,9 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         raise ValueError(f"{_policy_name(policy)} has no fused loop on this model/schedule; "
                          "use fused=None or False")
     use_fused = spec is not None and fused is not False
+    if device == "cuda" and not use_fused:
+        raise ValueError(f"device='cuda' needs a fused loop; {_policy_name(policy)} has none "
+                         "on this model/schedule (use device='cpu')")
     engine = getattr(policy, "engine", None)
     # the KL diagnostic needs the exact posterior: Gaussian engines on the linear model
     gaussian = isinstance(engine, GaussianEngine) and engine.model.name == "linear"
@@ -284,13 +297,18 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     arms = np.empty((n_runs, n_rounds), dtype=np.int64)
     kl = np.zeros((n_runs, kl_rounds.size))
     start = time.perf_counter()
-    if use_fused:
+    if use_fused and device == "cuda":
+        from ._cuda_simulate import run_fused_cuda
+
+        run_fused_cuda(spec, policy, env_for, root, n_rounds, n_runs, kl_rounds, regret, arms,
+                       kl, progress, first_run)
+    elif use_fused:
         _run_fused(spec, policy, env_for, root, n_rounds, n_runs, kl_rounds, regret, arms, kl,
-                   n_threads, progress)
+                   n_threads, progress, first_run)
     else:
         n_jobs = min(n_jobs, n_runs)
-        jobs = [(policy, env, new_instance_per_run, root, r, n_rounds, kl_rounds, gaussian)
-                for r in range(n_runs)]
+        jobs = [(policy, env, new_instance_per_run, root, first_run + r, n_rounds, kl_rounds,
+                 gaussian) for r in range(n_runs)]
         if n_jobs > 1:
             import multiprocessing
 
@@ -363,10 +381,11 @@ def _run_python(pol, real, kl_rounds, regret, arms, kl, run, gaussian):
 
 
 def _run_fused(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, arms, kl,
-               n_threads, progress):
-    d = None
+               n_threads, progress, first_run=0):
+    """The fused runs ``first_run, ..., first_run + n_runs - 1`` into rows ``0..n_runs-1``
+    of ``regret``, ``arms``, ``kl``."""
     # size a batch so that the pre-drawn randomness stays within the memory budget
-    first = env_for(child(root, 0))
+    first = env_for(child(root, first_run))
     d, K = first.dim, first.n_arms
     per_run = 8 * (T * K * (d + 2) + T * d * spec.n_draws_per_round)
     batch = int(max(1, min(n_runs, _MEMORY_BUDGET // per_run)))
@@ -378,7 +397,7 @@ def _run_fused(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, arms, 
             hi = min(n_runs, lo + batch)
             reals, noises = [], []
             for r in range(lo, hi):
-                run_seed = child(root, r)
+                run_seed = child(root, first_run + r)
                 e = env_for(run_seed)
                 reals.append(_realise(e, run_seed, T))
                 noises.append(draw_policy_noise(spec, child(run_seed, 1), T, d))
@@ -391,7 +410,7 @@ def _run_fused(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, arms, 
                 kl[lo:hi], status)
             bad = np.flatnonzero(status)
             if bad.size:
-                r, rnd = lo + int(bad[0]), int(status[bad[0]])
+                r, rnd = first_run + lo + int(bad[0]), int(status[bad[0]])
                 h = spec.step_size(rnd) if spec.step_size is not None else None
                 raise DivergenceError(_policy_name(policy), rnd, h, run=r)
             if progress:
