@@ -1,4 +1,7 @@
-"""Approximate-posterior engines, one module each, sharing the protocol of :mod:`.base`."""
+"""Approximate-posterior engines, one module each, sharing one protocol.
+
+The protocol is that of :mod:`~vits_ref.inference.base`.
+"""
 
 from .base import Engine, GaussianEngine
 from .diffts import DPS, DiffTS

@@ -3,8 +3,8 @@ r"""Particle engines: SVGD (Liu & Wang 2016) and online particle VI (OPVI, seed 
 Both move ``n_particles`` particles along the SVGD direction
 (:func:`vits_ref.svgd.phi`; compiled steps :func:`vits_ref.drivers.cpu.svgd_steps`, which
 take the gradients from the model's compiled potential for all particles at once) and
-follow the engine protocol of :mod:`.base`: :meth:`~SVGD.sample` draws particles with
-replacement, :attr:`~SVGD.mean` and :attr:`~SVGD.cov` are the particles' moments, and
+follow the engine protocol of :mod:`~vits_ref.inference.base`: :meth:`~SVGD.sample` draws
+particles with replacement, :attr:`~SVGD.mean` and :attr:`~SVGD.cov` are the particles' moments, and
 :meth:`~SVGD.kl_to_posterior` (linear model) compares the Gaussian with those moments to
 the exact posterior. The particles persist across updates (warm start), as does AdaGrad's
 history.

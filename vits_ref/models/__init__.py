@@ -5,9 +5,9 @@ models, modules that keep their history in preallocated buffers.
 
 The model protocol (what the engines of :mod:`vits_ref.inference` use):
 
-``name``, ``dim`` (number of parameters), ``input_dim`` (size of an arm's features),
-``eta``, ``lam``, ``n_obs``
-    identity, sizes and hyperparameters.
+``name``, ``dim``, ``input_dim``, ``eta``, ``lam``, ``n_obs``
+    identity, sizes (``dim`` the number of parameters, ``input_dim`` the size of an arm's
+    features) and hyperparameters.
 ``add(features, rewards)``
     append observations (validated; ``features`` (n, input_dim), ``rewards`` (n,)).
 ``value(theta)``, ``grad(theta)``, ``hess(theta)``

@@ -21,7 +21,7 @@ def kl_gaussian_naive(m1, s1, m2, s2):
 
 
 def w2_squared_gaussian_naive(m1, s1, m2, s2):
-    """Squared W2 with scipy.linalg.sqrtm: |m1-m2|^2 + tr(S1 + S2 - 2 (S1^½ S2 S1^½)^½)."""
+    """Squared W2 with scipy.linalg.sqrtm: ``|m1-m2|^2 + tr(S1 + S2 - 2 (S1^½ S2 S1^½)^½)``."""
     m1, s1, m2, s2 = (np.asarray(a, dtype=float) for a in (m1, s1, m2, s2))
     r = np.real(scipy.linalg.sqrtm(s1))
     cross = np.real(scipy.linalg.sqrtm(r @ s2 @ r))

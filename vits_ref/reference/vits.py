@@ -11,7 +11,8 @@ Hessian-free estimate), one step is written once, in :func:`vits_update`::
 :func:`vits_step` is a step on the linear potential (what the fused bandit loop and the
 linear engine run, every variant); :func:`vits_ii_step` and :func:`vits_ii_round` take the
 gradients and the Hessian from any potential (the logistic and MLP references of
-:mod:`.logistic` and :mod:`.mlp`), as the non-linear benchmarks do.
+:mod:`~vits_ref.reference.logistic` and :mod:`~vits_ref.reference.mlp`), as the non-linear
+benchmarks do.
 
 Examples
 --------
