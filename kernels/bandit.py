@@ -73,8 +73,61 @@ class BanditPiece:
         return f"BanditPiece({self.name!r})"
 
 
+def make_bandit_rounds(piece):
+    """The body running rounds ``[t0, t0 + n)`` of a run for ``piece``.
+
+    ``rounds(params, buf, t0, contexts, means, rewards, init_noise, sel_noise, step_noise,
+    kl_rounds, regret, arms, kl_out) -> status``: ``contexts`` (n, K, d), ``means`` and
+    ``rewards`` (n, K), ``sel_noise`` (n, ·) and ``step_noise`` (n, S, M, d) are the rows of
+    rounds ``t0 .. t0 + n - 1`` (0-based) of the run's realisation and randomness;
+    ``init_noise`` (d,) is read only when ``t0 == 0``, which initialises the state; ``buf``
+    is the run's flat state buffer, which carries the state from one call to the next;
+    ``kl_rounds`` (n_kl,) are increasing 1-based *global* rounds; ``regret``, ``arms``
+    (T,) and ``kl_out`` (n_kl,) are the whole run's outputs, written at the global rounds.
+    Step sizes, the number of observations and the KL rounds all use the global round
+    ``t0 + t + 1``, so running ``[0, T)`` in one call or in chunks of any sizes, in order,
+    gives bit-identical results. Returns 0, or the 1-based global round at which the
+    policy's state became non-finite.
+
+    This is what bounds the memory of a long run: the caller draws the realisation and the
+    randomness a chunk of rounds at a time (:meth:`vits_ref.envs.Environment.realise_chunks`,
+    :func:`vits_ref.fused.draw_chunks`) and keeps only the state buffer between chunks.
+    """
+    views, init, select, update, kl = (piece.views, piece.init, piece.select, piece.update,
+                                       piece.kl)
+
+    @kernel
+    def rounds(params, buf, t0, contexts, means, rewards, init_noise, sel_noise, step_noise,
+               kl_rounds, regret, arms, kl_out):
+        n, K, d = contexts.shape
+        state, _ = views(buf, d, K, step_noise.shape[2])
+        if t0 == 0:
+            init(params, state, init_noise)
+        nk = 0
+        while nk < kl_rounds.shape[0] and kl_rounds[nk] <= t0:
+            nk += 1
+        for t in range(n):
+            X = contexts[t]
+            arm = select(params, state, X, sel_noise[t])
+            best = means[t, 0]
+            for a in range(1, K):
+                if means[t, a] > best:
+                    best = means[t, a]
+            regret[t0 + t] = best - means[t, arm]
+            arms[t0 + t] = arm
+            n_obs = t0 + t + 1
+            if not update(params, state, X[arm], rewards[t, arm], n_obs, step_noise[t]):
+                return n_obs
+            if nk < kl_rounds.shape[0] and kl_rounds[nk] == n_obs:
+                kl_out[nk] = kl(params, state)
+                nk += 1
+        return 0
+
+    return rounds
+
+
 def make_bandit_run(piece):
-    """The whole-run body for ``piece``.
+    """The whole-run body for ``piece``: :func:`make_bandit_rounds` over rounds ``[0, T)``.
 
     ``run(params, buf, contexts, means, rewards, init_noise, sel_noise, step_noise,
     kl_rounds, regret, arms, kl_out) -> status``: ``contexts`` (T, K, d), ``means`` and
@@ -84,32 +137,13 @@ def make_bandit_run(piece):
     ``buf`` the run's flat state buffer. Returns 0, or the 1-based round at which the
     policy's state became non-finite.
     """
-    views, init, select, update, kl = (piece.views, piece.init, piece.select, piece.update,
-                                       piece.kl)
+    rounds = make_bandit_rounds(piece)
 
     @kernel
     def run(params, buf, contexts, means, rewards, init_noise, sel_noise, step_noise,
             kl_rounds, regret, arms, kl_out):
-        T, K, d = contexts.shape
-        state, _ = views(buf, d, K, step_noise.shape[2])
-        init(params, state, init_noise)
-        nk = 0
-        for t in range(T):
-            X = contexts[t]
-            arm = select(params, state, X, sel_noise[t])
-            best = means[t, 0]
-            for a in range(1, K):
-                if means[t, a] > best:
-                    best = means[t, a]
-            regret[t] = best - means[t, arm]
-            arms[t] = arm
-            n_obs = t + 1
-            if not update(params, state, X[arm], rewards[t, arm], n_obs, step_noise[t]):
-                return n_obs
-            if nk < kl_rounds.shape[0] and kl_rounds[nk] == n_obs:
-                kl_out[nk] = kl(params, state)
-                nk += 1
-        return 0
+        return rounds(params, buf, 0, contexts, means, rewards, init_noise, sel_noise,
+                      step_noise, kl_rounds, regret, arms, kl_out)
 
     return run
 

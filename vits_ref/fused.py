@@ -8,7 +8,7 @@ order the online ``select``/``update`` API draws it, so the fused loop, the Pyth
 and the NumPy reference give the same regret.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +36,13 @@ class FusedSpec:
         Whether the piece's ``kl`` is the KL of a Gaussian posterior to the exact one.
     n_draws_per_round : int
         Normals drawn per round (sizes the batches of pre-drawn randomness).
+    draw_chunks : callable or None
+        ``draw_chunks(policy_seed, n_rounds, dim, chunk)``: an iterator over the same
+        randomness a chunk of rounds at a time, ``(init, sel (n, ·), steps (n, S, M, d))``
+        for rounds ``[t0, t0 + n)`` with ``n = min(chunk, n_rounds - t0)``, each chunk's
+        rows equal, bit for bit, to those rows of ``draw``'s arrays (``init`` is the same
+        array in every chunk). None: the policy's randomness cannot be drawn by chunks and
+        :func:`draw_chunks` slices one whole draw (memory then grows with the horizon).
     """
 
     piece: object
@@ -44,6 +51,7 @@ class FusedSpec:
     step_size: Callable | None = None
     gaussian: bool = False
     n_draws_per_round: int = 1
+    draw_chunks: Callable | None = None
 
 
 def thompson_noise(policy_seed, n_rounds, dim, init=True, select=True, n_steps=0, n_mc=1):
@@ -61,3 +69,41 @@ def thompson_noise(policy_seed, n_rounds, dim, init=True, select=True, n_steps=0
     steps = (rng_update.standard_normal((T, n_steps, n_mc, d)) if n_steps
              else np.zeros((T, 0, 1, d)))
     return init_noise, sel, steps
+
+
+def thompson_noise_chunks(policy_seed, n_rounds, dim, chunk, init=True, select=True,
+                          n_steps=0, n_mc=1):
+    """:func:`thompson_noise` a chunk of rounds at a time (the ``draw_chunks`` of a spec).
+
+    Yields ``(init (d,) or (0,), sel (n, d) or (n, 0), steps (n, n_steps, n_mc, d))`` for
+    rounds ``[t0, t0 + n)``, ``n = min(chunk, n_rounds - t0)``. The rows equal those of
+    :func:`thompson_noise`'s arrays bit for bit, with no extra pass: the Thompson draws are
+    the whole sampling stream, and the update stream holds the initial state then the
+    steps' normals, so each stream is consumed in the same order as by the whole draw (a
+    Generator's normals and uniforms drawn ``n`` rows at a time are the rows of one draw;
+    ``tests/test_chunked_rounds.py``). Contrast
+    :meth:`vits_ref.envs.Environment.realise_chunks`, whose two draws share one stream.
+    """
+    rng_sample, rng_update = engine_streams(policy_seed)
+    T, d = n_rounds, dim
+    init_noise = rng_update.standard_normal(d) if init else np.zeros(0)
+    for t0 in range(0, T, chunk):
+        n = min(chunk, T - t0)
+        sel = rng_sample.standard_normal((n, d)) if select else np.zeros((n, 0))
+        steps = (rng_update.standard_normal((n, n_steps, n_mc, d)) if n_steps
+                 else np.zeros((n, 0, 1, d)))
+        yield init_noise, sel, steps
+
+
+def draw_chunks(spec, policy_seed, n_rounds, dim, chunk) -> Iterator[tuple]:
+    """The run's randomness for ``spec`` by chunks of ``chunk`` rounds (see
+    :attr:`FusedSpec.draw_chunks`); a spec without ``draw_chunks`` is drawn whole and
+    sliced, which gives the same rows but does not bound the memory."""
+    if chunk < 1:
+        raise ValueError(f"chunk must be >= 1, got {chunk}")
+    if spec.draw_chunks is not None:
+        yield from spec.draw_chunks(policy_seed, n_rounds, dim, chunk)
+        return
+    init, sel, steps = spec.draw(policy_seed, n_rounds, dim)
+    for t0 in range(0, n_rounds, chunk):
+        yield init, sel[t0:t0 + chunk], steps[t0:t0 + chunk]

@@ -59,6 +59,20 @@ def _uniforms(policy_seed, n_rounds, dim):
     return np.zeros(0), rng_sample.random((n_rounds, 1)), np.zeros((n_rounds, 0, 1, dim))
 
 
+def _no_noise_chunks(policy_seed, n_rounds, dim, chunk):
+    for t0 in range(0, n_rounds, chunk):
+        n = min(chunk, n_rounds - t0)
+        yield np.zeros(0), np.zeros((n, 0)), np.zeros((n, 0, 1, dim))
+
+
+def _uniform_chunks(policy_seed, n_rounds, dim, chunk):
+    # the uniforms are the whole sampling stream: n rows at a time are the rows of one draw
+    rng_sample, _ = engine_streams(policy_seed)
+    for t0 in range(0, n_rounds, chunk):
+        n = min(chunk, n_rounds - t0)
+        yield np.zeros(0), rng_sample.random((n, 1)), np.zeros((n, 0, 1, dim))
+
+
 class ThompsonSampling:
     """Thompson sampling: play ``argmax_a x_a theta`` for one draw ``theta`` of the engine.
 
@@ -179,7 +193,7 @@ class LinUCB:
     def fused(self, kl=False):
         """The fused loop's spec (:data:`vits_ref.kernels.linucb.PIECE`)."""
         return FusedSpec(piece=klinucb.PIECE, params=(self.alpha, self.lam),
-                         draw=_no_noise)
+                         draw=_no_noise, draw_chunks=_no_noise_chunks)
 
     def __repr__(self):
         return f"LinUCB(dim={self.dim}, alpha={self.alpha!r}, lam={self.lam!r})"
@@ -222,7 +236,8 @@ class RandomPolicy:
 
     def fused(self, kl=False):
         """The fused loop's spec (:data:`vits_ref.kernels.bandit.RANDOM`)."""
-        return FusedSpec(piece=kbandit.RANDOM, params=(0.0,), draw=_uniforms)
+        return FusedSpec(piece=kbandit.RANDOM, params=(0.0,), draw=_uniforms,
+                         draw_chunks=_uniform_chunks)
 
     def __repr__(self):
         return f"RandomPolicy(dim={self.dim})"

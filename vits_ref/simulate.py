@@ -26,6 +26,7 @@ from ._seeding import child
 from .drivers import cpu
 from .envs import Environment
 from .errors import DivergenceError
+from .fused import draw_chunks
 from .inference import VITS, Langevin, LinTS
 from .inference.base import GaussianEngine
 from .policies import LinUCB, RandomPolicy, ThompsonSampling
@@ -333,6 +334,10 @@ def _realise(env, run_seed, n_rounds):
     beyond :data:`vits_ref._validate.MAX_ABS_DATA` (whose squares overflow the
     statistics, silently in the fused loop) raise a ValueError before the run."""
     real = env.realise(n_rounds, np.random.Generator(np.random.PCG64(child(run_seed, 0))))
+    return _checked(env, real)
+
+
+def _checked(env, real):
     for name, arr in (("contexts", real.contexts), ("rewards", real.rewards)):
         try:
             val.bounded_data(arr, name)
@@ -340,6 +345,14 @@ def _realise(env, run_seed, n_rounds):
             raise ValueError(f"the environment {env!r} drew {err}: its scale is too large "
                              f"for the sufficient statistics") from None
     return real
+
+
+def _realise_chunks(env, run_seed, n_rounds, chunk):
+    """:func:`_realise` by chunks of rounds (:meth:`vits_ref.envs.Environment.realise_chunks`:
+    the same rows, bit for bit), each chunk checked as :func:`_realise` checks the run."""
+    rng = np.random.Generator(np.random.PCG64(child(run_seed, 0)))
+    for real in env.realise_chunks(n_rounds, rng, chunk):
+        yield _checked(env, real)
 
 
 def _python_job(job):
@@ -380,40 +393,97 @@ def _run_python(pol, real, kl_rounds, regret, arms, kl, run, gaussian):
             nk += 1
 
 
+def _bytes_per_round(spec, d, K):
+    """Bytes of realisation and randomness one run holds per round in the fused loop:
+    contexts (K, d), means and rewards (K,), the policy's normals."""
+    return 8 * (K * (d + 2) + d * spec.n_draws_per_round)
+
+
+def _fused_plan(n_runs, T, per_round, n_threads):
+    """``(batch, chunk)``: runs per batch and rounds per chunk whose pre-drawn randomness,
+    ``batch * chunk * per_round`` bytes, stays within :data:`_MEMORY_BUDGET` (unless one
+    round of ``n_threads`` runs exceeds it). Whole runs when they fit (as many as fit, so
+    nothing is drawn twice); else a batch of ``n_threads`` runs (every thread busy) and the
+    chunk of rounds that fits. Results do not depend on the plan."""
+    whole = _MEMORY_BUDGET // (T * per_round)
+    if whole >= min(n_runs, n_threads):
+        return int(min(n_runs, max(1, whole))), T
+    batch = min(n_runs, n_threads)
+    return batch, int(min(T, max(1, _MEMORY_BUDGET // (batch * per_round))))
+
+
 def _run_fused(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, arms, kl,
                n_threads, progress, first_run=0):
     """The fused runs ``first_run, ..., first_run + n_runs - 1`` into rows ``0..n_runs-1``
-    of ``regret``, ``arms``, ``kl``."""
-    # size a batch so that the pre-drawn randomness stays within the memory budget
+    of ``regret``, ``arms``, ``kl``, by batches of runs and chunks of rounds sized by
+    :data:`_MEMORY_BUDGET` (:func:`_fused_plan`), so the memory does not grow with the
+    horizon; the chunks are bit-identical to one whole draw (:func:`_fused_batch`)."""
     first = env_for(child(root, first_run))
     d, K = first.dim, first.n_arms
-    per_run = 8 * (T * K * (d + 2) + T * d * spec.n_draws_per_round)
-    batch = int(max(1, min(n_runs, _MEMORY_BUDGET // per_run)))
     old_threads = numba.get_num_threads()
     if n_threads is not None:
         numba.set_num_threads(n_threads)
     try:
+        batch, chunk = _fused_plan(n_runs, T, _bytes_per_round(spec, d, K),
+                                   numba.get_num_threads())
         for lo in range(0, n_runs, batch):
             hi = min(n_runs, lo + batch)
-            reals, noises = [], []
-            for r in range(lo, hi):
-                run_seed = child(root, first_run + r)
-                e = env_for(run_seed)
-                reals.append(_realise(e, run_seed, T))
-                noises.append(draw_policy_noise(spec, child(run_seed, 1), T, d))
-            status = np.zeros(hi - lo, dtype=np.int64)
-            cpu.bandit_runs(spec.piece)(
-                spec.params, np.stack([x.contexts for x in reals]),
-                np.stack([x.means for x in reals]), np.stack([x.rewards for x in reals]),
-                np.stack([n[0] for n in noises]), np.stack([n[1] for n in noises]),
-                np.stack([n[2] for n in noises]), kl_rounds, regret[lo:hi], arms[lo:hi],
-                kl[lo:hi], status)
-            bad = np.flatnonzero(status)
-            if bad.size:
-                r, rnd = first_run + lo + int(bad[0]), int(status[bad[0]])
-                h = spec.step_size(rnd) if spec.step_size is not None else None
-                raise DivergenceError(_policy_name(policy), rnd, h, run=r)
+            seeds = [child(root, first_run + r) for r in range(lo, hi)]
+            _fused_batch(spec, _policy_name(policy), [env_for(s) for s in seeds], seeds, T,
+                         chunk, kl_rounds, regret[lo:hi], arms[lo:hi], kl[lo:hi],
+                         first_run + lo)
             if progress:
                 progress(hi, n_runs)
     finally:
         numba.set_num_threads(old_threads)
+
+
+def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms, kl,
+                 first_index, on_chunk=None):
+    """A batch of fused runs, ``chunk`` rounds at a time.
+
+    Each run's realisation (:func:`_realise_chunks`) and policy randomness
+    (:func:`vits_ref.fused.draw_chunks`) are drawn a chunk at a time from the same streams
+    as one whole draw, and :func:`vits_ref.drivers.cpu.bandit_rounds` runs the chunk's
+    rounds, the runs' state buffers carrying the state between chunks, so the results
+    equal those of whole-horizon runs bit for bit. ``regret``, ``arms`` (R, T) and ``kl``
+    (R, n_kl) are written in place; ``on_chunk(t1, bufs, contexts)``, if given, is called
+    after rounds ``[t0, t1)`` with the state buffers (R, state_size) and the chunk's
+    contexts (R, n, K, d) (the soak reads the state there). Raises DivergenceError naming
+    run ``first_index + r``.
+    """
+    R = len(run_seeds)
+    d, K = envs[0].dim, envs[0].n_arms
+    reals = [_realise_chunks(e, s, T, chunk) for e, s in zip(envs, run_seeds, strict=True)]
+    noises = [draw_chunks(spec, child(s, 1), T, d, chunk) for s in run_seeds]
+    rounds = cpu.bandit_rounds(spec.piece)
+    status = np.zeros(R, dtype=np.int64)
+    bufs = None
+    for t0 in range(0, T, chunk):
+        n = min(chunk, T - t0)
+        # fill the batch's arrays run by run, so only one run's chunk is held twice
+        contexts = np.empty((R, n, K, d))
+        means, rewards = np.empty((R, n, K)), np.empty((R, n, K))
+        init, sel, steps = [], None, None
+        for i in range(R):
+            real = next(reals[i])
+            contexts[i], means[i], rewards[i] = real.contexts, real.means, real.rewards
+            del real
+            ini, se, st = next(noises[i])
+            if sel is None:
+                sel = np.empty((R,) + se.shape)
+                steps = np.empty((R,) + st.shape)
+            init.append(ini)
+            sel[i], steps[i] = se, st
+        if bufs is None:
+            bufs = np.empty((R, spec.piece.state_size(d, K, steps.shape[3])))
+        rounds(spec.params, bufs, t0, contexts, means, rewards, np.stack(init), sel, steps,
+               kl_rounds, regret, arms, kl, status)
+        bad = np.flatnonzero(status)
+        if bad.size:
+            r, rnd = first_index + int(bad[0]), int(status[bad[0]])
+            h = spec.step_size(rnd) if spec.step_size is not None else None
+            raise DivergenceError(name, rnd, h, run=r)
+        if on_chunk is not None:
+            on_chunk(t0 + n, bufs, contexts)
+        del contexts, means, rewards, sel, steps

@@ -14,7 +14,7 @@ import numpy as np
 from numba import prange
 
 from ..config import cpu_jit
-from ..kernels.bandit import make_bandit_run
+from ..kernels.bandit import make_bandit_rounds, make_bandit_run
 from ..kernels.langevin import make_langevin_steps
 from ..kernels.linalg import chol_rank1_update
 from ..kernels.lints import lints_draw
@@ -210,6 +210,34 @@ def bandit_runs(piece):
             kl_rounds, regret, arms, kl_out, status)
 
     return call
+
+
+@functools.cache
+def bandit_rounds(piece):
+    """``run(params, bufs, t0, contexts, ..., kl_out, status)``: rounds ``[t0, t0 + n)`` of
+    independent runs, ``prange`` over the runs (:func:`vits_ref.kernels.bandit.make_bandit_rounds`).
+
+    ``bufs`` (R, ``piece.state_size(d, K, M)``) are the runs' state buffers, kept by the
+    caller between calls (initialised by the call with ``t0 == 0``); ``contexts`` (R, n, K,
+    d), ``means``, ``rewards`` (R, n, K), ``sel_noise`` (R, n, ·), ``step_noise`` (R, n, S,
+    M, d) the chunk's rows; ``init_noise`` (R, ·); ``regret``, ``arms`` (R, T) and
+    ``kl_out`` (R, n_kl) the whole runs' outputs, written at the global rounds; ``status``
+    (R,) set to each run's status for the chunk. Each run is computed by one thread from its
+    own arrays, so the results depend neither on the number of threads nor on the chunks.
+    """
+    body = make_bandit_rounds(piece)
+    fp = piece.fingerprint  # in the closure: Numba's cache key follows the bodies
+
+    @cpu_jit(parallel=True)
+    def run(params, bufs, t0, contexts, means, rewards, init_noise, sel_noise, step_noise,
+            kl_rounds, regret, arms, kl_out, status):
+        _ = fp
+        for r in prange(contexts.shape[0]):
+            status[r] = body(params, bufs[r], t0, contexts[r], means[r], rewards[r],
+                             init_noise[r], sel_noise[r], step_noise[r], kl_rounds, regret[r],
+                             arms[r], kl_out[r])
+
+    return run
 
 
 # --------------------------------------------------------------------------- Gaussian targets

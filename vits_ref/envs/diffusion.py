@@ -299,16 +299,40 @@ class PriorBandit(Environment):
             return np.broadcast_to(self.arm_set, (T,) + self.arm_set.shape).copy()
         if self.pool is None:
             return _unit_ball((T, self.n_arms), self.dim, rng)
+        return self.pool[self._pool_rows(rng, T)]
+
+    def _context_draws(self):
+        # in stream order, each chunk-safe (Environment.realise_chunks): nothing (fixed
+        # arms); the ball's directions then radii; the pool's keys, one row a round
+        K, d = self.n_arms, self.dim
+        if self.arm_set is not None:
+            return ()
+        if self.pool is None:
+            return (lambda rng, n: rng.standard_normal((n, K, d)),
+                    lambda rng, n: rng.random((n, K, 1)))
+        return (self._pool_rows,)
+
+    def _pool_rows(self, rng, n):
         # K distinct pool rows per round: the K smallest of uniform keys (argpartition),
-        # in chunks of rounds that keep the keys under ~16 MB
+        # in chunks of rounds that keep the keys under ~16 MB; the keys are row-major
+        # uniforms, so the inner chunks do not change the draws
         P = self.pool.shape[0]
-        idx = np.empty((T, self.n_arms), dtype=np.int64)
+        idx = np.empty((n, self.n_arms), dtype=np.int64)
         chunk = max(1, 2_000_000 // P)
-        for lo in range(0, T, chunk):
-            hi = min(T, lo + chunk)
+        for lo in range(0, n, chunk):
+            hi = min(n, lo + chunk)
             keys = rng.random((hi - lo, P))
             idx[lo:hi] = np.argpartition(keys, self.n_arms - 1, axis=1)[:, :self.n_arms]
-        return self.pool[idx]
+        return idx
+
+    def _contexts_from(self, parts, n):
+        if self.arm_set is not None:
+            return np.broadcast_to(self.arm_set, (n,) + self.arm_set.shape).copy()
+        if self.pool is None:
+            g, u = parts
+            g = g / np.linalg.norm(g, axis=-1, keepdims=True)
+            return g * u ** (1.0 / self.dim)
+        return self.pool[parts[0]]
 
     def prior_samples(self, n, rng=None):
         """``n`` draws of the true prior, shape (n, d): the training samples of a learned

@@ -21,7 +21,7 @@ bimodal and overlap arm 0's.
 import numpy as np
 
 from .. import _validate as val
-from .base import Environment
+from .base import Environment, Realisation
 
 __all__ = ["SCENARIOS", "MixtureEnvironment", "vts_scenario"]
 
@@ -84,20 +84,25 @@ class MixtureEnvironment(Environment):
 
     def realise(self, n_rounds, rng=None):
         """One run: contexts (T, A, d) (the shared context on every row), means, rewards."""
-        from .base import Realisation
-
         T = val.positive_int(n_rounds, "n_rounds")
         rng = val.as_generator(rng, "rng")
+        return self._assemble([draw(rng, T) for draw in self._draws()], T)
+
+    def _draws(self):
+        # realise's three draws in stream order, each chunk-safe (Environment.realise_chunks)
         A, K, d = self.coefs.shape
-        x = rng.random((T, d))
-        u = rng.random((T, A))
-        eps = rng.standard_normal((T, A))
+        return (lambda rng, n: rng.random((n, d)), lambda rng, n: rng.random((n, A)),
+                lambda rng, n: rng.standard_normal((n, A)))
+
+    def _assemble(self, parts, n):
+        x, u, eps = parts
+        A, K, d = self.coefs.shape
         cum = np.cumsum(self.weights, axis=1)
-        z = np.minimum((u[:, :, None] >= cum[None, :, :]).sum(axis=2), K - 1)  # (T, A)
+        z = np.minimum((u[:, :, None] >= cum[None, :, :]).sum(axis=2), K - 1)  # (n, A)
         arms = np.arange(A)
-        w = self.coefs[arms[None, :], z]                                      # (T, A, d)
+        w = self.coefs[arms[None, :], z]                                      # (n, A, d)
         rewards = np.einsum("td,tad->ta", x, w) + self.noise_sd[arms[None, :], z] * eps
-        contexts = np.broadcast_to(x[:, None, :], (T, A, d)).copy()
+        contexts = np.broadcast_to(x[:, None, :], (n, A, d)).copy()
         return Realisation(contexts, self.expected_reward(contexts), rewards)
 
     def _params(self):

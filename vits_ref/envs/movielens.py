@@ -174,6 +174,15 @@ class MovieLensEnvironment(Environment):
         return np.ascontiguousarray(np.broadcast_to(x[:, None, :], (T, self.n_arms,
                                                                     self.dim)))
 
+    def _context_draws(self):
+        n_users = self.n_users
+        return (lambda rng, n: rng.integers(n_users, size=n),)
+
+    def _contexts_from(self, parts, n):
+        x = self.user_vectors[parts[0]]
+        return np.ascontiguousarray(np.broadcast_to(x[:, None, :], (n, self.n_arms,
+                                                                    self.dim)))
+
     def _params(self):
         return {"path": self.path, "n_movies": self.n_arms, "reward": self.reward,
                 "rank": self.dim, "noise_scale": self.noise_scale, "lam": self.lam,

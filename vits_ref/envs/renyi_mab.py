@@ -88,6 +88,29 @@ class MixtureArms(Environment):
             out[:, a] = self._means[a][comp] + self._sds[a][comp] * rng.standard_normal(T)
         return out
 
+    def _context_draws(self):
+        return ()  # constant contexts
+
+    def _contexts_from(self, parts, n):
+        return self._contexts(n, None)
+
+    def _reward_draws(self):
+        # _rewards' 2K draws in stream order (arm by arm: components, then normals), each
+        # chunk-safe: ``choice`` with ``p`` is a search of row-major uniforms
+        out = []
+        for w in self._weights:
+            out.append(lambda rng, n, w=w: rng.choice(w.size, size=n, p=w))
+            out.append(lambda rng, n: rng.standard_normal(n))
+        return tuple(out)
+
+    def _rewards_from(self, means, parts):
+        T, K = means.shape
+        out = np.empty((T, K))
+        for a in range(K):
+            comp = parts[2 * a]
+            out[:, a] = self._means[a][comp] + self._sds[a][comp] * parts[2 * a + 1]
+        return out
+
     def _params(self):
         return {"arms": self.arms, "seed": self.seed}
 

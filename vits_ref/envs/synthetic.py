@@ -52,6 +52,17 @@ class PoolEnvironment(Environment):
         idx = rng.integers(self.pool_size, size=(T, self.n_arms))
         return self.pool[idx] + self.zeta * rng.standard_normal((T, self.n_arms, self.dim))
 
+    def _context_draws(self):
+        # two draws in stream order (all the indices, then all the perturbations), each
+        # chunk-safe: Environment.realise_chunks
+        P, K, d = self.pool_size, self.n_arms, self.dim
+        return (lambda rng, n: rng.integers(P, size=(n, K)),
+                lambda rng, n: rng.standard_normal((n, K, d)))
+
+    def _contexts_from(self, parts, n):
+        idx, noise = parts
+        return self.pool[idx] + self.zeta * noise
+
     def _params(self):
         return {"dim": self.dim, "n_arms": self.n_arms, "zeta": self.zeta,
                 "reward": self.reward, "pool_size": self.pool_size, "seed": self.seed}
@@ -86,6 +97,12 @@ class HardInstance(Environment):
 
     def _contexts(self, T, rng):
         return np.broadcast_to(self.arms, (T,) + self.arms.shape).copy()
+
+    def _context_draws(self):
+        return ()  # the same arms every round: nothing drawn
+
+    def _contexts_from(self, parts, n):
+        return self._contexts(n, None)
 
     def _params(self):
         return {"dim": self.dim, "n_arms": self.n_arms, "reward": self.reward,

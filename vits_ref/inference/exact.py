@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..drivers import cpu
-from ..fused import FusedSpec, thompson_noise
+from ..fused import FusedSpec, thompson_noise, thompson_noise_chunks
 from ..kernels import lints as klints
 from .base import GaussianEngine
 
@@ -78,6 +78,7 @@ class LinTS(GaussianEngine):
         return FusedSpec(
             piece=klints.PIECE, params=(self.eta, self.lam, bool(kl)),
             draw=lambda seed, T, d: thompson_noise(seed, T, d, init=False),
+            draw_chunks=lambda seed, T, d, c: thompson_noise_chunks(seed, T, d, c, init=False),
             gaussian=True)
 
     @property

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _validate as val
 from ..drivers import cpu
-from ..fused import FusedSpec, thompson_noise
+from ..fused import FusedSpec, thompson_noise, thompson_noise_chunks
 from ..kernels import langevin as klangevin
 from ..schedules import schedule_code, step_size
 from .base import Engine
@@ -89,6 +89,8 @@ class Langevin(Engine):
         return FusedSpec(
             piece=klangevin.PIECE, params=(code, self.eta, self.lam, self.step_size),
             draw=lambda seed, T, d: thompson_noise(seed, T, d, select=False, n_steps=S),
+            draw_chunks=lambda seed, T, d, c: thompson_noise_chunks(seed, T, d, c,
+                                                                    select=False, n_steps=S),
             step_size=lambda rnd: step_size(sched, h0, eta, rnd), n_draws_per_round=S)
 
     def _refit(self, features, rewards):

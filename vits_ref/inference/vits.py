@@ -10,7 +10,7 @@ import numpy as np
 from .. import _validate as val
 from ..drivers import cpu
 from ..errors import DivergenceError
-from ..fused import FusedSpec, thompson_noise
+from ..fused import FusedSpec, thompson_noise, thompson_noise_chunks
 from ..kernels import vits as kvits
 from ..kernels.vits import VARIANT_HF, VARIANT_HF_CV, VARIANT_I, VARIANT_II
 from ..schedules import (
@@ -211,6 +211,8 @@ class VITS(GaussianEngine):
             params=(self.variant_code, self.symmetrize, code, self.eta, self.lam,
                     self.step_size, self.cov_step_size),
             draw=lambda seed, T, d: thompson_noise(seed, T, d, n_steps=S, n_mc=M),
+            draw_chunks=lambda seed, T, d, c: thompson_noise_chunks(seed, T, d, c,
+                                                                    n_steps=S, n_mc=M),
             step_size=lambda rnd: step_size(sched, h0, eta, rnd),
             gaussian=True, n_draws_per_round=1 + S * M)
 
