@@ -17,6 +17,10 @@ EXTRAS = {
     # numba-cuda <= 0.30.4's CUDA target uses np.row_stack, which numpy 2.5 removed
     # (vits_ref.config.check_cuda_stack names the fix when the pair is broken)
     "cuda": ["numba-cuda[cu12]>=0.20", "numpy<2.5"],
+    # the documentation site (docs/conf.py): python -m sphinx -W --keep-going -b html docs
+    # build/docs/html; myst-nb executes the notebooks, hence ipykernel and matplotlib
+    "docs": ["sphinx>=7.3", "numpydoc>=1.7", "myst-nb>=1.1", "pydata-sphinx-theme>=0.15",
+             "ipykernel>=6", "matplotlib>=3.7"],
 }
 
 setup(
