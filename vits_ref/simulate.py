@@ -394,9 +394,10 @@ def _run_python(pol, real, kl_rounds, regret, arms, kl, run, gaussian):
 
 
 def _bytes_per_round(spec, d, K):
-    """Bytes of realisation and randomness one run holds per round in the fused loop:
-    contexts (K, d), means and rewards (K,), the policy's normals."""
-    return 8 * (K * (d + 2) + d * spec.n_draws_per_round)
+    """Bytes one run holds per round of a chunk in the fused loop: the batch's contexts
+    (K, d), means and rewards (K,) and the policy's normals, plus the chunk being drawn
+    (about two more copies of the contexts while an environment builds them)."""
+    return 8 * (3 * K * (d + 1) + d * spec.n_draws_per_round)
 
 
 def _fused_plan(n_runs, T, per_round, n_threads):
@@ -461,24 +462,31 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
     bufs = None
     for t0 in range(0, T, chunk):
         n = min(chunk, T - t0)
-        # fill the batch's arrays run by run, so only one run's chunk is held twice
-        contexts = np.empty((R, n, K, d))
-        means, rewards = np.empty((R, n, K)), np.empty((R, n, K))
-        init, sel, steps = [], None, None
-        for i in range(R):
-            real = next(reals[i])
-            contexts[i], means[i], rewards[i] = real.contexts, real.means, real.rewards
+        if R == 1:  # the chunk's arrays themselves
+            real = next(reals[0])
+            contexts, means, rewards = (np.ascontiguousarray(a)[None] for a in
+                                        (real.contexts, real.means, real.rewards))
+            init, sel, steps = (np.ascontiguousarray(a)[None] for a in next(noises[0]))
             del real
-            ini, se, st = next(noises[i])
-            if sel is None:
-                sel = np.empty((R,) + se.shape)
-                steps = np.empty((R,) + st.shape)
-            init.append(ini)
-            sel[i], steps[i] = se, st
+        else:  # filled run by run, so only one run's chunk is held twice
+            contexts = np.empty((R, n, K, d))
+            means, rewards = np.empty((R, n, K)), np.empty((R, n, K))
+            init, sel, steps = [], None, None
+            for i in range(R):
+                real = next(reals[i])
+                contexts[i], means[i], rewards[i] = real.contexts, real.means, real.rewards
+                del real
+                ini, se, st = next(noises[i])
+                if sel is None:
+                    sel = np.empty((R,) + se.shape)
+                    steps = np.empty((R,) + st.shape)
+                init.append(ini)
+                sel[i], steps[i] = se, st
+            init = np.stack(init)
         if bufs is None:
             bufs = np.empty((R, spec.piece.state_size(d, K, steps.shape[3])))
-        rounds(spec.params, bufs, t0, contexts, means, rewards, np.stack(init), sel, steps,
-               kl_rounds, regret, arms, kl, status)
+        rounds(spec.params, bufs, t0, contexts, means, rewards, init, sel, steps, kl_rounds,
+               regret, arms, kl, status)
         bad = np.flatnonzero(status)
         if bad.size:
             r, rnd = first_index + int(bad[0]), int(status[bad[0]])
@@ -486,4 +494,4 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
             raise DivergenceError(name, rnd, h, run=r)
         if on_chunk is not None:
             on_chunk(t0 + n, bufs, contexts)
-        del contexts, means, rewards, sel, steps
+        del contexts, means, rewards, init, sel, steps

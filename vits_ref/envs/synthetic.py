@@ -60,8 +60,11 @@ class PoolEnvironment(Environment):
                 lambda rng, n: rng.standard_normal((n, K, d)))
 
     def _contexts_from(self, parts, n):
+        # in place: the same sum as _contexts (addition commutes exactly), one copy less
         idx, noise = parts
-        return self.pool[idx] + self.zeta * noise
+        noise *= self.zeta
+        noise += self.pool[idx]
+        return noise
 
     def _params(self):
         return {"dim": self.dim, "n_arms": self.n_arms, "zeta": self.zeta,
