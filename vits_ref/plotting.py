@@ -143,3 +143,24 @@ def arm_fractions(panels, path, title=None,
         fig.suptitle(title)
     save(fig, path)
     return fig
+
+
+# -- notes for other kinds of bands and bars ------------------------------------------------
+
+def quartile_note(over="runs"):
+    """The legend entry of a band from the 25% to the 75% quantile (not a standard error)
+    over ``over`` (e.g. ``"seeds"``)."""
+    return f"shaded band: 25%-75% quantiles over {over}"
+
+
+#: The legend label of error bars of +-1.96 standard errors (a normal 95% interval).
+CI95_BARS = "mean, error bars \u00b11.96 standard errors over runs (95%)"
+
+
+def has_band(curves):
+    """Whether any standard error of ``{label: (mean, stderr)}`` is finite (one run has
+    none: its standard error is NaN and no band is drawn, so none should be explained)."""
+    import numpy as np
+
+    return any(np.isfinite(np.asarray(se, dtype=float)).any() for _, se in curves.values())
+

@@ -177,12 +177,13 @@ def prior_and_regret_figure(scatter, curves, path, title=None, labels=("true pri
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from ...plotting import band, save
+    from ...plotting import BAND_NOTE, band, has_band, outside_legend, save
 
     panels = list(curves)
     n = len(panels)
     fig = Figure(figsize=(3.6 * n, 7.0))
     FigureCanvasAgg(fig)
+    top, bottom = [], []
     for j, panel in enumerate(panels):
         ax = fig.add_subplot(2, n, j + 1)
         if panel in scatter:
@@ -193,17 +194,24 @@ def prior_and_regret_figure(scatter, curves, path, title=None, labels=("true pri
                        label=labels[1])
             ax.set_aspect("equal", adjustable="datalim")
         ax.set_title(panel)
-        if j == 0:
-            ax.legend(fontsize=7, markerscale=3)
+        top.append(ax)
         ax2 = fig.add_subplot(2, n, n + j + 1)
+        bottom.append(ax2)
         for label, (mean, se) in curves[panel].items():
             mean, se = np.asarray(mean), np.asarray(se)
             band(ax2, np.arange(1, len(mean) + 1), mean, mean - se, mean + se, label)
         ax2.set_xlabel("round n")
         if j == 0:
             ax2.set_ylabel("cumulative regret")
-            ax2.legend(fontsize=7)
         ax2.grid(alpha=0.3)
+    # one legend per row, right of its last panel (outside every data area); the regret
+    # bands are +-1 standard error over runs (none with one run)
+    legend = outside_legend(top, fontsize=7)
+    if legend is not None:
+        for h in legend.legend_handles:  # the scatter's 3-point markers, made visible
+            h.set_sizes([20.0])
+    outside_legend(bottom, fontsize=7, band_note=BAND_NOTE if any(
+        has_band(c) for c in curves.values()) else None)
     if title:
         fig.suptitle(title)
     save(fig, path)
@@ -317,6 +325,8 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
             if on_result is not None:
                 on_result(panel, label, res)
             mean, se = res.mean_and_stderr()
+            if runs == 1:  # a standard error of one run is undefined, not 0: NaN (null in
+                se = np.full_like(mean, np.nan)  # the JSON, "n/a" in the table, no band)
             rows.append({"panel": panel, "method": label, "mean": mean, "stderr": se})
             curves[panel][label] = (mean, se)
             summary.append({**info, "panel": panel, "method": label,

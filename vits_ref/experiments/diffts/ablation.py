@@ -189,7 +189,7 @@ def _linear_fit(x, y):
 
 
 def _figure(result, path):
-    from ...plotting import figure, save
+    from ...plotting import CI95_BARS, figure, outside_legend, save
 
     fig, (a, b, c) = figure(3, width=4.5, height=3.6)
     eT = panel_entries(result, PANEL_STAGES)
@@ -199,8 +199,11 @@ def _figure(result, path):
             (b, eT, result["stages"], stage_label, "stages T")):
         xs = [v for v in values if lab(v) in entries]
         m = np.array([entries[lab(v)]["final_regret_mean"] for v in xs])
-        s = np.array([entries[lab(v)]["final_regret_stderr"] for v in xs])
-        ax.errorbar(xs, m, yerr=1.96 * s, marker="o", capsize=3)
+        s = np.array([entries[lab(v)]["final_regret_stderr"] for v in xs], dtype=float)
+        # +-1.96 standard errors: a normal 95% interval of the mean final regret (with
+        # one run the standard error is NaN and no bar is drawn, so the label says "mean")
+        ax.errorbar(xs, m, yerr=1.96 * s, marker="o", capsize=3, color="C0",
+                    label=CI95_BARS if np.isfinite(s).any() else "mean final regret")
         ax.set_xscale("log")
         ax.set_xlabel(xl)
         ax.set_ylabel(f"regret at n = {result['rounds']}")
@@ -216,9 +219,10 @@ def _figure(result, path):
     c.set_xlabel("stages T")
     c.set_ylabel("ms per draw")
     c.grid(alpha=0.3)
-    c.legend(fontsize=8)
+    outside_legend([a, b, c])  # one legend right of the draw-time panel
     fig.suptitle(f"Seed 001 Figure 6, '{SHAPE}' ({result['runs']} runs)")
     save(fig, path)
+    return fig
 
 
 def table(result):

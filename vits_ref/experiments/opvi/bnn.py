@@ -46,7 +46,7 @@ from ...errors import DivergenceError
 from .. import _claims
 from .._common import environment_info, write_json
 from .._paired import format_difference, paired_difference
-from .mixture import model_gradient, particle_run, record_rounds
+from .mixture import model_gradient, particle_run, record_rounds, se_text
 
 NAME = "opvi-bnn"
 DESCRIPTION = ("OPVI paper (seed 003) section 5.2: BNN regression (50 hidden, 20 particles), "
@@ -177,8 +177,9 @@ def summarise(out, metric_names, runs, reference=OPVI):
             final = M[:, -1, k]
             entry[f"final_{name}"] = final.tolist()
             entry[f"final_{name}_mean"] = float(final.mean())
+            # undefined for one run: NaN (null with a note in the JSON, "n/a" in tables)
             entry[f"final_{name}_stderr"] = (float(final.std(ddof=1) / math.sqrt(runs))
-                                             if runs > 1 else None)
+                                             if runs > 1 else float("nan"))
             entry[f"{name}_mean_curve"] = M[:, :, k].mean(axis=0).tolist()
         results.append(entry)
     by = {e["method"]: e for e in results if "diverged" not in e}
@@ -220,25 +221,31 @@ def write_outputs(result, out, rec, metric_names, labels, title, progress):
 
 
 def plot_curves(result, metric_names, labels, path, title):
-    from ...plotting import band, figure, save
+    """The mean curves with bands of +-1 standard error over runs (none for one run),
+    one panel per metric, one legend right of the last panel; returns the Figure."""
+    from ...plotting import BAND_NOTE, band, figure, outside_legend, save
 
     fig, axes = figure(len(metric_names), width=5.0)
     rec = np.asarray(result["record_rounds"])
-    runs = result["runs"]
+    any_band = False
     for ax, name, lab in zip(axes, metric_names, labels, strict=True):
         for e in result["results"]:
             if f"{name}_mean_curve" not in e:
                 continue
-            mean = np.asarray(e[f"{name}_mean_curve"])
-            se = np.asarray(e["curve_stderr"][name]) if runs > 1 else np.zeros_like(mean)
+            mean = np.asarray(e[f"{name}_mean_curve"], dtype=float)
+            se = (e.get("curve_stderr") or {}).get(name)
+            # one run: NaN (None once read back from the JSON), and no band is drawn
+            se = np.full_like(mean, np.nan) if se is None else np.asarray(se, dtype=float)
+            any_band |= bool(np.isfinite(se).any())
             band(ax, rec, mean, mean - se, mean + se, e["method"])
         ax.set_xscale("log")
         ax.set_xlabel("round t")
         ax.set_ylabel(lab)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+    outside_legend(axes, fontsize=7, band_note=BAND_NOTE if any_band else None)
     fig.suptitle(title, fontsize=9)
     save(fig, path)
+    return fig
 
 
 def _curve_stderr(out, results, metric_names, runs):
@@ -246,8 +253,10 @@ def _curve_stderr(out, results, metric_names, runs):
         if "diverged" in e:
             continue
         M = out[e["method"]]["metrics"]
+        # one run: NaN curves (undefined), null with a note in the JSON
         e["curve_stderr"] = {name: (M[:, :, k].std(axis=0, ddof=1) / math.sqrt(runs)).tolist()
-                             if runs > 1 else None for k, name in enumerate(metric_names)}
+                             if runs > 1 else [math.nan] * M.shape[1]
+                             for k, name in enumerate(metric_names)}
 
 
 def _check(runs, rounds, n_particles, step_size, methods, known):
@@ -363,8 +372,8 @@ def table(result):
         d = e.get("paired_opvi_minus_this", {}).get("rmse")
         se_r, se_l = e["final_rmse_stderr"], e["final_ll_stderr"]
         lines.append(f"{e['method']:20s} {e['final_rmse_mean']:9.4g} "
-                     f"{'-' if se_r is None else format(se_r, '.3g'):>8} "
-                     f"{e['final_ll_mean']:9.4g} {'-' if se_l is None else format(se_l, '.3g'):>7} "
+                     f"{se_text(se_r, '.3g'):>8} "
+                     f"{e['final_ll_mean']:9.4g} {se_text(se_l, '.3g'):>7} "
                      f"{e['wall_time_s']:6.1f}   {paper:>22}   "
                      f"{format_difference(d, 4) if d else ''}")
     lines.append(result["data_note"])

@@ -45,6 +45,7 @@ from .bnn import (
     SVGD_FULL,
     _check,
     run_supervised,
+    se_text,
     summarise,
     write_outputs,
 )
@@ -169,7 +170,7 @@ def table(result):
         d = e.get("paired_opvi_minus_this", {}).get("accuracy")
         se = e["final_accuracy_stderr"]
         lines.append(f"{e['method']:20s} {e['final_accuracy_mean']:9.4f} "
-                     f"{'-' if se is None else format(se, '.4f'):>7} {e['wall_time_s']:6.1f}"
+                     f"{se_text(se, '.4f'):>7} {e['wall_time_s']:6.1f}"
                      f"   {format_difference(d, 4) if d else ''}")
     lines.append(result["data_note"])
     return "\n".join(lines)

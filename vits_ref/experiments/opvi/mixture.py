@@ -449,8 +449,9 @@ def run(runs=10, rounds=500, seed=0, out="results/opvi-mixture", progress=None,
             "energy_per_run": c.tolist(),
             "final_energy": final.tolist(),
             "final_energy_mean": float(final.mean()),
+            # undefined for one run: NaN, null in the JSON (with a note), "n/a" in tables
             "final_energy_stderr": float(final.std(ddof=1) / math.sqrt(runs)) if runs > 1
-            else None,
+            else float("nan"),
             "mode_shares_per_run": shares[m].tolist(),
             "final_mode_shares": shares[m][:, -1].tolist(),
             "final_in_hpd_mean": float(in_region[:, -1].mean()),
@@ -522,8 +523,14 @@ def _paired(result):
                                                             e["final_energy"])
 
 
+def se_text(se, spec):
+    """A standard error formatted by ``spec``, or ``"n/a"`` where it is undefined (one
+    run: NaN in memory, None once read back from the JSON)."""
+    return "n/a" if se is None or not math.isfinite(se) else format(se, spec)
+
+
 def _plot_energy(result, path):
-    from ...plotting import band, figure, save
+    from ...plotting import band, figure, outside_legend, quartile_note, save
 
     fig, (ax,) = figure(1, width=6.5)
     rec = np.asarray(result["record_rounds"])
@@ -540,8 +547,10 @@ def _plot_energy(result, path):
     ax.set_title(f"Welling-Teh mixture, N = {result['n_data']}, {result['n_particles']} "
                  f"particles, {result['runs']} runs", fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    # the bands are the runs' quartiles of the energy distance, not a standard error
+    outside_legend([ax], band_note=quartile_note("runs"))
     save(fig, path)
+    return fig
 
 
 def _plot_particles(grid, snapshots, snaps, path, sigma_x2):
@@ -589,7 +598,7 @@ def table(result):
         se = e["final_energy_stderr"]
         diff = e.get("paired_opvi_minus_this")
         lines.append(f"{e['method']:22s} {e['final_energy_mean']:8.4f} "
-                     f"{'-' if se is None else format(se, '.4f'):>7} {e['data_used_per_run']:9d} "
+                     f"{se_text(se, '.4f'):>7} {e['data_used_per_run']:9d} "
                      f"{e['both_modes_final_runs']:>4d}/{result['runs']:<5d} "
                      f"{e['wall_time_s']:6.1f}  "
                      f"{format_difference(diff, 4) if diff else ''}")

@@ -192,7 +192,7 @@ def _step_text(result, value):
 
 
 def _plot(result, path):
-    from ...plotting import band, figure, save
+    from ...plotting import band, figure, outside_legend, quartile_note, save
 
     key = _step_key(result)
     values = sorted({e[key] for e in result["results"]})
@@ -202,16 +202,20 @@ def _plot(result, path):
             es = [e for e in result["results"] if e["method"] == label and e[key] == value]
             band(ax, [e["kappa"] for e in es], [e["median_steps"] for e in es],
                  [e["q25"] for e in es], [e["q75"] for e in es], label)
-        ax.axhline(result["cap"], color="red", ls="--", lw=1, label="cap")
+        ax.axhline(result["cap"], color="red", ls="--", lw=1,
+                   label="cap (a seed not reaching eps counts as the cap)")
         ax.set_yscale("log")
         ax.set_title(f"step size {_step_text(result, value)}", fontsize=10)
         ax.set_xlabel("condition number of Sigma*")
         ax.set_ylabel(f"steps until KL <= {result['eps']:g} (median, quartiles)")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+    # one legend right of the last panel; the bands are the seeds' quartiles, not a
+    # standard error
+    outside_legend(axes, band_note=quartile_note("seeds"))
     fig.suptitle(f"d = {result['dim']}, eps = {result['eps']:g}, {result['runs']} seeds; "
                  f"{result.get('target', '')}", fontsize=9)
     save(fig, path)
+    return fig
 
 
 def table(result):

@@ -205,7 +205,7 @@ def _at_time(q, cost, t):
 
 
 def _plot(curves, costs, result, path):
-    from ...plotting import band, figure, save
+    from ...plotting import band, figure, outside_legend, quartile_note, save
 
     fig, (ax,) = figure(1, width=6.5)
     for label, q in curves.items():
@@ -220,8 +220,10 @@ def _plot(curves, costs, result, path):
                  f"{result['step_size']:g}, {result['runs']} seeds\n{result['target']}",
                  fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    # the bands are the seeds' quartiles of the KL, not a standard error
+    outside_legend([ax], band_note=quartile_note("seeds"))
     save(fig, path)
+    return fig
 
 
 def table(result):

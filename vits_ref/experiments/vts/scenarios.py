@@ -178,6 +178,8 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
                 progress(f"{panel}: {label(K)} ({runs} runs x {rounds} rounds)")
             res = simulate_vts(pol, env, rounds, runs, seed=seed, n_threads=n_threads)
             mean, se = res.mean_and_stderr()
+            if runs == 1:  # a standard error of one run is undefined, not 0: NaN (null,
+                se = np.full_like(mean, np.nan)  # "n/a" in the table, no band drawn)
             mse = res.mse()
             final_mse = res.reward_sq_error.mean(axis=1)  # (runs, arms): MSE_a(T) per run
             rows.append({"panel": panel, "method": label(K), "mean": mean, "stderr": se})
@@ -188,7 +190,7 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
                 "panel": panel, "scenario": scen, "method": label(K), "n_components": K,
                 "final_regret_mean": float(mean[-1]), "final_regret_stderr": float(se[-1]),
                 "final_regret_sd": float(res.cumulative_regret[:, -1].std(ddof=1))
-                if runs > 1 else None,
+                if runs > 1 else float("nan"),
                 "final_regrets": res.cumulative_regret[:, -1].tolist(),
                 "final_mse": final_mse.T.tolist(), "mse_final_mean": mse[-1].tolist(),
                 "optimal_arm_fraction": float((res.arms == 1).mean()),
@@ -239,7 +241,7 @@ def _write_mse_csv(path, mse_curves):
 
 def mse_panels(mse_curves, path, title=None):
     """Figure 3: one panel per scenario and arm, ``MSE_a(t)`` of every ``K`` (log scale)."""
-    from ...plotting import figure, save
+    from ...plotting import figure, outside_legend, save
 
     keys = [(panel, a) for panel, by_method in mse_curves.items()
             for a in range(next(iter(by_method.values())).shape[1])]
@@ -251,7 +253,7 @@ def mse_panels(mse_curves, path, title=None):
         ax.set_xlabel("round t")
         ax.set_ylabel("MSE of the expected reward")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+    outside_legend(axes)  # one legend right of the last panel (no bands here)
     if title:
         fig.suptitle(title)
     save(fig, path)
