@@ -227,3 +227,85 @@ def test_cuda_equals_cpu_on_gpu_full_size(name):
     got = vr.simulate(name, env, 50, 256, seed=11, kl_rounds=kl, device="cuda")
     ref = vr.simulate(name, env, 50, 256, seed=11, kl_rounds=kl)
     _assert_same(name, got.regret, got.arms, got.kl, ref)
+
+
+# --------------------------------------------------------------------------- the benchmark
+
+
+def test_bench_peak_table():
+    from vits_ref._bench import cuda as bc
+
+    assert bc.peak_fp64("NVIDIA H100 80GB HBM3")[:2] == (34.0, 67.0)  # SXM5
+    assert bc.peak_fp64("NVIDIA H100 PCIe")[:2] == (26.0, 51.0)
+    assert bc.peak_fp64("NVIDIA H200")[0] == 34.0
+    assert bc.peak_fp64("NVIDIA A100-SXM4-80GB")[0] == 9.7
+    assert bc.peak_fp64("NVIDIA GeForce RTX 4090") is None
+    # VITS-II at d = 20, 10 steps: 3 products of 2 d^3 per step = 480 000 flops (the
+    # issue's 0.5 MFLOP per round)
+    assert bc.flops_per_round("vits-ii", 20, 10) == 480_000
+    assert bc.flops_per_round("lints", 20, 0) is None
+
+
+def test_bench_says_no_gpu(monkeypatch, capsys):
+    pytest.importorskip("numba_cuda")
+    from numba import cuda
+
+    from vits_ref._bench import cuda as bc
+
+    monkeypatch.setattr(cuda, "is_available", lambda: False)
+    assert bc.main(quick=True) is None
+    assert "no CUDA GPU here" in capsys.readouterr().out
+
+
+def test_bench_under_simulator():
+    """The benchmark runs end to end on the simulator (tiny sizes, labelled), its CUDA arms
+    equal the CPU prange's and the JAX peer's (when JAX is installed)."""
+    try:
+        import numba_cuda  # noqa: F401
+    except ImportError:
+        pytest.skip("numba-cuda (the 'cuda' extra) is not installed")
+    script = ("import warnings; warnings.simplefilter('ignore')\n"
+              "from vits_ref._bench import cuda\ncuda.main()\n")
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = res.stdout
+    rows = [line for line in out.splitlines() if line.split()[:1] and
+            line.split()[0] in POLICY_NAMES]
+    assert len(rows) == len(POLICY_NAMES)
+    assert all(line.endswith("[simulator: not a timing]") for line in rows)
+    equal = out.split("CUDA vs CPU prange, fraction of equal arms: ")[1].splitlines()[0]
+    assert equal.count("1.000") == len(POLICY_NAMES), equal
+    from vits_ref._bench import jax_peer
+
+    if jax_peer.available():
+        peer = out.split("fraction of arms equal to the library's: ")[1].splitlines()[0]
+        assert peer == "lints 1.000, vits-ii 1.000"
+
+
+@pytest.mark.parametrize("name", ["vits-ii", "lints"])
+def test_jax_peer_is_the_same_algorithm(name):
+    """The peer reproduces simulate's arms and regret on simulate's draws (d = 5, K = 8,
+    16 runs x 30 rounds): any difference in the algorithm would change arms within a few
+    rounds; the rounding differences (other summation orders) flip no argmax here."""
+    from vits_ref._bench import jax_peer
+
+    if not jax_peer.available():
+        pytest.skip("JAX is not installed")
+    from vits_ref._bench.cuda import _inputs
+
+    d, k, t, r = 5, 8, 30, 16
+    env = _env(d, k)
+    spec = make_policy(name, d).fused()
+    root = np.random.SeedSequence(0)
+    C, M, W, i0, sel, st = _inputs(env, spec, r, t, d, root)
+    p = spec.params
+    if name == "vits-ii":
+        reg, arms = jax_peer.vits_ii_runs(p[3], p[4], p[5], p[6])(C, M, W, i0, sel, st)
+    else:
+        reg, arms = jax_peer.lints_runs(p[0], p[1])(C, M, W, sel)
+    ref = vr.simulate(name, env, t, r, seed=root)
+    np.testing.assert_array_equal(np.asarray(arms), ref.arms)
+    np.testing.assert_array_equal(np.asarray(reg), ref.regret)
+    assert ref.regret.sum() > 0  # not a trivial comparison

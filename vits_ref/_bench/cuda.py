@@ -1,0 +1,298 @@
+"""The GPU benchmark: rounds per second of the fused bandit loop on the CPU, on CUDA and in JAX.
+
+``main(quick=False)`` prints, in one run, for every fused policy at d = 20, K = 50 arms
+(VITS: 10 inner steps), float64:
+
+* the all-core CPU ``prange`` driver (:func:`vits_ref.drivers.cpu.bandit_runs`);
+* the numba-cuda path, one run per thread (:func:`vits_ref.drivers.cuda.bandit_runs`, what
+  ``simulate(..., device="cuda")`` launches): the whole call (host-to-device copies,
+  kernel, copies back) and the device alone (the call less the measured host-to-device
+  copy of the same inputs: an estimate);
+* the JAX peer (:mod:`vits_ref._bench.jax_peer`, vmap over runs, ``lax.scan`` over rounds
+  and steps) for VITS-II and LinTS on the same inputs, when JAX is installed, with the
+  fraction of arms equal to the library's (1.0: the same algorithm);
+* for the VITS policies, the fraction of the GPU's float64 peak the device loop reaches,
+  counting the round's d x d products only (:func:`flops_per_round`) against the FMA peak
+  of :data:`FP64_PEAK` (the tensor-core peak is printed too; the loops use no tensor core).
+
+Sizes: 16 384 runs x 50 rounds (``quick``: 2048 x 20); the CPU times a slice of the runs
+(its rounds per second do not depend on the number of runs beyond a few per thread). The
+inputs of 512 distinct runs are drawn (``simulate``'s seeding) and tiled: run ``r`` gets
+the inputs of run ``r mod 512``, the same work per run, and the host need not draw 16 384
+runs of noise. A policy whose inputs exceed :data:`BENCH_BYTES` (host) or half the free
+device memory runs on fewer runs (printed).
+
+Without numba-cuda or without a GPU it says so and returns None. Under Numba's CUDA
+simulator (``NUMBA_ENABLE_CUDASIM=1``) it runs 2 runs x 3 rounds at d = 3, K = 4, every
+line labelled "simulator: not a timing" (a check that the benchmark runs, for CI).
+
+Run with ``python -m vits_ref bench --device cuda`` or::
+
+    python -c "from vits_ref._bench import cuda; cuda.main()"
+"""
+
+import time
+
+import numpy as np
+
+#: Documented float64 peaks in TFLOP/s: ``(FMA (CUDA cores), tensor core, source)``, matched
+#: by substring of the device name (first match). Sources: NVIDIA H100 Tensor Core GPU
+#: datasheet (SXM5: 34 / 67; PCIe: 26 / 51; NVL: 30 / 60), NVIDIA H200 Tensor Core GPU
+#: datasheet (34 / 67), NVIDIA A100 Tensor Core GPU datasheet (9.7 / 19.5), NVIDIA V100
+#: datasheet (SXM2 7.8, PCIe 7; no FP64 tensor core).
+FP64_PEAK = (
+    ("H100 PCIe", (26.0, 51.0, "NVIDIA H100 datasheet, PCIe")),
+    ("H100 NVL", (30.0, 60.0, "NVIDIA H100 datasheet, NVL")),
+    ("H100", (34.0, 67.0, "NVIDIA H100 datasheet, SXM5")),
+    ("H200", (34.0, 67.0, "NVIDIA H200 datasheet")),
+    ("A100", (9.7, 19.5, "NVIDIA A100 datasheet")),
+    ("V100S", (8.2, None, "NVIDIA V100S datasheet")),
+    ("V100", (7.8, None, "NVIDIA V100 datasheet, SXM2")),
+)
+
+#: d x d products per inner step (2 d^3 flops each) that dominate a VITS round: VITS-I
+#: ``A B`` and the Gauss-Jordan inverse (~2 d^3); VITS-II ``(eta V) B``, ``C^T C``,
+#: ``C (C^T C - A)``; Hessian-free with M = 20 >= d draws: also ``Z = eps B^T``,
+#: ``Z^T G``, ``(C^T C) D`` (2 M d^2 each, counted as 2 d^3 at M = d).
+PRODUCTS_PER_STEP = {"vits-i": 2, "vits-ii": 3, "vits-hf": 6, "vits-hf-sym": 6,
+                     "vits-hf-cv": 6}
+
+#: Host bytes of (tiled) inputs one policy may hold.
+BENCH_BYTES = 24 * 2 ** 30
+N_UNIQUE = 512
+FULL = {"d": 20, "K": 50, "R": 16384, "T": 50, "repeats": 3}
+QUICK = {"d": 20, "K": 50, "R": 2048, "T": 20, "repeats": 3}
+SIMULATOR = {"d": 3, "K": 4, "R": 2, "T": 3, "repeats": 1}
+SIM_LABEL = "simulator: not a timing"
+
+
+def peak_fp64(name):
+    """``(fma, tensor, source)`` TFLOP/s for a device name, or None when not documented."""
+    for key, peak in FP64_PEAK:
+        if key.lower() in name.lower():
+            return peak
+    return None
+
+
+def flops_per_round(policy, d, n_steps=10):
+    """Float64 flops of a VITS round's d x d products (:data:`PRODUCTS_PER_STEP`), else None."""
+    p = PRODUCTS_PER_STEP.get(policy)
+    return None if p is None else n_steps * p * 2 * d ** 3
+
+
+def device_mode():
+    """``("gpu" | "simulator" | None, text)``: what this machine can run."""
+    import importlib.util
+
+    if importlib.util.find_spec("numba_cuda") is None:
+        return None, ("numba-cuda is not installed (pip install 'vits_ref[cuda]'): no CUDA "
+                      "figures on this machine")
+    from .._cuda_simulate import simulator_enabled
+
+    if simulator_enabled():
+        return "simulator", "Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1): " + SIM_LABEL
+    from numba import cuda
+
+    try:
+        ok = cuda.is_available()
+    except Exception:  # a broken driver: no GPU either
+        ok = False
+    if not ok:
+        return None, ("no CUDA GPU here (numba.cuda.is_available() is False): nothing to "
+                      "measure; run this on a machine with an NVIDIA GPU")
+    name = cuda.get_current_device().name
+    return "gpu", name.decode() if isinstance(name, bytes) else str(name)
+
+
+def _inputs(env, spec, R, T, d, root):
+    """The runs' stacked inputs, ``N_UNIQUE`` distinct runs tiled to ``R``."""
+    from .._cuda_simulate import _realise
+    from .._seeding import child
+
+    n = min(R, N_UNIQUE)
+    reals, noises = [], []
+    for r in range(n):
+        run_seed = child(root, r)
+        reals.append(_realise(env, run_seed, T))
+        noises.append(spec.draw(child(run_seed, 1), T, d))
+    arrays = [np.stack([getattr(x, f) for x in reals]) for f in ("contexts", "means",
+                                                                 "rewards")]
+    arrays += [np.stack([x[i] for x in noises]) for i in range(3)]
+    idx = np.arange(R) % n
+    return [np.ascontiguousarray(a[idx]) for a in arrays]
+
+
+def _median(fn, repeats):
+    times = []
+    out = None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), out
+
+
+def _rate(x):
+    if x is None:
+        return "-"
+    return f"{x / 1e6:8.3f} M" if x >= 1e5 else f"{x:10.0f}"
+
+
+def measure(name, env, sizes, mode, root, cpu_runs=None):
+    """One policy's row: rounds/s of the CPU prange, the CUDA call, the device estimate and
+    the JAX peer (dict; None where not measured)."""
+    import numba
+
+    from .. import _cuda_simulate
+    from ..drivers import cpu
+    from ..drivers import cuda as dcuda
+    from ..simulate import make_policy
+    from . import jax_peer
+
+    d, K, T = sizes["d"], sizes["K"], sizes["T"]
+    spec = make_policy(name, d).fused()
+    per_run = _cuda_simulate.bytes_per_run(spec, T, d, K)
+    free = _cuda_simulate._free_device_bytes() if mode == "gpu" else None
+    R = min(sizes["R"], max(1, BENCH_BYTES // per_run))
+    if free is not None:
+        R = min(R, max(1, int(0.5 * free) // per_run))
+    C, M, W, i0, sel, st = _inputs(env, spec, R, T, d, root)
+    kl_rounds = np.zeros(0, dtype=np.int64)
+    row = {"policy": name, "runs": R, "rounds": T}
+
+    # CPU prange over a slice of the runs (warm call on one run: compile or load the cache)
+    n_thr = numba.get_num_threads()
+    Rc = min(R, cpu_runs or max(2, 32 * n_thr))
+    run_cpu = cpu.bandit_runs(spec.piece)
+
+    def cpu_call(n):
+        out = (np.empty((n, T)), np.empty((n, T), np.int64), np.zeros((n, 0)),
+               np.zeros(n, np.int64))
+        run_cpu(spec.params, C[:n], M[:n], W[:n], i0[:n], sel[:n], st[:n], kl_rounds, *out)
+        return out
+
+    cpu_call(1)
+    t_cpu, cpu_out = _median(lambda: cpu_call(Rc), sizes["repeats"])
+    row["cpu"], row["cpu_threads"] = Rc * T / t_cpu, n_thr
+
+    # numba-cuda, one run per thread (warm call on two runs: compiles the kernel)
+    def cuda_call(n):
+        return dcuda.bandit_runs(spec.piece, spec.params, C[:n], M[:n], W[:n], i0[:n],
+                                 sel[:n], st[:n], kl_rounds)
+
+    cuda_call(min(R, 2))
+    t_cuda, cuda_out = _median(lambda: cuda_call(R), sizes["repeats"])
+    row["cuda"] = R * T / t_cuda
+    # the call less the host-to-device copy of the same inputs: the device loop, estimated
+    from numba import cuda as ncuda
+
+    def h2d():
+        arrays = [ncuda.to_device(a) for a in (C, M, W, i0, sel, st)]
+        ncuda.synchronize()
+        return arrays
+
+    t_copy, _ = _median(h2d, sizes["repeats"])
+    row["device"] = R * T / max(t_cuda - t_copy, 1e-12)
+    row["cuda_vs_cpu_arms"] = float(np.mean(cuda_out[1][:Rc] == cpu_out[1]))
+    row["diverged"] = int(np.count_nonzero(cuda_out[3]))
+
+    # the JAX peer
+    row["jax"] = row["jax_arms"] = None
+    if name in ("vits-ii", "lints") and jax_peer.available():
+        p = spec.params
+        if name == "vits-ii":
+            f = jax_peer.vits_ii_runs(p[3], p[4], p[5], p[6])
+            args = (C, M, W, i0, sel, st)
+        else:
+            f = jax_peer.lints_runs(p[0], p[1])
+            args = (C, M, W, sel)
+        import jax
+
+        dev = [jax.device_put(a) for a in args]
+
+        def jax_call():
+            reg, arms = f(*dev)
+            return np.asarray(reg.block_until_ready()), np.asarray(arms)
+
+        jax_call()  # compile
+        t_jax, jout = _median(jax_call, sizes["repeats"])
+        row["jax"], row["jax_backend"] = R * T / t_jax, jax_peer.backend()
+        row["jax_arms"] = float(np.mean(jout[1] == cuda_out[1]))
+    from ..simulate import POLICY_DEFAULTS
+
+    row["flops_per_round"] = flops_per_round(name, d, POLICY_DEFAULTS[name].get("n_steps", 0))
+    return row
+
+
+def main(quick=False):
+    """Print the GPU benchmark (see the module docstring); returns the rows, or None when
+    there is no GPU (and no simulator)."""
+    import numba
+
+    import vits_ref as vr
+
+    from ..simulate import POLICY_NAMES
+
+    mode, text = device_mode()
+    print("GPU benchmark: the fused bandit loop, rounds per second (float64)")
+    if mode is None:
+        print(text)
+        return None
+    if mode == "simulator":
+        sizes = SIMULATOR
+        print(text)
+    else:
+        sizes = QUICK if quick else FULL
+        print(f"device: {text}; numba {numba.__version__}")
+    label = f"  [{SIM_LABEL}]" if mode == "simulator" else ""
+    peak = None if mode == "simulator" else peak_fp64(text)
+    if mode == "gpu":
+        print("float64 peak: " + (f"{peak[0]} TFLOP/s FMA, {peak[1]} TFLOP/s tensor core "
+                                  f"({peak[2]})" if peak else
+                                  f"not documented here for {text!r}: no fraction printed"))
+    d, K = sizes["d"], sizes["K"]
+    print(f"d = {d}, K = {K} arms, {sizes['T']} rounds, up to {sizes['R']} runs (inputs of "
+          f"{min(sizes['R'], N_UNIQUE)} runs tiled), VITS/LMC 10 inner steps; median of "
+          f"{sizes['repeats']}")
+    env = vr.envs.pool(dim=d, n_arms=K, zeta=1.0, seed=0)
+    root = np.random.SeedSequence(0)
+    rows = []
+    head = (f"{'policy':12s} {'runs':>6s} {'CPU prange':>12s} {'CUDA call':>12s} "
+            f"{'CUDA device':>12s} {'dev/CPU':>8s} {'JAX peer':>12s} {'dev/JAX':>8s} "
+            f"{'FP64 peak':>9s}")
+    print(head + label)
+    for name in POLICY_NAMES:
+        row = measure(name, env, sizes, mode, root)
+        rows.append(row)
+        frac = None
+        if peak and row["flops_per_round"]:
+            frac = row["device"] * row["flops_per_round"] / (peak[0] * 1e12)
+        row["peak_fraction"] = frac
+        jax_ratio = f"{row['device'] / row['jax']:7.2f}x" if row["jax"] else f"{'-':>8s}"
+        print(f"{name:12s} {row['runs']:6d} {_rate(row['cpu']):>12s} {_rate(row['cuda']):>12s} "
+              f"{_rate(row['device']):>12s} {row['device'] / row['cpu']:7.2f}x "
+              f"{_rate(row['jax']):>12s} {jax_ratio} "
+              f"{'-' if frac is None else f'{100 * frac:.2f}%':>9s}" + label)
+    print(f"CPU prange: {rows[0]['cpu_threads']} Numba threads, a slice of the runs. CUDA "
+          "call: copies to and from the device included; CUDA device: the call less the "
+          "measured host-to-device copy of its inputs (an estimate).")
+    peers = [r for r in rows if r["jax"] is not None]
+    if peers:
+        print("JAX peer (vits_ref/_bench/jax_peer.py, vmap + lax.scan, backend "
+              f"{peers[0]['jax_backend']}): fraction of arms equal to the library's: "
+              + ", ".join(f"{r['policy']} {r['jax_arms']:.3f}" for r in peers))
+    else:
+        print("JAX peer: skipped (JAX is not installed: pip install jax)")
+    print("CUDA vs CPU prange, fraction of equal arms: "
+          + ", ".join(f"{r['policy']} {r['cuda_vs_cpu_arms']:.3f}" for r in rows))
+    bad = [r["policy"] for r in rows if r["diverged"]]
+    if bad:
+        print("WARNING: diverged runs (their timing measures nothing): " + ", ".join(bad))
+    if peak:
+        print("FP64 peak: the VITS rounds' d x d products only (vits_ref._bench.cuda."
+              "PRODUCTS_PER_STEP) at the device rate, over the FMA peak.")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
