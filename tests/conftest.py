@@ -129,3 +129,62 @@ def max_diff_under_cuda_simulator(script):
                          env=env, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     return float(res.stdout.split("MAXDIFF")[1])
+
+
+# ---------------------------------------------------------------------------------------
+# the Hypothesis fuzz suite (tests/test_fuzz_*.py): profiles, hang guard, case counts
+# ---------------------------------------------------------------------------------------
+# "ci" (the default): derandomized (CI is reproducible), no deadline (the first example
+# of a test may load Numba's cache) but a hang guard. "large": VITS_REF_FUZZ=large or
+# --hypothesis-profile=large; >= 10 000 cases over the fuzz suite (README.rst).
+
+import faulthandler as _faulthandler  # noqa: E402
+import os  # noqa: E402
+
+from hypothesis import HealthCheck as _HealthCheck  # noqa: E402
+from hypothesis import settings as _hyp_settings  # noqa: E402
+
+_FUZZ_COMMON = dict(derandomize=True, deadline=None, database=None, print_blob=True,
+                    suppress_health_check=[_HealthCheck.too_slow, _HealthCheck.data_too_large,
+                                           _HealthCheck.filter_too_much])
+_hyp_settings.register_profile("ci", max_examples=100, **_FUZZ_COMMON)
+_hyp_settings.register_profile("large", max_examples=1500, **_FUZZ_COMMON)
+_hyp_settings.load_profile(os.environ.get("VITS_REF_FUZZ", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _fuzz_hang_guard(request):
+    """A fuzz test that runs past ``VITS_REF_FUZZ_TEST_TIMEOUT`` seconds (default 900)
+    ends the process with every thread's traceback (a hang inside compiled code cannot be
+    interrupted by a signal handler), so CI fails instead of freezing."""
+    if not request.node.path.name.startswith("test_fuzz"):
+        yield
+        return
+    _faulthandler.dump_traceback_later(
+        int(os.environ.get("VITS_REF_FUZZ_TEST_TIMEOUT", "900")), exit=True)
+    try:
+        yield
+    finally:
+        _faulthandler.cancel_dump_traceback_later()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print the fuzz suite's examples per test (tests/fuzz_strategies.COUNTS) and write
+    them as JSON to the file named by ``VITS_REF_FUZZ_COUNTS``."""
+    import json
+    import sys
+
+    mod = sys.modules.get("fuzz_strategies")
+    if mod is None or not mod.COUNTS:
+        return
+    total = sum(mod.COUNTS.values())
+    profile = getattr(_hyp_settings, "_current_profile", None) or os.environ.get(
+        "VITS_REF_FUZZ", "ci")
+    terminalreporter.write_sep("-", f"fuzz cases tried: {total} (profile {profile})")
+    for name, count in sorted(mod.COUNTS.items()):
+        terminalreporter.write_line(f"{count:8d}  {name}")
+    path = os.environ.get("VITS_REF_FUZZ_COUNTS")
+    if path:
+        with open(path, "w") as fh:
+            json.dump({"profile": profile, "total": total, "per_test": dict(mod.COUNTS)},
+                      fh, indent=1)

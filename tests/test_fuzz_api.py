@@ -1,0 +1,294 @@
+"""Hypothesis fuzz suite over the public API: engines and policies (issue 12, item 5).
+
+Property (every test): a call either raises a documented ``ValueError``/``TypeError``
+(naming the bad argument) or ``DivergenceError``, or returns finite output of the right
+shape; never an error from inside Numba, a hang (tests/fuzz_strategies.counted and the
+per-test guard of tests/conftest.py), or a silent NaN. After any update that raised, the
+engine's or policy's whole observable state is exactly as before (a deep copy of its
+``__dict__`` arrays, generators, dicts, model and history rows; tests/fuzz_strategies.state).
+Valid input (decided by tests/fuzz_strategies.valid_array, independently of the library)
+is never refused with a ValueError/TypeError: it is accepted or, for a diverging state,
+refused with a DivergenceError.
+
+Profiles (tests/conftest.py): "ci" by default (derandomized, reproducible), "large" with
+``VITS_REF_FUZZ=large`` or ``--hypothesis-profile=large``. Every test_fuzz_*.py together,
+ci profile, warm Numba cache, on the 2-core development machine:
+see the figure in tests/test_fuzz_closed_forms.py's docstring (measured once for the
+whole suite).
+"""
+
+import numpy as np
+import pytest
+from fuzz_strategies import (
+    DOCUMENTED,
+    assert_same_state,
+    counted,
+    floats,
+    int_hyper,
+    kwargs_of,
+    n_examples,
+    names_an_argument,
+    presented,
+    real_hyper,
+    seeds,
+    shapes,
+    state,
+    valid_array,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import vits_ref as vr
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning",
+                                        "ignore::DeprecationWarning")
+
+_SETTINGS = dict(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                        HealthCheck.filter_too_much])
+
+# ---------------------------------------------------------------------------------------
+# engines: fuzzed hyperparameters
+# ---------------------------------------------------------------------------------------
+
+_COMMON = dict(dim=int_hyper(1, 3, extra_bad=(10 ** 30,)),
+               eta=real_hyper(0.05, 20.0, extra_bad=(1e-200, 1e200)),
+               lam=real_hyper(0.05, 20.0, extra_bad=(1e-200, 1e200, 5e-324)),
+               seed=seeds())
+
+
+def _model(options=("linear", "logistic")):
+    return st.one_of(st.sampled_from(options).map(lambda m: (m, "valid")),
+                     st.sampled_from(["LINEAR", "Logistic"]).map(lambda m: (m, "maybe")),
+                     st.sampled_from(["foo", None, 3, ""]).map(lambda m: (m, "bad")))
+
+
+def _choice(options, bad=("nope", None, 1)):
+    return st.one_of(st.sampled_from(options).map(lambda v: (v, "valid")),
+                     st.sampled_from(bad).map(lambda v: (v, "bad")))
+
+
+#: name -> (constructor, strategies of its keyword arguments); sizes kept tiny (n_steps,
+#: n_mc, particles) so an example costs milliseconds
+ENGINES = {
+    "LinTS": (vr.LinTS, dict(_COMMON)),
+    "VITS": (vr.VITS, dict(_COMMON, model=_model(),
+                           variant=_choice(("I", "II", "hessian_free")),
+                           step_size=real_hyper(1e-4, 1.0, extra_bad=(1e300,)),
+                           n_steps=int_hyper(1, 4), n_mc=int_hyper(1, 3),
+                           schedule=_choice(("constant", "decayed")),
+                           symmetrize=_choice((False, True), bad=("yes",)))),
+    "Langevin": (vr.Langevin, dict(_COMMON, model=_model(),
+                                   step_size=real_hyper(1e-4, 1.0),
+                                   n_steps=int_hyper(1, 4),
+                                   schedule=_choice(("constant", "decayed")))),
+    "Laplace": (vr.Laplace, dict(_COMMON, model=_model(), tol=real_hyper(1e-10, 1e-2),
+                                 max_iter=int_hyper(1, 30))),
+    "RenyiVI": (vr.RenyiVI, dict(_COMMON, alpha=real_hyper(0.0, 2.0, allow_zero=True),
+                                 n_mc=int_hyper(1, 8), n_steps=int_hyper(1, 3),
+                                 learning_rate=real_hyper(1e-4, 0.1))),
+    "SVGD": (vr.SVGD, dict(_COMMON, n_particles=int_hyper(1, 6), n_steps=int_hyper(1, 3),
+                           step_size=real_hyper(1e-4, 0.1))),
+    "SGLD": (vr.SGLD, dict(_COMMON, model=_model(("logistic",)), step_size=real_hyper(1e-5, 1e-2),
+                           batch_size=int_hyper(1, 4), n_particles=int_hyper(1, 3),
+                           n_steps=int_hyper(1, 3))),
+}
+
+
+def construct(name, kwargs, tags):
+    """Build engine ``name``; return it, or None after checking the documented refusal."""
+    make = ENGINES[name][0]
+    bad = [k for k, t in tags.items() if t == "bad"]
+    try:
+        eng = make(**kwargs)
+    except DOCUMENTED as exc:
+        assert not isinstance(exc, vr.DivergenceError), exc
+        assert any(t != "valid" for t in tags.values()), \
+            f"{name}({kwargs}) refused valid hyperparameters: {exc!r}"
+        assert names_an_argument(exc, list(kwargs) + ["prior precision", "model"]), \
+            f"{name}: the message does not name the argument: {exc!r}"
+        return None
+    assert not bad, f"{name} accepted bad {bad}: {[kwargs[k] for k in bad]}"
+    return eng
+
+
+def check_engine_outputs(eng):
+    draws = eng.sample(2)
+    assert draws.shape == (2, eng.dim) and np.all(np.isfinite(draws)), draws
+    if isinstance(eng, vr.inference.base.GaussianEngine):
+        mean, cov = np.asarray(eng.mean), np.asarray(eng.cov)
+        assert mean.shape == (eng.dim,) and cov.shape == (eng.dim, eng.dim)
+        assert np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))
+
+
+@st.composite
+def batches(draw, input_dim, logistic):
+    """One update batch ``(features, rewards, valid)``: fuzzed presentation and values."""
+    shape = draw(shapes(input_dim))
+    features, _ = draw(presented(st.just(shape)))
+    n = shape[0] if draw(st.integers(0, 9)) else shape[0] + 1
+    if logistic and draw(st.booleans()):
+        rewards = draw(st.lists(st.sampled_from([0.0, 1.0]), min_size=n, max_size=n))
+        rewards = np.array(rewards, dtype=float)
+    else:
+        rewards, _ = draw(presented(st.just((n,))))
+    valid = valid_array(features, (None, input_dim)) and valid_array(rewards, (None,)) \
+        and np.asarray(features).shape[0] == np.asarray(rewards).shape[0]
+    if valid and logistic:
+        valid = bool(np.all(np.isin(np.asarray(rewards, dtype=float), (0.0, 1.0))))
+    return features, rewards, valid
+
+
+def exercise_updates(eng, data, n_batches):
+    logistic = getattr(eng.model, "name", "") == "logistic"
+    for _ in range(n_batches):
+        features, rewards, valid = data.draw(batches(eng.model.input_dim, logistic))
+        before, n0 = state(eng), eng.n_obs
+        try:
+            eng.update(features, rewards)
+        except DOCUMENTED as exc:
+            assert_same_state(before, state(eng))
+            assert eng.n_obs == n0
+            if valid:
+                assert isinstance(exc, vr.DivergenceError), \
+                    f"{eng!r} refused a valid batch: {exc!r}"
+            else:
+                assert names_an_argument(exc, ("features", "rewards")), exc
+            continue
+        assert valid, f"{eng!r} accepted an invalid batch"
+        assert eng.n_obs == n0 + np.asarray(features).shape[0]
+        check_engine_outputs(eng)
+
+
+@pytest.mark.parametrize("name", sorted(ENGINES))
+def test_engines(name):
+    weight = 0.25 if name in ("RenyiVI", "SVGD", "SGLD") else 0.5
+
+    @settings(max_examples=n_examples(weight), **_SETTINGS)
+    @given(kw=kwargs_of(**ENGINES[name][1]), data=st.data(), n_batches=st.integers(1, 4))
+    @counted
+    def fuzz(kw, data, n_batches):
+        kwargs, tags = kw
+        eng = construct(name, kwargs, tags)
+        if eng is None:
+            return
+        check_engine_outputs(eng)
+        exercise_updates(eng, data, n_batches)
+        # sample's n
+        n, tag = data.draw(int_hyper(1, 3))
+        before = state(eng)
+        try:
+            out = eng.sample(n)
+        except DOCUMENTED as exc:
+            assert tag != "valid" and "n" in str(exc), exc
+            assert_same_state(before, state(eng))
+        else:
+            assert tag == "valid" and out.shape == (n, eng.dim) and np.all(np.isfinite(out))
+        # fresh: the prior again, same hyperparameters
+        twin = eng.fresh(0)
+        assert type(twin) is type(eng) and twin.n_obs == 0 and twin.dim == eng.dim
+
+    fuzz()
+
+
+# ---------------------------------------------------------------------------------------
+# policies
+# ---------------------------------------------------------------------------------------
+
+def _arms(K):
+    good = st.one_of(st.integers(0, K - 1), st.integers(0, K - 1).map(np.int64))
+    bad = st.sampled_from([K, -1, 0.0, True, "0", None, K + 10 ** 30])
+    return st.one_of(good.map(lambda v: (v, "valid")), good.map(lambda v: (v, "valid")),
+                     bad.map(lambda v: (v, "bad")))
+
+
+def _rewards():
+    good = st.one_of(st.floats(-10, 10), st.integers(-5, 5), st.floats(-10, 10).map(np.float32),
+                     st.sampled_from([1e150, -1e150, 5e-324]))
+    bad = st.sampled_from([np.nan, np.inf, 1e151, -1e300, 10 ** 400, "1", None, 1j,
+                           [1.0], np.array([1.0, 2.0]), True])
+    return st.one_of(good.map(lambda v: (v, "valid")), good.map(lambda v: (v, "valid")),
+                     bad.map(lambda v: (v, "bad")))
+
+
+def _policy(name, dim, n_arms, seed):
+    if name == "ThompsonSampling":
+        return vr.ThompsonSampling(vr.VITS(dim, n_steps=2, seed=seed))
+    if name == "LinUCB":
+        return vr.LinUCB(dim, alpha=0.5, lam=2.0)
+    if name == "RandomPolicy":
+        return vr.RandomPolicy(dim, seed=seed)
+    if name == "PerArm":
+        return vr.PerArm(vr.LinTS(dim), n_arms, seed=seed)
+    if name == "VTS":
+        return vr.VTS(dim, n_arms, n_components=2, max_iter=20, seed=seed)
+    return vr.NIGTS(dim, n_arms, seed=seed)
+
+
+POLICIES = ("LinUCB", "NIGTS", "PerArm", "RandomPolicy", "ThompsonSampling", "VTS")
+
+
+@pytest.mark.parametrize("name", POLICIES)
+def test_policies(name):
+    per_arm = name in ("PerArm", "VTS", "NIGTS")
+
+    @settings(max_examples=n_examples(0.5), **_SETTINGS)
+    @given(dim=st.integers(1, 3), n_arms=st.integers(1, 4), seed=st.integers(0, 2 ** 32),
+           data=st.data(), n_rounds=st.integers(1, 4))
+    @counted
+    def fuzz(dim, n_arms, seed, data, n_rounds):
+        pol = _policy(name, dim, n_arms, seed)
+        for _ in range(n_rounds):
+            rows = n_arms if per_arm and data.draw(st.integers(0, 5)) else None
+            shape = data.draw(shapes(dim, rows=(0, 4)) if rows is None
+                              else st.tuples(st.just(rows), st.sampled_from([dim] * 5 + [dim + 1])))
+            contexts, _ = data.draw(presented(st.just(shape)))
+            ok_ctx = valid_array(contexts, (n_arms if per_arm else None, dim)) \
+                and np.asarray(contexts).shape[0] >= 1
+            if name in ("VTS", "NIGTS") and not ok_ctx:  # a shared context (dim,) is valid
+                ok_ctx = valid_array(contexts, (dim,))
+            before = state(pol)
+            try:
+                arm = pol.select(contexts)
+            except DOCUMENTED as exc:
+                assert not ok_ctx or isinstance(exc, vr.DivergenceError), \
+                    f"{name}.select refused valid contexts: {exc!r}"
+                assert names_an_argument(exc, ("contexts",)), exc
+                assert_same_state(before, state(pol))
+                continue
+            assert ok_ctx or name == "RandomPolicy", f"{name}.select accepted invalid contexts"
+            K = np.asarray(contexts).shape[0] if np.ndim(contexts) == 2 else n_arms
+            assert isinstance(arm, int) and 0 <= arm < K
+            arm_v, arm_tag = data.draw(_arms(K))
+            reward, r_tag = data.draw(_rewards())
+            before = state(pol)
+            n0 = getattr(pol, "n_obs", None)
+            try:
+                pol.update(contexts, arm_v, reward)
+            except DOCUMENTED as exc:
+                assert_same_state(before, state(pol))
+                if arm_tag == r_tag == "valid" and ok_ctx:
+                    assert isinstance(exc, vr.DivergenceError), \
+                        f"{name}.update refused valid input: {exc!r}"
+                else:
+                    assert names_an_argument(exc, ("contexts", "arm", "reward")), exc
+                continue
+            assert name == "RandomPolicy" or (arm_tag == r_tag == "valid" and ok_ctx), \
+                f"{name}.update accepted arm={arm_v!r}, reward={reward!r}"
+            if n0 is not None:
+                assert pol.n_obs == n0 + 1
+            if isinstance(pol, vr.ThompsonSampling):
+                check_engine_outputs(pol.engine)
+            if isinstance(pol, vr.LinUCB):
+                assert np.all(np.isfinite(pol.Vinv)) and np.all(np.isfinite(pol.b))
+
+    fuzz()
+
+
+def test_floats_strategy_reaches_every_boundary():
+    # the strategies must be able to produce what the suite claims to fuzz with
+    from hypothesis import find
+
+    assert np.isnan(find(floats(), lambda x: np.isnan(x)))
+    assert np.isinf(find(floats(), lambda x: np.isinf(x)))
+    assert abs(find(floats(), lambda x: 1e150 < abs(x) < np.inf)) > 1e150
+    assert 0 < abs(find(floats(), lambda x: 0 < abs(x) < 1e-300)) < 1e-300
