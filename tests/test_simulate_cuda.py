@@ -73,7 +73,7 @@ SCRIPT = textwrap.dedent("""
                     progress=lambda done, n: calls.append((done, n)))
     res["batched/regret"], res["batched/arms"], res["batched/kl"] = r.regret, r.arms, r.kl
     res["batched/progress"] = np.array(calls)
-    _cuda_simulate.HOST_BUDGET = 2 ** 31
+    _cuda_simulate.HOST_BUDGET = 8 * 2 ** 30
     pol = make_policy(DIVERGE["policy"], D, step_size=DIVERGE["step_size"],
                       schedule=DIVERGE["schedule"])
     try:

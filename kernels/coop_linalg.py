@@ -1,0 +1,291 @@
+"""Cooperative versions of :mod:`.linalg`'s primitives: a CUDA block's threads split the work.
+
+Exploratory (docs/cuda.md, issue 11 item 2). Every function here has the signature and the
+result of its namesake in :mod:`.linalg`, and is called by *every* thread of a 1-D block
+with the same arguments (arrays every thread can address: shared or global memory). Each
+opens with a barrier (the operands written before the call are visible), splits the
+output entries over the threads (``threadIdx.x``, stride ``blockDim.x``) and closes with a
+barrier (the result is visible to every thread after the call). Scalars they return
+(``inv_transpose``'s success) are computed identically by every thread, so the caller's
+control flow stays uniform across the block.
+
+Each output entry is summed in the order of :mod:`.linalg`'s loops, so on one target the
+cooperative and the serial loops give the same bits (the simulator tests check equality;
+the CPU drivers' BLAS differs from both by rounding). The triangular solves and the
+rank-one Cholesky update keep their column order (axpy form: the order of
+:func:`.linalg.solve_lower_t` and, for :func:`solve_lower`, the same sequence of
+subtractions as the dot form).
+
+Used only through :func:`vits_ref.drivers.cuda_coop.rebind`, which rebuilds a body with
+these in place of :mod:`.linalg`'s; this module imports ``numba.cuda`` (the optional
+``cuda`` extra) and is never imported by the CPU path.
+"""
+
+import math
+
+from numba import config as numba_config
+from numba import cuda
+
+from vits_ref.config import kernel
+
+from . import linalg
+
+
+class _SimulatedCuda:
+    """Under Numba's CUDA simulator, the running kernel's simulated ``cuda`` module.
+
+    The simulator hands its fake module (``threadIdx``, ``syncthreads``, ...) only to
+    kernels and device functions; these primitives are plain bodies, so they look it up
+    here at call time. Compiled for a GPU, ``cuda`` below is the real module.
+    """
+
+    def __getattr__(self, name):
+        from numba.cuda.simulator.kernel import _get_kernel_context
+
+        return getattr(_get_kernel_context(), name)
+
+
+if getattr(numba_config, "ENABLE_CUDASIM", 0):
+    cuda = _SimulatedCuda()  # noqa: F811
+
+
+@kernel(inline=True)
+def _tid():
+    return cuda.threadIdx.x
+
+
+@kernel(inline=True)
+def _nthreads():
+    return cuda.blockDim.x
+
+
+@kernel(inline=True)
+def _sync():
+    cuda.syncthreads()
+
+
+@kernel
+def gemm_nn(a, b, out):
+    """``out = a @ b``, output entries split over the block."""
+    _sync()
+    n, k = a.shape
+    m = b.shape[1]
+    for e in range(_tid(), n * m, _nthreads()):
+        i = e // m
+        j = e - i * m
+        s = 0.0
+        for p in range(k):
+            s += a[i, p] * b[p, j]
+        out[i, j] = s
+    _sync()
+
+
+@kernel
+def gemm_tn(a, b, out):
+    """``out = a.T @ b``, output entries split over the block."""
+    _sync()
+    k, n = a.shape
+    m = b.shape[1]
+    for e in range(_tid(), n * m, _nthreads()):
+        i = e // m
+        j = e - i * m
+        s = 0.0
+        for p in range(k):
+            s += a[p, i] * b[p, j]
+        out[i, j] = s
+    _sync()
+
+
+@kernel
+def gemm_nt(a, b, out):
+    """``out = a @ b.T``, output entries split over the block."""
+    _sync()
+    n, k = a.shape
+    m = b.shape[0]
+    for e in range(_tid(), n * m, _nthreads()):
+        i = e // m
+        j = e - i * m
+        s = 0.0
+        for p in range(k):
+            s += a[i, p] * b[j, p]
+        out[i, j] = s
+    _sync()
+
+
+@kernel
+def gemv(a, x, out):
+    """``out = a @ x``, rows split over the block."""
+    _sync()
+    n, k = a.shape
+    for i in range(_tid(), n, _nthreads()):
+        s = 0.0
+        for p in range(k):
+            s += a[i, p] * x[p]
+        out[i] = s
+    _sync()
+
+
+@kernel
+def gram(a, out):
+    """``out = a.T @ a`` (both triangles, as :func:`.linalg.gram` on CUDA)."""
+    gemm_tn(a, a, out)
+
+
+@kernel
+def syrk_lower(a, alpha, beta, c):
+    """Lower triangle of ``c`` <- ``beta c + alpha a^T a`` (strict upper untouched)."""
+    _sync()
+    n, d = a.shape
+    for e in range(_tid(), d * d, _nthreads()):
+        i = e // d
+        j = e - i * d
+        if j <= i:
+            s = 0.0
+            for k in range(n):
+                s += a[k, i] * a[k, j]
+            if beta == 0.0:
+                c[i, j] = alpha * s
+            else:
+                c[i, j] = beta * c[i, j] + alpha * s
+    _sync()
+
+
+@kernel
+def solve_lower(L, b, out):
+    """Solve ``L x = b`` into ``out`` (may alias ``b``): column by column, the updates of
+    the rows below split over the block."""
+    _sync()
+    d = L.shape[0]
+    t, nt = _tid(), _nthreads()
+    if out is not b:
+        for i in range(t, d, nt):
+            out[i] = b[i]
+    for i in range(d):
+        _sync()
+        xi = out[i] / L[i, i]
+        _sync()  # every thread has read out[i] before it is overwritten
+        if t == 0:
+            out[i] = xi
+        for j in range(i + 1 + t, d, nt):
+            out[j] -= L[j, i] * xi
+    _sync()
+
+
+@kernel
+def solve_lower_t(L, b, out):
+    """Solve ``L^T x = b`` into ``out`` (may alias ``b``), :func:`.linalg.solve_lower_t`'s
+    column order, the updates split over the block."""
+    _sync()
+    d = L.shape[0]
+    t, nt = _tid(), _nthreads()
+    if out is not b:
+        for i in range(t, d, nt):
+            out[i] = b[i]
+    for i in range(d - 1, -1, -1):
+        _sync()
+        xi = out[i] / L[i, i]
+        _sync()
+        if t == 0:
+            out[i] = xi
+        for k in range(t, i, nt):
+            out[k] -= L[i, k] * xi
+    _sync()
+
+
+@kernel
+def chol_rank1_update(L, x, work):
+    """``L L^T <- L L^T + x x^T`` in place (:func:`.linalg.chol_rank1_update`'s
+    arithmetic), the rows below each pivot split over the block."""
+    _sync()
+    d = L.shape[0]
+    t, nt = _tid(), _nthreads()
+    for i in range(t, d, nt):
+        work[i] = x[i]
+    for k in range(d):
+        _sync()
+        lkk = L[k, k]
+        xk = work[k]
+        r = math.sqrt(lkk * lkk + xk * xk)
+        c = r / lkk
+        s = xk / lkk
+        ic = lkk / r
+        _sync()  # every thread has read L[k, k] and work[k]
+        if t == 0:
+            L[k, k] = r
+        for i in range(k + 1 + t, d, nt):
+            lik = (L[i, k] + s * work[i]) * ic
+            L[i, k] = lik
+            work[i] = c * work[i] - s * lik
+    _sync()
+
+
+@kernel
+def inv_transpose(b, out, work):
+    """``out = inv(b).T`` by Gauss-Jordan with partial pivoting (:func:`.linalg.inv_transpose`'s
+    arithmetic); ``work`` (d, 2d). The pivot search runs in every thread (reads only), the
+    row operations are split over the block; ``out`` holds the column's factors meanwhile.
+    Returns False (in every thread) for a singular ``b``."""
+    _sync()
+    d = b.shape[0]
+    t, nt = _tid(), _nthreads()
+    for e in range(t, d * 2 * d, nt):
+        i = e // (2 * d)
+        j = e - i * 2 * d
+        if j < d:
+            work[i, j] = b[i, j]
+        else:
+            work[i, j] = 1.0 if i == j - d else 0.0
+    for c in range(d):
+        _sync()
+        piv = c
+        best = abs(work[c, c])
+        for r in range(c + 1, d):
+            if abs(work[r, c]) > best:
+                best = abs(work[r, c])
+                piv = r
+        if best == 0.0 or not math.isfinite(best):
+            _sync()
+            return False
+        _sync()  # every thread has its pivot before rows move
+        if piv != c:
+            for j in range(t, 2 * d, nt):
+                tmp = work[c, j]
+                work[c, j] = work[piv, j]
+                work[piv, j] = tmp
+        _sync()
+        inv_p = 1.0 / work[c, c]
+        _sync()
+        for j in range(t, 2 * d, nt):
+            work[c, j] *= inv_p
+        _sync()
+        for r in range(t, d, nt):
+            out[r, 0] = work[r, c]  # the factors, before column c changes
+        _sync()
+        for e in range(t, d * 2 * d, nt):
+            r = e // (2 * d)
+            j = e - r * 2 * d
+            f = out[r, 0]
+            if r != c and f != 0.0:
+                work[r, j] -= f * work[c, j]
+    _sync()
+    for e in range(t, d * d, nt):
+        i = e // d
+        j = e - i * d
+        out[j, i] = work[i, d + j]
+    _sync()
+    return True
+
+
+#: :mod:`.linalg`'s primitives and their cooperative versions (what ``rebind`` swaps).
+REPLACEMENTS = {
+    linalg.gemm_nn: gemm_nn,
+    linalg.gemm_tn: gemm_tn,
+    linalg.gemm_nt: gemm_nt,
+    linalg.gemv: gemv,
+    linalg.gram: gram,
+    linalg.syrk_lower: syrk_lower,
+    linalg.solve_lower: solve_lower,
+    linalg.solve_lower_t: solve_lower_t,
+    linalg.chol_rank1_update: chol_rank1_update,
+    linalg.inv_transpose: inv_transpose,
+}

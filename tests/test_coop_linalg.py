@@ -1,0 +1,220 @@
+"""The block-cooperative primitives (kernels/coop_linalg.py) equal the serial loops.
+
+Under Numba's CUDA simulator (a subprocess: the simulator must be on before Numba is
+imported) each primitive runs in blocks of 3 and 5 threads (1 to 16 in the slow test),
+two blocks at once, each on its own problem (d <= 4, rectangular products
+too), and is compared with :mod:`vits_ref.kernels.linalg`'s loops called from Python.
+
+Tolerance: 0 against the loops. Each output entry is summed by one thread in the loops'
+order (products, gemv, syrk), and the solves and the rank-one update keep the serial
+column order, so any difference is a synchronisation or indexing bug, not rounding. NumPy
+(an independent reference) must agree to 1e-12 relative (d <= 4, condition numbers below
+100: the rounding is ~1e-15).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+SCRIPT = r'''
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import numpy as np
+from numba import cuda
+from vits_ref.kernels import coop_linalg as cl, linalg as la
+
+THREADS, SHAPES, DIMS = json.loads(sys.argv[1])
+rng = np.random.default_rng(3)
+worst_loop, worst_np, failures = 0.0, 0.0, []
+
+
+def spd(d):
+    q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    return (q * np.linspace(1.0, 10.0, d)) @ q.T
+
+
+def lower(d):
+    L = np.tril(rng.standard_normal((d, d)))
+    L[np.diag_indices(d)] = 1.0 + rng.random(d)
+    return L
+
+
+def rel(a, b):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(np.max(np.abs(a - b) / (1.0 + np.abs(b)))) if a.size else 0.0
+
+
+@cuda.jit
+def k_gemm(which, a, b, out):
+    r = cuda.blockIdx.x
+    if which == 0:
+        cl.gemm_nn(a[r], b[r], out[r])
+    elif which == 1:
+        cl.gemm_tn(a[r], b[r], out[r])
+    elif which == 2:
+        cl.gemm_nt(a[r], b[r], out[r])
+    else:
+        cl.gram(a[r], out[r])
+
+
+@cuda.jit
+def k_gemv(a, x, out):
+    r = cuda.blockIdx.x
+    cl.gemv(a[r], x[r], out[r])
+
+
+@cuda.jit
+def k_syrk(a, alpha, beta, c):
+    r = cuda.blockIdx.x
+    cl.syrk_lower(a[r], alpha, beta, c[r])
+
+
+@cuda.jit
+def k_solve(trans, alias, L, b, out):
+    r = cuda.blockIdx.x
+    if alias:
+        if trans:
+            cl.solve_lower_t(L[r], b[r], b[r])
+        else:
+            cl.solve_lower(L[r], b[r], b[r])
+    elif trans:
+        cl.solve_lower_t(L[r], b[r], out[r])
+    else:
+        cl.solve_lower(L[r], b[r], out[r])
+
+
+@cuda.jit
+def k_chol(L, x, work):
+    r = cuda.blockIdx.x
+    cl.chol_rank1_update(L[r], x[r], work[r])
+
+
+@cuda.jit
+def k_inv(b, out, work, ok):
+    r = cuda.blockIdx.x
+    res = cl.inv_transpose(b[r], out[r], work[r])
+    ok[r, cuda.threadIdx.x] = 1 if res else 0
+
+
+def check(name, got, loop, ref):
+    global worst_loop, worst_np
+    dl, dn = rel(got, loop), rel(got, ref)
+    worst_loop, worst_np = max(worst_loop, dl), max(worst_np, dn)
+    if dl != 0.0:
+        failures.append(f"{name}: {dl:.3g} from the loops")
+
+
+for nt in THREADS:
+    for (n, k, m) in SHAPES:
+        a, b = rng.standard_normal((2, n, k)), rng.standard_normal((2, k, m))
+        out = np.zeros((2, n, m))
+        k_gemm[2, nt](0, a, b, out)
+        loop = np.zeros_like(out)
+        for r in range(2):
+            la.gemm_nn(a[r], b[r], loop[r])
+        check(f"gemm_nn {n}x{k}x{m} nt={nt}", out, loop, a @ b)
+        at, bt = rng.standard_normal((2, k, n)), rng.standard_normal((2, k, m))
+        out = np.zeros((2, n, m))
+        k_gemm[2, nt](1, at, bt, out)
+        for r in range(2):
+            la.gemm_tn(at[r], bt[r], loop[r])
+        check(f"gemm_tn nt={nt}", out, loop, np.swapaxes(at, 1, 2) @ bt)
+        bn = rng.standard_normal((2, m, k))
+        out = np.zeros((2, n, m))
+        k_gemm[2, nt](2, a, bn, out)
+        for r in range(2):
+            la.gemm_nt(a[r], bn[r], loop[r])
+        check(f"gemm_nt nt={nt}", out, loop, a @ np.swapaxes(bn, 1, 2))
+        out = np.zeros((2, k, k))
+        k_gemm[2, nt](3, a, a, out)
+        loop = np.zeros_like(out)
+        for r in range(2):
+            la.gram(a[r], loop[r])
+        check(f"gram nt={nt}", out, loop, np.swapaxes(a, 1, 2) @ a)
+        x, out = rng.standard_normal((2, k)), np.zeros((2, n))
+        k_gemv[2, nt](a, x, out)
+        loop = np.zeros_like(out)
+        for r in range(2):
+            la.gemv(a[r], x[r], loop[r])
+        check(f"gemv nt={nt}", out, loop, np.einsum("rij,rj->ri", a, x))
+        for alpha, beta in ((1.0, 0.0), (0.5, 2.0)):
+            c0 = rng.standard_normal((2, k, k))
+            c, loop = c0.copy(), c0.copy()
+            k_syrk[2, nt](a, alpha, beta, c)
+            for r in range(2):
+                la.syrk_lower(a[r], alpha, beta, loop[r])
+            ref = c0.copy()
+            full = beta * c0 + alpha * np.swapaxes(a, 1, 2) @ a
+            il = np.tril_indices(k)
+            ref[:, il[0], il[1]] = full[:, il[0], il[1]]
+            check(f"syrk alpha={alpha} beta={beta} nt={nt}", c, loop, ref)
+    for d in DIMS:
+        L = np.stack([lower(d), lower(d)])
+        for trans in (0, 1):
+            for alias in (0, 1):
+                b = rng.standard_normal((2, d))
+                got, out = b.copy(), np.zeros((2, d))
+                k_solve[2, nt](trans, alias, L, got, out)
+                got = got if alias else out
+                loop = np.zeros((2, d))
+                for r in range(2):
+                    (la.solve_lower_t if trans else la.solve_lower)(L[r], b[r], loop[r])
+                Ls = np.swapaxes(L, 1, 2) if trans else L
+                check(f"solve trans={trans} alias={alias} d={d} nt={nt}", got, loop,
+                      np.linalg.solve(Ls, b[..., None])[..., 0])
+        x = rng.standard_normal((2, d))
+        got, loop = L.copy(), L.copy()
+        k_chol[2, nt](got, x.copy(), np.zeros((2, d)))
+        for r in range(2):
+            la.chol_rank1_update(loop[r], x[r], np.zeros(d))
+        ref = np.linalg.cholesky(L @ np.swapaxes(L, 1, 2) + x[:, :, None] * x[:, None, :])
+        check(f"chol_rank1_update d={d} nt={nt}", got, loop, ref)
+        m = np.stack([spd(d) + rng.standard_normal((d, d)) * 0.1, rng.standard_normal((d, d))])
+        m[1, 0, 0] += 3.0  # a pivot swap
+        out, ok = np.zeros((2, d, d)), np.zeros((2, nt), dtype=np.int64)
+        k_inv[2, nt](m, out, np.zeros((2, d, 2 * d)), ok)
+        loop = np.zeros((2, d, d))
+        for r in range(2):
+            assert la.inv_transpose(m[r], loop[r], np.zeros((d, 2 * d)))
+        if not ok.all():
+            failures.append(f"inv_transpose d={d} nt={nt}: not every thread returned True")
+        check(f"inv_transpose d={d} nt={nt}", out, loop, np.swapaxes(np.linalg.inv(m), 1, 2))
+        if d > 1:  # singular: every thread returns False
+            s = np.stack([m[0], m[0]])
+            s[1, :, 0] = 0.0
+            ok = np.ones((2, nt), dtype=np.int64)
+            k_inv[2, nt](s, np.zeros((2, d, d)), np.zeros((2, d, 2 * d)), ok)
+            if ok[0].min() != 1 or ok[1].max() != 0:
+                failures.append(f"inv_transpose singular d={d} nt={nt}: {ok.tolist()}")
+print("RESULT" + json.dumps({"loop": worst_loop, "numpy": worst_np, "failures": failures}))
+'''
+
+
+def _simulate(script, *args):
+    try:
+        import numba_cuda  # noqa: F401
+    except ImportError:
+        pytest.skip("numba-cuda (the 'cuda' extra) is not installed")
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    res = subprocess.run([sys.executable, "-c", script, *map(json.dumps, args)],
+                         capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.split("RESULT")[1])
+
+
+@pytest.mark.parametrize("threads, shapes, dims", [
+    # default: 3 and 5 threads (a remainder; more threads than the entries of a d = 3
+    # vector), square and rectangular products, d = 3 and 4
+    ((3, 5), ((4, 4, 4), (2, 3, 4)), (3, 4)),
+    pytest.param((1, 2, 3, 4, 16), ((1, 1, 1), (3, 3, 3), (4, 4, 4), (2, 3, 4), (4, 2, 3)),
+                 (1, 2, 3, 4), marks=pytest.mark.slow),
+])
+def test_coop_primitives_equal_the_loops_under_simulator(threads, shapes, dims):
+    out = _simulate(SCRIPT, [threads, shapes, dims])
+    assert out["failures"] == []
+    assert out["loop"] == 0.0
+    assert out["numpy"] < 1e-12
