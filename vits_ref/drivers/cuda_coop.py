@@ -7,8 +7,9 @@ the exploration found to work and the check that says where it cannot (docs/cuda
 * :func:`rebind` rebuilds a kernel body, and every body it calls, with the cooperative
   primitives of :mod:`vits_ref.kernels.coop_linalg` in place of :mod:`vits_ref.kernels.linalg`'s
   (new function objects over the same code, their globals and closure cells swapped): no
-  body is duplicated in the source, and the CPU's bodies are untouched. It works under the
-  simulator and through Numba's CUDA compiler (``tests/test_coop_linalg.py``).
+  body is duplicated in the source, and the CPU's bodies are untouched. Verified under the
+  simulator (``tests/test_coop_design.py``); Numba's CUDA compiler resolves a function's
+  globals the same way, but compiling a rebuilt whole body needs a GPU (unverified here).
 * :func:`serial_shared_writes` lists the array stores a body's call graph makes *outside*
   the primitives. Run redundantly by every thread of a block on shared state, such a
   store races: an in-place ``mu[i] -= h g[i]`` done by thread 0 is read again by a later
