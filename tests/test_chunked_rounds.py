@@ -163,8 +163,12 @@ def test_chunked_rounds_equal_the_whole_horizon_run(name):
         regret, arms = np.empty((R, T)), np.empty((R, T), dtype=np.int64)
         kl = np.full((R, kl_rounds.size), np.nan)  # NaN until recorded
         seen = []
+
+        def on_chunk(t1, bufs, ctx, seen=seen):
+            seen.append((t1, ctx.shape[1]))
+
         sim._fused_batch(spec, name, [env] * R, seeds, T, chunk, kl_rounds, regret, arms, kl,
-                         0, on_chunk=lambda t1, bufs, ctx: seen.append((t1, ctx.shape[1])))
+                         0, on_chunk=on_chunk)
         assert seen == [(min(t0 + chunk, T), min(chunk, T - t0)) for t0 in range(0, T, chunk)]
         np.testing.assert_array_equal(regret, regret0)
         np.testing.assert_array_equal(arms, arms0)
