@@ -37,7 +37,7 @@ from .errors import DivergenceError
 #: Bytes of pre-drawn randomness held on the host at once by one batch. Larger than the CPU
 #: path's budget: a GPU needs thousands of runs in flight (one per thread), and the runs
 #: are whole (drivers.cuda.bandit_runs has no chunks of rounds yet), so at d = 20, K = 50
-#: and 1000 rounds (25 MB a run) a batch holds about 340 runs.
+#: and 1000 rounds (VITS-II: 11 MB a run) a batch holds about 800 runs.
 HOST_BUDGET = 8 * 2 ** 30
 #: Fraction of the device's free memory one batch may use (its inputs, outputs and state).
 DEVICE_FRACTION = 0.5
