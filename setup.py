@@ -13,6 +13,9 @@ EXTRAS = {
     # progress bars of long work (DiffusionPrior.fit); a line per step without it
     "progress": ["tqdm>=4.60"],
     "bench": ["asv>=0.6"],
+    # the JAX peer of the GPU benchmark (vits_ref._bench.jax_peer); on a GPU install
+    # "jax[cuda12]" instead, so that the peer runs on the device
+    "jax": ["jax>=0.4"],
     "notebooks": ["jupyter", "nbclient>=0.9", "nbformat>=5.9", "ipykernel>=6", "matplotlib>=3.7"],
     # numba-cuda <= 0.30.4's CUDA target uses np.row_stack, which numpy 2.5 removed
     # (vits_ref.config.check_cuda_stack names the fix when the pair is broken)
