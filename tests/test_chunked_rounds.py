@@ -242,6 +242,54 @@ def test_divergence_in_a_later_chunk_names_the_global_round(monkeypatch):
     assert chunked.value.round > 1 and chunked.value.run == 1  # a later chunk, a later run
 
 
+# --------------------------------------------------------------------------- CUDA body
+
+_CUDA_SCRIPT = textwrap.dedent("""
+    import warnings
+    warnings.simplefilter("ignore")
+    import numpy as np
+    import vits_ref as vr
+    from vits_ref.drivers import cuda
+    from vits_ref.fused import draw_chunks
+    from vits_ref.simulate import make_policy
+    R, T, d, K, chunk = 2, 8, 3, 4, 3
+    env = vr.envs.pool(dim=d, n_arms=K, zeta=1.0, seed=1)
+    kl_rounds = np.array([2, 3, 8])
+    worst = 0.0
+    for name in ("lints", "linucb", "vits-ii", "lmc", "random"):
+        spec = make_policy(name, d).fused(kl=True)
+        seeds = np.random.SeedSequence(6).spawn(R)
+        reals = [env.realise(T, rng=np.random.default_rng(s)) for s in range(R)]
+        noises = [spec.draw(s, T, d) for s in seeds]
+        whole = cuda.run_fused(spec, reals, noises, kl_rounds)
+        M = noises[0][2].shape[2]
+        runs = cuda.BanditRounds(spec.piece, spec.params, R, T, d, K, M, kl_rounds)
+        rc = [env.realise_chunks(T, np.random.default_rng(s), chunk) for s in range(R)]
+        nc = [draw_chunks(spec, s, T, d, chunk) for s in seeds]
+        for t0 in range(0, T, chunk):
+            parts = [next(g) for g in rc]
+            ns = [next(g) for g in nc]
+            status = runs.advance(*[np.stack([getattr(p, f) for p in parts])
+                                    for f in ("contexts", "means", "rewards")],
+                                  *[np.stack([n[i] for n in ns]) for i in range(3)])
+            assert not status.any(), name
+        regret, arms, kl = runs.results()
+        assert (arms == whole[1]).all(), name
+        worst = max(worst, float(np.abs(regret - whole[0]).max()),
+                    float(np.abs(kl - whole[2]).max()))
+    print("MAXDIFF", worst)
+""")
+
+
+def test_cuda_body_by_chunks_under_simulator():
+    # the CUDA driver by chunks of 3 rounds (drivers.cuda.BanditRounds) equals its whole-
+    # horizon launch exactly (same bodies, same loops: the simulator runs both in Python);
+    # the whole-horizon launch against the CPU driver is tests/test_cuda_drivers.py's
+    from conftest import max_diff_under_cuda_simulator
+
+    assert max_diff_under_cuda_simulator(_CUDA_SCRIPT) == 0.0
+
+
 # --------------------------------------------------------------------------- memory
 
 _MEMORY_SCRIPT = textwrap.dedent("""

@@ -21,7 +21,7 @@ import functools
 import numpy as np
 
 from ..config import check_cuda_stack, cuda_jit
-from ..kernels.bandit import make_bandit_run
+from ..kernels.bandit import make_bandit_rounds, make_bandit_run
 from ..kernels.langevin import make_langevin_steps
 from ..kernels.newton import make_newton
 from ..kernels.rows import index_rows
@@ -105,6 +105,76 @@ def run_fused(spec, realisations, noises, kl_rounds, threads_per_block=THREADS_P
     stack += [np.stack([n[i] for n in noises]) for i in range(3)]
     return bandit_runs(spec.piece, spec.params, *stack, kl_rounds,
                        threads_per_block=threads_per_block)
+
+
+@functools.cache
+def _bandit_rounds_kernel(piece):
+    body = make_bandit_rounds(piece)
+
+    @cuda_jit
+    def kernel(params, bufs, t0, contexts, means, rewards, init_noise, sel_noise, step_noise,
+               kl_rounds, regret, arms, kl_out, status):
+        r = cuda.grid(1)
+        while r < contexts.shape[0]:
+            status[r] = body(params, bufs[r], t0, contexts[r], means[r], rewards[r],
+                             init_noise[r], sel_noise[r], step_noise[r], kl_rounds, regret[r],
+                             arms[r], kl_out[r])
+            r += cuda.gridsize(1)
+
+    return kernel
+
+
+class BanditRounds:
+    """``R`` fused runs of ``T`` rounds on the GPU, advanced a chunk of rounds at a time.
+
+    The runs' state buffers and outputs stay on the device between chunks; each
+    :meth:`advance` copies one chunk's realisation and randomness (host arrays, runs on the
+    leading axis, rows of rounds ``[t0, t0 + n)``) and runs those rounds
+    (:func:`vits_ref.kernels.bandit.make_bandit_rounds`, the body of the CPU driver
+    :func:`vits_ref.drivers.cpu.bandit_rounds`), so the host memory is bounded by the chunk
+    whatever ``T`` (the chunks come from :meth:`vits_ref.envs.Environment.realise_chunks`
+    and :func:`vits_ref.fused.draw_chunks`). The results equal :func:`bandit_runs` over
+    the whole horizon bit for bit.
+
+    Parameters
+    ----------
+    piece, params : the policy's :class:`~vits_ref.fused.FusedSpec` ``piece`` and ``params``
+    n_runs, n_rounds, dim, n_arms, n_mc : int
+        ``R``, ``T``, ``d``, ``K`` and ``M`` (the step noise's third axis).
+    kl_rounds : (n_kl,) int array
+        1-based rounds at which to record the KL.
+    """
+
+    def __init__(self, piece, params, n_runs, n_rounds, dim, n_arms, n_mc, kl_rounds,
+                 threads_per_block=THREADS_PER_BLOCK):
+        self.piece, self.params, self.n_rounds = piece, params, n_rounds
+        self.threads_per_block = threads_per_block
+        self.t0 = 0
+        self.bufs = cuda.device_array((n_runs, piece.state_size(dim, n_arms, n_mc)))
+        self.regret = cuda.device_array((n_runs, n_rounds))
+        self.arms = cuda.device_array((n_runs, n_rounds), dtype=np.int64)
+        self.kl = cuda.to_device(np.zeros((n_runs, len(kl_rounds))))
+        self.status = cuda.device_array(n_runs, dtype=np.int64)
+        self.kl_rounds = cuda.to_device(np.asarray(kl_rounds, dtype=np.int64))
+
+    def advance(self, contexts, means, rewards, init_noise, sel_noise, step_noise):
+        """Run the next ``n = contexts.shape[1]`` rounds; returns the runs' status (R,)
+        (0, or the 1-based round at which a run's state became non-finite)."""
+        n = contexts.shape[1]
+        if self.t0 + n > self.n_rounds:
+            raise ValueError(f"the chunk of {n} rounds goes past n_rounds={self.n_rounds} "
+                             f"(at round {self.t0})")
+        args = _to_device((contexts, means, rewards, init_noise, sel_noise, step_noise))
+        grid = _grid(contexts.shape[0], self.threads_per_block)
+        _bandit_rounds_kernel(self.piece)[grid](self.params, self.bufs, self.t0, *args,
+                                                self.kl_rounds, self.regret, self.arms,
+                                                self.kl, self.status)
+        self.t0 += n
+        return self.status.copy_to_host()
+
+    def results(self):
+        """``(regret (R, T), arms (R, T), kl (R, n_kl))`` on the host."""
+        return self.regret.copy_to_host(), self.arms.copy_to_host(), self.kl.copy_to_host()
 
 
 # --------------------------------------------------------------------------- steps
