@@ -292,3 +292,51 @@ def test_floats_strategy_reaches_every_boundary():
     assert np.isinf(find(floats(), lambda x: np.isinf(x)))
     assert abs(find(floats(), lambda x: 1e150 < abs(x) < np.inf)) > 1e150
     assert 0 < abs(find(floats(), lambda x: 0 < abs(x) < 1e-300)) < 1e-300
+
+
+# ---------------------------------------------------------------------------------------
+# regressions: the defects this suite found (fixed in vits_ref)
+# ---------------------------------------------------------------------------------------
+
+def test_regression_scalar_is_not_a_vector():
+    # _validate.float_array used np.ascontiguousarray, which turns a 0-D array into shape
+    # (1,): a scalar passed every ndim=1 check (kl's means, VTS's contexts, rewards)
+    with pytest.raises(ValueError, match="mean_p must be 1-D"):
+        vr.gaussian.kl(0.0, [[1.0]], 0.0, [[1.0]])
+    with pytest.raises(ValueError, match="rewards must be 1-D"):
+        vr.LinTS(1, seed=0).update([[1.0]], 1.0)
+    with pytest.raises(ValueError, match="contexts must have shape"):
+        vr.NIGTS(1, 1, seed=0).select(0.0)
+    assert vr._validate.float_array(2.0, "x").shape == ()
+
+
+@pytest.mark.parametrize("make", [lambda: vr.LinUCB(2),
+                                  lambda: vr.ThompsonSampling(vr.LinTS(2, seed=0)),
+                                  lambda: vr.PerArm(vr.LinTS(2), 2, seed=0),
+                                  lambda: vr.NIGTS(2, 2, seed=0)])
+def test_regression_reward_errors_name_the_reward(make):
+    # float(None) raised "float() argument must be ..." (not naming reward), float(10**400)
+    # an OverflowError; a 0-D array is still a number
+    pol, X = make(), np.ones((2, 2))
+    before = state(pol)
+    for bad, exc in ((None, TypeError), ([1.0], TypeError), (np.array([1.0, 2.0]), TypeError),
+                     (10 ** 400, ValueError), (-(10 ** 400), ValueError)):
+        with pytest.raises(exc, match="reward"):
+            pol.update(X, 0, bad)
+    assert_same_state(before, state(pol))
+    pol.update(X, 0, np.array(0.5))
+    assert (pol.engine if isinstance(pol, vr.ThompsonSampling) else pol).n_obs == 1
+
+
+def test_regression_vts_contexts_are_bounded():
+    # VTS accepted contexts of 1e200 and returned a zero posterior covariance V
+    for pol in (vr.VTS(1, 1, seed=0), vr.NIGTS(1, 1, seed=0)):
+        before = state(pol)
+        for bad in (np.array([1e200]), np.array([np.nan]), [1e151]):
+            with pytest.raises(ValueError, match="contexts"):
+                pol.select(bad)
+            with pytest.raises(ValueError, match="contexts"):
+                pol.update(bad, 0, 1.0)
+        assert_same_state(before, state(pol))
+        pol.update(np.array([1e150]), 0, 1.0)  # the bound itself is accepted
+        assert all(np.all(np.isfinite(v)) for v in pol.posterior(0).values())

@@ -90,7 +90,9 @@ def float_array(value, name, ndim=None, shape=None, finite=True):
         raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
     if np.iscomplexobj(arr):
         raise TypeError(f"{name} must be real, got complex dtype {arr.dtype}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    # np.asarray with order="C", not np.ascontiguousarray: the latter turns a scalar (0-D)
+    # into shape (1,), which passed every ndim=1 check (found by tests/test_fuzz_api.py)
+    arr = np.asarray(arr, dtype=np.float64, order="C")
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
     if shape is not None:

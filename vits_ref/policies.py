@@ -9,6 +9,8 @@ Online use::
 :func:`vits_ref.simulate` starts each run.
 """
 
+import numbers
+
 import numpy as np
 
 from . import _validate as val
@@ -40,9 +42,16 @@ def _arm(arm, n_arms):
 
 
 def _reward(reward):
-    if isinstance(reward, (str, bytes, bool, np.bool_)):
+    if isinstance(reward, np.ndarray) and reward.ndim == 0 and reward.dtype.kind in "iuf":
+        reward = reward.item()  # a 0-D real array is a number
+    if isinstance(reward, (bool, np.bool_)) or not isinstance(reward, numbers.Real):
+        # float() of None, a list or a 1-element array raised a TypeError not naming it
         raise TypeError(f"reward must be a real number, got {type(reward).__name__}")
-    reward = float(reward)
+    try:
+        reward = float(reward)
+    except OverflowError:  # an int beyond the largest float (was an OverflowError)
+        raise ValueError(f"reward must have magnitude <= {val.MAX_ABS_DATA:g}, got an "
+                         f"integer of {len(str(abs(int(reward))))} digits") from None
     if not np.isfinite(reward):
         raise ValueError(f"reward must be finite, got {reward}")
     if abs(reward) > val.MAX_ABS_DATA:

@@ -360,10 +360,11 @@ class VTS:
             # the simulation loop's case, checked without float_array's conversions (a
             # third of the per-round Python overhead on the hard instance)
             X = contexts
-            if not np.isfinite(X).all():
-                raise ValueError("contexts contains NaN or inf")
         else:
-            X = val.float_array(contexts, "contexts")
+            X = val.float_array(contexts, "contexts", finite=False)
+        # finite and |x| <= MAX_ABS_DATA (a min and a max, no temporary): contexts of 1e200
+        # were accepted and gave a zero posterior covariance (tests/test_fuzz_api.py)
+        val.bounded_data(X, "contexts")
         if X.shape == (self.dim,):
             return np.ascontiguousarray(np.broadcast_to(X, (self.n_arms, self.dim)))
         if X.shape != (self.n_arms, self.dim):
