@@ -1,11 +1,18 @@
 """The GPU benchmark (``vits_ref._bench.cuda``): rounds per second on CUDA, the CPU and JAX.
 
 Mirrors ``python -m vits_ref bench --device cuda`` at its ``quick`` size (2048 runs x 20
-rounds, d = 20, K = 50): per policy the rounds per second of the numba-cuda device loop,
-of the whole CUDA call (copies included) and of the all-core CPU prange, the JAX peer's
-for VITS-II and LinTS, and the fraction of the float64 FMA peak for the VITS policies.
-Skipped (``NotImplementedError`` in ``setup``, asv's skip) without numba-cuda or a GPU,
-and under the CUDA simulator (not a timing).
+rounds, d = 20, K = 50), measured once (``setup_cache``) and reported per policy and
+figure:
+
+- ``device``: the numba-cuda device loop, in M rounds/s;
+- ``call``: the whole CUDA call with its copies, in M rounds/s;
+- ``cpu``: the all-core CPU prange, in M rounds/s;
+- ``jax``: the JAX peer (VITS-II and LinTS), in M rounds/s;
+- ``peak_percent``: the percent of the float64 FMA peak (VITS policies).
+
+A combination that does not exist (a JAX figure for LinUCB, a peak for LinTS) is
+skipped. Everything is skipped (``NotImplementedError`` in ``setup``, asv's skip) without
+numba-cuda or a GPU, and under the CUDA simulator (not a timing).
 """
 
 from vits_ref._bench import cuda as bc
@@ -14,74 +21,30 @@ from .common import TIMEOUT
 
 POLICIES = ("lints", "linucb", "vits-i", "vits-ii", "vits-hf", "vits-hf-sym", "vits-hf-cv",
             "lmc", "random")
+FIGURES = {"device": "device", "call": "cuda", "cpu": "cpu", "jax": "jax",
+           "peak_percent": "peak_fraction"}
 
 
-def _rows():
-    mode, _ = bc.device_mode()
-    if mode != "gpu":
-        return None
-    return {r["policy"]: r for r in bc.main(quick=True)}
+class TrackCuda:
+    """One figure of one policy from a single quick run of the GPU benchmark."""
 
-
-class TrackCudaRounds:
-    """Rounds per second (millions) of the fused loop per policy, on one GPU."""
-
-    params = (POLICIES,)
-    param_names = ["policy"]
-    unit = "M rounds/s"
+    params = (POLICIES, tuple(FIGURES))
+    param_names = ["policy", "figure"]
+    unit = "M rounds/s (peak_percent: percent)"
     timeout = 4 * TIMEOUT
 
     def setup_cache(self):
-        return _rows()
+        mode, _ = bc.device_mode()
+        if mode != "gpu":
+            return None
+        return {r["policy"]: r for r in bc.main(quick=True)}
 
-    def setup(self, rows, policy):
+    def setup(self, rows, policy, figure):
         if rows is None:
             raise NotImplementedError("no CUDA GPU (or the simulator): nothing to measure")
+        if rows[policy].get(FIGURES[figure]) is None:
+            raise NotImplementedError(f"no {figure} figure for {policy}")
 
-    def track_cuda_device(self, rows, policy):
-        return rows[policy]["device"] / 1e6
-
-    def track_cuda_call(self, rows, policy):
-        return rows[policy]["cuda"] / 1e6
-
-    def track_cpu_prange(self, rows, policy):
-        return rows[policy]["cpu"] / 1e6
-
-
-
-class TrackCudaJaxPeer:
-    """The JAX peer's rounds per second (millions) on the same inputs."""
-
-    params = (("vits-ii", "lints"),)
-    param_names = ["policy"]
-    unit = "M rounds/s"
-    timeout = 4 * TIMEOUT
-
-    def setup_cache(self):
-        return _rows()
-
-    def setup(self, rows, policy):
-        if rows is None or rows[policy]["jax"] is None:
-            raise NotImplementedError("no CUDA GPU, or JAX is not installed")
-
-    def track_jax_peer(self, rows, policy):
-        return rows[policy]["jax"] / 1e6
-
-
-class TrackCudaPeakFraction:
-    """Percent of the GPU's float64 FMA peak reached by the VITS rounds' d x d products."""
-
-    params = (tuple(bc.PRODUCTS_PER_STEP),)
-    param_names = ["policy"]
-    unit = "percent"
-    timeout = 4 * TIMEOUT
-
-    def setup_cache(self):
-        return _rows()
-
-    def setup(self, rows, policy):
-        if rows is None or rows[policy].get("peak_fraction") is None:
-            raise NotImplementedError("no CUDA GPU, or its float64 peak is not documented")
-
-    def track_fp64_peak_percent(self, rows, policy):
-        return 100.0 * rows[policy]["peak_fraction"]
+    def track_rounds(self, rows, policy, figure):
+        value = rows[policy][FIGURES[figure]]
+        return 100.0 * value if figure == "peak_percent" else value / 1e6
