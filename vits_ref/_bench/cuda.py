@@ -147,7 +147,6 @@ def measure(name, env, sizes, mode, root, cpu_runs=None):
     from ..drivers import cpu
     from ..drivers import cuda as dcuda
     from ..simulate import make_policy
-    from . import jax_peer
 
     d, K, T = sizes["d"], sizes["K"], sizes["T"]
     spec = make_policy(name, d).fused()
@@ -196,31 +195,48 @@ def measure(name, env, sizes, mode, root, cpu_runs=None):
     row["cuda_vs_cpu_arms"] = float(np.mean(cuda_out[1][:Rc] == cpu_out[1]))
     row["diverged"] = int(np.count_nonzero(cuda_out[3]))
 
-    # the JAX peer
     row["jax"] = row["jax_arms"] = None
-    if name in ("vits-ii", "lints") and jax_peer.available():
-        p = spec.params
-        if name == "vits-ii":
-            f = jax_peer.vits_ii_runs(p[3], p[4], p[5], p[6])
-            args = (C, M, W, i0, sel, st)
-        else:
-            f = jax_peer.lints_runs(p[0], p[1])
-            args = (C, M, W, sel)
-        import jax
-
-        dev = [jax.device_put(a) for a in args]
-
-        def jax_call():
-            reg, arms = f(*dev)
-            return np.asarray(reg.block_until_ready()), np.asarray(arms)
-
-        jax_call()  # compile
-        t_jax, jout = _median(jax_call, sizes["repeats"])
-        row["jax"], row["jax_backend"] = R * T / t_jax, jax_peer.backend()
-        row["jax_arms"] = float(np.mean(jout[1] == cuda_out[1]))
+    row["_arms"] = cuda_out[1]  # for the JAX peer's comparison (measure_jax)
     from ..simulate import POLICY_DEFAULTS
 
     row["flops_per_round"] = flops_per_round(name, d, POLICY_DEFAULTS[name].get("n_steps", 0))
+    return row
+
+
+def measure_jax(row, env, sizes, root):
+    """The JAX peer's rounds/s on ``row``'s runs (VITS-II and LinTS), into ``row``.
+
+    Run after every numba-cuda measurement: JAX keeps the device memory it has used, so
+    measuring it in between would starve the next numba-cuda batch.
+    """
+    from ..simulate import make_policy
+    from . import jax_peer
+
+    name, R, T, d = row["policy"], row["runs"], sizes["T"], sizes["d"]
+    if name not in ("vits-ii", "lints") or not jax_peer.available():
+        return row
+    spec = make_policy(name, d).fused()
+    C, M, W, i0, sel, st = _inputs(env, spec, R, T, d, root)
+    p = spec.params
+    if name == "vits-ii":
+        f = jax_peer.vits_ii_runs(p[3], p[4], p[5], p[6])
+        args = (C, M, W, i0, sel, st)
+    else:
+        f = jax_peer.lints_runs(p[0], p[1])
+        args = (C, M, W, sel)
+    import jax
+
+    dev = [jax.device_put(a) for a in args]
+    del C, M, W, i0, sel, st, args
+
+    def jax_call():
+        reg, arms = f(*dev)
+        return np.asarray(reg.block_until_ready()), np.asarray(arms)
+
+    jax_call()  # compile
+    t_jax, jout = _median(jax_call, sizes["repeats"])
+    row["jax"], row["jax_backend"] = R * T / t_jax, jax_peer.backend()
+    row["jax_arms"] = float(np.mean(jout[1] == row["_arms"]))
     return row
 
 
@@ -261,17 +277,26 @@ def main(quick=False):
             f"{'CUDA device':>12s} {'dev/CPU':>8s} {'JAX peer':>12s} {'dev/JAX':>8s} "
             f"{'FP64 peak':>9s}")
     print(head + label)
-    for name in POLICY_NAMES:
-        row = measure(name, env, sizes, mode, root)
-        rows.append(row)
+    for name in POLICY_NAMES:  # every numba-cuda figure first (see measure_jax)
+        rows.append(measure(name, env, sizes, mode, root))
+    if mode == "gpu":  # hand numba-cuda's freed buffers back before JAX allocates
+        import gc
+
+        from numba import cuda
+
+        gc.collect()
+        cuda.current_context().deallocations.clear()
+    for row in rows:
+        measure_jax(row, env, sizes, root)
+        row.pop("_arms")
         frac = None
         if peak and row["flops_per_round"]:
             frac = row["device"] * row["flops_per_round"] / (peak[0] * 1e12)
         row["peak_fraction"] = frac
         jax_ratio = f"{row['device'] / row['jax']:7.2f}x" if row["jax"] else f"{'-':>8s}"
-        print(f"{name:12s} {row['runs']:6d} {_rate(row['cpu']):>12s} {_rate(row['cuda']):>12s} "
-              f"{_rate(row['device']):>12s} {row['device'] / row['cpu']:7.2f}x "
-              f"{_rate(row['jax']):>12s} {jax_ratio} "
+        print(f"{row['policy']:12s} {row['runs']:6d} {_rate(row['cpu']):>12s} "
+              f"{_rate(row['cuda']):>12s} {_rate(row['device']):>12s} "
+              f"{row['device'] / row['cpu']:7.2f}x {_rate(row['jax']):>12s} {jax_ratio} "
               f"{'-' if frac is None else f'{100 * frac:.2f}%':>9s}" + label)
     print(f"CPU prange: {rows[0]['cpu_threads']} Numba threads, a slice of the runs. CUDA "
           "call: copies to and from the device included; CUDA device: the call less the "

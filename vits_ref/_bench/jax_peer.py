@@ -35,6 +35,11 @@ def available():
 
 
 def _jax():
+    import os
+
+    # on a GPU, take device memory as needed (JAX's default preallocates 75% of it, which
+    # would starve the numba-cuda measurements of the same benchmark)
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import jax
 
     jax.config.update("jax_enable_x64", True)
