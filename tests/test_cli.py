@@ -29,7 +29,9 @@ def test_run_writes_csv_json_png(tmp_path):
     res = _cli("run", "vits-fig1", "--runs", "2", "--rounds", "25", "--seed", "3",
                "--out", str(out))
     assert "LinTS" in res.stdout
-    assert "zeta = 0.1: VITS-II" in res.stderr  # progress on stderr
+    # progress on stderr: the planned work, the estimate, chunks done
+    assert "planned: 24 panel-methods x 2 runs x 25 rounds" in res.stderr
+    assert "estimate: about" in res.stderr and "24/24 chunks done" in res.stderr
     with open(out / "curves.csv") as fh:
         rows = list(csv.DictReader(fh))
     # 2 panels x (the fused methods and the particle extras) x 25 rounds

@@ -1,4 +1,4 @@
-"""Command line: ``python -m vits_ref list | run NAME | report PAPER | bench``.
+"""Command line: ``python -m vits_ref list | run NAME | sweep NAME | report PAPER | bench``.
 
 Every error is one line on stderr, without a traceback (``--debug`` shows it): exit code
 2 for a bad command line or output path (found before any computation), 1 for a failure
@@ -6,6 +6,7 @@ while running.
 """
 
 import argparse
+import contextlib
 import inspect
 import os
 import sys
@@ -80,6 +81,22 @@ def _count(value, option, minimum=1):
     return value
 
 
+def _execution_options(p):
+    """The options of how chunks run and report (results do not depend on them)."""
+    g = p.add_argument_group("execution (results do not depend on these)")
+    g.add_argument("--jobs", type=int, default=None,
+                   help="run the chunks in N worker processes")
+    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run the chunks on a Dask distributed scheduler (dask extra)")
+    g.add_argument("--dask-local", type=int, default=None, metavar="N",
+                   help="run the chunks on a Dask LocalCluster of N workers (dask extra)")
+    g.add_argument("--chunk-runs", type=int, default=None, metavar="N",
+                   help="runs per chunk (default 10); finished chunks are stored in "
+                        "OUT/chunks and reused when the same command runs again")
+    g.add_argument("--quiet", action="store_true",
+                   help="no progress bar and no status lines")
+
+
 def _build_parser(experiments, papers):
     from . import __version__
 
@@ -107,9 +124,14 @@ def _build_parser(experiments, papers):
                             "is not overwritten without --force)")
     p_run.add_argument("--force", action="store_true",
                        help="overwrite a finished result in the default folder results/NAME")
-    p_run.add_argument("--jobs", type=int, default=None,
-                       help="worker processes for policies without a fused loop (logistic, "
-                            "MLP, per-arm); results do not depend on it")
+    _execution_options(p_run)
+    p_run.add_argument("--paper", action="store_true",
+                       help="the paper's size (runs and rounds) instead of the default; "
+                            "cannot be combined with --runs/--rounds")
+    p_run.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                       help="where the fused loops run (cuda: a GPU with numba-cuda, or "
+                            "Numba's CUDA simulator); policies without a fused loop stay on "
+                            "the CPU")
     p_run.add_argument("--tune", action="store_true",
                        help="choose each method's hyperparameters on the paper's whole "
                             "appendix E grid first, on 20 separate tuning runs; diverging "
@@ -118,6 +140,22 @@ def _build_parser(experiments, papers):
     p_run.add_argument("--data", default=None,
                        help="a data file for experiments that take one (vits-movielens: a "
                             "MovieLens ratings.dat; default: the synthetic stand-in)")
+    from .experiments.sweep import SWEEPS
+
+    p_sw = sub.add_parser("sweep", help="score a hyperparameter grid (resumable chunks)",
+                          description="Score every point of a grid by the mean final regret "
+                          "over runs; " + "; ".join(f"{k}: {v[1]}" for k, v in SWEEPS.items()),
+                          parents=[common])
+    p_sw.add_argument("name", choices=sorted(SWEEPS))
+    p_sw.add_argument("--runs", type=int, default=None, help="runs per point (default 20)")
+    p_sw.add_argument("--rounds", type=int, default=None, help="rounds per run (default 1000)")
+    p_sw.add_argument("--seed", type=int, default=None, help="root seed (default 0)")
+    p_sw.add_argument("--methods", nargs="+", default=None, metavar="POLICY",
+                      help="policy names to sweep (default: all with a grid)")
+    p_sw.add_argument("--out", default=None, help="output folder (default results/sweep-NAME)")
+    p_sw.add_argument("--force", action="store_true",
+                      help="discard a finished result or chunks of other options in the folder")
+    _execution_options(p_sw)
     p_rep = sub.add_parser("report", help="run a paper's experiments and write its "
                                           "reproduction report (Markdown and HTML)",
                            parents=[common])
@@ -144,12 +182,91 @@ def _build_parser(experiments, papers):
     return parser
 
 
+def _execution(args, chunked, name):
+    """Check the execution options: ``(executor kwargs, session kwargs)``."""
+    ex = {}
+    for opt, key in (("--jobs", "jobs"), ("--dask-local", "dask_local")):
+        value = getattr(args, key)
+        if value is not None:
+            _count(value, opt)
+            ex[key] = value
+    if args.scheduler is not None:
+        if not args.scheduler.strip():
+            raise CLIError("--scheduler must not be empty")
+        ex["scheduler"] = args.scheduler
+    if len(ex) > 1:
+        raise CLIError("give at most one of --jobs, --scheduler, --dask-local")
+    sess = {"quiet": args.quiet}
+    if args.chunk_runs is not None:
+        sess["chunk_runs"] = _count(args.chunk_runs, "--chunk-runs")
+    if not chunked and (set(ex) - {"jobs"} or args.chunk_runs is not None):
+        raise CLIError(f"{name} does not run in chunks: it takes no --scheduler, "
+                       f"--dask-local or --chunk-runs")
+    if ex.get("scheduler") is not None or ex.get("dask_local") is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("distributed") is None:
+            raise CLIError("Dask execution needs the dask extra: pip install "
+                           "'vits_ref[dask]'")
+    sess["workers"] = ex.get("jobs") or ex.get("dask_local") or 1
+    return ex, sess
+
+
+def _prepare_out(args, default, experiment, options):
+    """The output folder, checked before any computation: writable, and not holding a
+    finished result or chunks of other options (unless ``--force``, which discards
+    them)."""
+    import shutil
+
+    from .experiments import _chunks
+
+    out = check_out(default if args.out is None else args.out)
+    manifest = os.path.join(out, "manifest.json")
+    problem = None
+    if os.path.isfile(manifest):
+        try:
+            import json
+
+            with open(manifest) as fh:
+                man = json.load(fh)
+        except (OSError, ValueError) as exc:
+            problem = f"an unreadable manifest.json ({exc})"
+        else:
+            if man.get("experiment") not in (None, experiment):
+                problem = f"chunks of {man.get('experiment')}"
+            elif man.get("versions") != _chunks.versions():
+                problem = f"chunks computed with other versions ({man.get('versions')})"
+            elif man.get("options") not in (None, options):
+                old = man["options"]
+                changed = sorted(k for k in set(old) | set(options)
+                                 if old.get(k) != options.get(k))
+                problem = "chunks of other options (" + ", ".join(
+                    f"{k}: {old.get(k)!r} -> {options.get(k)!r}" for k in changed) + ")"
+    if problem is None and _finished(out):
+        problem = "a finished result (summary.json)"
+    if problem is not None:
+        if not args.force:
+            raise CLIError(f"{out} already holds {problem}; pass --force to discard it, or "
+                           f"--out DIR to write elsewhere")
+        shutil.rmtree(os.path.join(out, "chunks"), ignore_errors=True)
+        for f in ("manifest.json", "summary.json", "report.md"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(out, f))
+    return out
+
+
 def _run(args, experiments):
-    from .experiments import get
+    from .experiments import _chunks, get
 
     mod = get(args.name)
     params = inspect.signature(mod.run).parameters
+    chunked = getattr(mod, "CHUNKED", False)
     opts = {**mod.DEFAULTS}
+    if args.paper:
+        if args.runs is not None or args.rounds is not None:
+            raise CLIError("--paper sets the runs and rounds: give either --paper or "
+                           "--runs/--rounds")
+        opts.update(getattr(mod, "PAPER_SIZE", {}))
     for key in ("runs", "rounds", "seed"):
         value = getattr(args, key)
         if value is not None:
@@ -159,12 +276,16 @@ def _run(args, experiments):
             else:
                 _count(value, f"--{key}")
             opts[key] = value
-    if args.jobs is not None:
+    ex, sess = _execution(args, chunked, args.name)
+    if "jobs" in ex and not chunked:
         if "n_jobs" not in params:
             raise CLIError(f"{args.name} takes no --jobs (it parallelises over seeds itself)")
-        if args.jobs < 1:
-            raise CLIError("--jobs must be >= 1")
-        opts["n_jobs"] = args.jobs
+        opts["n_jobs"] = ex.pop("jobs")
+    if args.device != "cpu":
+        if not chunked:
+            raise CLIError(f"{args.name} has no --device {args.device} (only the "
+                           f"experiments of the fused bandit loops do)")
+        sess["device"] = args.device
     if args.tune:
         if "tune" not in params:
             raise CLIError(f"{args.name} takes no --tune")
@@ -181,12 +302,51 @@ def _run(args, experiments):
         if not os.access(args.data, os.R_OK):
             raise CLIError(f"--data {args.data!r} is not readable")
         opts["path"] = args.data
-    if args.out is None:
-        out = check_out(_default_out(f"results/{args.name}", args.force))
-    else:
-        out = check_out(args.out)
-    result = mod.run(out=out, progress=_progress(args.name), **opts)
+    options = {"experiment": args.name, **{k: v for k, v in opts.items() if k != "n_jobs"},
+               "device": args.device}
+    if "path" in opts:
+        options["data_bytes"] = os.path.getsize(opts["path"])
+    out = _prepare_out(args, f"results/{args.name}", args.name, options)
+    with _chunks.executor(**ex) as (executor, ex_name), _chunks.session(
+            executor=executor, executor_name=ex_name, options=options, **sess):
+        result = mod.run(out=out, progress=None if args.quiet else _progress(args.name),
+                         **opts)
     print(mod.table(result))
+    print(f"wrote {', '.join(result['files'])} ({result['total_wall_time_s']:.1f} s)")
+    return 0
+
+
+def _sweep(args):
+    from .experiments import _chunks
+    from .experiments.sweep import SWEEPS, table
+
+    fn = SWEEPS[args.name][0]
+    opts = {}
+    for key in ("runs", "rounds"):
+        value = getattr(args, key)
+        if value is not None:
+            opts[key] = _count(value, f"--{key}")
+    if args.seed is not None:
+        if args.seed < 0:
+            raise CLIError("--seed must be >= 0")
+        opts["seed"] = args.seed
+    if args.methods is not None:
+        opts["methods"] = list(args.methods)
+    ex, sess = _execution(args, True, args.name)
+    params = inspect.signature(fn).parameters
+    options = {"sweep": args.name, **{k: opts.get(k, params[k].default)
+                                      for k in ("runs", "rounds", "seed", "methods")}}
+    out = _prepare_out(args, f"results/sweep-{args.name}", None, options)
+    try:
+        with _chunks.executor(**ex) as (executor, ex_name), _chunks.session(
+                executor=executor, executor_name=ex_name, options=options, **sess):
+            result = fn(out=out, progress=None if args.quiet else _progress(args.name),
+                        **opts)
+    except ValueError as exc:
+        if "methods" in str(exc):
+            raise CLIError(f"--{exc}") from None
+        raise
+    print(table(result))
     print(f"wrote {', '.join(result['files'])} ({result['total_wall_time_s']:.1f} s)")
     return 0
 
@@ -230,6 +390,8 @@ def main(argv=None):
             return 0
         if args.command == "report":
             return _report(args)
+        if args.command == "sweep":
+            return _sweep(args)
         return _run(args, EXPERIMENTS)
     except CLIError as exc:
         if args.debug:

@@ -1,13 +1,18 @@
 """Shared output writing of the experiments: CSV of curves, JSON summary, PNG plot."""
 
+import contextlib
 import csv
+import dataclasses
 import json
 import os
 import platform
+import re
+import time
 
 import numba
 import numpy as np
 
+from . import _chunks
 from ._paired import compare, format_difference
 
 
@@ -84,9 +89,9 @@ def write_json(path, obj):
 
 def run_panels(name, description, panels, runs, rounds, seed, out, progress=None,
                title=None, extra=None, kl_rounds=None, n_jobs=1, reference=None,
-               on_result=None):
-    """Run regret experiments panel by panel and write ``curves.csv``, ``summary.json``,
-    ``regret.png``; return the summary.
+               on_result=None, simulate_fn=None, plot=True):
+    """Run regret experiments panel by panel, in resumable chunks, and write
+    ``curves.csv``, ``summary.json``, ``regret.png``; return the summary.
 
     ``panels``: a list of ``(panel_title, environment, methods, info)`` where ``methods``
     is a list of ``(label, policy)`` or ``(label, [(policy, entry_info), ...])`` (candidates
@@ -95,68 +100,273 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     panel meets the same runs (same ``seed``: the same environment draws) on new instances
     per run. A method all of whose candidates diverge is reported in the summary (and the
     table) instead of stopping the experiment. ``kl_rounds`` records the KL diagnostic of
-    Gaussian engines on the linear model, and ``n_jobs`` spreads the runs of policies
-    without a fused loop over processes (see :func:`vits_ref.simulate`).
+    Gaussian engines on the linear model.
+
+    Execution (:mod:`vits_ref.experiments._chunks`): each candidate's runs are cut into
+    chunks of the session's ``chunk_runs`` runs (run ``r`` always seeded by child ``r``
+    of ``seed``), run on the session's executor (in this process by default; with
+    ``n_jobs > 1`` and no executor set, a pool of ``n_jobs`` processes), each written to
+    ``out/chunks/panels/`` as it finishes and listed in ``out/manifest.json``: calling
+    again with the same arguments reuses finished chunks, and the results are
+    bit-identical whatever the chunking, the executor or the interruptions. Before
+    computing, the planned work and an estimate from a short timed probe are reported
+    through ``progress``.
 
     Each entry keeps the per-run final regrets (``final_regrets``). With ``reference`` (a
-    method label, e.g. ``"LinTS"``), every other entry of a panel also gets
+    method label, or ``{panel: label}``), every other entry of a panel also gets
     ``paired_vs_reference``: the paired difference of its final regret against the
     reference's on the same runs, with 95% intervals
     (:func:`vits_ref.experiments._paired.paired_difference`). ``on_result(panel, label,
     result)`` is called with each method's :class:`vits_ref.SimulationResult` (e.g. to
-    count the arms played) before it is reduced to the summary.
+    count the arms played) before it is reduced to the summary. ``simulate_fn``: a
+    module-level function with :func:`vits_ref.simulate`'s arguments used instead of it
+    (e.g. the prior bandits' DiffTS driver); ``plot``: write ``regret.png``.
 
-    Timing: before each method's timed call, a throw-away warm-up (1 run x
-    ``min(rounds, 2)`` rounds) compiles or loads the kernels; its wall time is recorded as
-    ``warmup_s`` (compilation and cache loading, plus 2 rounds), and ``wall_time_s`` and
-    ``us_per_round`` measure the runs only. ``total_wall_time_s`` includes the warm-ups.
+    Timing: before a method's chunks, a throw-away warm-up (1 run x ``min(rounds, 2)``
+    rounds) compiles or loads the kernels in the process that runs them; its wall time is
+    recorded as ``warmup_s``, and ``wall_time_s`` (summed over chunks) and
+    ``us_per_round`` measure the runs only. ``total_wall_time_s`` is the wall time of
+    this call (with chunks reused from an earlier call, less than the work's cost);
+    ``execution`` says where the chunks ran and how many were reused.
     """
-    import time
-
-    from ..errors import DivergenceError
-    from ..simulate import has_kl, simulate
-
-    os.makedirs(out, exist_ok=True)
-    rows, summary, curves = [], [], {}
     t0 = time.perf_counter()
-    for panel, env, methods, info in panels:
-        curves[panel] = {}
-        for label, candidates in methods:
+    plan, outcome, s = execute_panels(name, panels, runs, rounds, seed, out, progress,
+                                      kl_rounds=kl_rounds, n_jobs=n_jobs,
+                                      simulate_fn=simulate_fn)
+    return _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out,
+                      title, extra, reference, on_result, None if s.quiet else progress,
+                      plot, s, t0)
+
+
+def execute_panels(name, panels, runs, rounds, seed, out, progress=None, kl_rounds=None,
+                   n_jobs=1, simulate_fn=None, stage="panels"):
+    """The chunked, resumable execution of :func:`run_panels` (same arguments; ``out``
+    None keeps the chunks in memory), without the summary: returns ``(plan, outcome,
+    session)`` where ``outcome[(p, m)]`` holds the chosen candidate ``"c"``, its chunk
+    results ``"blocks"`` (absent if every candidate diverged), ``"diverged"`` and
+    ``"warmup_s"``; ``stage`` names the chunk folder (``out/chunks/STAGE``)."""
+    s = _chunks.current()
+    if out is not None:
+        os.makedirs(out, exist_ok=True)
+    plan = _panel_plan(panels, runs, rounds, seed, kl_rounds, simulate_fn, s)
+    store = _chunks.Store(out, name, stage, _stage_description(name, plan, runs, rounds,
+                                                               seed, kl_rounds),
+                          force=s.force, options=s.options)
+    say = None if s.quiet else progress
+    pool = (_chunks.executor(jobs=n_jobs) if s.executor is None and n_jobs > 1
+            else contextlib.nullcontext((None, None)))
+    with pool as (ex, ex_name):
+        if ex is not None:
+            s = dataclasses.replace(s, executor=ex, executor_name=ex_name, workers=n_jobs)
+        token = _chunks._SESSION.set(s)
+        try:
+            outcome = _run_plan(plan, store, runs, rounds, say)
+        finally:
+            _chunks._SESSION.reset(token)
+    return plan, outcome, s
+
+
+def _warm_key(p, m, c):
+    return f"{p}/{m}/{c}"
+
+
+def _panel_plan(panels, runs, rounds, seed, kl_rounds, simulate_fn, s):
+    """Per panel and method, the candidates as chunk arguments (one per block of runs)."""
+    from ..simulate import fused_spec, has_kl
+
+    plan = []
+    for p, (panel, env, methods, info) in enumerate(panels):
+        for m, (label, candidates) in enumerate(methods):
             if not isinstance(candidates, list):
                 candidates = [(candidates, {})]
-            if progress:
-                progress(f"{panel}: {label} ({runs} runs x {rounds} rounds)")
-            diverged, res, warmup_s = [], None, 0.0
-            for policy, cand_info in candidates:
+            cands = []
+            for c, (policy, cand_info) in enumerate(candidates):
                 kl = kl_rounds if has_kl(policy) else None
-                # warm-up outside the timing: one run of at most 2 rounds (compilation,
-                # Numba cache loading), thrown away, so that wall_time_s and us_per_round
-                # measure the runs only. Every run starts from policy.fresh(seed), so the
-                # warm-up leaves the results bit-identical; a warm-up that diverges is
-                # ignored here (the timed call below raises and records it).
-                w0 = time.perf_counter()
-                try:
-                    simulate(policy, env, n_rounds=min(rounds, 2), n_runs=1, seed=seed,
-                             new_instance_per_run=True,
-                             kl_rounds=[min(rounds, 2)] if kl is not None and len(kl)
-                             else None)
-                except DivergenceError:
-                    pass
-                warmup_s += time.perf_counter() - w0
-                try:
-                    res = simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
-                                   new_instance_per_run=True,
-                                   kl_rounds=kl, n_jobs=n_jobs)
-                    break
-                except DivergenceError as err:
-                    diverged.append({**cand_info, "diverged": str(err)})
-                    if progress:
-                        progress(f"{panel}: {label} diverged ({err.engine}, run {err.run}, "
-                                 f"round {err.round})")
-            if res is None:
-                summary.append({**info, "panel": panel, "method": label,
-                                "diverged_candidates": diverged})
+                device = s.device if (simulate_fn is None and s.device != "cpu"
+                                      and fused_spec(policy) is not None) else "cpu"
+                base = {"policy": policy, "env": env, "rounds": rounds, "seed": seed,
+                        "kl_rounds": kl, "device": device, "simulate_fn": simulate_fn,
+                        "warm": _warm_key(p, m, c)}
+                chunks = [_chunks.Chunk(key=f"p{p}-m{m}-c{c}-r{lo}-{hi}", fn=_panel_chunk,
+                                        arg={**base, "first_run": lo, "n_runs": hi - lo},
+                                        work=(hi - lo) * rounds,
+                                        info={"panel": panel, "method": label,
+                                              "candidate": c, "runs": [lo, hi]})
+                          for lo, hi in _chunks.run_blocks(runs, s.chunk_runs)]
+                cands.append({"policy": policy, "info": cand_info, "base": base,
+                              "chunks": chunks, "device": device})
+            plan.append({"panel": panel, "p": p, "env": env, "info": info, "label": label,
+                         "m": m, "candidates": cands})
+    return plan
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _stage_description(name, plan, runs, rounds, seed, kl_rounds):
+    """What the panels' results depend on, for the manifest's fingerprint."""
+    return {"experiment": name, "runs": runs, "rounds": rounds, "seed": seed,
+            "kl_rounds": None if kl_rounds is None else [int(k) for k in kl_rounds],
+            "methods": [{"panel": e["panel"], "env": _ADDRESS.sub("", repr(e["env"])),
+                         "info": e["info"], "label": e["label"],
+                         "candidates": [{"policy": _ADDRESS.sub("", repr(c["policy"])),
+                                         "info": c["info"], "device": c["device"],
+                                         "simulate": getattr(c["base"]["simulate_fn"],
+                                                             "__qualname__", None)}
+                                        for c in e["candidates"]]}
+                        for e in plan]}
+
+
+#: Keys of the methods warmed up in this process (compiled or loaded from the cache).
+_WARMED = set()
+
+
+def _simulate_args(arg, n_rounds, n_runs, first_run, kl):
+    return dict(n_rounds=n_rounds, n_runs=n_runs, seed=arg["seed"],
+                new_instance_per_run=True, kl_rounds=kl, first_run=first_run,
+                device=arg["device"])
+
+
+def _warm_up(arg, sim):
+    """One throw-away run of at most 2 rounds (compilation, Numba cache loading); a
+    warm-up that diverges is ignored (the timed runs raise and record it). Every run
+    starts from ``policy.fresh(seed)``, so the results are unchanged."""
+    from ..errors import DivergenceError
+
+    kl = arg["kl_rounds"]
+    w0 = time.perf_counter()
+    try:
+        sim(arg["policy"], arg["env"], **_simulate_args(
+            arg, min(arg["rounds"], 2), 1, 0,
+            [min(arg["rounds"], 2)] if kl is not None and len(kl) else None))
+    except DivergenceError:
+        pass
+    _WARMED.add(arg["warm"])
+    return time.perf_counter() - w0
+
+
+def _panel_chunk(arg):
+    """Compute one chunk: a block of runs of one candidate (module level: picklable)."""
+    from ..errors import DivergenceError
+    from ..simulate import simulate
+
+    sim = arg["simulate_fn"] or simulate
+    warmup = 0.0 if arg["warm"] in _WARMED else _warm_up(arg, sim)
+    try:
+        res = sim(arg["policy"], arg["env"], **_simulate_args(
+            arg, arg["rounds"], arg["n_runs"], arg["first_run"], arg["kl_rounds"]))
+    except DivergenceError as err:
+        return {"diverged": str(err), "engine": err.engine, "run": err.run,
+                "round": err.round, "warmup_s": warmup, "wall_time_s": None}
+    return {"regret": res.regret, "arms": res.arms, "kl_rounds": res.kl_rounds,
+            "kl": res.kl, "wall_time_s": res.wall_time, "fused": res.fused,
+            "warmup_s": warmup, "diverged": None}
+
+
+def _probe(plan, store, runs, rounds, say):
+    """Report the planned work and an estimate of its cost from a timed probe (a warm-up,
+    then one run of at most 10 rounds per pending method, in this process)."""
+    from ..errors import DivergenceError
+    from ..simulate import simulate
+
+    s = _chunks.current()
+    pending = [(e, e["candidates"][0]) for e in plan
+               if any(store.load(c.key) is None for c in e["candidates"][0]["chunks"])]
+    n_chunks = sum(len(e["candidates"][0]["chunks"]) for e in plan)
+    n_done = n_chunks - sum(sum(store.load(c.key) is None for c in cand["chunks"])
+                            for _, cand in pending)
+    if say:
+        say(f"planned: {len(plan)} panel-methods x {runs} runs x {rounds} rounds in "
+            f"{n_chunks} chunks of <= {s.chunk_runs} runs ({n_done} already done"
+            f"{'' if store.folder is None else ' in ' + store.folder}); executor: "
+            f"{s.executor_name}")
+    estimate, warm = 0.0, {}
+    for _, cand in pending:
+        base = cand["base"]
+        sim = base["simulate_fn"] or simulate
+        warm[base["warm"]] = _warm_up(base, sim)
+        probe_rounds = min(rounds, 10)
+        t0 = time.perf_counter()
+        try:
+            res = sim(base["policy"], base["env"], **_simulate_args(
+                base, probe_rounds, 1, 0, None))
+        except DivergenceError:
+            continue
+        per_round = (time.perf_counter() - t0) / probe_rounds
+        left = sum(c.work for c in cand["chunks"] if store.load(c.key) is None)
+        share = numba.get_num_threads() if res.fused and base["device"] == "cpu" else 1
+        estimate += per_round * left / share
+    if say and pending:
+        workers = max(1, getattr(s, "workers", 1) or 1)
+        say(f"estimate: about {_duration(estimate / workers)} (a 1-run x "
+            f"{min(rounds, 10)}-round probe per method after compilation; first candidates "
+            f"only)")
+    return warm
+
+
+def _duration(sec):
+    if sec < 120:
+        return f"{sec:.0f} s"
+    if sec < 7200:
+        return f"{sec / 60:.0f} min"
+    return f"{sec / 3600:.1f} h"
+
+
+def _run_plan(plan, store, runs, rounds, say):
+    """Run every method's candidates in turn (a candidate that diverges on any run gives
+    way to the next); ``{(p, m): (candidate index, results by block, diverged list)}``."""
+    probe_warm = _probe(plan, store, runs, rounds, say)
+    outcome = {(e["p"], e["m"]): {"c": 0, "diverged": [], "warmup_s": 0.0} for e in plan}
+    active = list(plan)
+    while active:
+        chunks = [c for e in active
+                  for c in e["candidates"][outcome[(e["p"], e["m"])]["c"]]["chunks"]]
+        results = _chunks.run_chunks(store, chunks, progress=say, desc="runs")
+        nxt = []
+        for e in active:
+            o = outcome[(e["p"], e["m"])]
+            cand = e["candidates"][o["c"]]
+            blocks = [results[c.key] for c in cand["chunks"]]
+            o["warmup_s"] += probe_warm.get(cand["base"]["warm"], 0.0) + sum(
+                b["warmup_s"] for b in blocks)
+            bad = [b for b in blocks if b["diverged"] is not None]
+            if not bad:
+                o["blocks"] = blocks
                 continue
+            # the lowest diverging run's message: the one a single call over all runs gives
+            o["diverged"].append({**cand["info"], "diverged": bad[0]["diverged"]})
+            if say:
+                say(f"{e['panel']}: {e['label']} diverged ({bad[0]['engine']}, run "
+                    f"{bad[0]['run']}, round {bad[0]['round']})")
+            o["c"] += 1
+            if o["c"] < len(e["candidates"]):
+                nxt.append(e)
+        active = nxt
+    return outcome
+
+
+def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out, title,
+               extra, reference, on_result, say, plot, s, t0):
+    from ..simulate import SimulationResult
+
+    rows, summary, curves = [], [], {}
+    for panel, _, _, _ in panels:
+        curves[panel] = {}
+    for e in plan:
+        panel, label, info = e["panel"], e["label"], e["info"]
+        o = outcome[(e["p"], e["m"])]
+        if "blocks" not in o:
+            summary.append({**info, "panel": panel, "method": label,
+                            "diverged_candidates": o["diverged"]})
+        else:
+            cand = e["candidates"][o["c"]]
+            b = o["blocks"]
+            kl = (None if b[0]["kl"] is None else np.concatenate([x["kl"] for x in b]))
+            res = SimulationResult(
+                getattr(cand["policy"], "name", type(cand["policy"]).__name__),
+                repr(e["env"]), np.concatenate([x["regret"] for x in b]),
+                np.concatenate([x["arms"] for x in b]), np.asarray(b[0]["kl_rounds"]), kl,
+                float(sum(x["wall_time_s"] for x in b)), bool(b[0]["fused"]), seed)
             if on_result is not None:
                 on_result(panel, label, res)
             mean, se = res.mean_and_stderr()
@@ -164,38 +374,49 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
                 se = np.full_like(mean, np.nan)
             rows.append({"panel": panel, "method": label, "mean": mean, "stderr": se})
             curves[panel][label] = (mean, se)
-            entry = {**info, **cand_info, "panel": panel, "method": label,
+            entry = {**info, **cand["info"], "panel": panel, "method": label,
                      "final_regret_mean": float(mean[-1]),
                      "final_regret_stderr": float(se[-1]),  # NaN (null) for one run
                      "final_regrets": res.cumulative_regret[:, -1].tolist(),
                      "wall_time_s": res.wall_time, "fused": res.fused,
                      "us_per_round": 1e6 * res.wall_time / (runs * rounds),
-                     "warmup_s": warmup_s}
+                     "warmup_s": o["warmup_s"]}
+            if cand["device"] != "cpu":
+                entry["device"] = cand["device"]
             if res.kl is not None:
                 entry["kl_rounds"] = res.kl_rounds
                 entry["kl_mean"] = res.kl.mean(axis=0)
-            if diverged:
-                entry["diverged_candidates"] = diverged
+            if o["diverged"]:
+                entry["diverged_candidates"] = o["diverged"]
             summary.append(entry)
-        if reference is not None:
-            panel_entries = [e for e in summary if e["panel"] == panel]
-            for label, diff in compare(panel_entries, reference).items():
-                next(e for e in panel_entries if e["method"] == label)[
-                    "paired_vs_reference"] = {"reference": reference, **diff}
-    files = [os.path.join(out, f) for f in ("curves.csv", "summary.json", "regret.png")]
+        last = e is plan[-1] or plan[plan.index(e) + 1]["panel"] != panel
+        if last and reference is not None:
+            ref = reference.get(panel) if isinstance(reference, dict) else reference
+            if ref is not None:
+                entries = [x for x in summary if x["panel"] == panel]
+                for lab, diff in compare(entries, ref).items():
+                    next(x for x in entries if x["method"] == lab)[
+                        "paired_vs_reference"] = {"reference": ref, **diff}
+    names = ("curves.csv", "summary.json") + (("regret.png",) if plot else ())
+    files = [os.path.join(out, f) for f in names]
     result = {"experiment": name, "description": description, "runs": runs, "rounds": rounds,
               "seed": seed, "reference": reference, **(extra or {}), "results": summary,
               "files": files,
-              "total_wall_time_s": time.perf_counter() - t0, "environment": environment_info()}
+              "total_wall_time_s": time.perf_counter() - t0, "environment": environment_info(),
+              "execution": {"executor": s.executor_name, "chunk_runs": s.chunk_runs,
+                            "device": s.device, **s.stats}}
     write_curves_csv(files[0], rows)
     write_json(files[1], result)
-    try:
-        from ..plotting import regret_panels
+    if plot:
+        try:
+            from ..plotting import regret_panels
 
-        regret_panels(curves, files[2], title=title)
-    except ImportError as exc:
-        if progress:
-            progress(f"no plot written: {exc}")
+            regret_panels(curves, files[2], title=title)
+        except ImportError as exc:
+            if say:
+                say(f"no plot written: {exc}")
+    else:
+        result["curves"] = curves  # for the caller's own figure; not in the JSON
     return result
 
 

@@ -9,7 +9,7 @@ is left out and reported with the engine's message (round and step size).
 
 import math
 
-from ..errors import DivergenceError
+import numpy as np
 
 #: Offset of the tuning runs' seed from the evaluation seed.
 TUNE_SEED_OFFSET = 10_000
@@ -18,8 +18,12 @@ TUNE_RUNS = 20
 
 
 def grid_search(make_policy, grid, env, rounds, runs, seed, n_jobs=1, progress=None,
-                label="method"):
+                label="method", out=None):
     """Score every grid point on separate tuning runs; best first.
+
+    The points run as resumable chunks (:mod:`vits_ref.experiments._chunks`): with
+    ``out``, each point's blocks of runs are stored in ``out/chunks/tune-LABEL/`` and
+    reused when the same search is run again.
 
     Parameters
     ----------
@@ -33,11 +37,13 @@ def grid_search(make_policy, grid, env, rounds, runs, seed, n_jobs=1, progress=N
     seed : int
         The evaluation seed; the tuning runs use ``seed + TUNE_SEED_OFFSET``.
     n_jobs : int
-        Worker processes for policies without a fused loop.
+        Worker processes for the chunks when the session has no executor.
     progress : callable or None
-        ``progress(message)`` once per point.
+        ``progress(message)`` for status lines.
     label : str
-        Name used in the progress messages.
+        Name used in the progress messages and the chunk folder.
+    out : str or None
+        The experiment's output folder (None: nothing stored).
 
     Returns
     -------
@@ -47,20 +53,24 @@ def grid_search(make_policy, grid, env, rounds, runs, seed, n_jobs=1, progress=N
         Every point in grid order: ``{"point", "final_regret_mean", "final_regret_stderr"}``
         or ``{"point", "diverged": message}``.
     """
-    from ..simulate import simulate
+    from ._chunks import slug
+    from ._common import execute_panels
 
+    grid = list(grid)
+    if progress:
+        progress(f"tuning {label}: {len(grid)} points x {runs} runs x {rounds} rounds")
+    methods = [(f"point {i}", [(make_policy(**point), {"point": point})])
+               for i, point in enumerate(grid)]
+    plan, outcome, _ = execute_panels(None, [(label, env, methods, {})], runs, rounds,
+                                      seed + TUNE_SEED_OFFSET, out, progress, n_jobs=n_jobs,
+                                      stage=f"tune-{slug(label)}")
     scores = []
-    for i, point in enumerate(grid):
-        if progress:
-            progress(f"tuning {label}: point {i + 1}/{len(grid)} {point}")
-        try:
-            res = simulate(make_policy(**point), env, n_rounds=rounds, n_runs=runs,
-                           seed=seed + TUNE_SEED_OFFSET, new_instance_per_run=True,
-                           n_jobs=n_jobs)
-        except DivergenceError as err:
-            scores.append({"point": point, "diverged": str(err)})
+    for e in plan:
+        o, point = outcome[(e["p"], e["m"])], grid[e["m"]]
+        if "blocks" not in o:
+            scores.append({"point": point, "diverged": o["diverged"][0]["diverged"]})
             continue
-        final = res.cumulative_regret[:, -1]
+        final = np.cumsum(np.concatenate([b["regret"] for b in o["blocks"]]), axis=1)[:, -1]
         se = float(final.std(ddof=1) / math.sqrt(runs)) if runs > 1 else None
         scores.append({"point": point, "final_regret_mean": float(final.mean()),
                        "final_regret_stderr": se})

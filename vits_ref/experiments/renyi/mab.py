@@ -72,6 +72,8 @@ NAME = "renyi-mab"
 DESCRIPTION = ("Rényi appendix C: 3-armed bandit with multi-modal priors and rewards "
                "(Tables 3-4), Rényi-VI Gaussian per arm, alpha compared")
 DEFAULTS = {"runs": 20, "rounds": 4000, "seed": 0}
+#: Runs in resumable chunks (:mod:`vits_ref.experiments._chunks`).
+CHUNKED = True
 
 #: Table 3: each arm's prior, ``(component means, component variance)``, equal weights.
 TABLE3 = (((13.0, 20.0), 1.5), ((16.0, 14.0), 1.5), ((10.0, 17.0), 1.5))

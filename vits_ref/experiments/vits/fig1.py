@@ -71,6 +71,8 @@ from . import grid
 NAME = "vits-fig1"
 DESCRIPTION = "VITS paper Figure 1: linear pool bandit, zeta 0.1 and 1 (d=20, K=50)"
 DEFAULTS = {"runs": 50, "rounds": 1000, "seed": 0}
+#: Runs in resumable chunks (:mod:`vits_ref.experiments._chunks`).
+CHUNKED = True
 ZETAS = (0.1, 1.0)
 DIM, N_ARMS = 20, 50
 REFERENCE = "LinTS"
@@ -220,7 +222,7 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, me
                 ranked, scores = grid_search(
                     lambda n=name, o=overrides, **p: make_policy(n, DIM, **{**o, **p}),
                     tuning_grid(name), env, rounds, tune_runs, seed, n_jobs,
-                    progress=progress, label=f"{panel}: {label}")
+                    progress=progress, label=f"{panel}: {label}", out=out)
                 ranked = [{**overrides, **p} for p in ranked] or [overrides]
                 tuning.setdefault(panel, {})[label] = {
                     "scores": scores, "diverged_points": diverged_points(scores)}

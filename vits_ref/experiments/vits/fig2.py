@@ -28,8 +28,8 @@ Intel Xeon of this project (``time python -m vits_ref run vits-fig2 --out /tmp/f
 of runs) and 29 s warm (4.1 s of warm-ups, 22.9 s of runs).
 It decides nothing (the claims need the paper's size: "not testable here"); it
 shows the pipeline works. ``--runs`` and ``--rounds`` scale it up; the paper's size is
-``run(..., paper=True)`` (50 runs x 1000 rounds; the CLI has no per-experiment flag, so
-from the command line: ``--runs 50 --rounds 1000``).
+``run(..., paper=True)`` (50 runs x 1000 rounds; ``--paper`` on the command line, which
+runs in resumable chunks: see :mod:`vits_ref.experiments._chunks`).
 
 Paired differences are taken against VITS-II (:data:`REFERENCE`), the paper's method in
 this figure (there is no exact posterior to compare with). :func:`claims` decides the
@@ -50,6 +50,8 @@ DESCRIPTION = "VITS paper Figure 2: quadratic pool bandit with a 20-20 MLP (smal
 #: The small default (under 2 minutes on 2 cores, see the module docstring).
 DEFAULT_RUNS, DEFAULT_ROUNDS = 2, 6
 DEFAULTS = {"runs": DEFAULT_RUNS, "rounds": DEFAULT_ROUNDS, "seed": 0}
+#: Runs in resumable chunks (:mod:`vits_ref.experiments._chunks`).
+CHUNKED = True
 ZETAS = (0.1, 1.0)
 DIM, N_ARMS, HIDDEN = 20, 50, (20, 20)
 ETA, LAM, STEP, HF_COV_STEP = 1.0, 10.0, 1e-3, 1e-4
@@ -59,6 +61,8 @@ HF = "VITS-II HF (20 draws)"
 #: The paper's size (section 4.1: 50 runs; 1000 rounds as in Figure 1): the claims are
 #: decided only at this size or larger.
 PAPER_RUNS, PAPER_ROUNDS = 50, 1000
+#: ``--paper``: the paper's size (section 4.1).
+PAPER_SIZE = {"runs": PAPER_RUNS, "rounds": PAPER_ROUNDS}
 
 
 def policies():

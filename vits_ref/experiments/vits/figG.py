@@ -123,6 +123,8 @@ from .fig1 import OPVI_TS, PARTICLE_GRID, PARTICLE_TUNE_RUNS, SVGD_TS, particle_
 NAME = "vits-figG"
 DESCRIPTION = "VITS paper appendix G: hard non-contextual instance, linear and logistic"
 DEFAULTS = {"runs": 20, "rounds": 1000, "seed": 0}
+#: Runs in resumable chunks (:mod:`vits_ref.experiments._chunks`).
+CHUNKED = True
 DIM = N_ARMS = 10
 REWARDS = ("linear", "logistic")
 REFERENCE = "LinTS"
@@ -288,7 +290,7 @@ def run(runs=20, rounds=1000, seed=0, out="results/vits-figG", progress=None,
                 ranked, scores = grid_search(
                     lambda n=name, r=reward, **p: policy(n, r, p), grid.points(kind), env,
                     rounds, tune_runs, seed, n_jobs, progress=progress,
-                    label=f"{panel}: {label}")
+                    label=f"{panel}: {label}", out=out)
                 ranked = ranked or [DEFAULT_POINTS[reward][label]]
                 tuning.setdefault(panel, {})[label] = {
                     "scores": scores, "diverged_points": diverged_points(scores),

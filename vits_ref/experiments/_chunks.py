@@ -1,0 +1,446 @@
+"""Resumable, executor-independent execution of experiments in chunks.
+
+An experiment's work is cut into independent **chunks** (for the regret experiments: a
+method's candidate on a panel, for a block of runs). A chunk carries everything it needs,
+including its seeds: run ``r`` of a panel is always seeded by child ``r`` of the
+experiment's seed (:func:`vits_ref.simulate`'s ``first_run``), so the results do not
+depend on how the runs are cut into chunks, nor on where the chunks run:
+
+* in this process (the default),
+* in a pool of worker processes (``--jobs N``:
+  :class:`concurrent.futures.ProcessPoolExecutor`, spawned),
+* on a Dask ``distributed`` cluster (``--scheduler ADDRESS``, or ``--dask-local N`` for a
+  ``LocalCluster`` of N single-threaded workers; the ``dask`` extra, imported lazily).
+
+Each finished chunk is written by this process (workers need no shared file system) into
+``OUT/chunks/STAGE/KEY.npz`` atomically (a temporary file in the same folder, then
+:func:`os.replace`), and listed in ``OUT/manifest.json`` (experiment, options, versions,
+seed and the chunk list, also rewritten atomically). Running the same command again
+reuses every finished chunk and computes the others, so an interrupted run (even killed
+with SIGKILL) resumes and ends with results bit-identical to an uninterrupted one
+(``tests/test_chunks.py``). A folder holding chunks of different options or versions is
+refused (:class:`MixedRunError`) unless the session has ``force=True`` (``--force``: the
+old chunks are discarded) or another folder is used.
+
+The execution settings live in a :class:`Session`, set for a block of code with
+:func:`session` (the command line does this) and read by
+:func:`vits_ref.experiments._common.run_panels` and the tuning.
+"""
+
+import concurrent.futures
+import contextlib
+import contextvars
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Format of ``manifest.json`` (raised when its layout changes).
+MANIFEST_FORMAT = 1
+#: Default runs per chunk: small enough to lose little work to an interruption, large
+#: enough for the fused loop's threads to share runs.
+CHUNK_RUNS = 10
+
+
+class MixedRunError(ValueError):
+    """The output folder holds chunks of another run (other options or versions)."""
+
+
+@dataclass
+class Session:
+    """How the chunks of an experiment are run.
+
+    Attributes
+    ----------
+    executor : concurrent.futures.Executor or None
+        Where chunks run; None runs them one by one in this process.
+    force : bool
+        Discard chunks of another run found in the output folder instead of refusing.
+    quiet : bool
+        No progress bar and no status lines.
+    chunk_runs : int
+        Runs per chunk.
+    device : {"cpu", "cuda"}
+        Device of the fused loops (:func:`vits_ref.simulate`).
+    options : dict or None
+        The command's options, stored in the manifest and compared on resume.
+    executor_name : str
+        How the executor is described in the summaries.
+    workers : int
+        The executor's parallel workers (for the cost estimate).
+    stats : dict
+        Chunks computed and reused so far in the session.
+    """
+
+    executor: object = None
+    force: bool = False
+    quiet: bool = False
+    chunk_runs: int = CHUNK_RUNS
+    device: str = "cpu"
+    options: dict | None = None
+    executor_name: str = "in-process"
+    workers: int = 1
+    stats: dict = field(default_factory=lambda: {"computed": 0, "reused": 0})
+
+
+_SESSION = contextvars.ContextVar("vits_ref_chunk_session", default=None)
+
+
+def current():
+    """The session in force (a default in-process :class:`Session` outside
+    :func:`session`)."""
+    s = _SESSION.get()
+    return s if s is not None else Session()
+
+
+@contextlib.contextmanager
+def session(**settings):
+    """Run the experiments of the ``with`` block under a :class:`Session` of ``settings``.
+
+    Examples
+    --------
+    >>> from vits_ref.experiments import _chunks
+    >>> with _chunks.session(chunk_runs=5, quiet=True) as s:
+    ...     _chunks.current().chunk_runs
+    5
+    """
+    s = Session(**settings)
+    if not isinstance(s.chunk_runs, int) or isinstance(s.chunk_runs, bool) or s.chunk_runs < 1:
+        raise ValueError(f"chunk_runs must be an integer >= 1, got {s.chunk_runs!r}")
+    token = _SESSION.set(s)
+    try:
+        yield s
+    finally:
+        _SESSION.reset(token)
+
+
+# --------------------------------------------------------------------------- executors
+
+
+def _worker_init(n_threads):
+    import numba
+
+    numba.set_num_threads(n_threads)
+
+
+@contextlib.contextmanager
+def executor(jobs=None, scheduler=None, dask_local=None):
+    """The executor of the command-line options, closed on exit: ``(executor, name)``.
+
+    ``jobs``: a process pool of that many spawned workers (each with an equal share of
+    Numba's threads); ``scheduler``: a Dask ``distributed`` scheduler address;
+    ``dask_local``: a Dask ``LocalCluster`` of that many single-threaded workers. At most
+    one may be given; none: ``(None, "in-process")``.
+    """
+    given = [k for k, v in (("--jobs", jobs), ("--scheduler", scheduler),
+                            ("--dask-local", dask_local)) if v is not None]
+    if len(given) > 1:
+        raise ValueError(f"give at most one of {', '.join(given)}")
+    if jobs is not None:
+        import multiprocessing
+
+        import numba
+
+        threads = max(1, numba.config.NUMBA_NUM_THREADS // jobs)
+        # spawn, not fork: forking a process with Numba's threads running is unsafe
+        with concurrent.futures.ProcessPoolExecutor(
+                jobs, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_worker_init, initargs=(threads,)) as ex:
+            yield ex, f"process pool ({jobs} workers)"
+        return
+    if scheduler is not None or dask_local is not None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise ImportError("Dask execution needs the dask extra: pip install "
+                              "'vits_ref[dask]'") from None
+        if scheduler is not None:
+            with Client(scheduler) as client:
+                yield client.get_executor(pure=False), f"dask ({scheduler})"
+            return
+        with LocalCluster(n_workers=dask_local, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            yield client.get_executor(pure=False), f"dask LocalCluster ({dask_local} workers)"
+        return
+    yield None, "in-process"
+
+
+# --------------------------------------------------------------------------- storage
+
+
+def versions():
+    """The versions that must match for chunks to be mixed."""
+    import platform
+
+    import numba
+
+    from .. import __version__
+
+    return {"vits_ref": __version__, "numpy": np.__version__, "numba": numba.__version__,
+            "python": platform.python_version()}
+
+
+def fingerprint(obj):
+    """A short stable hash of a JSON-able description (what a stage's results depend
+    on)."""
+    text = json.dumps(obj, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _atomic_write(path, write):
+    folder = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
+def _encode(result):
+    """A chunk result (dict of arrays, numbers, strings, None) as arrays for ``np.savez``."""
+    arrays, nones = {}, []
+    for k, v in result.items():
+        if v is None:
+            nones.append(k)
+        else:
+            arrays[k] = np.asarray(v)
+    arrays["__none__"] = np.array(nones, dtype=str)
+    return arrays
+
+
+def _decode(npz):
+    out = {k: npz[k] for k in npz.files if k != "__none__"}
+    for k, v in out.items():
+        if v.ndim == 0:
+            out[k] = v.item()
+    for k in npz["__none__"].tolist():
+        out[k] = None
+    return out
+
+
+class Store:
+    """The chunks and the manifest of an output folder, for one stage of an experiment.
+
+    Parameters
+    ----------
+    folder : str or None
+        The experiment's output folder; None keeps the chunks in memory (no resume).
+    experiment : str or None
+        None for a part shared by experiments (the tuning), which adopts the folder's.
+    stage : str
+        A name for a part of the experiment (e.g. ``"panels"``, ``"tune"``).
+    description : dict
+        What the stage's results depend on (JSON-able); its :func:`fingerprint` must
+        match the stored one for the chunks to be reused.
+    force : bool
+        Discard a mismatching stage instead of raising :class:`MixedRunError`.
+    options : dict or None
+        The command's options (compared too when both runs give them).
+    """
+
+    def __init__(self, folder, experiment, stage, description, force=False, options=None):
+        self.folder = folder
+        self.stage = stage
+        if folder is None:  # in memory: nothing stored, nothing resumed
+            self.manifest = {"stages": {stage: {"chunks": {}}}}
+            self._memory = {}
+            return
+        self._memory = None
+        self.stage = stage
+        self.dir = os.path.join(folder, "chunks", stage)
+        self.manifest_path = os.path.join(folder, "manifest.json")
+        fp = fingerprint(description)
+        man = self._read()
+        problem = None
+        if man is not None:
+            if man.get("format") != MANIFEST_FORMAT:
+                problem = f"manifest format {man.get('format')} (this version writes " \
+                          f"{MANIFEST_FORMAT})"
+            elif experiment is not None and man.get("experiment") not in (None, experiment):
+                problem = f"experiment {man.get('experiment')!r}, not {experiment!r}"
+            elif man.get("versions") != versions():
+                problem = f"versions {man.get('versions')} (now {versions()})"
+            elif (options is not None and man.get("options") is not None
+                  and man["options"] != options):
+                changed = sorted(k for k in set(options) | set(man["options"])
+                                 if options.get(k) != man["options"].get(k))
+                problem = "other options (" + ", ".join(
+                    f"{k}: {man['options'].get(k)!r} -> {options.get(k)!r}"
+                    for k in changed) + ")"
+            elif stage in man.get("stages", {}) and man["stages"][stage]["fingerprint"] != fp:
+                problem = f"stage {stage!r} of other parameters"
+        if problem is not None:
+            if not force:
+                raise MixedRunError(
+                    f"{folder} holds chunks of another run ({problem}); pass --force to "
+                    f"discard them (force=True), or write to another folder")
+            shutil.rmtree(os.path.join(folder, "chunks"), ignore_errors=True)
+            man = None
+        if man is None:
+            man = {"format": MANIFEST_FORMAT, "experiment": experiment, "options": options,
+                   "versions": versions(), "stages": {}}
+        if options is not None:
+            man["options"] = options
+        if experiment is not None:
+            man["experiment"] = experiment
+        stage_entry = man["stages"].setdefault(stage, {"fingerprint": fp, "chunks": {}})
+        stage_entry["description"] = description
+        self.manifest = man
+        os.makedirs(self.dir, exist_ok=True)
+        self._write_manifest()
+
+    def _read(self):
+        try:
+            with open(self.manifest_path) as fh:
+                return json.load(fh)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise MixedRunError(f"{self.manifest_path} is unreadable ({exc}); remove it or "
+                                f"pass --force") from None
+
+    def _write_manifest(self):
+        text = json.dumps(self.manifest, indent=1, sort_keys=True, default=str).encode()
+        _atomic_write(self.manifest_path, lambda fh: fh.write(text))
+
+    def _path(self, key):
+        return os.path.join(self.dir, f"{key}.npz")
+
+    def load(self, key):
+        """The stored result of chunk ``key``, or None if it is not finished."""
+        if self._memory is not None:
+            return self._memory.get(key)
+        if key not in self.manifest["stages"][self.stage]["chunks"]:
+            return None
+        try:
+            with np.load(self._path(key), allow_pickle=False) as npz:
+                return _decode(npz)
+        except (OSError, ValueError, KeyError):
+            return None  # listed but missing or damaged: compute it again
+
+    def save(self, key, result, info):
+        """Write chunk ``key`` atomically, then list it (with ``info``) in the manifest."""
+        if self._memory is not None:
+            self._memory[key] = result
+            return
+        arrays = _encode(result)
+        _atomic_write(self._path(key), lambda fh: np.savez(fh, **arrays))
+        self.manifest["stages"][self.stage]["chunks"][key] = {
+            **info, "file": os.path.relpath(self._path(key), self.folder)}
+        self._write_manifest()
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One independent piece of work: ``fn(arg) -> dict`` (picklable, module level).
+
+    ``key`` names the chunk file (letters, digits, ``-``, ``_``, ``.``); ``work`` is its
+    size in run-rounds (for the progress bar); ``info`` is stored in the manifest.
+    """
+
+    key: str
+    fn: object
+    arg: object
+    work: int
+    info: dict
+
+
+def progress_bar(total, desc, quiet):
+    """A tqdm bar on stderr (None when quiet, when stderr is not a terminal, or without
+    tqdm)."""
+    if quiet:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    import sys
+
+    if not sys.stderr.isatty():
+        return None
+    return tqdm(total=total, desc=desc, unit=" run-rounds", unit_scale=True, leave=False,
+                file=sys.stderr, dynamic_ncols=True)
+
+
+def run_chunks(store, chunks, progress=None, desc="chunks"):
+    """Results of ``chunks`` (a dict ``key -> result``): reused from ``store`` where
+    finished, else computed on the session's executor and saved as each finishes.
+
+    ``progress(message)``: a status line per computed chunk when there is no progress
+    bar (not a terminal, no tqdm), none when the session is quiet.
+    """
+    s = current()
+    results, todo = {}, []
+    for c in chunks:
+        res = store.load(c.key)
+        if res is None:
+            todo.append(c)
+        else:
+            results[c.key] = res
+    s.stats["reused"] += len(chunks) - len(todo)
+    s.stats["computed"] += len(todo)
+    total = sum(c.work for c in todo)
+    bar = progress_bar(total, desc, s.quiet) if todo else None
+    say = None if (s.quiet or bar is not None) else progress
+
+    every = max(1, len(todo) // 10)  # without a bar: about ten status lines
+
+    def finish(c, res, k):
+        store.save(c.key, res, {**c.info, "wall_time_s": res.get("wall_time_s")})
+        results[c.key] = res
+        if bar is not None:
+            bar.update(c.work)
+        elif say is not None and (k % every == 0 or k == len(todo)):
+            where = ": ".join(str(c.info[x]) for x in ("panel", "method") if x in c.info)
+            say(f"{desc}: {k}/{len(todo)} chunks done" + (f" (last: {where})" if where else ""))
+
+    try:
+        if s.executor is None:
+            for k, c in enumerate(todo, start=1):
+                finish(c, c.fn(c.arg), k)
+        else:
+            futures = {s.executor.submit(c.fn, c.arg): c for c in todo}
+            try:
+                for k, fut in enumerate(concurrent.futures.as_completed(futures), start=1):
+                    finish(futures[fut], fut.result(), k)
+            except BaseException:
+                for fut in futures:
+                    fut.cancel()
+                raise
+    finally:
+        if bar is not None:
+            bar.close()
+    return results
+
+
+def slug(text):
+    """``text`` made safe as a file or folder name."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:80] or "_"
+
+
+def run_blocks(n_runs, chunk_runs):
+    """The blocks ``(lo, hi)`` of runs of the chunks."""
+    return [(lo, min(n_runs, lo + chunk_runs)) for lo in range(0, n_runs, chunk_runs)]
+
+
+def timed(fn, *args, **kwargs):
+    """``(fn(...), seconds)``."""
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0
