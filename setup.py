@@ -6,12 +6,16 @@ EXTRAS = {
     "test": ["pytest>=7", "hypothesis>=6", "statsmodels>=0.14", "scikit-learn>=1.3",
              "nbclient>=0.9", "nbformat>=5.9", "ipykernel>=6", "matplotlib>=3.7", "ruff>=0.5",
              "import-linter>=2", "tqdm>=4.60",
+             # the Dask executor's bit-identity test (tests/test_chunks.py)
+             "distributed>=2024.1",
              # the CUDA simulator tests need numba-cuda importable, not its CUDA wheels
              # (no GPU is used; the simulator also runs with numpy 2.5)
              "numba-cuda>=0.20"],
     "plot": ["matplotlib>=3.7"],
     # progress bars of long work (DiffusionPrior.fit); a line per step without it
     "progress": ["tqdm>=4.60"],
+    # chunks of experiments on a Dask cluster (--scheduler, --dask-local)
+    "dask": ["distributed>=2024.1"],
     "bench": ["asv>=0.6"],
     # the JAX peer of the GPU benchmark (vits_ref._bench.jax_peer); on a GPU install
     # "jax[cuda12]" instead, so that the peer runs on the device
