@@ -135,3 +135,24 @@ def test_serial_shared_writes_names_the_racing_stores():
     assert ("stats_add", "b[i] += r * x[i]") in where
     # the primitives themselves are not listed
     assert not any(name.startswith("vits_ref.kernels.linalg.gemm") for name, _, _ in found)
+
+
+def _real_gpu():
+    try:
+        import numba
+        from numba import cuda
+
+        return bool(cuda.is_available()) and not numba.config.ENABLE_CUDASIM
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU (numba.cuda.is_available() is False)")
+def test_primitive_only_body_on_gpu():
+    """The rebuilt body compiled for a real GPU (FMA contraction: rounding, not bits)."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout.split("RESULT")[1])
+    assert max(out["prim"].values()) < 1e-12

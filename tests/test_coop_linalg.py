@@ -218,3 +218,28 @@ def test_coop_primitives_equal_the_loops_under_simulator(threads, shapes, dims):
     assert out["failures"] == []
     assert out["loop"] == 0.0
     assert out["numpy"] < 1e-12
+
+
+def _real_gpu():
+    try:
+        import numba
+        from numba import cuda
+
+        return bool(cuda.is_available()) and not numba.config.ENABLE_CUDASIM
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU (numba.cuda.is_available() is False)")
+def test_coop_primitives_on_gpu():
+    """Compiled for a real GPU: the compiler contracts multiply-adds into FMAs, so the
+    primitives agree with the Python loops to rounding (d <= 4: ~1e-15), not bit for bit;
+    a missing barrier or a wrong index would differ at O(1)."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    args = json.dumps([(1, 3, 32, 64), ((4, 4, 4), (2, 3, 4)), (3, 4)])
+    res = subprocess.run([sys.executable, "-c", SCRIPT, args], capture_output=True,
+                         text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout.split("RESULT")[1])
+    assert out["loop"] < 1e-12 and out["numpy"] < 1e-12
+    assert not [f for f in out["failures"] if "from the loops" not in f]
