@@ -223,3 +223,30 @@ def test_execution_options_are_checked_before_any_work(tmp_path):
     with pytest.raises(ValueError, match="chunk_runs"):
         with _chunks.session(chunk_runs=0):
             pass
+
+
+def _block(scale, lo, hi):
+    """Runs lo..hi-1 of a toy experiment: run r's value depends only on r's own seed."""
+    x = np.array([np.random.default_rng([7, r]).standard_normal() for r in range(lo, hi)])
+    return {"x": scale * x, "wall_s": 0.25, "scale": scale}
+
+
+def test_map_runs_concatenates_blocks_and_resumes(tmp_path):
+    import functools
+
+    fn = functools.partial(_block, 2.0)
+    with _chunks.session(chunk_runs=7, quiet=True):
+        whole = _chunks.map_runs(fn, 7, str(tmp_path / "a"), "toy", "runs", {"scale": 2.0})
+    with _chunks.session(chunk_runs=3, quiet=True) as s:
+        blocks = _chunks.map_runs(fn, 7, str(tmp_path / "b"), "toy", "runs", {"scale": 2.0})
+        assert s.stats == {"computed": 3, "reused": 0}
+    np.testing.assert_array_equal(blocks["x"], whole["x"])
+    assert blocks["wall_s"] == 0.75 and whole["wall_s"] == 0.25  # times add up over blocks
+    assert blocks["scale"] == 2.0
+    (tmp_path / "b" / "chunks" / "runs" / "r3-6.npz").unlink()
+    with _chunks.session(chunk_runs=3, quiet=True) as s:
+        again = _chunks.map_runs(fn, 7, str(tmp_path / "b"), "toy", "runs", {"scale": 2.0})
+        assert s.stats == {"computed": 1, "reused": 2}
+    np.testing.assert_array_equal(again["x"], whole["x"])
+    with pytest.raises(_chunks.MixedRunError):
+        _chunks.map_runs(fn, 7, str(tmp_path / "b"), "toy", "runs", {"scale": 3.0})

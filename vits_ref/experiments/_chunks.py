@@ -444,3 +444,46 @@ def timed(fn, *args, **kwargs):
     t0 = time.perf_counter()
     out = fn(*args, **kwargs)
     return out, time.perf_counter() - t0
+
+
+def map_runs(fn, runs, out, experiment, stage, description, progress=None, work_per_run=1,
+             chunk_runs=None):
+    """Blocks of runs of ``fn`` as resumable chunks, concatenated along the runs.
+
+    For experiments with their own loop over runs (not :func:`run_panels
+    <vits_ref.experiments._common.run_panels>`): ``fn(lo, hi)`` computes runs
+    ``lo, ..., hi - 1`` (seeding run ``r`` from child ``r`` of the experiment's seed, so
+    that the blocks equal one call over all runs) and returns a dict of arrays whose
+    leading axis is those runs, or of numbers (which must not depend on the block, or are
+    summed over blocks when their key ends in ``_s``: times). ``fn`` must be picklable for
+    the process and Dask executors (a module-level function, or a
+    :func:`functools.partial` of one). ``description`` (JSON-able) is what the results
+    depend on; ``stage`` names the chunk folder; ``work_per_run`` sizes the progress bar.
+
+    Returns
+    -------
+    dict
+        The arrays concatenated over all runs, in run order.
+    """
+    s = current()
+    store = Store(out, experiment, stage, description, force=s.force, options=s.options)
+    chunk_runs = s.chunk_runs if chunk_runs is None else chunk_runs
+    chunks = [Chunk(key=f"r{lo}-{hi}", fn=_call_block, arg=(fn, lo, hi),
+                    work=(hi - lo) * work_per_run, info={"runs": [lo, hi]})
+              for lo, hi in run_blocks(runs, chunk_runs)]
+    results = run_chunks(store, chunks, progress=None if s.quiet else progress, desc=stage)
+    blocks = [results[c.key] for c in chunks]
+    out_ = {}
+    for k, v in blocks[0].items():
+        if isinstance(v, np.ndarray) and v.ndim >= 1:
+            out_[k] = np.concatenate([b[k] for b in blocks])
+        elif k.endswith("_s") and isinstance(v, (int, float)):
+            out_[k] = float(sum(b[k] for b in blocks))
+        else:
+            out_[k] = v
+    return out_
+
+
+def _call_block(arg):
+    fn, lo, hi = arg
+    return fn(lo, hi)
