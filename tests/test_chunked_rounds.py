@@ -315,7 +315,10 @@ def _memory_run(n_rounds, budget):
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, "-c", _MEMORY_SCRIPT, str(n_rounds), str(budget)],
                          capture_output=True, text=True, env=env, timeout=900, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    print(f"{n_rounds} rounds: peak {got['peak_kb'] / 1024:.0f} MB, after the warm-up "
+          f"{got['base_kb'] / 1024:.0f} MB")  # shown by pytest -s
+    return got
 
 
 def test_memory_does_not_grow_with_the_horizon():
