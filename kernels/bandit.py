@@ -16,9 +16,12 @@ A policy contributes a :class:`BanditPiece`: five kernel bodies with one signatu
 ``init(params, state, init_noise)``, ``select(params, state, X, noise) -> arm``,
 ``update(params, state, x, r, n_obs, noise) -> ok``, ``kl(params, state) -> float``
 
-where ``params`` is the policy's tuple of hyperparameters. :func:`make_bandit_run` closes
-over a piece; the drivers (:mod:`vits_ref.drivers`) cache one compiled loop per piece. No
-list of policies exists anywhere: a new policy brings its own piece.
+where ``params`` is the policy's tuple of hyperparameters. :func:`make_bandit_rounds`
+closes over a piece and runs a chunk of rounds ``[t0, t1)`` from the state buffer (so a
+long run is fed a chunk of pre-drawn rounds at a time, with bounded memory);
+:func:`make_bandit_run` is the same body over the whole horizon. The drivers
+(:mod:`vits_ref.drivers`) cache one compiled loop per piece. No list of policies exists
+anywhere: a new policy brings its own piece.
 """
 
 from vits_ref.config import kernel

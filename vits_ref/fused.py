@@ -5,7 +5,9 @@ a :class:`FusedSpec` from ``fused(kl=...)``; :func:`vits_ref.simulate` runs any 
 through one generic driver (:func:`vits_ref.drivers.cpu.bandit_runs`), with no list of
 policies anywhere. The randomness a run consumes is drawn in bulk with NumPy, in the
 order the online ``select``/``update`` API draws it, so the fused loop, the Python loop
-and the NumPy reference give the same regret.
+and the NumPy reference give the same regret. For long runs it is drawn a chunk of rounds
+at a time (:func:`draw_chunks`, the same rows bit for bit), so a run's memory does not
+grow with the horizon.
 """
 
 from collections.abc import Callable, Iterator
