@@ -256,9 +256,11 @@ def kwargs_of(**strategies):
 # state oracles
 # ---------------------------------------------------------------------------------------
 
-#: scratch buffers (overwritten before they are read) and history buffers (compared as
-#: their first n_obs rows, through the model's X, y)
-_SKIP = frozenset({"_scratch", "_g", "_H"})
+#: scratch buffers (overwritten before they are read: the engines' kernel scratch, VTS's
+#: E-step scratch ``_W``, ELBO trace buffer ``_trace`` and select's ``_scores`` and
+#: ``_expected``, np.empty until used) and history buffers (compared as their first n_obs
+#: rows, through the model's X, y)
+_SKIP = frozenset({"_scratch", "_g", "_H", "_W", "_trace", "_scores", "_expected"})
 _HISTORY = frozenset({"_X", "_y", "_r"})
 
 
@@ -269,6 +271,12 @@ def state(obj, depth=0):
     out = {}
     for k, v in sorted(vars(obj).items()):
         if k in _SKIP:
+            continue
+        counts = getattr(obj, "counts", None)
+        if (k in _HISTORY or k == "_resp") and isinstance(counts, np.ndarray) \
+                and isinstance(v, np.ndarray) and v.ndim >= 2 and v.shape[0] == counts.size:
+            # per-arm histories (VTS): arm a's first counts[a] rows; the rest is np.empty
+            out[k] = [v[a, :c].copy() for a, c in enumerate(counts)]
             continue
         if k in _HISTORY and hasattr(obj, "n_obs") and isinstance(v, np.ndarray):
             out[k] = v[: int(obj.n_obs)].copy() if v.ndim and v.shape[0] >= obj.n_obs \

@@ -35,7 +35,7 @@ from fuzz_strategies import (
     state,
     valid_array,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import vits_ref as vr
@@ -340,3 +340,88 @@ def test_regression_vts_contexts_are_bounded():
         assert_same_state(before, state(pol))
         pol.update(np.array([1e150]), 0, 1.0)  # the bound itself is accepted
         assert all(np.all(np.isfinite(v)) for v in pol.posterior(0).values())
+
+
+@pytest.mark.parametrize("make", [lambda: vr.NIGTS(2, 2, seed=0),
+                                  lambda: vr.VTS(2, 2, seed=0)])
+def test_regression_vts_divergence_is_rolled_back(make):
+    # a DivergenceError of VTS/NIG-TS left n_obs incremented and the arm's factors changed
+    pol, twin = make(), make()
+    X, good = np.array([[1e150, -1e150], [0.5, 0.2]]), np.array([[0.1, 0.3], [0.5, 0.2]])
+    for p in (pol, twin):
+        p.update(good, 1, 0.3)
+    err = None
+    for i in range(6):  # within a few rounds at the bound the factors overflow
+        before = state(pol)
+        try:
+            pol.update(X, 0, 1e150 * (-1) ** i)
+        except vr.DivergenceError as exc:
+            err = exc
+            break
+        twin.update(X, 0, 1e150 * (-1) ** i)
+    assert err is not None and err.round == pol.n_obs + 1
+    assert_same_state(before, state(pol))
+    # and it carries on exactly as the twin that never saw the failed observation
+    for p in (pol, twin):
+        p.update(good, 1, -0.2)
+    assert_same_state(state(pol), state(twin))
+    assert pol.select(X) == twin.select(X)
+
+
+# ---------------------------------------------------------------------------------------
+# divergence: a failed update leaves the engine exactly as it was, and it carries on as a
+# twin that never saw the batch
+# ---------------------------------------------------------------------------------------
+
+_DIVERGING = {
+    "VITS-I": lambda h: vr.VITS(2, variant="I", step_size=h, schedule="constant", seed=0),
+    "VITS-II": lambda h: vr.VITS(2, step_size=h, schedule="constant", seed=0),
+    "VITS-HF": lambda h: vr.VITS(2, variant="hessian_free", step_size=h, n_mc=3,
+                                 schedule="constant", seed=0),
+    "Langevin": lambda h: vr.Langevin(2, step_size=h, schedule="constant", seed=0),
+    "VITS-logistic": lambda h: vr.VITS(2, model="logistic", step_size=h,
+                                       schedule="constant", seed=0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_DIVERGING))
+def test_divergence_is_rolled_back(name):
+    seen = []
+
+    @settings(max_examples=n_examples(0.2), **_SETTINGS)
+    @given(h=st.floats(0.05, 5.0), scale=st.sampled_from([1.0, 10.0, 1e3, 1e50, 1e150]),
+           rows=st.lists(st.tuples(st.floats(-1, 1), st.floats(-1, 1)), min_size=1,
+                         max_size=3))
+    @counted
+    def fuzz(h, scale, rows):
+        eng, twin = _DIVERGING[name](h), _DIVERGING[name](h)
+        good = (np.array([[0.1, 0.2]]), np.array([1.0]))
+        try:
+            for e in (eng, twin):
+                e.update(*good)
+        except vr.DivergenceError:  # h too large even for the good batch: nothing to keep
+            assume(False)
+        X = scale * np.array(rows)
+        r = np.ones(len(rows)) if "logistic" in name else scale * np.array(rows)[:, 0]
+        before = state(eng)
+        try:
+            eng.update(X, r)
+        except vr.DivergenceError as exc:
+            seen.append(exc)
+            assert exc.round == 1 + len(rows) and str(exc.round) in str(exc)
+            assert_same_state(before, state(eng))
+            outcomes = []
+            for e in (eng, twin):  # the same continuation, bit for bit
+                try:
+                    e.update(*good)
+                    outcomes.append(None)
+                except vr.DivergenceError as again:
+                    outcomes.append(str(again))
+            assert outcomes[0] == outcomes[1]
+            assert_same_state(state(eng), state(twin))
+            assert np.array_equal(eng.sample(2), twin.sample(2))
+        else:
+            check_engine_outputs(eng)
+
+    fuzz()
+    assert seen, f"no example diverged: {name} was not exercised"

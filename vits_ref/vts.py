@@ -390,17 +390,31 @@ class VTS:
         arm = _arm(arm, self.n_arms)
         reward = _reward(reward)
         n = int(self.counts[arm])
+        # transactional: a diverging refit leaves the policy exactly as it was (the arm's
+        # factors, statistics, history and responsibilities, O(cap (d + K)) copies, small
+        # next to the E-step); n_obs was incremented and the factors kept before (found
+        # by tests/test_fuzz_api.py)
+        saved = ([x[arm].copy() for x in self._facs + self._sts],
+                 {k: getattr(self, k) for k in ("_X", "_y", "_resp", "_W", "_cap")},
+                 [getattr(self, k)[arm].copy() for k in ("_X", "_y", "_resp")])
         if n == self._cap:
             self._grow()
         it, elbo, ok = cpu.vts_update()(
             self._X[arm], self._y[arm], self._resp[arm], self._W[arm], n, X[arm], reward,
             self._prior.kernel, tuple(x[arm] for x in self._facs),
             tuple(x[arm] for x in self._sts), self.tol, self.max_iter, self._trace)
-        self.counts[arm] = n + 1
         if not ok:
-            raise DivergenceError(self.name, self.n_obs, None,
+            factors, bindings, history = saved
+            for x, copy in zip(self._facs + self._sts, factors, strict=True):
+                x[arm] = copy
+            for k, v in bindings.items():
+                setattr(self, k, v)
+            for k, copy in zip(("_X", "_y", "_resp"), history, strict=True):
+                getattr(self, k)[arm] = copy
+            raise DivergenceError(self.name, self.n_obs + 1, None,
                                   detail=f"(arm {arm}: the variational factors became "
                                          "non-finite)")
+        self.counts[arm] = n + 1
         self.diagnostics.update(n_obs=self.n_obs, arm=arm, iterations=int(it),
                                 elbo=float(elbo), elbo_trace=self._trace[:it].copy())
         return self
