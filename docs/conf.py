@@ -15,14 +15,13 @@ so nothing is duplicated in git) and MyST-NB executes them there: see ``nb_execu
 
 import os
 import shutil
-import sys
+import warnings
 from pathlib import Path
+
+import vits_ref  # installed (pip install -e ".[docs]"): kernels/ is vits_ref.kernels only then
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
-sys.path.insert(0, str(ROOT))  # the source tree, also without `pip install -e`
-
-import vits_ref  # noqa: E402
 
 project = "vits_ref"
 author = "the vits_ref developers"
@@ -58,8 +57,13 @@ for _nb in sorted(_NB_SRC.glob("*.ipynb")):
     if not _dst.exists() or _dst.read_bytes() != _nb.read_bytes():
         shutil.copy2(_nb, _dst)
 
-# The notebooks are stored without outputs, so the build executes them ("force": every
-# build; the Numba cache makes a warm run take about ... s for all six, see .ci/run).
+# The notebooks are stored without outputs, so the build executes them, every build
+# ("force": outputs always match the library as it is; "cache" would reuse outputs of
+# unchanged notebooks after the library changed). Measured 2026-11-22 on the 2-core
+# machine shared with five other sessions (load 7-9): the whole build took 276 s of CPU
+# (user + sys, notebook kernels included) with a cold Numba cache (a fresh
+# NUMBA_CACHE_DIR) and 213 s with the cache as found, so at most about 4.6 and 3.6 min
+# on an idle 2-core machine; the Sphinx part alone (VITS_REF_DOCS_EXECUTE=off) is 21 s.
 # VITS_REF_DOCS_EXECUTE=off renders them unexecuted (a quick look at the layout).
 nb_execution_mode = os.environ.get("VITS_REF_DOCS_EXECUTE", "force")
 nb_execution_timeout = 600  # seconds per cell (tests/test_notebooks.py allows 300)
@@ -80,6 +84,11 @@ autodoc_typehints = "none"  # the numpydoc "Parameters" sections give the types
 numpydoc_show_class_members = False  # autodoc documents members; no stub tables
 numpydoc_xref_param_type = False
 numpydoc_validation_checks = set()
+# numpydoc parses numba.vectorize's own docstring (imported by vits_ref.special) and warns
+# about its sections: Numba's markup, not ours, and not a Sphinx warning
+warnings.filterwarnings("ignore", category=UserWarning,
+                        message=r"(?s)(potentially wrong underline length|Unknown section)"
+                                r".*docstring of vectorize in .*numba")
 
 # ---- HTML ----------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
