@@ -89,6 +89,7 @@ def trained_prior(samples, n_stages=100, alpha=0.97, seed=0, cache_dir=None, nam
                                        f"{_digest(samples, settings)}.npz")
         if os.path.exists(path):
             prior = DiffusionPrior.load(path)
+            prior.cache_key = os.path.basename(path)  # names the prior in chunk manifests
             return prior, {"path": path, "loaded": True, "train_time_s": 0.0}
     if progress:
         progress(f"training the diffusion prior {name} (T = {n_stages}, "
@@ -99,6 +100,7 @@ def trained_prior(samples, n_stages=100, alpha=0.97, seed=0, cache_dir=None, nam
     prior = DiffusionPrior(samples.shape[1], n_stages=n_stages, alpha=alpha, seed=seed,
                            **ctor).fit(samples, **fit_kw)
     elapsed = time.perf_counter() - t0
+    prior.cache_key = f"{name}-T{n_stages}-n{len(samples)}-{_digest(samples, settings)}.npz"
     if path is not None:
         prior.save(path)
     return prior, {"path": path, "loaded": False, "train_time_s": elapsed}
@@ -250,13 +252,15 @@ class one_thread:
         return False
 
 
-def simulate_method(policy, env, rounds, runs, seed, n_jobs=1):
+def simulate_method(policy, env, rounds, runs, seed, n_jobs=1, first_run=0):
     """:func:`vits_ref.simulate` with a new problem instance per run (``theta_*`` drawn
     from the prior in every run); Thompson sampling over the linear DiffTS goes through the
     compiled ``prange`` driver over runs (:func:`vits_ref.diffusion.chain.run_linear_bandit`),
     with the same seeds as :func:`vits_ref.simulate` (run ``r``: child ``r`` of the root;
     its child 0 realises the run, child 1 seeds the policy, child 2 draws the instance), so
-    both give the same regret bit for bit (``tests/test_diffts_experiments.py``)."""
+    both give the same regret bit for bit (``tests/test_diffts_experiments.py``).
+    ``first_run``: the runs are ``first_run, ..., first_run + runs - 1`` (a block of a
+    longer experiment, as :func:`vits_ref.simulate`'s ``first_run``)."""
     from ...simulate import SimulationResult, simulate
 
     if not _is_linear_diffts(policy):
@@ -268,7 +272,7 @@ def simulate_method(policy, env, rounds, runs, seed, n_jobs=1):
         # (results do not depend on the number of threads)
         with one_thread(fused_spec(policy) is None):
             return simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
-                            new_instance_per_run=True, n_jobs=n_jobs)
+                            new_instance_per_run=True, n_jobs=n_jobs, first_run=first_run)
     from ...diffusion.chain import run_linear_bandit
 
     eng = policy.engine
@@ -277,7 +281,7 @@ def simulate_method(policy, env, rounds, runs, seed, n_jobs=1):
         else seed
     reals, seeds_ = [], []
     for r in range(runs):
-        rs = child(root, r)
+        rs = child(root, first_run + r)
         inst = env.new_instance(child(rs, 2))
         reals.append(inst.realise(rounds, np.random.Generator(np.random.PCG64(child(rs, 0)))))
         seeds_.append(child(rs, 1))
@@ -290,66 +294,66 @@ def simulate_method(policy, env, rounds, runs, seed, n_jobs=1):
                             np.zeros(0, dtype=np.int64), None, wall, True, seed)
 
 
+class ChunkSimulate:
+    """The ``simulate_fn`` of :func:`vits_ref.experiments._common.run_panels` for the prior
+    bandits: :func:`simulate_method` on a block of runs (picklable, for the process and
+    Dask executors).
+
+    ``key`` names the learned priors of the panels (:func:`priors_key`); it is part of the
+    ``__qualname__`` that the chunks' stage description records, so that chunks computed
+    with other priors (the priors' reprs do not show their weights) are refused on resume
+    instead of being mixed in.
+    """
+
+    def __init__(self, key):
+        self.key = str(key)
+        self.__qualname__ = f"simulate_method[priors {self.key}]"
+
+    def __call__(self, policy, env, n_rounds, n_runs, seed, new_instance_per_run=True,
+                 kl_rounds=None, first_run=0, device="cpu"):
+        if not new_instance_per_run or kl_rounds is not None or device != "cpu":
+            raise ValueError("the prior bandits run on new instances per run, on the CPU, "
+                             "without the KL diagnostic")
+        import dataclasses
+
+        res = simulate_method(policy, env, n_rounds, n_runs, seed, first_run=first_run)
+        # no KL asked: none reported (the Gaussian engines' empty (runs, 0) record would add
+        # empty kl_rounds / kl_mean to the summary's entries)
+        return dataclasses.replace(res, kl=None) if res.kl is not None else res
+
+
+def priors_key(panels):
+    """A digest of the learned priors of ``panels``' methods (their ``cache_key``, set by
+    :func:`trained_prior`: the training data and settings), ``"-"`` if there are none."""
+    keys = []
+    for _, _, methods, _ in panels:
+        for _, policy in methods:
+            prior = getattr(getattr(policy, "engine", None), "prior", None)
+            if prior is not None:
+                keys.append(getattr(prior, "cache_key", None) or repr(prior))
+    if not keys:
+        return "-"
+    return hashlib.sha1(json.dumps(keys).encode()).hexdigest()[:12]
+
+
 def run_panels(name, description, panels, runs, rounds, seed, out, progress=None,
                extra=None, n_jobs=1, reference=None, on_result=None):
-    """:func:`vits_ref.experiments._common.run_panels` for the prior bandits: the same
-    outputs (``curves.csv``, ``summary.json``, paired differences against ``reference``),
-    every method on a new problem instance per run, and the linear DiffTS through its
-    ``prange`` driver (:func:`simulate_method`); each method runs once on one short run
-    first, so that its ``wall_time_s`` excludes compilation; ``regret.png`` is left to the caller
-    (the experiments draw the prior above the regret). ``reference``: a method label, or
-    ``{panel: label}`` for one reference per panel. Returns the summary; ``curves`` (not
-    in the JSON) holds ``{panel: {method: (mean, stderr)}}``."""
-    from ...errors import DivergenceError
-    from .._common import environment_info, write_curves_csv, write_json
-    from .._paired import compare
+    """:func:`vits_ref.experiments._common.run_panels` for the prior bandits, in resumable
+    chunks (``out/chunks/panels``; the session's chunking and executor, results
+    bit-identical whatever they are): the same outputs (``curves.csv``, ``summary.json``,
+    paired differences against ``reference``), every method on a new problem instance per
+    run, and the linear DiffTS through its ``prange`` driver (:func:`simulate_method`,
+    through :class:`ChunkSimulate`); a throw-away warm-up per method keeps compilation out
+    of ``wall_time_s``; ``regret.png`` is left to the caller (the experiments draw the prior
+    above the regret). ``reference``: a method label, or ``{panel: label}`` for one
+    reference per panel. Returns the summary; ``curves`` (not in the JSON) holds
+    ``{panel: {method: (mean, stderr)}}``."""
+    from .._common import run_panels as common_run_panels
 
-    os.makedirs(out, exist_ok=True)
-    rows, summary, curves = [], [], {}
-    t0 = time.perf_counter()
-    for panel, env, methods, info in panels:
-        curves[panel] = {}
-        for label, policy in methods:
-            if progress:
-                progress(f"{panel}: {label} ({runs} runs x {rounds} rounds)")
-            try:
-                # warm-up (compilation, cache loading) so that wall_time_s is the runs' cost
-                simulate_method(policy, env, min(rounds, 2), 1, seed)
-                res = simulate_method(policy, env, rounds, runs, seed, n_jobs)
-            except DivergenceError as err:
-                if progress:
-                    progress(f"{panel}: {label} diverged ({err})")
-                summary.append({**info, "panel": panel, "method": label,
-                                "diverged_candidates": [{"diverged": str(err)}]})
-                continue
-            if on_result is not None:
-                on_result(panel, label, res)
-            mean, se = res.mean_and_stderr()
-            if runs == 1:  # a standard error of one run is undefined, not 0: NaN (null in
-                se = np.full_like(mean, np.nan)  # the JSON, "n/a" in the table, no band)
-            rows.append({"panel": panel, "method": label, "mean": mean, "stderr": se})
-            curves[panel][label] = (mean, se)
-            summary.append({**info, "panel": panel, "method": label,
-                            "final_regret_mean": float(mean[-1]),
-                            "final_regret_stderr": float(se[-1]),
-                            "final_regrets": res.cumulative_regret[:, -1].tolist(),
-                            "wall_time_s": res.wall_time, "fused": res.fused,
-                            "us_per_round": 1e6 * res.wall_time / (runs * rounds)})
-        ref = reference.get(panel) if isinstance(reference, dict) else reference
-        if ref is not None:
-            entries = [e for e in summary if e["panel"] == panel]
-            for label, diff in compare(entries, ref).items():
-                next(e for e in entries if e["method"] == label)[
-                    "paired_vs_reference"] = {"reference": ref, **diff}
-    files = [os.path.join(out, f) for f in ("curves.csv", "summary.json")]
-    result = {"experiment": name, "description": description, "runs": runs, "rounds": rounds,
-              "seed": seed, "reference": reference, **(extra or {}), "results": summary,
-              "files": files, "total_wall_time_s": time.perf_counter() - t0,
-              "environment": environment_info()}
-    write_curves_csv(files[0], rows)
-    write_json(files[1], result)
-    result["curves"] = curves
-    return result
+    return common_run_panels(name, description, panels, runs, rounds, seed, out, progress,
+                             extra=extra, n_jobs=n_jobs, reference=reference,
+                             on_result=on_result, simulate_fn=ChunkSimulate(priors_key(panels)),
+                             plot=False)
 
 
 # -- the higher-dimensional experiments (MovieLens, digits) -------------------------------

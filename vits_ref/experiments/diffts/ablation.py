@@ -25,6 +25,12 @@ Claims (:func:`claims`): the regret falls from ``T = 1`` to ``T = 25`` and is fl
 there; it falls with the training size and is flat from 3 000; the cost is linear in
 ``T``. The paper's "about 85 at ``T = 1``, about 50 at ``T = 25``" are absolute values on
 its own "cross", which is drawn but not specified; ours are quoted beside them.
+
+Execution: the bandit runs go in resumable chunks of runs
+(:func:`vits_ref.experiments.diffts._shared.run_panels`, ``out/chunks`` and
+``out/manifest.json``): rerunning the same command reuses the finished chunks, and the
+results do not depend on the chunking or the executor (``--jobs``, Dask); the trained
+priors stay cached in ``out/priors``.
 """
 
 import os
@@ -42,6 +48,8 @@ NAME = "diffts-ablation"
 DESCRIPTION = ("Diffusion-prior paper appendix C.3 (Figure 6): DiffTS on 'cross' against "
                "the number of stages T and of training samples")
 DEFAULTS = {"runs": 100, "rounds": 100, "seed": 0}
+#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
+CHUNKED = True
 SHAPE = "cross"
 STAGES = (1, 2, 5, 10, 25, 50, 100, 200, 300)
 TRAIN_SIZES = (100, 300, 1000, 3000, 10_000)
@@ -94,6 +102,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-ablation", progress=No
         ref_stages=REF_STAGES, ref_train=REF_TRAIN, n_jobs=1):
     """Run the ablation; writes ``curves.csv``, ``summary.json``, ``regret.png`` and
     ``ablation.png`` (regret and draw time against T, regret against the training size).
+    The bandit runs go in resumable chunks (``out/chunks``; see the module docstring).
 
     Parameters
     ----------

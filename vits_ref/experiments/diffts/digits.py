@@ -12,6 +12,12 @@ round; linear rewards ``x^T theta_*`` with noise ``sigma = 1`` and logistic rewa
 ``g(x^T theta_*)``. Methods as in :mod:`~vits_ref.experiments.diffts.movielens` (MixTS and
 DPS on the linear panel only), paired differences against DiffTS; 100 runs of 100 rounds
 (not stated in the paper). Needs scikit-learn (a test extra) for the data.
+
+Execution: the bandit runs go in resumable chunks of runs
+(:func:`vits_ref.experiments.diffts._shared.run_panels`, ``out/chunks`` and
+``out/manifest.json``): rerunning the same command reuses the finished chunks, and the
+results do not depend on the chunking or the executor (``--jobs``, Dask); the trained
+priors stay cached in ``out/priors``.
 """
 
 from .. import _claims
@@ -22,6 +28,8 @@ NAME = "diffts-digits"
 DESCRIPTION = ("Diffusion-prior paper appendix C.2 on scikit-learn's digits (replaces "
                "MNIST): 8-d embeddings, K = 10, linear (sigma = 1) and logistic rewards")
 DEFAULTS = {"runs": 100, "rounds": 100, "seed": 0}
+#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
+CHUNKED = True
 N_ARMS, SIGMA, DIM = 10, 1.0, 8
 REWARDS = ("linear", "logistic")
 
@@ -38,6 +46,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-digits", progress=None
         rewards=REWARDS, methods=_shared.METHODS, n_stages=100, alpha=0.97, n_train=10_000,
         train_kwargs=None, n_energy=1000, data_kwargs=None, n_jobs=1):
     """Run the experiment; writes ``curves.csv``, ``summary.json``, ``regret.png``.
+    The bandit runs go in resumable chunks (``out/chunks``; see the module docstring).
 
     ``data_kwargs``: options of the digits protocol (:mod:`vits_ref.data.digits`; the tests
     use fewer fits and classifier epochs). Other parameters as

@@ -20,6 +20,12 @@ Methods: TS (``N(0, I)``), TunedTS, MixTS (linear only, 2 components), DPS (line
 only) and DiffTS; paired differences against DiffTS. Runs and rounds are not stated in
 the paper: 100 runs of 100 rounds, as the synthetic problems (see
 :mod:`~vits_ref.experiments.diffts.synthetic` for that horizon).
+
+Execution: the bandit runs go in resumable chunks of runs
+(:func:`vits_ref.experiments.diffts._shared.run_panels`, ``out/chunks`` and
+``out/manifest.json``): rerunning the same command reuses the finished chunks, and the
+results do not depend on the chunking or the executor (``--jobs``, Dask); the trained
+priors stay cached in ``out/priors``.
 """
 
 from .. import _claims
@@ -31,6 +37,8 @@ NAME = "diffts-movielens"
 DESCRIPTION = ("Diffusion-prior paper section 6.3: MovieLens rank-5 embeddings, K = 10, "
                "linear (sigma = 0.75) and logistic rewards (--data)")
 DEFAULTS = {"runs": 100, "rounds": 100, "seed": 0}
+#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
+CHUNKED = True
 RANK, N_ARMS, SIGMA = 5, 10, 0.75
 REWARDS = ("linear", "logistic")
 REAL_DATA_COMMAND = "python -m vits_ref run diffts-movielens --data /path/to/ratings.dat"
@@ -54,6 +62,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-movielens", progress=N
         path=None, rewards=REWARDS, methods=_shared.METHODS, n_stages=100, alpha=0.97,
         n_train=10_000, train_kwargs=None, n_energy=1000, synthetic_kwargs=None, n_jobs=1):
     """Run the experiment; writes ``curves.csv``, ``summary.json``, ``regret.png``.
+    The bandit runs go in resumable chunks (``out/chunks``; see the module docstring).
 
     ``path``: a MovieLens ``ratings.dat`` (or ``ratings.csv``); None: the stand-in
     (``synthetic_kwargs`` sizes it, the tests use a small one). ``rewards``: the panels.

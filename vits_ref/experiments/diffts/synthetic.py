@@ -34,6 +34,12 @@ last half of the rounds against TS's, paired per run); the diffusion prior's sam
 resemble the true prior's (energy distance against the distance between two independent
 true samples); the cost (sampling only, prior training excluded) of 100 DiffTS runs
 against 100 TS runs.
+
+Execution: the bandit runs go in resumable chunks of runs
+(:func:`vits_ref.experiments.diffts._shared.run_panels`, ``out/chunks`` and
+``out/manifest.json``): rerunning the same command reuses the finished chunks, and the
+results do not depend on the chunking or the executor (``--jobs``, Dask); the trained
+priors stay cached in ``out/priors``.
 """
 
 import os
@@ -49,6 +55,8 @@ NAME = "diffts-synthetic"
 DESCRIPTION = ("Diffusion-prior paper section 6.2 and appendix C.1: six 2-D priors, linear "
                "bandit, K = 100, sigma = 2; TS, TunedTS, MixTS, DPS, DiffTS")
 DEFAULTS = {"runs": 100, "rounds": 100, "seed": 0}
+#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
+CHUNKED = True
 DIM, N_ARMS, SIGMA = 2, 100, 2.0
 N_STAGES, ALPHA, N_TRAIN = 100, 0.97, 10_000
 REFERENCE = "DiffTS"
@@ -83,6 +91,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
         shapes=None, methods=_shared.METHODS, n_stages=N_STAGES, alpha=ALPHA,
         n_train=N_TRAIN, train_kwargs=None, n_energy=N_ENERGY, n_jobs=1):
     """Run the experiment and write ``curves.csv``, ``summary.json``, ``regret.png``.
+    The bandit runs go in resumable chunks (``out/chunks``; see the module docstring).
 
     Parameters
     ----------

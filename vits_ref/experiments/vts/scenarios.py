@@ -49,17 +49,26 @@ process held one of the two cores (146 s of CPU time: the runs had one core): K 
 2.4 s per scenario (closed form), K = 2 23 s and K = 3 35 s (CAVI, 2.7-3.5 iterations
 per round on average, the 100-iteration cap reached in fewer than 3 rounds in 10 000).
 ``summary.json`` records each method's time.
+
+Execution: every scenario and ``K`` runs in resumable chunks of runs
+(:func:`vits_ref.experiments._chunks.map_runs`, ``out/chunks/<scenario>-K<K>`` and
+``out/manifest.json``; :func:`run_block` computes a block with the seeds
+:func:`vits_ref.vts.simulate_vts` gives those runs): rerunning the same command reuses
+the finished chunks, and the results are bit-identical whatever the chunking or the
+executor (``--jobs``, Dask).
 """
 
 import csv
+import functools
 import os
 import time
 
 import numpy as np
 
+from ..._seeding import child
 from ...envs import vts_scenario
-from ...vts import VTS, simulate_vts
-from .. import _claims
+from ...vts import VTS, VTSSimulationResult
+from .. import _chunks, _claims
 from .._common import environment_info, regret_table, write_curves_csv, write_json
 from .._paired import (
     _bootstrap_rng,
@@ -82,6 +91,8 @@ PAPER_REDUCTION = {"A": 0.14, "B": 0.28}
 #: fraction of K = 2's mean final regret.
 SIMILAR_MARGIN = 0.10
 DIM, N_ARMS = 2, 2
+#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
+CHUNKED = True
 
 
 def label(K):
@@ -154,6 +165,8 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
     n_threads : int or None
         Numba threads of the ``prange`` driver (results do not depend on it).
 
+    Runs in resumable chunks of runs (``out/chunks``; see the module docstring).
+
     Returns
     -------
     dict
@@ -176,7 +189,16 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
             pol = VTS(DIM, N_ARMS, n_components=K, scoring=scoring, seed=0)
             if progress:
                 progress(f"{panel}: {label(K)} ({runs} runs x {rounds} rounds)")
-            res = simulate_vts(pol, env, rounds, runs, seed=seed, n_threads=n_threads)
+            blocks = _chunks.map_runs(
+                functools.partial(run_block, scen, K, scoring, rounds, seed, n_threads), runs,
+                out, NAME, f"{scen}-K{K}", {"scenario": scen, "K": K, "scoring": scoring,
+                                            "runs": runs, "rounds": rounds, "seed": seed},
+                progress, work_per_run=rounds)
+            res = VTSSimulationResult(
+                pol.name, repr(env), blocks["regret"], blocks["arms"], np.zeros(0, np.int64),
+                None, blocks["wall_time_s"], True, seed,
+                reward_sq_error=blocks["reward_sq_error"],
+                cavi_iterations=blocks["cavi_iterations"])
             mean, se = res.mean_and_stderr()
             if runs == 1:  # a standard error of one run is undefined, not 0: NaN (null,
                 se = np.full_like(mean, np.nan)  # "n/a" in the table, no band drawn)
@@ -226,6 +248,59 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
     result["total_wall_time_s"] = time.perf_counter() - t0
     write_json(files[2], result)
     return result
+
+
+def run_block(scenario, K, scoring, rounds, seed, n_threads, lo, hi):
+    """Runs ``lo, ..., hi - 1`` of scenario ``scenario`` with ``K`` experts, in the
+    compiled ``prange`` driver of :func:`vits_ref.vts.simulate_vts` and with its seeds (run
+    ``r``: child ``r`` of ``seed``), so that the blocks equal one call over all runs, bit
+    for bit (a chunk of :func:`vits_ref.experiments._chunks.map_runs`).
+
+    Returns ``{"regret", "arms", "reward_sq_error", "cavi_iterations"}`` (leading axis the
+    runs) and ``wall_time_s``. Raises :class:`vits_ref.DivergenceError` (with the run's
+    index) as :func:`~vits_ref.vts.simulate_vts` does.
+    """
+    import numba
+
+    from ... import _validate as val
+    from ...drivers import cpu
+    from ...errors import DivergenceError
+    from ...simulate import _realise, _run_env
+    from ...vts import _MEMORY_BUDGET, _rng_state
+
+    env = vts_scenario(scenario)
+    policy = VTS(DIM, N_ARMS, n_components=K, scoring=scoring, seed=0)
+    root = val.as_seed_sequence(seed)
+    R, T, A, d = hi - lo, rounds, env.n_arms, env.dim
+    regret, arms = np.empty((R, T)), np.empty((R, T), dtype=np.int64)
+    sqerr, iters = np.empty((R, T, A)), np.empty((R, T), dtype=np.int64)
+    batch = int(max(1, min(R, _MEMORY_BUDGET // (8 * T * A * (4 * d + 3 + K)))))
+    run = cpu.vts_runs()
+    old = numba.get_num_threads()
+    if n_threads is not None:
+        numba.set_num_threads(val.positive_int(n_threads, "n_threads"))
+    start = time.perf_counter()
+    try:
+        for b0 in range(0, R, batch):
+            b1 = min(R, b0 + batch)
+            reals, rngs = [], []
+            for r in range(lo + b0, lo + b1):
+                run_seed = child(root, r)
+                reals.append(_realise(_run_env(env, False, run_seed), run_seed, T))
+                rngs.append(_rng_state(child(run_seed, 1)))  # as policy.fresh(...) seeds
+            status = np.zeros(b1 - b0, dtype=np.int64)
+            run(policy.params, policy._prior.kernel,
+                np.stack([x.contexts for x in reals]), np.stack([x.means for x in reals]),
+                np.stack([x.rewards for x in reals]), np.stack(rngs), regret[b0:b1],
+                arms[b0:b1], sqerr[b0:b1], iters[b0:b1], status)
+            bad = np.flatnonzero(status)
+            if bad.size:
+                raise DivergenceError(policy.name, int(status[bad[0]]), None,
+                                      run=lo + b0 + int(bad[0]))
+    finally:
+        numba.set_num_threads(old)
+    return {"regret": regret, "arms": arms, "reward_sq_error": sqerr,
+            "cavi_iterations": iters, "wall_time_s": time.perf_counter() - start}
 
 
 def _write_mse_csv(path, mse_curves):
