@@ -31,6 +31,12 @@ Paper's Table 1 (Kin8nm, 20 tries; RMSE, LL): OPVI ``B_t = t^0.55`` .127 +- .008
 LD ``B = 20`` .159, .425; LD ``B = 10k`` .143, .527 (:data:`PAPER_TABLE1`). The numbers are
 comparable only on Kin8nm; on diabetes the claims are "not testable here" with the measured
 numbers given.
+
+Execution: the runs (random splits, every method of a split together) go in resumable
+chunks of runs (:func:`run_supervised`; ``out/chunks/runs`` and ``out/manifest.json``),
+run ``r`` seeded as before (child ``r`` of the seed): rerunning the same command reuses
+the finished chunks, and the results are bit-identical whatever the chunking or the
+executor (``--jobs``, Dask).
 """
 
 import csv
@@ -53,6 +59,8 @@ DESCRIPTION = ("OPVI paper (seed 003) section 5.2: BNN regression (50 hidden, 20
                "test RMSE and log-likelihood over rounds; diabetes by default, --data "
                "kin8nm.csv for the paper's data")
 DEFAULTS = {"runs": 20, "rounds": 500, "seed": 0}
+#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
+CHUNKED = True
 N_PARTICLES, HIDDEN, BATCH = 20, 50, 20
 STEP_SIZE = 1e-3
 TEST_FRACTION = 0.1
@@ -113,52 +121,145 @@ def split(X, y, rng, test_fraction=TEST_FRACTION):
 # -- the shared supervised runner (also used by opvi-classifier) ------------------------
 
 
-def run_supervised(name, make_model, init, evaluate, metric_names, data, runs, rounds, seed,
-                   n_particles, methods, method_kinds, step_size, progress):
-    """Run every method on ``runs`` random splits; record ``evaluate`` at log-spaced rounds.
+def run_supervised(name, task, metric_names, runs, rounds, seed, n_particles, methods,
+                   method_kinds, step_size, progress, out=None, description=None):
+    """Run every method on ``runs`` random splits; record ``task.evaluate`` at log-spaced
+    rounds; in resumable chunks of runs (:func:`supervised_block` through
+    :func:`vits_ref.experiments._chunks.map_runs`, stage ``runs`` of the output folder
+    ``out``, None: in memory), bit-identical whatever the chunking or the executor.
 
-    ``make_model(Xtr, ytr)`` -> model with ``minibatch_data``; ``init(model, n, rng, Xtr,
-    ytr)`` -> starting particles; ``evaluate(model, X, stats, Xte, yte)`` -> tuple of
-    metrics named ``metric_names``; ``data(rng)`` -> ``(Xtr, ytr, Xte, yte, stats)``.
-    Returns ``(per-method dict, record rounds, data sizes)``.
+    ``task`` (picklable, for the process and Dask executors): ``task.data(rng)`` ->
+    ``(Xtr, ytr, Xte, yte, stats, baseline)`` (``baseline``: a number per split, e.g. the
+    constant predictor's RMSE), ``task.make_model(Xtr, ytr)`` -> model with
+    ``minibatch_data``, ``task.init(model, n, rng, Xtr, ytr)`` -> starting particles,
+    ``task.evaluate(model, X, stats, Xte, yte)`` -> tuple of metrics named
+    ``metric_names``. ``description``: what the results depend on beyond the arguments
+    (JSON-able; the manifest's fingerprint).
+
+    Returns ``(per-method dict, record rounds, data sizes, baselines per run)``.
+    """
+    import functools
+
+    from .. import _chunks
+
+    rec = record_rounds(rounds, n=20)
+    if progress:
+        for m in methods:
+            progress(f"{name}: {m}, {runs} runs x {rounds} rounds")
+    blocks = _chunks.map_runs(
+        functools.partial(supervised_block, task, metric_names, rounds, seed, n_particles,
+                          methods, method_kinds, step_size), runs, out, name, "runs",
+        {"task": description, "metrics": list(metric_names), "runs": runs, "rounds": rounds,
+         "seed": seed, "n_particles": n_particles, "methods": list(methods),
+         "kinds": {m: list(method_kinds[m]) for m in methods}, "step_size": step_size},
+        progress, work_per_run=rounds * len(methods))
+    res = {}
+    for i, m in enumerate(methods):
+        e = {"metrics": blocks["metrics"][:, i].copy(),
+             "wall_time_s": float(blocks["wall_time"][:, i].sum())}
+        errors = [str(x) for x in blocks["error"][:, i]]
+        bad = next((r for r, x in enumerate(errors) if x), None)
+        last = runs if bad is None else bad  # runs done before the first divergence
+        if last > 0:
+            e["data_used_per_run"] = int(blocks["used"][last - 1, i])
+        if bad is not None:
+            e["diverged"] = errors[bad]
+            e["metrics"][bad + 1:] = np.nan  # the loop stopped at the diverged run
+            if progress:
+                progress(f"{m} diverged: {errors[bad]}")
+        res[m] = e
+    sizes = {k: int(blocks[k]) for k in ("n_train", "n_test", "n_inputs")}
+    return res, rec, sizes, blocks["baseline"].tolist()
+
+
+def supervised_block(task, metric_names, rounds, seed, n_particles, methods, method_kinds,
+                     step_size, lo, hi):
+    """Runs (random splits) ``lo, ..., hi - 1`` of :func:`run_supervised` (a chunk of
+    :func:`vits_ref.experiments._chunks.map_runs`): run ``r`` splits with child 0 of child
+    ``r`` of ``seed``, starts the particles with its child 1 and streams with child 2, as
+    the experiments always seeded it, so the blocks equal one loop over all runs. A method
+    that diverges is not run on the block's later runs.
+
+    Returns, with the runs on the leading axis: ``metrics`` (runs, methods, records,
+    metrics), ``used`` (runs, methods; -1 if not run), ``error`` (runs, methods; the
+    divergence's message or ``""``), ``wall_time`` (runs, methods) and ``baseline``
+    (runs,); and the data sizes ``n_train``, ``n_test``, ``n_inputs``.
     """
     root = as_seed_sequence(seed)
     rec = record_rounds(rounds, n=20)
-    out = {m: {"metrics": np.full((runs, len(rec), len(metric_names)), np.nan),
-               "wall_time_s": 0.0} for m in methods}
-    sizes = None
-    for r in range(runs):
+    pos = {t: k for k, t in enumerate(rec)}
+    n, M = hi - lo, len(methods)
+    metrics = np.full((n, M, len(rec), len(metric_names)), np.nan)
+    used = np.full((n, M), -1, dtype=np.int64)
+    errors = np.full((n, M), "", dtype=object)
+    wall = np.zeros((n, M))
+    baseline = np.empty(n)
+    diverged = set()
+    for i, r in enumerate(range(lo, hi)):
         rs = child(root, r)
-        Xtr, ytr, Xte, yte, stats = data(np.random.default_rng(child(rs, 0)))
-        sizes = {"n_train": int(Xtr.shape[0]), "n_test": int(Xte.shape[0]),
-                 "n_inputs": int(Xtr.shape[1])}
-        model = make_model(Xtr, ytr)
+        Xtr, ytr, Xte, yte, stats, baseline[i] = task.data(np.random.default_rng(child(rs, 0)))
+        model = task.make_model(Xtr, ytr)
         grad = model_gradient(model)
-        x0 = init(model, n_particles, np.random.default_rng(child(rs, 1)), Xtr, ytr)
-        for m in methods:
-            e = out[m]
-            if "diverged" in e:
+        x0 = task.init(model, n_particles, np.random.default_rng(child(rs, 1)), Xtr, ytr)
+        for j, m in enumerate(methods):
+            if m in diverged:
                 continue
-            if progress and r == 0:
-                progress(f"{name}: {m}, {runs} runs x {rounds} rounds")
-            pos = {t: k for k, t in enumerate(rec)}
 
-            def record(t, X, e=e, r=r, pos=pos, model=model, stats=stats, Xte=Xte, yte=yte):
-                e["metrics"][r, pos[t]] = evaluate(model, X, stats, Xte, yte)
+            def record(t, X, i=i, j=j, model=model, stats=stats, Xte=Xte, yte=yte):
+                metrics[i, j, pos[t]] = task.evaluate(model, X, stats, Xte, yte)
 
             kind, batch = method_kinds[m]
             start = time.perf_counter()
             try:
-                _, e["data_used_per_run"] = particle_run(
+                _, used[i, j] = particle_run(
                     kind, batch, grad, x0, Xtr.shape[0], rounds,
                     np.random.default_rng(child(rs, 2)), step_size, record=record,
                     record_rounds=rec, name=m)
             except DivergenceError as err:
-                e["diverged"] = str(err)
-                if progress:
-                    progress(f"{m} diverged: {err}")
-            e["wall_time_s"] += time.perf_counter() - start
-    return out, rec, sizes
+                errors[i, j] = str(err)
+                diverged.add(m)
+            wall[i, j] = time.perf_counter() - start
+    return {"metrics": metrics, "used": used, "error": errors.astype(str), "wall_time": wall,
+            "baseline": baseline, "n_train": int(Xtr.shape[0]), "n_test": int(Xte.shape[0]),
+            "n_inputs": int(Xtr.shape[1])}
+
+
+def data_digest(X, y):
+    """A short digest of a data set (the chunks' fingerprint: another file, other chunks)."""
+    import hashlib
+
+    h = hashlib.sha1(np.ascontiguousarray(X, dtype=float).tobytes())
+    h.update(np.ascontiguousarray(y).tobytes())
+    return h.hexdigest()[:16]
+
+
+class RegressionTask:
+    """The BNN regression runs of :func:`run` for :func:`run_supervised` (picklable): a
+    random split (baseline: the constant predictor's test RMSE), the model, its starting
+    particles and the test RMSE and log-likelihood."""
+
+    def __init__(self, X, y, hidden):
+        self.X, self.y, self.hidden = X, y, hidden
+
+    def data(self, rng):
+        Xtr, ytr, Xte, yte, stats = split(self.X, self.y, rng)
+        const = float(np.sqrt(np.mean((yte - stats["y_mean"]) ** 2)))
+        return Xtr, ytr, Xte, yte, stats, const
+
+    def make_model(self, Xtr, ytr):
+        from ...models.bnn import BNNRegression
+
+        m = BNNRegression(Xtr.shape[1], hidden=self.hidden, capacity=max(1, Xtr.shape[0]))
+        m.add(Xtr, ytr)
+        return m
+
+    def init(self, model, n, rng, Xtr, ytr):
+        return model.init_particles(n, seed=rng, X=Xtr, y=ytr)
+
+    def evaluate(self, model, thetas, stats, Xte, yte):
+        from ...models.bnn import regression_metrics
+
+        return regression_metrics(model, thetas, Xte, yte, stats["y_mean"], stats["y_std"])
 
 
 def summarise(out, metric_names, runs, reference=OPVI):
@@ -304,34 +405,17 @@ def run(runs=20, rounds=500, seed=0, out="results/opvi-bnn", progress=None, path
         The JSON summary: per method the final test RMSE and log-likelihood per run, their
         mean and se, the mean curves over the recorded rounds, the paired differences
         OPVI minus each method; the constant predictor's RMSE; the paper's Table 1.
-    """
-    from ...models.bnn import BNNRegression, regression_metrics
 
+    Runs in resumable chunks of runs (``out/chunks``; see the module docstring).
+    """
     chosen = _check(runs, rounds, n_particles, step_size, methods, METHODS)
     X, y, data_name = load(path)
     os.makedirs(out, exist_ok=True)
     t0 = time.perf_counter()
-    const = []
-
-    def data(rng):
-        Xtr, ytr, Xte, yte, stats = split(X, y, rng)
-        const.append(float(np.sqrt(np.mean((yte - stats["y_mean"]) ** 2))))
-        return Xtr, ytr, Xte, yte, stats
-
-    def make_model(Xtr, ytr):
-        m = BNNRegression(Xtr.shape[1], hidden=hidden, capacity=max(1, Xtr.shape[0]))
-        m.add(Xtr, ytr)
-        return m
-
-    def init(model, n, rng, Xtr, ytr):
-        return model.init_particles(n, seed=rng, X=Xtr, y=ytr)
-
-    def evaluate(model, thetas, stats, Xte, yte):
-        return regression_metrics(model, thetas, Xte, yte, stats["y_mean"], stats["y_std"])
-
-    res, rec, sizes = run_supervised(NAME, make_model, init, evaluate, METRICS, data, runs,
-                                     rounds, seed, n_particles, chosen, METHODS, step_size,
-                                     progress)
+    res, rec, sizes, const = run_supervised(
+        NAME, RegressionTask(X, y, hidden), METRICS, runs, rounds, seed, n_particles, chosen,
+        METHODS, step_size, progress, out,
+        {"data": data_name, "data_digest": data_digest(X, y), "hidden": hidden})
     results = summarise(res, METRICS, runs)
     const_per_run = const[:runs]
     is_kin8nm = path is not None and "kin8nm" in os.path.basename(path).lower()

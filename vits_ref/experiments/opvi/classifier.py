@@ -28,6 +28,12 @@ earlier default and paper-like size, :data:`PAPER_SIZE` = 10 runs x 500 rounds (
 10``, about 5 minutes unloaded), is run by the ``slow`` test. 500 rounds are kept so that
 the growing batch ``B_t = t^0.55`` uses about the same data as ``B = 20`` (the FITDS
 comparison); fewer rounds would favour the fixed batch.
+
+Execution: the runs (random splits, every method of a split together) go in resumable
+chunks of runs (:func:`vits_ref.experiments.opvi.bnn.run_supervised`;
+``out/chunks/runs`` and ``out/manifest.json``), run ``r`` seeded as before (child ``r`` of
+the seed): rerunning the same command reuses the finished chunks, and the results are
+bit-identical whatever the chunking or the executor (``--jobs``, Dask).
 """
 
 import os
@@ -44,6 +50,7 @@ from .bnn import (
     SVGD_B,
     SVGD_FULL,
     _check,
+    data_digest,
     run_supervised,
     se_text,
     summarise,
@@ -54,6 +61,8 @@ NAME = "opvi-classifier"
 DESCRIPTION = ("OPVI paper (seed 003) section 5.3: two-layer BNN classifier (100 hidden, "
                "20 particles) on breast cancer (or digits), test accuracy over rounds")
 DEFAULTS = {"runs": 5, "rounds": 500, "seed": 0}
+#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
+CHUNKED = True
 #: The paper-like size (the earlier default; module docstring: cost), a ``slow`` test.
 PAPER_SIZE = {"runs": 10, "rounds": 500}
 N_PARTICLES, HIDDEN, BATCH = 20, 100, 20
@@ -108,38 +117,18 @@ def run(runs=5, rounds=500, seed=0, out="results/opvi-classifier", progress=None
     dict
         The JSON summary: per method the final test accuracy per run, mean and se, the mean
         curve, the paired differences OPVI minus each method; the majority-class accuracy.
-    """
-    from ...models.classifier import BNNClassifier
 
+    Runs in resumable chunks of runs (``out/chunks``; see the module docstring).
+    """
     chosen = _check(runs, rounds, n_particles, step_size, methods, METHODS)
     X, y, data_name = load(dataset)
     n_classes = int(y.max()) + 1
     os.makedirs(out, exist_ok=True)
     t0 = time.perf_counter()
-    majority = []
-
-    def data(rng):
-        parts = split(X, y, rng)
-        counts = np.bincount(parts[1], minlength=n_classes)
-        majority.append(float(np.mean(parts[3] == np.argmax(counts))))
-        return parts
-
-    def make_model(Xtr, ytr):
-        m = BNNClassifier(Xtr.shape[1], n_classes=n_classes, hidden=hidden,
-                          capacity=max(1, Xtr.shape[0]))
-        m.add(Xtr, ytr.astype(float))
-        return m
-
-    def init(model, n, rng, Xtr, ytr):
-        return model.init_particles(n, seed=rng)
-
-    def evaluate(model, thetas, stats, Xte, yte):
-        P = model.predict_particles(thetas, Xte).mean(axis=0)
-        return (float(np.mean(np.argmax(P, axis=1) == yte)),)
-
-    res, rec, sizes = run_supervised(NAME, make_model, init, evaluate, METRICS, data, runs,
-                                     rounds, seed, n_particles, chosen, METHODS, step_size,
-                                     progress)
+    res, rec, sizes, majority = run_supervised(
+        NAME, ClassifierTask(X, y, n_classes, hidden), METRICS, runs, rounds, seed,
+        n_particles, chosen, METHODS, step_size, progress, out,
+        {"data": data_name, "data_digest": data_digest(X, y), "hidden": hidden})
     results = summarise(res, METRICS, runs)
     files = [os.path.join(out, f) for f in ("curves.csv", "summary.json", "accuracy.png")]
     result = {"experiment": NAME, "description": DESCRIPTION, "runs": runs, "rounds": rounds,
@@ -154,6 +143,36 @@ def run(runs=5, rounds=500, seed=0, out="results/opvi-classifier", progress=None
     return write_outputs(result, res, rec, METRICS, ("test accuracy (mean +- se)",),
                          f"BNN classifier on {data_name}, {n_particles} particles, {runs} runs",
                          progress)
+
+
+class ClassifierTask:
+    """The classifier runs of :func:`run` for
+    :func:`~vits_ref.experiments.opvi.bnn.run_supervised` (picklable): a random split
+    (baseline: the majority class's test accuracy), the model, its starting particles and
+    the test accuracy of the particles' mean predictive."""
+
+    def __init__(self, X, y, n_classes, hidden):
+        self.X, self.y, self.n_classes, self.hidden = X, y, n_classes, hidden
+
+    def data(self, rng):
+        parts = split(self.X, self.y, rng)
+        counts = np.bincount(parts[1], minlength=self.n_classes)
+        return (*parts, float(np.mean(parts[3] == np.argmax(counts))))
+
+    def make_model(self, Xtr, ytr):
+        from ...models.classifier import BNNClassifier
+
+        m = BNNClassifier(Xtr.shape[1], n_classes=self.n_classes, hidden=self.hidden,
+                          capacity=max(1, Xtr.shape[0]))
+        m.add(Xtr, ytr.astype(float))
+        return m
+
+    def init(self, model, n, rng, Xtr, ytr):
+        return model.init_particles(n, seed=rng)
+
+    def evaluate(self, model, thetas, stats, Xte, yte):
+        P = model.predict_particles(thetas, Xte).mean(axis=0)
+        return (float(np.mean(np.argmax(P, axis=1) == yte)),)
 
 
 def table(result):

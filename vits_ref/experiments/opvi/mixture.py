@@ -50,9 +50,16 @@ order of the stream; the paired differences of the final energy distance between
 come from those runs.
 
 Cost (this 2-core machine): see :func:`run`'s docstring and the summary's timings.
+
+Execution: each method's runs go in resumable chunks of runs (:func:`run_block`, through
+:func:`vits_ref.experiments._chunks.map_runs`; ``out/chunks/method-<label>`` and
+``out/manifest.json``), run ``r`` seeded as before (child ``r + 1`` of the seed): rerunning
+the same command reuses the finished chunks, and the results are bit-identical whatever
+the chunking or the executor (``--jobs``, Dask).
 """
 
 import csv
+import functools
 import math
 import os
 import time
@@ -62,7 +69,7 @@ import numpy as np
 from ..._seeding import child
 from ..._validate import as_seed_sequence
 from ...errors import DivergenceError
-from .. import _claims
+from .. import _chunks, _claims
 from .._common import environment_info, write_json
 from .._paired import format_difference, paired_difference
 
@@ -70,6 +77,8 @@ NAME = "opvi-mixture"
 DESCRIPTION = ("OPVI paper (seed 003) section 5.1: Welling-Teh mixture, OPVI vs SVGD/SGLD at "
                "B = 20 and full-batch SVGD, energy distance to the grid posterior")
 DEFAULTS = {"runs": 10, "rounds": 500, "seed": 0}
+#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
+CHUNKED = True
 N_DATA, N_PARTICLES = 10_000, 100
 THETA_TRUE = (0.0, 1.0)
 PRIOR_VAR = (10.0, 1.0)
@@ -140,6 +149,55 @@ class Stream:
         out = self.order[self.pos:self.pos + b]
         self.pos += b
         return out
+
+
+def run_block(m, x, sigma_x2, n_particles, rounds, seed, step_size, sgld_step, grid, energy,
+              level, rec, snaps, lo, hi):
+    """Runs ``lo, ..., hi - 1`` of method ``m`` on the data ``x`` (a chunk of
+    :func:`vits_ref.experiments._chunks.map_runs`): run ``r`` starts from the prior draw of
+    child 0 of child ``r + 1`` of ``seed`` and streams with child 1, as :func:`run` always
+    seeded it, so the blocks equal one loop over all runs.
+
+    Returns, with the runs on the leading axis: ``energy`` (runs, len(rec)) and ``shares``
+    (runs, len(rec), 2) at the recorded rounds, ``snapshots`` (runs, len(snaps),
+    n_particles, 2) (run 0's particles at the snapshot rounds, NaN elsewhere), ``used``
+    (data points used, -1 if not run) and ``error`` (the divergence's message, ``""`` if
+    none; the block's later runs are not run, as :func:`run` stopped a diverged method);
+    and ``wall_time_s``.
+    """
+    from ...models.welling_teh import WellingTeh
+
+    kind, batch = METHODS[m]
+    grad = model_gradient(WellingTeh(x, sigma_x=math.sqrt(sigma_x2), prior_var=PRIOR_VAR))
+    root = as_seed_sequence(seed)
+    n = hi - lo
+    curves = np.full((n, len(rec)), np.nan)
+    shares = np.full((n, len(rec), 2), np.nan)
+    snapshots = np.full((n, len(snaps), n_particles, 2), np.nan)
+    used = np.full(n, -1, dtype=np.int64)
+    errors = [""] * n
+    pos = {t: k for k, t in enumerate(rec)}
+    start = time.perf_counter()
+    for i, r in enumerate(range(lo, hi)):
+        rs = child(root, r + 1)
+        x0 = np.random.default_rng(child(rs, 0)).standard_normal((n_particles, 2)) \
+            * np.sqrt(PRIOR_VAR)
+
+        def record(t, X, i=i, r=r):
+            curves[i, pos[t]] = energy(X)
+            shares[i, pos[t]] = mode_shares(X, grid, level)
+            if r == 0 and t in snaps:
+                snapshots[i, snaps.index(t)] = X
+
+        try:
+            _, used[i] = particle_run(kind, batch, grad, x0, len(x), rounds,
+                                      np.random.default_rng(child(rs, 1)), step_size,
+                                      sgld_step, record, rec, name=m)
+        except DivergenceError as err:
+            errors[i] = str(err)
+            break
+    return {"energy": curves, "shares": shares, "snapshots": snapshots, "used": used,
+            "error": np.array(errors, dtype=str), "wall_time_s": time.perf_counter() - start}
 
 
 def particle_run(kind, batch, grad, x0, n_data, rounds, rng, step_size, sgld_step=None,
@@ -365,6 +423,8 @@ def run(runs=10, rounds=500, seed=0, out="results/opvi-mixture", progress=None,
     dict
         The JSON summary: per method the energy-distance curve (mean and per run at the
         recorded rounds), the final particles' basin shares, the data used and the time.
+
+    Runs in resumable chunks of runs (``out/chunks``; see the module docstring).
     """
     for name, v in (("runs", runs), ("rounds", rounds), ("n_data", n_data),
                     ("n_particles", n_particles), ("grid_n", grid_n)):
@@ -383,10 +443,9 @@ def run(runs=10, rounds=500, seed=0, out="results/opvi-mixture", progress=None,
     os.makedirs(out, exist_ok=True)
     t0 = time.perf_counter()
     root = as_seed_sequence(seed)
-    from ...models.welling_teh import WellingTeh, welling_teh_data
+    from ...models.welling_teh import welling_teh_data
 
     x = welling_teh_data(n_data, THETA_TRUE, math.sqrt(sigma_x2), seed=child(root, 0))
-    grad = model_gradient(WellingTeh(x, sigma_x=math.sqrt(sigma_x2), prior_var=PRIOR_VAR))
     if progress:
         progress(f"grid posterior ({grid_n} x {grid_n}, {n_data} points)")
     grid = grid_posterior(x, sigma_x2, n=grid_n)
@@ -403,34 +462,31 @@ def run(runs=10, rounds=500, seed=0, out="results/opvi-mixture", progress=None,
     used = {}
     diverged = {}
 
-    for r in range(runs):
-        rs = child(root, r + 1)
-        x0 = np.random.default_rng(child(rs, 0)).standard_normal((n_particles, 2)) \
-            * np.sqrt(PRIOR_VAR)
-        for m in chosen:
-            if m in diverged:
-                continue
-            kind, batch = METHODS[m]
-            if progress and r == 0:
-                progress(f"{m}: {runs} runs x {rounds} rounds")
-            pos = {t: k for k, t in enumerate(rec)}
-
-            def record(t, X, m=m, r=r, pos=pos):
-                curves[m][r, pos[t]] = energy(X)
-                shares[m][r, pos[t]] = mode_shares(X, grid, level)
-                if r == 0 and t in snaps:
-                    snapshots[m][t] = X.copy()
-
-            start = time.perf_counter()
-            try:
-                _, used[m] = particle_run(kind, batch, grad, x0, n_data, rounds,
-                                          np.random.default_rng(child(rs, 1)), step_size,
-                                          sgld_step, record, rec, name=m)
-            except DivergenceError as err:
-                diverged[m] = str(err)
-                if progress:
-                    progress(f"{m} diverged: {err}")
-            timing[m] += time.perf_counter() - start
+    for m in chosen:
+        if progress:
+            progress(f"{m}: {runs} runs x {rounds} rounds")
+        blocks = _chunks.map_runs(
+            functools.partial(run_block, m, x, sigma_x2, n_particles, rounds, seed,
+                              step_size, sgld_step, grid, energy, level, rec, snaps),
+            runs, out, NAME, f"method-{_chunks.slug(m)}",
+            {"method": m, "seed": seed, "runs": runs, "rounds": rounds, "n_data": n_data,
+             "n_particles": n_particles, "sigma_x2": sigma_x2, "step_size": step_size,
+             "sgld_step": sgld_step, "grid_n": grid_n}, progress, work_per_run=rounds)
+        timing[m] = blocks["wall_time_s"]
+        errors = [str(e) for e in blocks["error"]]
+        bad = next((r for r, e in enumerate(errors) if e), None)
+        last = runs if bad is None else bad  # the runs done before the first divergence
+        if bad is not None:
+            diverged[m] = errors[bad]
+            if progress:
+                progress(f"{m} diverged: {errors[bad]}")
+        if last > 0:
+            used[m] = int(blocks["used"][last - 1])
+        curves[m][:last] = blocks["energy"][:last]
+        shares[m][:last] = blocks["shares"][:last]
+        for k, t in enumerate(snaps):  # run 0's, recorded (finite) before any divergence
+            if np.all(np.isfinite(blocks["snapshots"][0, k])):
+                snapshots[m][t] = blocks["snapshots"][0, k]
     results = []
     for m in chosen:
         entry = {"method": m, "kind": METHODS[m][0], "batch": METHODS[m][1],

@@ -32,9 +32,16 @@ included. The paper-size default (100 seeds x 8 kappas x 3 steps x 4 methods, ca
 CPU-seconds, 8 minutes of wall time while other jobs shared the machine). The seeds run in
 parallel over ``numba.get_num_threads()`` threads (the compiled traces release the GIL);
 the result does not depend on the number of threads.
+
+Execution: each ``kappa``'s seeds run in resumable chunks of seeds (every step size and
+method of those seeds in one chunk: :func:`steps_block`, through
+:func:`vits_ref.experiments._chunks.map_runs`; ``out/chunks/kappa<i>-<kappa>`` and
+``out/manifest.json``): rerunning the same command reuses the finished chunks, and the
+results are bit-identical whatever the chunking or the executor (``--jobs``, Dask).
 """
 
 import csv
+import functools
 import math
 import os
 import time
@@ -43,8 +50,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
+from ..._seeding import child
 from ...drivers.cpu import trace_one
-from .. import _claims
+from .. import _chunks, _claims
 from .._common import environment_info, write_json
 from .._paired import paired_difference
 from .target import (
@@ -59,6 +67,8 @@ from .target import (
 NAME = "vits-figF"
 DESCRIPTION = "VITS paper appendix F: steps to KL <= eps vs condition number (LMC vs VI)"
 DEFAULTS = {"runs": 100, "rounds": 50000, "seed": 0}
+#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
+CHUNKED = True
 DIM = 10
 KAPPAS = (2.5, 5.0, 7.5, 10.0, 12.5, 15.0, 17.5, 20.0)
 STEP_SIZES = (0.001, 0.01, 0.1)
@@ -117,6 +127,8 @@ def run(runs=100, rounds=50000, seed=0, out="results/vits-figF", progress=None,
         The JSON summary: one entry per (method, step, kappa) with the median and
         quartiles of the steps, ``fraction_reached``, ``median_censored`` and the per-seed
         ``steps`` and ``reached`` (what :func:`claims` needs).
+
+    Runs in resumable chunks of seeds (``out/chunks``; see the module docstring).
     """
     os.makedirs(out, exist_ok=True)
     relative = step_factors is not None
@@ -124,46 +136,34 @@ def run(runs=100, rounds=50000, seed=0, out="results/vits-figF", progress=None,
     step_values = tuple(step_factors if relative else step_sizes)
     if scale is None:
         scale = SCALE_PRECISION if relative else SCALE_COVARIANCE
-    root = np.random.SeedSequence(seed)
     methods = [m for m in METHODS if methods is None or m in methods]
     rows, summary = [], []
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=max(1, numba.get_num_threads())) as pool:
-        for ki, kappa in enumerate(kappas):
-            kroot = np.random.SeedSequence(entropy=root.entropy, spawn_key=(ki,))
-            targets = [gaussian_target(DIM, kappa, np.random.default_rng(s), scale=scale)
-                       for s in kroot.spawn(runs)]
-            lmax = [np.linalg.eigvalsh(P)[-1] for P, _, _ in targets]
-            noise_seeds = run_seeds(np.random.SeedSequence(entropy=root.entropy,
-                                                           spawn_key=(ki, 1)), runs)
-            for value in step_values:
-                hs = [value / lm if relative else value for lm in lmax]
-                for label in methods:
-                    code, n_mc = METHODS[label]
-                    if progress:
-                        progress(f"kappa={kappa:g} {steps_key}={value:g} {label} "
-                                 f"({runs} seeds)")
-
-                    def one(r, code=code, n_mc=n_mc, hs=hs, targets=targets,
-                            noise_seeds=noise_seeds):
-                        P, Pm, _ = targets[r]
-                        rec = np.full(rounds, np.inf)
-                        n = trace_one(code, True, P, Pm, hs[r], n_mc, rounds, BURN_IN, eps,
-                                      noise_seeds[r], rec)
-                        return n, n > 0 and rec[n - 1] <= eps
-
-                    done = list(pool.map(one, range(runs)))
-                    reached = np.array([ok for _, ok in done], dtype=bool)
-                    steps = np.where(reached, [n for n, _ in done], rounds).astype(np.int64)
-                    rows.extend((label, value, kappa, r, int(steps[r]), bool(reached[r]))
-                                for r in range(runs))
-                    summary.append({"method": label, steps_key: value, "kappa": kappa,
-                                    "median_steps": float(np.median(steps)),
-                                    "q25": float(np.quantile(steps, 0.25)),
-                                    "q75": float(np.quantile(steps, 0.75)),
-                                    "fraction_reached": float(reached.mean()),
-                                    "median_censored": bool(2 * (~reached).sum() >= runs),
-                                    "steps": steps.tolist(), "reached": reached.tolist()})
+    for ki, kappa in enumerate(kappas):
+        if progress:
+            progress(f"kappa={kappa:g}: {len(step_values)} {steps_key}s x {len(methods)} "
+                     f"methods ({runs} seeds)")
+        done = _chunks.map_runs(
+            functools.partial(steps_block, seed, ki, kappa, scale, relative, step_values,
+                              methods, rounds, eps, runs), runs, out, NAME,
+            f"kappa{ki}-{_chunks.slug(f'{kappa:g}')}",
+            {"seed": seed, "kappa_index": ki, "kappa": kappa, "scale": scale,
+             "relative": relative, "step_values": list(step_values), "methods": methods,
+             "rounds": rounds, "eps": eps, "runs": runs, "burn_in": BURN_IN}, progress,
+            work_per_run=len(step_values) * len(methods) * rounds)
+        for vi, value in enumerate(step_values):
+            for mi, label in enumerate(methods):
+                reached = done["reached"][:, vi, mi]
+                steps = done["steps"][:, vi, mi]
+                rows.extend((label, value, kappa, r, int(steps[r]), bool(reached[r]))
+                            for r in range(runs))
+                summary.append({"method": label, steps_key: value, "kappa": kappa,
+                                "median_steps": float(np.median(steps)),
+                                "q25": float(np.quantile(steps, 0.25)),
+                                "q75": float(np.quantile(steps, 0.75)),
+                                "fraction_reached": float(reached.mean()),
+                                "median_censored": bool(2 * (~reached).sum() >= runs),
+                                "steps": steps.tolist(), "reached": reached.tolist()})
     with open(os.path.join(out, "steps.csv"), "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["method", steps_key, "kappa", "seed_index", "steps", "reached"])
@@ -181,6 +181,49 @@ def run(runs=100, rounds=50000, seed=0, out="results/vits-figF", progress=None,
         if progress:
             progress(f"no plot written: {exc}")
     return result
+
+
+def steps_block(seed, ki, kappa, scale, relative, step_values, methods, rounds, eps, runs,
+                lo, hi):
+    """Seeds ``lo, ..., hi - 1`` of condition number ``kappas[ki] = kappa``: for every step
+    value and method, the steps to ``KL <= eps`` (the cap ``rounds`` if not reached) and
+    whether it was reached; a chunk of :func:`vits_ref.experiments._chunks.map_runs`.
+
+    Seed ``r`` draws its target from child ``r`` of ``SeedSequence(seed)``'s spawn key
+    ``(ki,)`` and its noise from :func:`~vits_ref.experiments.vits.target.run_seeds` of
+    spawn key ``(ki, 1)`` (entry ``r``), so a block equals the same seeds of a single call.
+    The seeds run in parallel over ``numba.get_num_threads()`` threads.
+
+    Returns ``{"steps", "reached"}`` of shape ``(hi - lo, len(step_values),
+    len(methods))``.
+    """
+    root = np.random.SeedSequence(seed)
+    kroot = np.random.SeedSequence(entropy=root.entropy, spawn_key=(ki,))
+    targets = [gaussian_target(DIM, kappa, np.random.default_rng(child(kroot, r)),
+                               scale=scale) for r in range(lo, hi)]
+    lmax = [np.linalg.eigvalsh(P)[-1] for P, _, _ in targets]
+    noise_seeds = run_seeds(np.random.SeedSequence(entropy=root.entropy, spawn_key=(ki, 1)),
+                            runs)[lo:hi]
+    shape = (hi - lo, len(step_values), len(methods))
+    steps, reached = np.empty(shape, dtype=np.int64), np.empty(shape, dtype=bool)
+    with ThreadPoolExecutor(max_workers=max(1, numba.get_num_threads())) as pool:
+        for vi, value in enumerate(step_values):
+            hs = [value / lm if relative else value for lm in lmax]
+            for mi, label in enumerate(methods):
+                code, n_mc = METHODS[label]
+
+                def one(r, code=code, n_mc=n_mc, hs=hs):
+                    P, Pm, _ = targets[r]
+                    rec = np.full(rounds, np.inf)
+                    n = trace_one(code, True, P, Pm, hs[r], n_mc, rounds, BURN_IN, eps,
+                                  noise_seeds[r], rec)
+                    return n, n > 0 and rec[n - 1] <= eps
+
+                done = list(pool.map(one, range(hi - lo)))
+                ok = np.array([x for _, x in done], dtype=bool)
+                reached[:, vi, mi] = ok
+                steps[:, vi, mi] = np.where(ok, [n for n, _ in done], rounds)
+    return {"steps": steps, "reached": reached}
 
 
 def _step_key(result):
