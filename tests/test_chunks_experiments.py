@@ -120,7 +120,6 @@ def test_diffts_movielens_chunks(tmp_path):
     _check_invariance(tmp_path, fn, 2, copy=("priors",))
 
 
-@pytest.mark.slow
 def test_diffts_digits_chunks(tmp_path):
     pytest.importorskip("vits_ref.diffusion.learned")
     pytest.importorskip("sklearn")
@@ -133,26 +132,6 @@ def test_diffts_digits_chunks(tmp_path):
                           data_kwargs={"n_thetas": 100, "max_iter": 20})
 
     _check_invariance(tmp_path, fn, 2, copy=("priors",))
-
-
-@pytest.mark.slow
-def test_diffts_process_pool_same_results(tmp_path):
-    """The prior bandits' chunks (policies with learned priors, the simulate adapter) go
-    to spawned worker processes and come back the same."""
-    pytest.importorskip("vits_ref.diffusion.learned")
-    from vits_ref.experiments.diffts import synthetic
-
-    def fn(out):
-        return synthetic.run(runs=3, rounds=8, seed=0, out=out, shapes=("cross",),
-                             methods=("TS", "MixTS", "DiffTS"), n_stages=3, n_train=100,
-                             train_kwargs=TINY_TRAIN, n_energy=30)
-
-    _run(fn, tmp_path / "one", 3)
-    shutil.copytree(tmp_path / "one" / "priors", tmp_path / "pool" / "priors")
-    with _chunks.executor(jobs=2) as (ex, name), _chunks.session(
-            chunk_runs=1, quiet=True, executor=ex, executor_name=name):
-        fn(str(tmp_path / "pool"))
-    assert _outputs(tmp_path / "pool") == _outputs(tmp_path / "one")
 
 
 # -- vts-scenarios, vits-figF, vits-figI ---------------------------------------------------
@@ -265,3 +244,39 @@ def test_converted_experiments_are_marked_chunked():
         assert getattr(mod, "CHUNKED", False) is True, mod.__name__
         for doc in (mod.__doc__, mod.run.__doc__):
             assert "resumable chunks" in " ".join(doc.split()), mod.__name__
+
+
+@pytest.mark.slow
+def test_process_pool_same_results(tmp_path):
+    """The chunks (module-level block functions and their partials: policies with learned
+    priors and the simulate adapter, the grid's energy distance, the supervised tasks) go
+    to spawned worker processes and come back the same as in this process."""
+    pytest.importorskip("vits_ref.diffusion.learned")
+    pytest.importorskip("sklearn")
+    from vits_ref.experiments.diffts import synthetic
+    from vits_ref.experiments.opvi import bnn, mixture
+    from vits_ref.experiments.vits import figF
+
+    cases = {
+        "synthetic": lambda out: synthetic.run(
+            runs=3, rounds=8, seed=0, out=out, shapes=("cross",),
+            methods=("TS", "MixTS", "DiffTS"), n_stages=3, n_train=100,
+            train_kwargs=TINY_TRAIN, n_energy=30),
+        "scenarios": _scenarios,
+        "figF": lambda out: figF.run(runs=3, rounds=300, seed=2, out=out, kappas=(2.5,),
+                                     step_sizes=(0.1,), methods=["VI-II"]),
+        "mixture": lambda out: mixture.run(runs=3, rounds=8, n_data=200, n_particles=6,
+                                           grid_n=21, out=out, methods=["OPVI (B = 20)"]),
+        "bnn": lambda out: bnn.run(runs=3, rounds=4, n_particles=3, hidden=4, out=out,
+                                   methods=[bnn.OPVI]),
+    }
+    for name, fn in cases.items():
+        _run(fn, tmp_path / "one" / name, 3)
+    shutil.copytree(tmp_path / "one" / "synthetic" / "priors",
+                    tmp_path / "pool" / "synthetic" / "priors")
+    with _chunks.executor(jobs=2) as (ex, ex_name), _chunks.session(
+            chunk_runs=1, quiet=True, executor=ex, executor_name=ex_name):
+        for name, fn in cases.items():
+            fn(str(tmp_path / "pool" / name))
+    for name in cases:
+        assert _outputs(tmp_path / "pool" / name) == _outputs(tmp_path / "one" / name), name
