@@ -15,8 +15,7 @@ precision (unit roundoff u = 1.1e-16) has relative error about kappa d u <= 1e8 
 and a KL or W2 sums terms of magnitude M, so we allow 1e-6 (M + 1): a 20x margin over the
 bound, far below any formula error (which is O(1) relative).
 
-Runtime of the whole fuzz suite (tests/test_fuzz_*.py), ci profile, warm Numba cache, on
-the 2-core development machine shared with other jobs: see README.rst ("Fuzz suite").
+Runtime and case counts of the whole fuzz suite: tests/test_fuzz_api.py's docstring.
 """
 
 import numpy as np

@@ -59,6 +59,19 @@ def eta_lam(eta, lam):
     return eta, lam
 
 
+def noise_sd(value, name="sigma"):
+    """A reward-noise standard deviation: a finite float > 0 whose precision ``1/value^2``
+    (passed on to the model as ``eta``) lies in :data:`HYPER_RANGE`, or raise naming
+    ``name``. (1e-200 raised a ZeroDivisionError, 1e50 an error naming eta.)"""
+    value = positive_float(value, name)
+    lo, hi = HYPER_RANGE
+    var = value * value
+    if not (var > 0.0 and lo <= 1.0 / var <= hi):
+        raise ValueError(f"{name} must be about 1e-50 to 1e+50: the noise precision "
+                         f"1/{name}^2 must be in [{lo:g}, {hi:g}], got {name}={value!r}")
+    return value
+
+
 def bounded_data(arr, name):
     """Raise unless every entry of the float array ``arr`` has ``|x| <= MAX_ABS_DATA``."""
     # min and max: no temporary (a realisation of T K d entries is checked per run); a

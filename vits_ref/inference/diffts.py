@@ -38,7 +38,7 @@ class _DiffusionEngine(Engine):
 
     def __init__(self, prior, model, sigma, seed):
         self.prior = _prior(prior)
-        self.sigma = val.positive_float(sigma, "sigma")
+        self.sigma = val.noise_sd(sigma, "sigma")
         model = val.choice(model, "model", MODELS)
         super().__init__(self.prior.dim, model=model, eta=1.0 / self.sigma ** 2, lam=1.0,
                          seed=seed)

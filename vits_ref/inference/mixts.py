@@ -128,7 +128,7 @@ class MixTS(Engine):
 
     def __init__(self, weights, means, covs, sigma=1.0, seed=None):
         self.prior_weights, self.prior_means, self.prior_covs = _mixture(weights, means, covs)
-        self.sigma = val.positive_float(sigma, "sigma")
+        self.sigma = val.noise_sd(sigma, "sigma")
         dim = self.prior_means.shape[1]
         # self.model (the default-prior linear model) keeps the data's statistics:
         # V - I = sum phi phi^T, b = sum phi y, sum_r2 = sum y^2, n_obs
@@ -299,7 +299,7 @@ class TunedLinTS(LinTS):
 
     def __init__(self, prior_mean, prior_cov, sigma=1.0, seed=None, label="TunedTS"):
         mean, cov = _prior(prior_mean, prior_cov)
-        self.sigma = val.positive_float(sigma, "sigma")
+        self.sigma = val.noise_sd(sigma, "sigma")
         eta = 1.0 / self.sigma ** 2
         dim = mean.shape[0]
         super().__init__(dim, model=Linear(dim, eta=eta, prior_mean=mean, prior_cov=cov),
@@ -324,7 +324,7 @@ class StandardTS(LinTS):
     name = "TS"
 
     def __init__(self, dim, sigma=1.0, seed=None):
-        self.sigma = val.positive_float(sigma, "sigma")
+        self.sigma = val.noise_sd(sigma, "sigma")
         super().__init__(dim, eta=1.0 / self.sigma ** 2, lam=self.sigma ** 2, seed=seed)
 
     def _params(self):
