@@ -102,6 +102,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-ablation", progress=No
         ref_stages=REF_STAGES, ref_train=REF_TRAIN, n_jobs=1):
     """Run the ablation; writes ``curves.csv``, ``summary.json``, ``regret.png`` and
     ``ablation.png`` (regret and draw time against T, regret against the training size).
+
     The bandit runs go in resumable chunks (``out/chunks``; see the module docstring).
 
     Parameters
@@ -122,6 +123,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-ablation", progress=No
         The references of the paired differences and the stages of the training-size panel
         (the paper's T = 100 and 10 000 samples; the tests use smaller ones).
     n_jobs : int
+        As :func:`vits_ref.experiments.diffts.synthetic.run`.
     """
     ref_stages, ref_train = int(ref_stages), int(ref_train)
     stages = sorted({int(T) for T in stages} | {ref_stages})

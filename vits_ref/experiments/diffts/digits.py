@@ -46,6 +46,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-digits", progress=None
         rewards=REWARDS, methods=_shared.METHODS, n_stages=100, alpha=0.97, n_train=10_000,
         train_kwargs=None, n_energy=1000, data_kwargs=None, n_jobs=1):
     """Run the experiment; writes ``curves.csv``, ``summary.json``, ``regret.png``.
+
     The bandit runs go in resumable chunks (``out/chunks``; see the module docstring).
 
     ``data_kwargs``: options of the digits protocol (:mod:`vits_ref.data.digits`; the tests

@@ -91,6 +91,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
         shapes=None, methods=_shared.METHODS, n_stages=N_STAGES, alpha=ALPHA,
         n_train=N_TRAIN, train_kwargs=None, n_energy=N_ENERGY, n_jobs=1):
     """Run the experiment and write ``curves.csv``, ``summary.json``, ``regret.png``.
+
     The bandit runs go in resumable chunks (``out/chunks``; see the module docstring).
 
     Parameters
@@ -114,7 +115,8 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
     n_energy : int
         Samples per distribution in the energy-distance check.
     n_jobs : int
-        Worker processes for policies without a fused loop (:func:`vits_ref.simulate`).
+        Worker processes for the chunks when no executor is set (the command line's
+        ``--jobs`` sets the session's executor instead).
 
     Returns
     -------
