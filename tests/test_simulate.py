@@ -319,3 +319,21 @@ def test_first_run_and_device_are_checked():
         vr.simulate("lints", env, 5, first_run=1.5)
     with pytest.raises(ValueError, match="device"):
         vr.simulate("lints", env, 5, device="tpu")
+
+
+def test_divergence_names_the_lowest_diverging_run_whatever_the_plan(monkeypatch):
+    # runs 0, 1, 5 and 7 diverge, at rounds 10, 8, 9 and 7 (docs/cuda.md): every plan of
+    # batches and chunks of rounds must name run 0 at round 10 (the Python loop's engines
+    # detect the divergence of this borderline run 0 differently: a known difference)
+    import sys
+
+    sim_mod = sys.modules["vits_ref.simulate"]  # vits_ref.simulate is also the function
+    env = vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=1)
+    pol = make_policy("vits-ii", 3, step_size=0.0035, schedule="constant")
+    seen = []
+    for budget in (sim_mod._MEMORY_BUDGET, 1, 4000):
+        monkeypatch.setattr(sim_mod, "_MEMORY_BUDGET", budget)
+        with pytest.raises(vr.DivergenceError) as err:
+            vr.simulate(pol, env, 10, 8, seed=3)
+        seen.append((err.value.run, err.value.round))
+    assert seen == [(0, 10)] * 3

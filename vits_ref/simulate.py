@@ -451,7 +451,8 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
     (R, n_kl) are written in place; ``on_chunk(t1, bufs, contexts)``, if given, is called
     after rounds ``[t0, t1)`` with the state buffers (R, state_size) and the chunk's
     contexts (R, n, K, d) (the soak reads the state there). Raises DivergenceError naming
-    run ``first_index + r``.
+    the lowest diverging run ``first_index + r`` and its first diverging round, after the
+    batch's last chunk, so that the error does not depend on the batches or chunks.
     """
     R = len(run_seeds)
     d, K = envs[0].dim, envs[0].n_arms
@@ -459,6 +460,7 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
     noises = [draw_chunks(spec, child(s, 1), T, d, chunk) for s in run_seeds]
     rounds = cpu.bandit_rounds(spec.piece)
     status = np.zeros(R, dtype=np.int64)
+    first_bad = np.zeros(R, dtype=np.int64)
     bufs = None
     for t0 in range(0, T, chunk):
         n = min(chunk, T - t0)
@@ -487,11 +489,18 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
             bufs = np.empty((R, spec.piece.state_size(d, K, steps.shape[3])))
         rounds(spec.params, bufs, t0, contexts, means, rewards, init, sel, steps, kl_rounds,
                regret, arms, kl, status)
-        bad = np.flatnonzero(status)
-        if bad.size:
-            r, rnd = first_index + int(bad[0]), int(status[bad[0]])
-            h = spec.step_size(rnd) if spec.step_size is not None else None
-            raise DivergenceError(name, rnd, h, run=r)
-        if on_chunk is not None:
+        # a run's first diverging round (later chunks of a diverged run diverge again at
+        # once and are ignored)
+        new = (status != 0) & (first_bad == 0)
+        first_bad[new] = status[new]
+        if on_chunk is not None and not first_bad.any():
             on_chunk(t0 + n, bufs, contexts)
         del contexts, means, rewards, init, sel, steps
+    # the lowest diverging run of the batch, after all chunks: whatever the batches and
+    # chunks of rounds, the error names the lowest-numbered diverging run (the one the
+    # Python loop, which runs the runs in order, meets first)
+    bad = np.flatnonzero(first_bad)
+    if bad.size:
+        r, rnd = first_index + int(bad[0]), int(first_bad[bad[0]])
+        h = spec.step_size(rnd) if spec.step_size is not None else None
+        raise DivergenceError(name, rnd, h, run=r)
