@@ -179,6 +179,10 @@ def _build_parser(experiments, papers):
                              "NumPy is faster at that size. Takes several minutes (--quick: "
                              "fewer repeats).", parents=[common])
     p_bench.add_argument("--quick", action="store_true", help="fewer repeats")
+    p_bench.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                         help="cuda: rounds per second of the fused loop on the GPU against "
+                              "the all-core CPU and the JAX peer, and the fraction of the "
+                              "GPU's float64 peak (says so and exits when there is no GPU)")
     return parser
 
 
@@ -384,6 +388,11 @@ def main(argv=None):
                 print(f"{name:18s} {mod.DESCRIPTION}")
             return 0
         if args.command == "bench":
+            if args.device == "cuda":
+                from ._bench.cuda import main as cuda_main
+
+                cuda_main(quick=args.quick)
+                return 0
             from ._bench import main as bench_main
 
             bench_main(quick=args.quick)
