@@ -287,3 +287,85 @@ def test_linear_posteriors(fn):
                               _mag(np.linalg.solve(Va, b)))
 
     fuzz()
+
+
+def ref_renyi(m1, S1, m2, S2, a):
+    """The closed form D_a(p || q) = a/2 D^T S_a^-1 D - log(det S_a / (det S_p^(1-a)
+    det S_q^a)) / (2 (a - 1)), S_a = a S_q + (1 - a) S_p, with explicit inverse and
+    slogdet; None where S_a is not positive definite (the divergence is infinite)."""
+    Sa = a * S2 + (1 - a) * S1
+    if np.linalg.eigvalsh(Sa)[0] <= 0:
+        return None, None
+    dm = m2 - m1
+    quad = dm @ np.linalg.solve(Sa, dm)
+    logs = (np.linalg.slogdet(Sa)[1], np.linalg.slogdet(S1)[1], np.linalg.slogdet(S2)[1])
+    value = 0.5 * a * quad - (logs[0] - (1 - a) * logs[1] - a * logs[2]) / (2 * (a - 1))
+    return value, Sa
+
+
+@pytest.mark.parametrize("fn", ["renyi", "tsallis"])
+def test_renyi_tsallis(fn):
+    # reference comparison only where every covariance (S_p, S_q, S_a) has condition
+    # number <= 1e4 and |a - 1| >= 0.05: the log-determinant error d u kappa <= 4 * 1.1e-16
+    # * 1e4 = 4.4e-12 is divided by 2 |a - 1| >= 0.1, well inside 1e-6 (M + 1)
+    func = getattr(g, fn)
+    alphas = st.one_of(st.floats(-2.0, 3.0), st.sampled_from(
+        [0.0, 1.0, 1 + 1e-9, 1 - 1e-9, 0.5, 2.0, 1e300, -1e300, np.nan, np.inf, True, "0.5",
+         None, 1j]))
+
+    @settings(max_examples=n_examples(0.25))
+    @given(d=st.integers(1, 3), data=st.data(), a=alphas)
+    @counted
+    def fuzz(d, data, a):
+        m1, S1, w1 = data.draw(gaussians(d, 1))
+        m2, S2, w2 = data.draw(gaussians(d, 2))
+        names = ("mean_p", "cov_p", "mean_q", "cov_q", "alpha")
+        try:
+            out = func(m1, S1, m2, S2, a)
+        except DOCUMENTED as exc:
+            assert not isinstance(exc, vr.DivergenceError), exc
+            good_alpha = isinstance(a, float) and abs(a) <= 3
+            assert not (w1 and w2 and good_alpha and abs(a - 1) >= 0.05), \
+                f"{fn} refused a valid input: {exc!r}"
+            assert names_an_argument(exc, names + ("rescale",)), exc
+            return
+        assert not np.isnan(out), f"{fn} returned NaN"
+        if not (w1 and w2 and isinstance(a, float) and abs(a) <= 3 and abs(a - 1) >= 0.05):
+            return
+        m1, S1, m2, S2 = (np.asarray(v, dtype=float) for v in (m1, S1, m2, S2))
+        want, Sa = ref_renyi(m1, S1, m2, S2, a)
+        if want is None:  # S_a not positive definite: documented +-inf (or finite rounding)
+            return
+        if max(np.linalg.cond(S1), np.linalg.cond(S2), np.linalg.cond(Sa)) > 1e4:
+            return
+        assert np.isfinite(out)
+        if fn == "tsallis":  # (exp((a - 1) D_a) - 1) / (a - 1)
+            if (a - 1) * want > 700:  # exp overflows: the library may return inf
+                return
+            want = np.expm1((a - 1) * want) / (a - 1)
+        _close(out, want, abs(want))
+
+    fuzz()
+
+
+def test_regression_overflowing_divergences_raise_instead_of_nan():
+    # means 1e300 apart with covariances 1e-300: the whitened difference overflows; renyi,
+    # tsallis, amari and log_i_divergence returned NaN (0 * inf), kl and logpdf inf
+    m1, m2, S = np.zeros(2), np.full(2, 1e300), 1e-300 * np.eye(2)
+    for fn in (g.renyi, g.tsallis, g.amari, g.log_i_divergence):
+        with pytest.raises(ValueError, match="rescale"):
+            fn(m1, S, m2, S, 1.0 if fn is not g.log_i_divergence else 0.5)
+    with pytest.raises(ValueError, match="KL.*not finite"):
+        g.kl(m1, S, m2, S)
+    with pytest.raises(ValueError, match="log density is not finite"):
+        g.logpdf(m2, m1, S)
+    # documented infinities stay: S_a not positive definite
+    assert g.renyi([0.0], [[4.0]], [0.0], [[1.0]], 2.0) == np.inf
+
+
+def test_regression_huge_order_at_equal_gaussians_is_zero():
+    # a (a - 1) overflowed for a = 1e300 and inf * R with R = 0 gave NaN
+    m, S = np.zeros(1), 1e-300 * np.eye(1)
+    for fn in (g.tsallis, g.amari, g.log_i_divergence, g.renyi):
+        for a in (1e300, -1e300):
+            assert fn(m, S, m, S, a) == 0.0

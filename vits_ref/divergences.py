@@ -109,12 +109,22 @@ def _spectrum(delta, cov_diff, whiten):
     when the two covariances are close (then ``KL ~ sum u^2 / 4``).
     """
     m = whiten(whiten(cov_diff).T)
+    if not np.all(np.isfinite(m)):
+        raise ValueError("inv(cov_q) cov_p is not finite for these inputs: their scales "
+                         "overflow in double precision; rescale the problem")
     u, vecs = eigh(0.5 * (m + m.T), check_finite=False)
     if u[0] <= -1.0:
         raise ValueError("cov_p and cov_q are too ill-conditioned relative to each other: "
                          "an eigenvalue of inv(cov_q) cov_p rounded to <= 0; rescale the "
                          "problem")
-    return u, vecs.T @ whiten(delta)
+    z = vecs.T @ whiten(delta)
+    if not np.all(np.isfinite(z)):
+        # (mean_p - mean_q) whitened by cov_q overflowed: 0 * inf in the rotation made the
+        # divergences NaN (found by tests/test_fuzz_closed_forms.py)
+        raise ValueError("the mean difference whitened by cov_q is not finite for these "
+                         "inputs: their scales overflow in double precision; rescale the "
+                         "problem")
+    return u, z
 
 
 def _log1p_over(t, x):
@@ -232,7 +242,9 @@ def log_i_divergence(mean_p, cov_p, mean_q, cov_q, alpha):
     u, z = _pair(mean_p, cov_p, mean_q, cov_q)
     if a in (0.0, 1.0):
         return 0.0
-    return a * (a - 1.0) * _reduced(u, z, a)
+    # (a R)(a - 1), not a (a - 1) R: a (a - 1) overflows for |a| > 1e154 and inf * 0 was
+    # NaN at R = 0 (found by tests/test_fuzz_closed_forms.py)
+    return a * _reduced(u, z, a) * (a - 1.0)
 
 
 def i_divergence(mean_p, cov_p, mean_q, cov_q, alpha):
@@ -414,7 +426,7 @@ def tsallis(mean_p, cov_p, mean_q, cov_q, alpha):
     r = _reduced(u, z, a)
     if math.isinf(r):
         return math.copysign(math.inf, a)
-    return a * r * _exprel(a * (a - 1.0) * r)
+    return a * r * _exprel(a * r * (a - 1.0))  # a r first: see log_i_divergence
 
 
 def amari(mean_p, cov_p, mean_q, cov_q, alpha):
@@ -485,7 +497,7 @@ def amari(mean_p, cov_p, mean_q, cov_q, alpha):
     r = _reduced(u, z, b)
     if math.isinf(r):
         return math.inf
-    return r * _exprel(b * (b - 1.0) * r)
+    return r * _exprel(b * r * (b - 1.0))  # b r first: see log_i_divergence
 
 
 

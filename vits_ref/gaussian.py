@@ -161,7 +161,7 @@ def kl(mean_p, cov_p, mean_q, cov_q):
             return 0.0
         raise ValueError(f"KL(p || q) evaluated to {value:.3g} < 0: cov_p and cov_q are too "
                          "ill-conditioned for a reliable value; rescale the problem")
-    return value
+    return _finite("KL(p || q)", value)  # an overflowed term was a silent inf
 
 
 def w2_squared(mean_p, cov_p, mean_q, cov_q):
@@ -542,5 +542,5 @@ def logpdf(x, mean, cov):
     x = float_array(x, "x")
     if x.ndim not in (1, 2) or x.shape[-1] != d:
         raise ValueError(f"x must have shape ({d},) or (n, {d}) to match mean, got {x.shape}")
-    out = _logpdf_chol(np.atleast_2d(x), mean, chol)
+    out = _finite("the log density", _logpdf_chol(np.atleast_2d(x), mean, chol))
     return float(out[0]) if x.ndim == 1 else out
