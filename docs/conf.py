@@ -95,22 +95,3 @@ html_theme = "pydata_sphinx_theme"
 html_title = f"vits_ref {release}"
 html_static_path = ["_static"]
 html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
-
-# ---- docstrings that cannot be fixed yet ---------------------------------------------
-# Modules whose docstring markup is broken but whose files were being changed by others
-# when the site was added (issue 12): their module docstring is shown verbatim, as a
-# literal block, instead of being parsed. Each entry names the markup error; fix the
-# docstring and remove the entry. Nothing else is suppressed.
-LITERAL_MODULE_DOCSTRINGS = {
-    # the PRIOR_SHAPES table: ``checkerboard`` is wider than the table's first column
-    "vits_ref.envs.diffusion": "Malformed table (text in column margin)",
-}
-
-
-def _literal_docstring(app, what, name, obj, options, lines):
-    if what == "module" and name in LITERAL_MODULE_DOCSTRINGS and lines:
-        lines[:] = ["::", ""] + ["    " + ln if ln else "" for ln in lines] + [""]
-
-
-def setup(app):
-    app.connect("autodoc-process-docstring", _literal_docstring)

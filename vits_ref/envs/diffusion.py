@@ -22,22 +22,22 @@ last can be approximated well by a mixture of two Gaussians"); its Figures 2 and
 lost, so the shapes here are reconstructions, scaled so that ``|theta|`` is O(1) (arms have
 ``|x| <= 1``, noise ``sigma = 2``):
 
-=============== ==========================================================================
-``mixture``     ``1/2 N((-0.8, -0.8), 0.05 I) + 1/2 N((0.8, 0.8), 0.05 I)``: the paper's
-                first problem, exactly a two-component mixture
-``ring``        an annulus: angle uniform, radius ``1 + 0.1 N(0, 1)``
-``cross``       the paper's "cross", reconstructed as two perpendicular thin bars through
-                the origin: with probability 1/2 each, ``(u, 0.1 z)`` or ``(0.1 z, u)``,
-                ``u ~ U(-sqrt 3, sqrt 3)`` (unit variance along the bar), ``z ~ N(0, 1)``.
-                Uniform along each bar so that, as the paper says, two Gaussians
-                approximate it well but not exactly
-``banana``      a crescent: ``(u, 0.6 (u^2 - 1) + 0.15 z)``, ``u ~ U(-sqrt 3, sqrt 3)``,
-                ``z ~ N(0, 1)`` (mean 0, bounded along the arc)
-``spiral``      a 1.5-turn spiral: ``t ~ U(0, 1)``, angle ``3 pi t``, radius
-                ``0.25 + 1.25 t``, plus ``0.05 N(0, I)``
+================ ==========================================================================
+``mixture``      ``1/2 N((-0.8, -0.8), 0.05 I) + 1/2 N((0.8, 0.8), 0.05 I)``: the paper's
+                 first problem, exactly a two-component mixture
+``ring``         an annulus: angle uniform, radius ``1 + 0.1 N(0, 1)``
+``cross``        the paper's "cross", reconstructed as two perpendicular thin bars through
+                 the origin: with probability 1/2 each, ``(u, 0.1 z)`` or ``(0.1 z, u)``,
+                 ``u ~ U(-sqrt 3, sqrt 3)`` (unit variance along the bar), ``z ~ N(0, 1)``.
+                 Uniform along each bar so that, as the paper says, two Gaussians
+                 approximate it well but not exactly
+``banana``       a crescent: ``(u, 0.6 (u^2 - 1) + 0.15 z)``, ``u ~ U(-sqrt 3, sqrt 3)``,
+                 ``z ~ N(0, 1)`` (mean 0, bounded along the arc)
+``spiral``       a 1.5-turn spiral: ``t ~ U(0, 1)``, angle ``3 pi t``, radius
+                 ``0.25 + 1.25 t``, plus ``0.05 N(0, I)``
 ``checkerboard`` uniform on the 8 "black" squares (row + column even) of a 4 x 4 board
-                on ``[-1.5, 1.5]^2``
-=============== ==========================================================================
+                 on ``[-1.5, 1.5]^2``
+================ ==========================================================================
 
 The order is the figures' guess: Figure 2 shows ``mixture``, ``ring``, ``cross`` (first
 the mixture, last the cross, as the text says), Figure 4 the other three.
