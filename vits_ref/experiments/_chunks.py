@@ -376,12 +376,14 @@ def progress_bar(total, desc, quiet):
                 file=sys.stderr, dynamic_ncols=True)
 
 
-def run_chunks(store, chunks, progress=None, desc="chunks"):
+def run_chunks(store, chunks, progress=None, desc="chunks", plan=False):
     """Results of ``chunks`` (a dict ``key -> result``): reused from ``store`` where
     finished, else computed on the session's executor and saved as each finishes.
 
-    ``progress(message)``: a status line per computed chunk when there is no progress
-    bar (not a terminal, no tqdm), none when the session is quiet.
+    ``progress(message)``: about ten status lines when there is no progress bar (not a
+    terminal, no tqdm), none when the session is quiet. With ``plan``, the planned work
+    is reported first and, once the first chunk is done, an estimate of the time left
+    from it (the probe: one chunk's time times the work left, over the workers).
     """
     s = current()
     results, todo = {}, []
@@ -398,10 +400,22 @@ def run_chunks(store, chunks, progress=None, desc="chunks"):
     say = None if (s.quiet or bar is not None) else progress
 
     every = max(1, len(todo) // 10)  # without a bar: about ten status lines
+    tell = None if s.quiet else progress
+    if plan and tell is not None:
+        tell(f"planned: {desc}: {len(chunks)} chunks, {sum(c.work for c in chunks)} "
+             f"run-rounds ({len(chunks) - len(todo)} chunks already done"
+             f"{'' if store.folder is None else ' in ' + store.folder}); executor: "
+             f"{s.executor_name}")
+    t_start = time.perf_counter()
 
     def finish(c, res, k):
         store.save(c.key, res, {**c.info, "wall_time_s": res.get("wall_time_s")})
         results[c.key] = res
+        if plan and tell is not None and k == 1 and len(todo) > 1 and c.work:
+            per_work = (time.perf_counter() - t_start) / c.work
+            left = (total - c.work) * per_work / max(1, s.workers)
+            tell(f"estimate: at most about {_duration(left)} left for {desc} (from the first "
+                 f"chunk's time, compilation included; {len(todo) - 1} chunks to go)")
         if bar is not None:
             bar.update(c.work)
         elif say is not None and (k % every == 0 or k == len(todo)):
@@ -425,6 +439,15 @@ def run_chunks(store, chunks, progress=None, desc="chunks"):
         if bar is not None:
             bar.close()
     return results
+
+
+def _duration(sec):
+    """Seconds as a short human duration."""
+    if sec < 120:
+        return f"{sec:.0f} s"
+    if sec < 7200:
+        return f"{sec / 60:.0f} min"
+    return f"{sec / 3600:.1f} h"
 
 
 def slug(text):
@@ -471,7 +494,8 @@ def map_runs(fn, runs, out, experiment, stage, description, progress=None, work_
     chunks = [Chunk(key=f"r{lo}-{hi}", fn=_call_block, arg=(fn, lo, hi),
                     work=(hi - lo) * work_per_run, info={"runs": [lo, hi]})
               for lo, hi in run_blocks(runs, chunk_runs)]
-    results = run_chunks(store, chunks, progress=None if s.quiet else progress, desc=stage)
+    results = run_chunks(store, chunks, progress=None if s.quiet else progress, desc=stage,
+                         plan=True)
     blocks = [results[c.key] for c in chunks]
     out_ = {}
     for k, v in blocks[0].items():

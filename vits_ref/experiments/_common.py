@@ -298,18 +298,10 @@ def _probe(plan, store, runs, rounds, say):
         estimate += per_round * left / share
     if say and pending:
         workers = max(1, getattr(s, "workers", 1) or 1)
-        say(f"estimate: about {_duration(estimate / workers)} (a 1-run x "
+        say(f"estimate: about {_chunks._duration(estimate / workers)} (a 1-run x "
             f"{min(rounds, 10)}-round probe per method after compilation; first candidates "
             f"only)")
     return warm
-
-
-def _duration(sec):
-    if sec < 120:
-        return f"{sec:.0f} s"
-    if sec < 7200:
-        return f"{sec / 60:.0f} min"
-    return f"{sec / 3600:.1f} h"
 
 
 def _run_plan(plan, store, runs, rounds, say):
