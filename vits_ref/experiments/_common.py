@@ -265,7 +265,7 @@ def _panel_chunk(arg):
 
 def _probe(plan, store, runs, rounds, say):
     """Report the planned work and an estimate of its cost from a timed probe (a warm-up,
-    then one run of at most 10 rounds per pending method, in this process)."""
+    then one run of :func:`_probe_rounds` rounds per pending method, in this process)."""
     from ..errors import DivergenceError
     from ..simulate import simulate
 
@@ -285,7 +285,7 @@ def _probe(plan, store, runs, rounds, say):
         base = cand["base"]
         sim = base["simulate_fn"] or simulate
         warm[base["warm"]] = _warm_up(base, sim)
-        probe_rounds = min(rounds, 10)
+        probe_rounds = _probe_rounds(rounds)
         t0 = time.perf_counter()
         try:
             res = sim(base["policy"], base["env"], **_simulate_args(
@@ -299,9 +299,15 @@ def _probe(plan, store, runs, rounds, say):
     if say and pending:
         workers = max(1, getattr(s, "workers", 1) or 1)
         say(f"estimate: about {_chunks._duration(estimate / workers)} (a 1-run x "
-            f"{min(rounds, 10)}-round probe per method after compilation; first candidates "
+            f"{_probe_rounds(rounds)}-round probe per method after compilation; first candidates "
             f"only)")
     return warm
+
+
+def _probe_rounds(rounds):
+    """Rounds of the timed probe: 10, or a fifth of a short run (so that the probe does
+    not cost as much as the runs themselves)."""
+    return max(1, min(10, rounds // 5))
 
 
 def _run_plan(plan, store, runs, rounds, say):
