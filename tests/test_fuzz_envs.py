@@ -59,7 +59,7 @@ def test_environments(name):
 
     @settings(max_examples=n_examples(0.25))
     @given(kw=kwargs_of(**kw_strategies),
-           n_rounds=int_hyper(1, 5, extra_bad=(10 ** 30,)), rng=seeds())
+           n_rounds=int_hyper(1, 5), rng=seeds())  # 10**30: the xfail test below
     @counted
     def fuzz(kw, n_rounds, rng):
         kwargs, tags = kw
@@ -116,7 +116,7 @@ def test_simulate():
     @given(policy=_choice(names, bad=("nope", None, 3)),
            env=st.sampled_from(["pool", "hard"]), n_rounds=int_hyper(1, 4),
            n_runs=int_hyper(1, 2), seed=seeds(), data=st.data(),
-           fused=_choice((None, True, False), bad=("yes", 1)),
+           fused=st.sampled_from([None, True, False]).map(lambda v: (v, "valid")),
            n_jobs=st.one_of(st.just((1, "valid")),
                             st.sampled_from([0, "1", 1.0, True]).map(lambda v: (v, "bad"))))
     @counted
@@ -145,3 +145,23 @@ def test_simulate():
             assert np.all(np.isfinite(res.kl)) and res.kl.shape[0] == R
 
     fuzz()
+
+
+# ---------------------------------------------------------------------------------------
+# defects found in files this suite's author does not own (xfail until fixed there)
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="envs/base.py: realise(10**30) raises NumPy's "
+                   "'Maximum allowed dimension exceeded', not naming n_rounds")
+def test_realise_with_a_huge_n_rounds_names_it():
+    env = vr.envs.pool(dim=2, n_arms=2, seed=0)
+    with pytest.raises(ValueError, match="n_rounds"):
+        env.realise(10 ** 30, 0)
+
+
+@pytest.mark.xfail(strict=True, reason="simulate.py: fused is not validated; 'yes' or 1 "
+                   "is taken as True")
+@pytest.mark.parametrize("fused", ["yes", 1])
+def test_simulate_checks_fused(fused):
+    with pytest.raises((TypeError, ValueError), match="fused"):
+        vr.simulate("lints", vr.envs.pool(dim=2, n_arms=3, seed=0), 2, seed=0, fused=fused)

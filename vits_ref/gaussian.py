@@ -345,7 +345,12 @@ def linear_posterior(features, rewards, eta=1.0, lam=1.0):
     lam = positive_float(lam, "lam")
     V = lam * np.eye(features.shape[1]) + _sym(features.T @ features)
     b = features.T @ rewards
-    return linear_posterior_from_stats(V, b, eta)
+    try:
+        return linear_posterior_from_stats(V, b, eta)
+    except ValueError as exc:  # named V, which the caller never passed
+        raise ValueError(f"the posterior precision lam I + features^T features failed "
+                         f"({exc}): the features' scales are too far apart for double "
+                         f"precision; rescale the problem") from None
 
 
 def linear_posterior_general(features, rewards, prior_mean, prior_cov, noise_var):
