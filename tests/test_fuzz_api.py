@@ -473,3 +473,22 @@ def test_regression_noise_sd_outside_the_range_names_sigma(sigma):
         with pytest.raises(ValueError, match=r"sigma must be about 1e-50 to 1e\+50"):
             make(sigma)
     assert _mixts(sigma=1e-49).sigma == 1e-49
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGALRM"), reason="no SIGALRM")
+def test_hang_guard_fails_a_slow_example(monkeypatch):
+    # the per-example guard of fuzz_strategies.counted turns a hang into a failure
+    import time
+
+    import fuzz_strategies
+
+    monkeypatch.setattr(fuzz_strategies, "EXAMPLE_TIMEOUT", 1)
+
+    @fuzz_strategies.counted
+    def hangs():
+        time.sleep(5)
+
+    start = time.perf_counter()
+    with pytest.raises(fuzz_strategies.ExampleTimeout):
+        hangs()
+    assert time.perf_counter() - start < 4
