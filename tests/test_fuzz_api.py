@@ -16,10 +16,12 @@ cases tried is printed in pytest's terminal summary (and written to the JSON fil
 ``VITS_REF_FUZZ_COUNTS``).
 
 Budget of the ci profile, the whole suite (tests/test_fuzz_*.py): 120 s. Measured
-2026-11-22 with a warm Numba cache on the 2-core development machine: 1475 cases,
-38.6 s of CPU (user + sys), 223 s of wall time while the machine ran at a load average of
-8 (five other sessions' jobs); ``/usr/bin/time python -m pytest -q tests/test_fuzz_api.py
-tests/test_fuzz_closed_forms.py tests/test_fuzz_envs.py tests/test_fuzz_cli.py``.
+2026-11-22 on the 2-core development machine, warm Numba cache, with
+``/usr/bin/time python -m pytest -q tests/test_fuzz_api.py tests/test_fuzz_closed_forms.py
+tests/test_fuzz_envs.py tests/test_fuzz_cli.py``: 1606 cases, 16.0 s of wall time (15.1 s
+of CPU) at a load average of 1.6; an earlier run while five other sessions loaded the
+machine (load average 8) took 223 s of wall time for 38.6 s of CPU. The large profile
+(``VITS_REF_FUZZ=large``, same command): 23 033 cases, 175 s of wall time, 164 s of CPU.
 """
 
 import functools
