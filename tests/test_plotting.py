@@ -61,6 +61,16 @@ def test_regret_panels_legend_outside_and_bands_explained(tmp_path, n_panels):
     assert "standard error" in plotting.BAND_NOTE and "\u00b11" in plotting.BAND_NOTE
 
 
+def test_regret_panels_one_run_has_no_band_and_no_band_note(tmp_path):
+    # one run: the standard errors are NaN (undefined), no band is drawn or explained
+    panels = {p: {m: (mean, np.full_like(mean, np.nan)) for m, (mean, _) in c.items()}
+              for p, c in _panels(2).items()}
+    fig = plotting.regret_panels(panels, str(tmp_path / "one.png"))
+    texts = [t.get_text() for t in _check_outside(fig).get_texts()]
+    assert texts == list(METHODS)
+    assert not any(ax.collections for ax in fig.axes)  # no fill_between band
+
+
 def test_arm_fractions_legend_outside(tmp_path):
     panels = {p: {m: {"optimal": 0.6, "near_optimal": 0.3, "others": 0.1} for m in METHODS}
               for p in ("A", "B")}

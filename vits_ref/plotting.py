@@ -29,8 +29,11 @@ def figure(ncols=1, width=5.5, height=4.0):
 def band(ax, x, mid, lo, hi, label):
     """A line with a shaded band (``lo`` to ``hi``) of the same colour; dashed for a
     method labelled ``"extra: ..."`` (not in the paper's figure)."""
+    import numpy as np
+
     line, = ax.plot(x, mid, label=label, ls="--" if label.startswith("extra:") else "-")
-    ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2)
+    if np.isfinite(np.asarray(lo, dtype=float)).any():  # one run: no band (NaN stderr)
+        ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2)
     return line
 
 
@@ -96,7 +99,9 @@ def regret_panels(panels, path, title=None, ylabel="cumulative regret"):
         ax.set_xlabel("round t")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
-    outside_legend(axes, band_note=BAND_NOTE)
+    # one run has no standard error: no band is drawn, so none is explained
+    banded = any(has_band(curves) for curves in panels.values())
+    outside_legend(axes, band_note=BAND_NOTE if banded else None)
     if title:
         fig.suptitle(title)
     save(fig, path)
