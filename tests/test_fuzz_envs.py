@@ -59,7 +59,7 @@ def test_environments(name):
 
     @settings(max_examples=n_examples(0.25))
     @given(kw=kwargs_of(**kw_strategies),
-           n_rounds=int_hyper(1, 5), rng=seeds())  # 10**30: the xfail test below
+           n_rounds=int_hyper(1, 5), rng=seeds())  # 10**30: the test below
     @counted
     def fuzz(kw, n_rounds, rng):
         kwargs, tags = kw
@@ -148,19 +148,15 @@ def test_simulate():
 
 
 # ---------------------------------------------------------------------------------------
-# defects found in files this suite's author does not own (xfail until fixed there)
+# defects found by the fuzzing in simulate and the environments (fixed; regression tests)
 # ---------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="envs/base.py: realise(10**30) raises NumPy's "
-                   "'Maximum allowed dimension exceeded', not naming n_rounds")
 def test_realise_with_a_huge_n_rounds_names_it():
     env = vr.envs.pool(dim=2, n_arms=2, seed=0)
     with pytest.raises(ValueError, match="n_rounds"):
         env.realise(10 ** 30, 0)
 
 
-@pytest.mark.xfail(strict=True, reason="simulate.py: fused is not validated; 'yes' or 1 "
-                   "is taken as True")
 @pytest.mark.parametrize("fused", ["yes", 1])
 def test_simulate_checks_fused(fused):
     with pytest.raises((TypeError, ValueError), match="fused"):

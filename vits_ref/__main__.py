@@ -29,7 +29,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage block), exit code 2."""
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        # one line, whatever the arguments echoed in the message hold
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
 def _progress(name):

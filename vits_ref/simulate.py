@@ -271,6 +271,8 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     kl_rounds = _validate_kl_rounds(kl_rounds, n_rounds)
     n_jobs = val.positive_int(n_jobs, "n_jobs")
     first_run = val.positive_int(first_run, "first_run", minimum=0)
+    if fused is not None and not isinstance(fused, (bool, np.bool_)):
+        raise TypeError(f"fused must be None, True or False, got {fused!r}")
     device = val.choice(device, "device", ("cpu", "cuda"))
     if n_threads is not None:
         n_threads = val.positive_int(n_threads, "n_threads")

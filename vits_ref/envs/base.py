@@ -21,6 +21,10 @@ __all__ = ["REWARDS", "Environment", "Realisation"]
 #: The reward models of the shared-parameter environments.
 REWARDS = ("linear", "quadratic", "logistic")
 
+#: Most values a whole realisation may hold (2**40 floats, 8 TiB: beyond any memory;
+#: above it NumPy would fail with an error that names no argument).
+_MAX_ELEMENTS = 2 ** 40
+
 
 @dataclass(frozen=True)
 class Realisation:
@@ -81,6 +85,11 @@ class Environment:
     def realise(self, n_rounds, rng=None):
         """Draw one run of ``n_rounds`` rounds from ``rng`` (int, SeedSequence or Generator)."""
         n_rounds = val.positive_int(n_rounds, "n_rounds")
+        # the whole realisation is held at once (simulate draws long runs in chunks)
+        if n_rounds * self.n_arms * (self.dim + 2) > _MAX_ELEMENTS:
+            raise ValueError(f"n_rounds={n_rounds} is too large to realise at once "
+                             f"({self.n_arms} arms x {self.dim} dims per round): use "
+                             f"realise_chunks, or simulate, which draws in chunks")
         rng = val.as_generator(rng, "rng")
         contexts = self._contexts(n_rounds, rng)
         means = self.expected_reward(contexts)
