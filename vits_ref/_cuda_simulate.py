@@ -1,10 +1,12 @@
 """The ``device="cuda"`` path of :func:`vits_ref.simulate` (imported lazily).
 
-:func:`run_fused_cuda` mirrors :func:`vits_ref.simulate._run_fused`: per batch of runs, the
-realisations and the policy's noise are drawn on the host from the same seeds (run ``r``
-of ``root``: child 0 for the environment, child 1 for the policy), then the fused loop of
-:mod:`vits_ref.kernels.bandit` runs one run per GPU thread
-(:func:`vits_ref.drivers.cuda.run_fused`), the same body the CPU prange driver compiles.
+:func:`run_fused_cuda` mirrors :func:`vits_ref.simulate._run_fused`: per batch of runs and
+chunk of rounds, the realisations and the policy's noise are drawn on the host from the
+same seeds and by the same chunked draws (run ``r`` of ``root``: child 0 for the
+environment, child 1 for the policy), then the fused loop of
+:mod:`vits_ref.kernels.bandit` runs the chunk's rounds one run per GPU thread
+(:class:`vits_ref.drivers.cuda.BanditRounds`), the same body the CPU prange driver
+compiles.
 
 Agreement with ``device="cpu"`` on the same seeds (``tests/test_simulate_cuda.py``):
 
@@ -20,33 +22,45 @@ Agreement with ``device="cpu"`` on the same seeds (``tests/test_simulate_cuda.py
 Equal arms rest on the rounding never flipping an argmax: a near-tie between two arms'
 scores within 1e-15 could choose another arm on the device; the tests would show it.
 
-Memory: a batch of runs holds its pre-drawn contexts, means, rewards and noise on the
-host and on the device. The batch is sized by both budgets: :data:`HOST_BUDGET` bytes of
-host arrays and :data:`DEVICE_FRACTION` of the device's free memory (the simulator has no
-device memory: the host budget alone).
+Memory: the runs of a batch advance together a chunk of rounds at a time
+(:class:`vits_ref.drivers.cuda.BanditRounds`: the state buffers and the outputs stay on
+the device between chunks), each chunk's realisations and noise drawn on the host by the
+CPU path's chunked draws (:func:`vits_ref._fused_draws.batch_chunks`), so the host holds
+two chunks (the one on the device and the next, drawn meanwhile by a helper thread) and
+the device one batch's state and outputs plus two chunks. :func:`plan` sizes the batch
+(as many runs as fit, so that the whole 16 384 runs of issue 11 make one batch) and the
+chunk (as many rounds as then fit); see its docstring for the formulas and the
+16 384 x 1000 plan. The results do not depend on the plan.
 """
 
 import importlib.util
 
 import numpy as np
 
-from . import _validate as val
+from ._fused_draws import batch_chunks
+from ._fused_draws import realise as _realise  # noqa: F401 (the benchmark's inputs)
 from ._seeding import child
 from .errors import DivergenceError
 
-#: Bytes of pre-drawn randomness held on the host at once by one batch. Larger than the CPU
-#: path's budget: a GPU needs thousands of runs in flight (one per thread), and the runs
-#: are whole (drivers.cuda.bandit_runs has no chunks of rounds yet), so at d = 20, K = 50
-#: and 1000 rounds (VITS-II: 11 MB a run) a batch holds about 800 runs.
+#: Bytes of host memory the chunks of one batch may hold: two chunks at once (the one on
+#: the device and the next, drawn meanwhile). At d = 20, K = 50 (VITS-II) a run's round
+#: holds 21 KB there, so 16 384 runs advance 24 rounds a chunk (:func:`plan`).
 HOST_BUDGET = 8 * 2 ** 30
-#: Fraction of the device's free memory one batch may use (its inputs, outputs and state).
+#: Fraction of the device's free memory (when the call starts) one batch may use: its
+#: state buffers and outputs, and two chunks of inputs (the one running and the previous,
+#: whose memory Numba frees lazily).
 DEVICE_FRACTION = 0.5
+#: Rounds a chunk holds at least (or the whole horizon when shorter): the batch of runs
+#: shrinks before the chunk does, since each chunk costs a launch, a copy and a Python
+#: pass over the batch's runs on the host: about 25 us a run per chunk against 35 us a
+#: run per round of drawing (LinTS and VITS-II at d = 20, K = 50, chunks of 1 and 24
+#: rounds, measured on this 2-core machine), so 4 rounds keep that pass under a fifth
+#: of the drawing while 16 384 runs of every policy still fit one batch.
+MIN_CHUNK = 4
 #: Threads per block of the one-run-per-thread launch.
 THREADS_PER_BLOCK = 64
 
 _INSTALL = "pip install 'vits_ref[cuda]'"
-
-
 def simulator_enabled():
     """Whether Numba's CUDA simulator is on (``NUMBA_ENABLE_CUDASIM=1`` when Numba was
     imported: Numba reads it once, at import)."""
@@ -88,35 +102,66 @@ def check_device():
     return driver
 
 
-def _realise(env, run_seed, T):
-    """The run's realisation from its child 0, checked as ``simulate`` checks it (the same
-    draws and message as :func:`vits_ref.simulate._realise`, which this module does not
-    import: simulate imports this module)."""
-    real = env.realise(T, np.random.Generator(np.random.PCG64(child(run_seed, 0))))
-    for name, arr in (("contexts", real.contexts), ("rewards", real.rewards)):
-        try:
-            val.bounded_data(arr, name)
-        except ValueError as err:
-            raise ValueError(f"the environment {env!r} drew {err}: its scale is too large "
-                             f"for the sufficient statistics") from None
-    return real
+
+def _n_state(spec, d, K):
+    # the state's size for M = n_draws_per_round (an upper bound of the step noise's M)
+    return spec.piece.state_size(d, K, max(1, spec.n_draws_per_round))
 
 
 def bytes_per_run(spec, T, d, K, n_kl=0):
-    """Bytes one run holds on the device: realisation, noise, state, outputs."""
-    n_state = spec.piece.state_size(d, K, max(1, spec.n_draws_per_round))
+    """Bytes one whole run holds on the device when its inputs are all copied at once
+    (realisation, noise, state, outputs): the benchmark's sizing of its whole-run calls
+    (:func:`vits_ref.drivers.cuda.bandit_runs`)."""
     inputs = T * K * (d + 2) + d + T * d * (1 + spec.n_draws_per_round)
-    return 8 * (inputs + n_state + 2 * T + n_kl + 1)
+    return 8 * (inputs + _n_state(spec, d, K) + 2 * T + n_kl + 1)
 
 
-def batch_size(spec, T, d, K, n_runs, n_kl=0, free_device_bytes=None):
-    """Runs per batch: within :data:`HOST_BUDGET` and ``DEVICE_FRACTION`` of the free
-    device memory (``None``: no device limit, as under the simulator)."""
-    per_run = bytes_per_run(spec, T, d, K, n_kl)
-    budget = HOST_BUDGET
-    if free_device_bytes is not None:
-        budget = min(budget, int(DEVICE_FRACTION * free_device_bytes))
-    return int(max(1, min(n_runs, budget // per_run)))
+def resident_bytes_per_run(spec, T, d, K, n_kl=0):
+    """Bytes one run keeps on the device for the whole batch: its state buffer, outputs
+    (regret, arms, KL, status) and initial noise."""
+    return 8 * (_n_state(spec, d, K) + 2 * T + n_kl + 1 + d)
+
+
+def bytes_per_round(spec, d, K):
+    """Bytes of one run's inputs per round of a chunk: contexts (K, d), means and rewards
+    (K,), and the policy's normals (at most ``d (1 + n_draws_per_round)``)."""
+    return 8 * (K * (d + 2) + d * (1 + spec.n_draws_per_round))
+
+
+def plan(spec, T, d, K, n_runs, n_kl=0, free_device_bytes=None):
+    """``(batch, chunk)``: runs per batch and rounds per chunk of :func:`run_fused_cuda`.
+
+    With ``s`` = :func:`resident_bytes_per_run`, ``c`` = :func:`bytes_per_round`,
+    ``H`` = :data:`HOST_BUDGET` and ``D`` = :data:`DEVICE_FRACTION` x
+    ``free_device_bytes`` (no device limit when None, as under the simulator), a batch of
+    ``B`` runs advancing ``n`` rounds a chunk holds ``2 B n c`` bytes on the host (the chunk
+    on the device and the next one) and ``B (s + 2 n c)`` on the device (the state and
+    outputs, the chunk running and the previous one). The batch is the largest with which
+    a chunk of ``n0 = min(T, MIN_CHUNK)`` rounds fits both::
+
+        B = min(n_runs, H // (2 n0 c), D // (s + 2 n0 c))
+
+    evened out over the ``ceil(n_runs / B)`` batches, and the chunk the largest that then
+    fits both, ``n = min(T, H // (2 B c), (D - B s) // (2 B c))`` (at least 1 round and 1
+    run whatever the budgets). At d = 20, K = 50, VITS-II (``c`` = 10.7 KB, ``s`` = 66 KB
+    at T = 1000) on an 80 GB GPU with 79 GB free, 16 384 runs x 1000 rounds is one batch of
+    16 384 runs in chunks of 24 rounds (42 chunks): 8.4 GB on the host, 9.6 GB on the
+    device, where whole-run batches held 11 MB a run (21 batches of about 800 runs). The
+    Hessian-free VITS (201 normals a round, ``c`` = 41 KB) gets chunks of 6 rounds.
+    """
+    s = resident_bytes_per_run(spec, T, d, K, n_kl)
+    c = bytes_per_round(spec, d, K)
+    n0 = min(T, MIN_CHUNK)
+    dev = None if free_device_bytes is None else int(DEVICE_FRACTION * free_device_bytes)
+    batch = HOST_BUDGET // (2 * n0 * c)
+    if dev is not None:
+        batch = min(batch, dev // (s + 2 * n0 * c))
+    batch = max(1, min(n_runs, batch))
+    batch = -(-n_runs // -(-n_runs // batch))  # the same number of batches, evened out
+    chunk = HOST_BUDGET // (2 * batch * c)
+    if dev is not None:
+        chunk = min(chunk, (dev - batch * s) // (2 * batch * c))
+    return int(batch), int(max(1, min(T, chunk)))
 
 
 def _free_device_bytes():
@@ -135,29 +180,50 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
     """The fused runs ``first_run, ..., first_run + n_runs - 1`` on the GPU, into rows
     ``0..n_runs-1`` of ``regret``, ``arms`` and ``kl`` (as ``_run_fused`` on the CPU).
 
+    Batches of runs advance a chunk of rounds at a time (:func:`plan`) through
+    :class:`vits_ref.drivers.cuda.BanditRounds`; each chunk's inputs are drawn on the host
+    (:func:`vits_ref._fused_draws.batch_chunks`, the CPU path's chunked draws) by a helper
+    thread while the device runs the previous chunk. ``progress(runs_done, n_runs)`` is
+    called after each batch.
+
     Raises RuntimeError before any work when the CUDA path cannot run
     (:func:`check_device`), DivergenceError naming the engine, run, round and step size
-    when a run's state becomes non-finite (the first such run of a batch, as on the CPU).
+    when a run's state becomes non-finite: the lowest-numbered diverging run of the first
+    batch with one, at its first diverging round, after the batch's last chunk (the CPU's
+    rule, so the error depends on neither plan).
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     driver = check_device()
     first = env_for(child(root, first_run))
     d, K = first.dim, first.n_arms
-    batch = batch_size(spec, T, d, K, n_runs, len(kl_rounds), _free_device_bytes())
+    batch, chunk = plan(spec, T, d, K, n_runs, len(kl_rounds), _free_device_bytes())
     name = getattr(policy, "name", type(policy).__name__)
     for lo in range(0, n_runs, batch):
         hi = min(n_runs, lo + batch)
-        reals, noises = [], []
-        for r in range(lo, hi):
-            run_seed = child(root, first_run + r)
-            reals.append(_realise(env_for(run_seed), run_seed, T))
-            noises.append(spec.draw(child(run_seed, 1), T, d))
-        reg, arm, k, status = driver.run_fused(spec, reals, noises, kl_rounds,
-                                               threads_per_block=threads_per_block)
-        del reals, noises
-        regret[lo:hi], arms[lo:hi], kl[lo:hi] = reg, arm, k
-        bad = np.flatnonzero(status)
+        seeds = [child(root, first_run + r) for r in range(lo, hi)]
+        chunks = batch_chunks(spec, [env_for(s) for s in seeds], seeds, T, chunk)
+        first_bad = np.zeros(hi - lo, dtype=np.int64)
+        rounds = None
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(next, chunks, None)
+            while (arrays := pending.result()) is not None:
+                pending = pool.submit(next, chunks, None)  # drawn while the device runs
+                if rounds is None:
+                    rounds = driver.BanditRounds(spec.piece, spec.params, hi - lo, T, d, K,
+                                                 arrays[5].shape[3], kl_rounds,
+                                                 threads_per_block=threads_per_block)
+                status = rounds.advance(*arrays)
+                del arrays
+                # a run's first diverging round (later chunks of a diverged run diverge
+                # again at once and are ignored)
+                new = (status != 0) & (first_bad == 0)
+                first_bad[new] = status[new]
+        regret[lo:hi], arms[lo:hi], kl[lo:hi] = rounds.results()
+        del rounds
+        bad = np.flatnonzero(first_bad)
         if bad.size:
-            r, rnd = first_run + lo + int(bad[0]), int(status[bad[0]])
+            r, rnd = first_run + lo + int(bad[0]), int(first_bad[bad[0]])
             h = spec.step_size(rnd) if spec.step_size is not None else None
             raise DivergenceError(name, rnd, h, run=r)
         if progress:

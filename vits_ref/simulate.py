@@ -22,6 +22,8 @@ import numba
 import numpy as np
 
 from . import _validate as val
+from ._fused_draws import realise as _realise  # shared with the CUDA path
+from ._fused_draws import realise_chunks as _realise_chunks
 from ._seeding import child
 from .drivers import cpu
 from .envs import Environment
@@ -329,32 +331,6 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
 def _run_env(env, new_instance, run_seed):
     """The run's environment: ``env``, or a new instance from the run's child 2."""
     return env.new_instance(child(run_seed, 2)) if new_instance else env
-
-
-def _realise(env, run_seed, n_rounds):
-    """The run's draws of the environment, from the run's child 0; features and rewards
-    beyond :data:`vits_ref._validate.MAX_ABS_DATA` (whose squares overflow the
-    statistics, silently in the fused loop) raise a ValueError before the run."""
-    real = env.realise(n_rounds, np.random.Generator(np.random.PCG64(child(run_seed, 0))))
-    return _checked(env, real)
-
-
-def _checked(env, real):
-    for name, arr in (("contexts", real.contexts), ("rewards", real.rewards)):
-        try:
-            val.bounded_data(arr, name)
-        except ValueError as err:
-            raise ValueError(f"the environment {env!r} drew {err}: its scale is too large "
-                             f"for the sufficient statistics") from None
-    return real
-
-
-def _realise_chunks(env, run_seed, n_rounds, chunk):
-    """:func:`_realise` by chunks of rounds (:meth:`vits_ref.envs.Environment.realise_chunks`:
-    the same rows, bit for bit), each chunk checked as :func:`_realise` checks the run."""
-    rng = np.random.Generator(np.random.PCG64(child(run_seed, 0)))
-    for real in env.realise_chunks(n_rounds, rng, chunk):
-        yield _checked(env, real)
 
 
 def _python_job(job):

@@ -1,0 +1,81 @@
+"""The host-side draws of the fused loop, shared by the CPU and CUDA paths of ``simulate``.
+
+A run ``r`` of a root seed is seeded by child ``r``; its child 0 drives the environment's
+realisation, its child 1 the policy's randomness (:mod:`vits_ref.simulate`). The helpers
+here draw them whole (:func:`realise`) or a chunk of rounds at a time
+(:func:`realise_chunks`, :func:`batch_chunks`), the chunks equal to the rows of the whole
+draws bit for bit (:meth:`vits_ref.envs.Environment.realise_chunks`,
+:func:`vits_ref.fused.draw_chunks`), so both devices see the same inputs whatever their
+plans of batches and chunks. This module exists so that :mod:`vits_ref._cuda_simulate`
+can use the same code without importing :mod:`vits_ref.simulate` (which imports it: an
+import cycle).
+"""
+
+import numpy as np
+
+from . import _validate as val
+from ._seeding import child
+from .fused import draw_chunks
+
+
+def checked(env, real):
+    """``real``, after checking that its features and rewards are within
+    :data:`vits_ref._validate.MAX_ABS_DATA` (whose squares would overflow the sufficient
+    statistics, silently in the fused loop); a ValueError naming the environment if not."""
+    for name, arr in (("contexts", real.contexts), ("rewards", real.rewards)):
+        try:
+            val.bounded_data(arr, name)
+        except ValueError as err:
+            raise ValueError(f"the environment {env!r} drew {err}: its scale is too large "
+                             f"for the sufficient statistics") from None
+    return real
+
+
+def realise(env, run_seed, n_rounds):
+    """The run's draws of the environment, from the run's child 0, checked
+    (:func:`checked`) before the run."""
+    real = env.realise(n_rounds, np.random.Generator(np.random.PCG64(child(run_seed, 0))))
+    return checked(env, real)
+
+
+def realise_chunks(env, run_seed, n_rounds, chunk):
+    """:func:`realise` by chunks of rounds (:meth:`vits_ref.envs.Environment.realise_chunks`:
+    the same rows, bit for bit), each chunk checked as :func:`realise` checks the run."""
+    rng = np.random.Generator(np.random.PCG64(child(run_seed, 0)))
+    for real in env.realise_chunks(n_rounds, rng, chunk):
+        yield checked(env, real)
+
+
+def batch_chunks(spec, envs, run_seeds, n_rounds, chunk):
+    """A batch of runs' inputs to the fused loop, stacked, a chunk of rounds at a time.
+
+    Yields ``(contexts (R, n, K, d), means (R, n, K), rewards (R, n, K), init_noise (R, ·),
+    sel_noise (R, n, ·), step_noise (R, n, S, M, d))`` for rounds ``[t0, t0 + n)``,
+    ``n = min(chunk, n_rounds - t0)``: run ``i``'s rows are those of its whole realisation
+    (:func:`realise_chunks` of ``envs[i]`` and ``run_seeds[i]``) and its policy's randomness
+    (:func:`vits_ref.fused.draw_chunks` from child 1 of ``run_seeds[i]``), bit for bit.
+    The stacked arrays are filled run by run, so one run's chunk is held twice at most;
+    each yield allocates new arrays (a consumer may keep the previous chunk while the next
+    is drawn).
+    """
+    R = len(run_seeds)
+    d, K = envs[0].dim, envs[0].n_arms
+    reals = [realise_chunks(e, s, n_rounds, chunk)
+             for e, s in zip(envs, run_seeds, strict=True)]
+    noises = [draw_chunks(spec, child(s, 1), n_rounds, d, chunk) for s in run_seeds]
+    for t0 in range(0, n_rounds, chunk):
+        n = min(chunk, n_rounds - t0)
+        contexts = np.empty((R, n, K, d))
+        means, rewards = np.empty((R, n, K)), np.empty((R, n, K))
+        init = sel = steps = None
+        for i in range(R):
+            real = next(reals[i])
+            contexts[i], means[i], rewards[i] = real.contexts, real.means, real.rewards
+            del real
+            ini, se, st = next(noises[i])
+            if init is None:
+                init = np.empty((R,) + np.shape(ini))
+                sel = np.empty((R,) + se.shape)
+                steps = np.empty((R,) + st.shape)
+            init[i], sel[i], steps[i] = ini, se, st
+        yield contexts, means, rewards, init, sel, steps
