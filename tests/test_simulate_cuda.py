@@ -65,15 +65,52 @@ SCRIPT = textwrap.dedent("""
         res[name + "/regret"], res[name + "/arms"] = r.regret, r.arms
         if r.kl is not None:
             res[name + "/kl"] = r.kl
-    # batches of one run: the same rows, and progress after each batch
-    _cuda_simulate.HOST_BUDGET = 1
+    budget, min_chunk = _cuda_simulate.HOST_BUDGET, _cuda_simulate.MIN_CHUNK
+    # every policy in batches of 2 runs (of 3) and chunks of 3 rounds (of 10: 3, 3, 3, 1):
+    # a host budget of 2 chunks of 2 runs x 3 rounds (plan: 2 B n c <= HOST_BUDGET)
+    _cuda_simulate.MIN_CHUNK = 3
+    for name in POLICY_NAMES:
+        kl = KL_ROUNDS if has_kl(name) else None
+        spec = make_policy(name, D).fused(kl=kl is not None)
+        _cuda_simulate.HOST_BUDGET = 2 * 2 * 3 * _cuda_simulate.bytes_per_round(spec, D, K)
+        res[name + "/plan"] = np.array(_cuda_simulate.plan(spec, T, D, K, R, len(kl or ())))
+        calls = []
+        r = vr.simulate(name, env, T, R, seed=3, kl_rounds=kl, first_run=FIRST_RUN,
+                        device="cuda", progress=lambda done, n: calls.append((done, n)))
+        res[name + "/chunked/regret"], res[name + "/chunked/arms"] = r.regret, r.arms
+        res[name + "/chunked/progress"] = np.array(calls)
+        if r.kl is not None:
+            res[name + "/chunked/kl"] = r.kl
+    # two runs of one batch diverge (runs 5 and 7 of 5..7, at rounds 9 and 7): in chunks
+    # of 2 rounds run 7 diverges a chunk before run 5, which is the one to name
+    pol = make_policy(DIVERGE["policy"], D, step_size=DIVERGE["step_size"],
+                      schedule=DIVERGE["schedule"])
+    _cuda_simulate.MIN_CHUNK = 2
+    _cuda_simulate.HOST_BUDGET = 2 * 3 * 2 * _cuda_simulate.bytes_per_round(pol.fused(), D, K)
+    res["diverge_many/plan"] = np.array(_cuda_simulate.plan(pol.fused(), T, D, K, 3))
+    try:
+        vr.simulate(pol, env, T, 3, seed=3, first_run=5, device="cuda")
+        res["diverge_many"] = np.array([-1.0, -1.0, -1.0])
+    except vr.errors.DivergenceError as err:
+        res["diverge_many"] = np.array([err.run, err.round, err.step_size])
+    _cuda_simulate.MIN_CHUNK = 3
+    # the device's budget alone: 1 run of 3.5 rounds fits DEVICE_FRACTION of the free
+    # memory, 2 runs of 3 rounds do not (plan: B (s + 2 n c) <= D): batches of 1 run,
+    # chunks of 3 rounds
+    _cuda_simulate.HOST_BUDGET = budget
+    spec = make_policy("vits-ii", D).fused(kl=True)
+    dev = (_cuda_simulate.resident_bytes_per_run(spec, T, D, K, len(KL_ROUNDS))
+           + 7 * _cuda_simulate.bytes_per_round(spec, D, K))
+    _cuda_simulate._free_device_bytes = lambda: int(dev / _cuda_simulate.DEVICE_FRACTION)
+    res["device/plan"] = np.array(_cuda_simulate.plan(spec, T, D, K, R, len(KL_ROUNDS),
+                                                      _cuda_simulate._free_device_bytes()))
     calls = []
     r = vr.simulate("vits-ii", env, T, R, seed=3, first_run=FIRST_RUN, kl_rounds=KL_ROUNDS,
                     device="cuda",
                     progress=lambda done, n: calls.append((done, n)))
     res["batched/regret"], res["batched/arms"], res["batched/kl"] = r.regret, r.arms, r.kl
     res["batched/progress"] = np.array(calls)
-    _cuda_simulate.HOST_BUDGET = 8 * 2 ** 30
+    _cuda_simulate.MIN_CHUNK = min_chunk
     pol = make_policy(DIVERGE["policy"], D, step_size=DIVERGE["step_size"],
                       schedule=DIVERGE["schedule"])
     try:
@@ -124,6 +161,11 @@ def test_cuda_equals_cpu_under_simulator(simulated, name):
         assert name == "lints" or np.all(ref.kl > 0)
     _assert_same(name, simulated[name + "/regret"], simulated[name + "/arms"],
                  simulated.get(name + "/kl"), ref)
+    # batches of 2 runs (of 3), chunks of 3 rounds (of 10): the same rows
+    assert simulated[name + "/plan"].tolist() == [2, 3]
+    _assert_same(name + " (chunked)", simulated[name + "/chunked/regret"],
+                 simulated[name + "/chunked/arms"], simulated.get(name + "/chunked/kl"), ref)
+    assert simulated[name + "/chunked/progress"].tolist() == [[2, R], [3, R]]
 
 
 def test_cuda_batches_and_progress_under_simulator(simulated):
@@ -131,7 +173,8 @@ def test_cuda_batches_and_progress_under_simulator(simulated):
                       kl_rounds=KL_ROUNDS)
     _assert_same("batched", simulated["batched/regret"], simulated["batched/arms"],
                  simulated["batched/kl"], ref)
-    # HOST_BUDGET = 1 byte: one run per batch, progress after each
+    # the device's budget: one run per batch, chunks of 3 rounds, progress after each batch
+    assert simulated["device/plan"].tolist() == [1, 3]
     assert simulated["batched/progress"].tolist() == [[r + 1, R] for r in range(R)]
 
 
@@ -144,6 +187,25 @@ def test_cuda_divergence_matches_cpu_under_simulator(simulated):
     # a run after the first of the block, late in the run: the indices are not trivial
     assert err.run > DIVERGE["first_run"] and err.round > 1
     assert simulated["diverge"].tolist() == [err.run, err.round, err.step_size]
+
+
+def test_cuda_divergence_of_two_runs_under_simulator(simulated, monkeypatch):
+    """Runs 5 and 7 of runs 5..7 diverge, at rounds 9 and 7: the CPU names the lower run at
+    its first diverging round, with its default plan and with chunks of one round; the
+    device, one batch of the 3 runs in chunks of 2 rounds (run 7 diverges in the fourth
+    chunk, run 5 only in the fifth), names the same, found after the batch's last chunk."""
+    sim = sys.modules["vits_ref.simulate"]  # the module (vits_ref.simulate is the function)
+    pol = make_policy(DIVERGE["policy"], D, step_size=DIVERGE["step_size"],
+                      schedule=DIVERGE["schedule"])
+    with pytest.raises(vr.errors.DivergenceError) as whole:
+        vr.simulate(pol, _env(), T, 3, seed=3, first_run=5)
+    monkeypatch.setattr(sim, "_MEMORY_BUDGET", 1)  # CPU plan: chunks of 1 round
+    with pytest.raises(vr.errors.DivergenceError) as chunked:
+        vr.simulate(pol, _env(), T, 3, seed=3, first_run=5, n_threads=2)
+    got = [[e.value.run, e.value.round, e.value.step_size] for e in (whole, chunked)]
+    assert got[0] == got[1] and got[0][:2] == [5, 9]
+    assert simulated["diverge_many/plan"].tolist() == [3, 2]
+    assert simulated["diverge_many"].tolist() == got[0]
 
 
 # --------------------------------------------------------------------------- error paths
@@ -191,17 +253,39 @@ def test_cuda_needs_a_fused_loop():
         vr.simulate(pol, _env(), 5, 2, seed=0, device="cuda", fused=False)
 
 
-def test_batch_size_budgets():
+def test_plan_budgets(monkeypatch):
+    """plan() keeps the host (2 B n c) and device (B (s + 2 n c)) bytes within their
+    budgets, takes as many runs as fit with a chunk of MIN_CHUNK rounds, and gives the
+    16 384 x 1000 plan of its docstring and docs/cuda.md."""
+    cs = _cuda_simulate
     spec = make_policy("vits-ii", 20).fused()
-    per_run = _cuda_simulate.bytes_per_run(spec, 50, 20, 50)
-    # contexts alone: 50 rounds x 50 arms x 20 dims x 8 bytes
-    assert per_run > 50 * 50 * 20 * 8
-    assert _cuda_simulate.batch_size(spec, 50, 20, 50, 10 ** 6) == \
-        _cuda_simulate.HOST_BUDGET // per_run
-    assert _cuda_simulate.batch_size(spec, 50, 20, 50, 10 ** 6,
-                                     free_device_bytes=100 * per_run) == 50
-    assert _cuda_simulate.batch_size(spec, 50, 20, 50, 7, free_device_bytes=1) == 1
-    assert _cuda_simulate.batch_size(spec, 50, 20, 50, 7) == 7
+    s = cs.resident_bytes_per_run(spec, 1000, 20, 50)
+    c = cs.bytes_per_round(spec, 20, 50)
+    assert c > 50 * 20 * 8 and s > 2 * 1000 * 8  # the contexts; regret and arms
+    assert cs.plan(spec, 1000, 20, 50, 16384, 0, 79 * 10 ** 9) == (16384, 24)
+    assert cs.plan(spec, 50, 20, 50, 7) == (7, 50)  # small: whole runs, one batch
+    assert cs.plan(spec, 50, 20, 50, 7, free_device_bytes=1) == (1, 1)  # at least 1 and 1
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        T, n_runs = int(rng.integers(1, 3000)), int(rng.integers(1, 40000))
+        monkeypatch.setattr(cs, "HOST_BUDGET", int(rng.integers(1, 2 ** 34)))
+        free = None if rng.random() < 0.3 else int(rng.integers(1, 2 ** 37))
+        B, n = cs.plan(spec, T, 20, 50, n_runs, 0, free)
+        s = cs.resident_bytes_per_run(spec, T, 20, 50)
+        assert 1 <= B <= n_runs and 1 <= n <= T
+        n0 = min(T, cs.MIN_CHUNK)
+        host_ok = 2 * n0 * c <= cs.HOST_BUDGET
+        dev_ok = free is None or s + 2 * n0 * c <= cs.DEVICE_FRACTION * free
+        if host_ok and dev_ok:  # a run of n0 rounds fits: the budgets hold
+            assert 2 * B * n * c <= cs.HOST_BUDGET
+            assert free is None or B * (s + 2 * n * c) <= cs.DEVICE_FRACTION * free
+            assert n >= n0
+            # one more run per batch would not fit with n0 rounds, or the batches are even
+            n_batches = -(-n_runs // B)
+            if n_batches > 1:
+                assert 2 * (B + 1) * n0 * c > cs.HOST_BUDGET or (
+                    free is not None and (B + 1) * (s + 2 * n0 * c) > cs.DEVICE_FRACTION * free
+                ) or -(-n_runs // (B + 1)) == n_batches
 
 
 # --------------------------------------------------------------------------- real GPU
