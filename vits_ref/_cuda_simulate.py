@@ -143,7 +143,7 @@ def plan(spec, T, d, K, n_runs, n_kl=0, free_device_bytes=None):
 
     evened out over the ``ceil(n_runs / B)`` batches, and the chunk the largest that then
     fits both, ``n = min(T, H // (2 B c), (D - B s) // (2 B c))`` (at least 1 round and 1
-    run whatever the budgets). At d = 20, K = 50, VITS-II (``c`` = 10.7 KB, ``s`` = 66 KB
+    run whatever the budgets). At d = 20, K = 50, VITS-II (``c`` = 10.7 KB, ``s`` = 71 KB
     at T = 1000) on an 80 GB GPU with 79 GB free, 16 384 runs x 1000 rounds is one batch of
     16 384 runs in chunks of 24 rounds (42 chunks): 8.4 GB on the host, 9.6 GB on the
     device, where whole-run batches held 11 MB a run (21 batches of about 800 runs). The
