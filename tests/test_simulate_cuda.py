@@ -313,6 +313,23 @@ def test_cuda_equals_cpu_on_gpu_full_size(name):
     _assert_same(name, got.regret, got.arms, got.kl, ref)
 
 
+@pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU (numba.cuda.is_available() is False)")
+@pytest.mark.parametrize("name", ["lints", "vits-ii", "vits-hf"])
+def test_cuda_chunked_equals_cpu_on_gpu_full_size(name, monkeypatch):
+    """Batches of 86 runs (100 fit the host budget with 7 rounds; evened out over the 3
+    batches of 256 runs) in chunks of 8 rounds (of 50) on the device."""
+    env = _env(20, 50)
+    kl = _kl_rounds(name, [1, 25, 50])
+    spec = make_policy(name, 20).fused(kl=kl is not None)
+    monkeypatch.setattr(_cuda_simulate, "MIN_CHUNK", 7)
+    monkeypatch.setattr(_cuda_simulate, "HOST_BUDGET",
+                        2 * 100 * 7 * _cuda_simulate.bytes_per_round(spec, 20, 50))
+    assert _cuda_simulate.plan(spec, 50, 20, 50, 256, len(kl or ())) == (86, 8)
+    got = vr.simulate(name, env, 50, 256, seed=11, kl_rounds=kl, device="cuda")
+    ref = vr.simulate(name, env, 50, 256, seed=11, kl_rounds=kl)
+    _assert_same(name, got.regret, got.arms, got.kl, ref)
+
+
 # --------------------------------------------------------------------------- the benchmark
 
 
