@@ -69,6 +69,7 @@ SCRIPT = textwrap.dedent("""
     # every policy in batches of 2 runs (of 3) and chunks of 3 rounds (of 10: 3, 3, 3, 1):
     # a host budget of 2 chunks of 2 runs x 3 rounds (plan: 2 B n c <= HOST_BUDGET)
     _cuda_simulate.MIN_CHUNK = 3
+    _cuda_simulate.DRAW_THREADS = 2  # a batch's runs after the first drawn on two threads
     for name in POLICY_NAMES:
         kl = KL_ROUNDS if has_kl(name) else None
         spec = make_policy(name, D).fused(kl=kl is not None)
@@ -251,6 +252,33 @@ def test_cuda_needs_a_fused_loop():
     pol = vr.policies.ThompsonSampling(vr.inference.LinTS(D, seed=0))
     with pytest.raises(ValueError, match="device='cuda' needs a fused loop"):
         vr.simulate(pol, _env(), 5, 2, seed=0, device="cuda", fused=False)
+
+
+@pytest.mark.parametrize("name", ["lints", "linucb", "vits-hf", "lmc", "random"])
+def test_batch_chunks_are_the_whole_draws(name):
+    """The device's host draws (vits_ref._fused_draws.batch_chunks) are the rows of each
+    run's whole realisation and policy noise, bit for bit, for any chunk and number of
+    drawing threads (7 runs x 11 rounds; chunks of 1, 4, 11 and 20 rounds; 1, 3 and 10
+    threads)."""
+    from vits_ref._fused_draws import batch_chunks, realise
+    from vits_ref._seeding import child
+
+    env = _env(4, 5)
+    spec = make_policy(name, 4).fused()
+    seeds = [child(np.random.SeedSequence(0), r) for r in range(7)]
+    whole = [realise(env, s, 11) for s in seeds]
+    noise = [spec.draw(child(s, 1), 11, 4) for s in seeds]
+    ref = [np.stack([getattr(w, f) for w in whole]) for f in ("contexts", "means", "rewards")]
+    ref += [np.stack([x[i] for x in noise]) for i in range(3)]
+    for n_threads in (1, 3, 10):
+        for chunk in (1, 4, 11, 20):
+            got = list(batch_chunks(spec, [env] * 7, seeds, 11, chunk, n_threads=n_threads))
+            assert len(got) == -(-11 // chunk)
+            for k in (0, 1, 2, 4, 5):  # rounds on axis 1
+                np.testing.assert_array_equal(np.concatenate([g[k] for g in got], axis=1),
+                                              ref[k], err_msg=f"{n_threads} {chunk} {k}")
+            for g in got:  # the initial noise in every chunk
+                np.testing.assert_array_equal(g[3], ref[3])
 
 
 def test_plan_budgets(monkeypatch):

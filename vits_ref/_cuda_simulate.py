@@ -34,6 +34,7 @@ chunk (as many rounds as then fit); see its docstring for the formulas and the
 """
 
 import importlib.util
+import os
 
 import numpy as np
 
@@ -57,6 +58,10 @@ DEVICE_FRACTION = 0.5
 #: rounds, measured on this 2-core machine), so 4 rounds keep that pass under a fifth
 #: of the drawing while 16 384 runs of every policy still fit one batch.
 MIN_CHUNK = 4
+#: Host threads drawing a chunk's runs (:func:`vits_ref._fused_draws.batch_chunks`: the
+#: rows do not depend on it). The host's drawing, about 35 us a run per round on one core
+#: at d = 20, K = 50, is likely the bottleneck of a large batch (docs/cuda.md).
+DRAW_THREADS = min(16, os.cpu_count() or 1)
 #: Threads per block of the one-run-per-thread launch.
 THREADS_PER_BLOCK = 64
 
@@ -182,8 +187,9 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
 
     Batches of runs advance a chunk of rounds at a time (:func:`plan`) through
     :class:`vits_ref.drivers.cuda.BanditRounds`; each chunk's inputs are drawn on the host
-    (:func:`vits_ref._fused_draws.batch_chunks`, the CPU path's chunked draws) by a helper
-    thread while the device runs the previous chunk. ``progress(runs_done, n_runs)`` is
+    (:func:`vits_ref._fused_draws.batch_chunks`, the CPU path's chunked draws, on
+    :data:`DRAW_THREADS` threads) by a helper thread while the device runs the previous
+    chunk. ``progress(runs_done, n_runs)`` is
     called after each batch.
 
     Raises RuntimeError before any work when the CUDA path cannot run
@@ -202,7 +208,8 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
     for lo in range(0, n_runs, batch):
         hi = min(n_runs, lo + batch)
         seeds = [child(root, first_run + r) for r in range(lo, hi)]
-        chunks = batch_chunks(spec, [env_for(s) for s in seeds], seeds, T, chunk)
+        chunks = batch_chunks(spec, [env_for(s) for s in seeds], seeds, T, chunk,
+                              n_threads=DRAW_THREADS)
         first_bad = np.zeros(hi - lo, dtype=np.int64)
         rounds = None
         with ThreadPoolExecutor(1) as pool:

@@ -46,7 +46,7 @@ def realise_chunks(env, run_seed, n_rounds, chunk):
         yield checked(env, real)
 
 
-def batch_chunks(spec, envs, run_seeds, n_rounds, chunk):
+def batch_chunks(spec, envs, run_seeds, n_rounds, chunk, n_threads=1):
     """A batch of runs' inputs to the fused loop, stacked, a chunk of rounds at a time.
 
     Yields ``(contexts (R, n, K, d), means (R, n, K), rewards (R, n, K), init_noise (R, ·),
@@ -54,28 +54,55 @@ def batch_chunks(spec, envs, run_seeds, n_rounds, chunk):
     ``n = min(chunk, n_rounds - t0)``: run ``i``'s rows are those of its whole realisation
     (:func:`realise_chunks` of ``envs[i]`` and ``run_seeds[i]``) and its policy's randomness
     (:func:`vits_ref.fused.draw_chunks` from child 1 of ``run_seeds[i]``), bit for bit.
-    The stacked arrays are filled run by run, so one run's chunk is held twice at most;
-    each yield allocates new arrays (a consumer may keep the previous chunk while the next
-    is drawn).
+    The stacked arrays are filled run by run, so one run's chunk (per thread) is held twice
+    at most; each yield allocates new arrays (a consumer may keep the previous chunk while
+    the next is drawn).
+
+    ``n_threads`` > 1 fills each chunk's rows with that many threads, each a contiguous
+    range of runs. Each run's streams are its own and each thread advances only its runs'
+    streams, so the rows do not depend on ``n_threads``; NumPy releases the GIL in its
+    bulk fills and copies, which are most of the work.
     """
     R = len(run_seeds)
     d, K = envs[0].dim, envs[0].n_arms
     reals = [realise_chunks(e, s, n_rounds, chunk)
              for e, s in zip(envs, run_seeds, strict=True)]
     noises = [draw_chunks(spec, child(s, 1), n_rounds, d, chunk) for s in run_seeds]
-    for t0 in range(0, n_rounds, chunk):
-        n = min(chunk, n_rounds - t0)
-        contexts = np.empty((R, n, K, d))
-        means, rewards = np.empty((R, n, K)), np.empty((R, n, K))
-        init = sel = steps = None
-        for i in range(R):
-            real = next(reals[i])
-            contexts[i], means[i], rewards[i] = real.contexts, real.means, real.rewards
+    n_threads = max(1, min(int(n_threads), R))
+    pool = None
+    if n_threads > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(n_threads)
+    try:
+        for t0 in range(0, n_rounds, chunk):
+            n = min(chunk, n_rounds - t0)
+            out = [np.empty((R, n, K, d)), np.empty((R, n, K)), np.empty((R, n, K))]
+
+            def fill(lo, hi, out=out):
+                for i in range(lo, hi):
+                    real = next(reals[i])
+                    out[0][i], out[1][i], out[2][i] = real.contexts, real.means, real.rewards
+                    del real
+                    for arr, x in zip(out[3:], next(noises[i]), strict=True):
+                        arr[i] = x
+
+            # the first run gives the noise's shapes
+            real = next(reals[0])
+            out[0][0], out[1][0], out[2][0] = real.contexts, real.means, real.rewards
             del real
-            ini, se, st = next(noises[i])
-            if init is None:
-                init = np.empty((R,) + np.shape(ini))
-                sel = np.empty((R,) + se.shape)
-                steps = np.empty((R,) + st.shape)
-            init[i], sel[i], steps[i] = ini, se, st
-        yield contexts, means, rewards, init, sel, steps
+            noise = next(noises[0])
+            out += [np.empty((R,) + np.shape(x)) for x in noise]
+            out[3][0], out[4][0], out[5][0] = noise
+            del noise
+            if pool is None:
+                fill(1, R)
+            else:
+                bounds = np.linspace(1, R, n_threads + 1).astype(int).tolist()
+                jobs = [pool.submit(fill, bounds[k], bounds[k + 1]) for k in range(n_threads)]
+                for job in jobs:
+                    job.result()
+            yield tuple(out)
+    finally:
+        if pool is not None:
+            pool.shutdown()
