@@ -94,6 +94,19 @@ SCRIPT = textwrap.dedent("""
         res["diverge_many"] = np.array([-1.0, -1.0, -1.0])
     except vr.errors.DivergenceError as err:
         res["diverge_many"] = np.array([err.run, err.round, err.step_size])
+    # a chunk drawn by the helper thread fails the data check (the third chunk's contexts
+    # scaled to 1e200): the ValueError reaches the caller
+    class Boom(type(env)):
+        def realise_chunks(self, n_rounds, rng=None, chunk=1024):
+            for i, real in enumerate(super().realise_chunks(n_rounds, rng, chunk)):
+                yield type(real)(real.contexts * (1e200 if i == 2 else 1.0), real.means,
+                                 real.rewards)
+
+    try:
+        vr.simulate("lints", Boom(**env._params()), T, 3, seed=3, device="cuda")
+        res["boom"] = np.array("")
+    except ValueError as err:
+        res["boom"] = np.array(str(err))
     _cuda_simulate.MIN_CHUNK = 3
     # the device's budget alone: 1 run of 3.5 rounds fits DEVICE_FRACTION of the free
     # memory, 2 runs of 3 rounds do not (plan: B (s + 2 n c) <= D): batches of 1 run,
@@ -188,6 +201,12 @@ def test_cuda_divergence_matches_cpu_under_simulator(simulated):
     # a run after the first of the block, late in the run: the indices are not trivial
     assert err.run > DIVERGE["first_run"] and err.round > 1
     assert simulated["diverge"].tolist() == [err.run, err.round, err.step_size]
+
+
+def test_cuda_chunk_draw_error_under_simulator(simulated):
+    msg = str(simulated["boom"])
+    assert "drew contexts must have entries of magnitude <= 1e+150" in msg, msg
+    assert "too large for the sufficient statistics" in msg
 
 
 def test_cuda_divergence_of_two_runs_under_simulator(simulated, monkeypatch):
