@@ -189,8 +189,7 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
     :class:`vits_ref.drivers.cuda.BanditRounds`; each chunk's inputs are drawn on the host
     (:func:`vits_ref._fused_draws.batch_chunks`, the CPU path's chunked draws, on
     :data:`DRAW_THREADS` threads) by a helper thread while the device runs the previous
-    chunk. ``progress(runs_done, n_runs)`` is
-    called after each batch.
+    chunk. ``progress(runs_done, n_runs)`` is called after each batch.
 
     Raises RuntimeError before any work when the CUDA path cannot run
     (:func:`check_device`), DivergenceError naming the engine, run, round and step size
