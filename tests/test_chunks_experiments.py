@@ -69,7 +69,7 @@ def _check_invariance(tmp_path, fn, runs, drop_columns=(), copy=()):
     ref, got = _outputs(one, drop_columns), _outputs(many, drop_columns)
     assert got[1] == ref[1]  # the CSV files
     assert got[0] == ref[0]  # the summary
-    return one, many
+    return one, many, ref, got
 
 
 # -- diffts (the prior bandits, through _shared.run_panels) --------------------------------
@@ -83,7 +83,8 @@ def test_diffts_synthetic_chunks(tmp_path):
                              methods=("TS", "TunedTS", "DPS", "DiffTS"), n_stages=3,
                              n_train=100, train_kwargs=TINY_TRAIN, n_energy=30)
 
-    one, many = _check_invariance(tmp_path, fn, 3, copy=("priors",))
+    one, many, ref, got = _check_invariance(tmp_path, fn, 3, copy=("priors",))
+    assert got == ref
     # the chunks name the learned priors: another prior in the same folder is refused
     with pytest.raises(_chunks.MixedRunError, match="other parameters"):
         with _chunks.session(chunk_runs=1, quiet=True):
@@ -102,7 +103,8 @@ def test_diffts_ablation_chunks(tmp_path):
                             train_sizes=(60,), ref_train=80, train_kwargs=TINY_TRAIN,
                             time_repeats=1)
 
-    _check_invariance(tmp_path, fn, 2, copy=("priors",))
+    _, _, ref, got = _check_invariance(tmp_path, fn, 2, copy=("priors",))
+    assert got == ref  # summary and CSV, one chunk against one run per chunk
 
 
 SMALL_ML = {"n_users": 60, "n_movies": 40, "n_ratings": 600}
@@ -117,7 +119,8 @@ def test_diffts_movielens_chunks(tmp_path):
                              train_kwargs=TINY_TRAIN, n_energy=15, synthetic_kwargs=SMALL_ML,
                              rewards=("linear", "logistic"), methods=("TS", "DiffTS"))
 
-    _check_invariance(tmp_path, fn, 2, copy=("priors",))
+    _, _, ref, got = _check_invariance(tmp_path, fn, 2, copy=("priors",))
+    assert got == ref  # summary and CSV, one chunk against one run per chunk
 
 
 def test_diffts_digits_chunks(tmp_path):
@@ -131,7 +134,8 @@ def test_diffts_digits_chunks(tmp_path):
                           methods=("TS", "DiffTS"),
                           data_kwargs={"n_thetas": 100, "max_iter": 20})
 
-    _check_invariance(tmp_path, fn, 2, copy=("priors",))
+    _, _, ref, got = _check_invariance(tmp_path, fn, 2, copy=("priors",))
+    assert got == ref  # summary and CSV, one chunk against one run per chunk
 
 
 # -- vts-scenarios, vits-figF, vits-figI ---------------------------------------------------
@@ -143,7 +147,8 @@ def _scenarios(out):
 
 
 def test_vts_scenarios_chunks_and_resume(tmp_path):
-    one, many = _check_invariance(tmp_path, _scenarios, 3)
+    one, many, ref, got = _check_invariance(tmp_path, _scenarios, 3)
+    assert got == ref
     # a lost chunk: only it is computed again, and the results do not change
     lost = many / "chunks" / "B-K2" / "r1-2.npz"
     assert lost.exists()
@@ -182,7 +187,8 @@ def test_figF_chunks(tmp_path):
         return figF.run(runs=3, rounds=400, seed=2, out=out, kappas=(2.5, 10.0),
                         step_sizes=(0.1,), methods=["LMC", "VI-II"])
 
-    _check_invariance(tmp_path, fn, 3)
+    _, _, ref, got = _check_invariance(tmp_path, fn, 3)
+    assert got == ref  # summary and CSV, one chunk against one run per chunk
 
 
 def test_figI_chunks(tmp_path):
@@ -193,7 +199,8 @@ def test_figI_chunks(tmp_path):
 
     # the time axis is each method's measured cost per step: only the KL records (the
     # quartile curves in the summary and the CSV) must be equal
-    _check_invariance(tmp_path, fn, 3, drop_columns=("time_s",))
+    _, _, ref, got = _check_invariance(tmp_path, fn, 3, drop_columns=("time_s",))
+    assert got == ref  # summary and CSV, one chunk against one run per chunk
 
 
 # -- opvi ------------------------------------------------------------------------------------
@@ -205,7 +212,8 @@ def test_opvi_mixture_chunks(tmp_path):
         return mixture.run(runs=3, rounds=12, n_data=200, n_particles=6, grid_n=21, out=out,
                            methods=["OPVI (B = 20)", "SGLD (B = 20)"])
 
-    _check_invariance(tmp_path, fn, 3)
+    _, _, ref, got = _check_invariance(tmp_path, fn, 3)
+    assert got == ref  # summary and CSV, one chunk against one run per chunk
 
 
 def test_opvi_bnn_chunks(tmp_path):
@@ -216,7 +224,8 @@ def test_opvi_bnn_chunks(tmp_path):
         return bnn.run(runs=3, rounds=6, n_particles=3, hidden=4, out=out,
                        methods=[bnn.OPVI, bnn.SVGD_B])
 
-    _check_invariance(tmp_path, fn, 3)
+    _, _, ref, got = _check_invariance(tmp_path, fn, 3)
+    assert got == ref  # summary and CSV, one chunk against one run per chunk
 
 
 def test_opvi_classifier_chunks_and_resume(tmp_path):
@@ -227,7 +236,8 @@ def test_opvi_classifier_chunks_and_resume(tmp_path):
         return classifier.run(runs=3, rounds=4, n_particles=3, hidden=4, out=out,
                               methods=[classifier.OPVI, classifier.SVGD_B])
 
-    one, many = _check_invariance(tmp_path, fn, 3)
+    one, many, ref, got = _check_invariance(tmp_path, fn, 3)
+    assert got == ref
     (many / "chunks" / "runs" / "r0-1.npz").unlink()
     assert _run(fn, many, 1) == {"computed": 1, "reused": 2}
     assert _outputs(many) == _outputs(one)

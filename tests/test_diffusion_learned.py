@@ -294,8 +294,9 @@ def test_learned_prior_on_8d_gaussian_samples_paper_size():
     # little to separate from the learning allowance: no gap check.
     rng = np.random.default_rng(30)
     A = rng.standard_normal((8, 8)) / np.sqrt(8)
-    _gaussian_check(np.linspace(-0.5, 0.5, 8), A @ A.T + 0.1 * np.eye(8), 10000, 13,
-                    check_gap=False)
+    prior, _, _ = _gaussian_check(np.linspace(-0.5, 0.5, 8), A @ A.T + 0.1 * np.eye(8),
+                                  10000, 13, check_gap=False)
+    assert prior.dim == 8
 
 
 # The cross of the synthetic problems (vits_ref.envs.diffusion): with probability 1/2 each

@@ -197,6 +197,7 @@ def test_one_gaussian(fn):
                 S = np.asarray(S, dtype=float)
                 want = 0.5 * d * (1 + np.log(2 * np.pi)) + 0.5 * np.linalg.slogdet(S)[1]
                 _close(out, want, abs(want))
+                assert np.isfinite(out)
             return
         x = data.draw(hnp.arrays(np.float64, data.draw(st.sampled_from([(d,), (2, d), (3,)])),
                                  elements=st.floats(-10, 10)))
@@ -207,6 +208,7 @@ def test_one_gaussian(fn):
             want = scipy.stats.multivariate_normal(np.asarray(m, dtype=float),
                                                    np.asarray(S, dtype=float)).logpdf(x)
             _close(out, want, np.max(np.abs(want)))
+            assert np.shape(out) == np.shape(want)
 
     fuzz()
 

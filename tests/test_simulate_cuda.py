@@ -358,6 +358,7 @@ def test_cuda_equals_cpu_on_gpu_full_size(name):
     got = vr.simulate(name, env, 50, 256, seed=11, kl_rounds=kl, device="cuda")
     ref = vr.simulate(name, env, 50, 256, seed=11, kl_rounds=kl)
     _assert_same(name, got.regret, got.arms, got.kl, ref)
+    assert got.regret.shape == (256, 50) and np.isfinite(got.regret).all()
 
 
 @pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU (numba.cuda.is_available() is False)")

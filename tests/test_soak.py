@@ -78,3 +78,4 @@ def test_soak_validates():
 def test_million_round_soak(name):
     rows, _ = soak.soak(name)
     _check(name, rows, soak.N_ROUNDS)
+    assert rows[-1]["round"] == soak.N_ROUNDS and all(r["posdef"] for r in rows)
