@@ -559,7 +559,7 @@ class VTSSimulationResult(SimulationResult):
 
 
 def simulate_vts(policy, env, n_rounds, n_runs=1, seed=None, new_instance_per_run=False,
-                 n_threads=None, progress=None):
+                 n_threads=None, progress=None, first_run=0):
     """``n_runs`` seeded runs of a :class:`VTS` policy in one compiled ``prange`` driver.
 
     Seeds exactly as :func:`vits_ref.simulate` (run ``r``: child ``r`` of ``seed``; its
@@ -580,6 +580,10 @@ def simulate_vts(policy, env, n_rounds, n_runs=1, seed=None, new_instance_per_ru
         Numba threads (default: Numba's current setting).
     progress : callable or None
         ``progress(runs_done, n_runs)`` after each batch.
+    first_run : int, default 0
+        Index of the first run (runs ``first_run, ..., first_run + n_runs - 1``, as
+        :func:`vits_ref.simulate`'s ``first_run``): a block of runs equals the same rows
+        of one call over all runs.
 
     Returns
     -------
@@ -607,6 +611,7 @@ def simulate_vts(policy, env, n_rounds, n_runs=1, seed=None, new_instance_per_ru
                          f"env (dim {env.dim}, {env.n_arms} arms)")
     T = val.positive_int(n_rounds, "n_rounds")
     R = val.positive_int(n_runs, "n_runs")
+    first_run = val.positive_int(first_run, "first_run", minimum=0)
     root = val.as_seed_sequence(seed)
     A, d, K = env.n_arms, env.dim, policy.n_components
     regret, arms = np.empty((R, T)), np.empty((R, T), dtype=np.int64)
@@ -623,7 +628,7 @@ def simulate_vts(policy, env, n_rounds, n_runs=1, seed=None, new_instance_per_ru
             hi = min(R, lo + batch)
             reals, rngs = [], []
             for r in range(lo, hi):
-                run_seed = child(root, r)
+                run_seed = child(root, first_run + r)
                 reals.append(_realise(_run_env(env, new_instance_per_run, run_seed),
                                       run_seed, T))
                 rngs.append(_rng_state(child(run_seed, 1)))  # as policy.fresh(...) seeds
@@ -635,7 +640,7 @@ def simulate_vts(policy, env, n_rounds, n_runs=1, seed=None, new_instance_per_ru
             bad = np.flatnonzero(status)
             if bad.size:
                 raise DivergenceError(policy.name, int(status[bad[0]]), None,
-                                      run=lo + int(bad[0]))
+                                      run=first_run + lo + int(bad[0]))
             if progress:
                 progress(hi, R)
     finally:

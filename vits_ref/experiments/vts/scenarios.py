@@ -65,9 +65,8 @@ import time
 
 import numpy as np
 
-from ..._seeding import child
 from ...envs import vts_scenario
-from ...vts import VTS, VTSSimulationResult
+from ...vts import VTS, VTSSimulationResult, simulate_vts
 from .. import _chunks, _claims
 from .._common import environment_info, regret_table, write_curves_csv, write_json
 from .._paired import (
@@ -260,47 +259,11 @@ def run_block(scenario, K, scoring, rounds, seed, n_threads, lo, hi):
     runs) and ``wall_time_s``. Raises :class:`vits_ref.DivergenceError` (with the run's
     index) as :func:`~vits_ref.vts.simulate_vts` does.
     """
-    import numba
-
-    from ... import _validate as val
-    from ...drivers import cpu
-    from ...errors import DivergenceError
-    from ...simulate import _realise, _run_env
-    from ...vts import _MEMORY_BUDGET, _rng_state
-
-    env = vts_scenario(scenario)
     policy = VTS(DIM, N_ARMS, n_components=K, scoring=scoring, seed=0)
-    root = val.as_seed_sequence(seed)
-    R, T, A, d = hi - lo, rounds, env.n_arms, env.dim
-    regret, arms = np.empty((R, T)), np.empty((R, T), dtype=np.int64)
-    sqerr, iters = np.empty((R, T, A)), np.empty((R, T), dtype=np.int64)
-    batch = int(max(1, min(R, _MEMORY_BUDGET // (8 * T * A * (4 * d + 3 + K)))))
-    run = cpu.vts_runs()
-    old = numba.get_num_threads()
-    if n_threads is not None:
-        numba.set_num_threads(val.positive_int(n_threads, "n_threads"))
-    start = time.perf_counter()
-    try:
-        for b0 in range(0, R, batch):
-            b1 = min(R, b0 + batch)
-            reals, rngs = [], []
-            for r in range(lo + b0, lo + b1):
-                run_seed = child(root, r)
-                reals.append(_realise(_run_env(env, False, run_seed), run_seed, T))
-                rngs.append(_rng_state(child(run_seed, 1)))  # as policy.fresh(...) seeds
-            status = np.zeros(b1 - b0, dtype=np.int64)
-            run(policy.params, policy._prior.kernel,
-                np.stack([x.contexts for x in reals]), np.stack([x.means for x in reals]),
-                np.stack([x.rewards for x in reals]), np.stack(rngs), regret[b0:b1],
-                arms[b0:b1], sqerr[b0:b1], iters[b0:b1], status)
-            bad = np.flatnonzero(status)
-            if bad.size:
-                raise DivergenceError(policy.name, int(status[bad[0]]), None,
-                                      run=lo + b0 + int(bad[0]))
-    finally:
-        numba.set_num_threads(old)
-    return {"regret": regret, "arms": arms, "reward_sq_error": sqerr,
-            "cavi_iterations": iters, "wall_time_s": time.perf_counter() - start}
+    res = simulate_vts(policy, vts_scenario(scenario), rounds, hi - lo, seed=seed,
+                       n_threads=n_threads, first_run=lo)
+    return {"regret": res.regret, "arms": res.arms, "reward_sq_error": res.reward_sq_error,
+            "cavi_iterations": res.cavi_iterations, "wall_time_s": res.wall_time}
 
 
 def _write_mse_csv(path, mse_curves):
