@@ -55,8 +55,8 @@ def batch_chunks(spec, envs, run_seeds, n_rounds, chunk, n_threads=1):
     (:func:`realise_chunks` of ``envs[i]`` and ``run_seeds[i]``) and its policy's randomness
     (:func:`vits_ref.fused.draw_chunks` from child 1 of ``run_seeds[i]``), bit for bit.
     The stacked arrays are filled run by run, so one run's chunk (per thread) is held twice
-    at most; each yield allocates new arrays (a consumer may keep the previous chunk while
-    the next is drawn).
+    at most (a lone run's chunk is yielded as drawn); each yield allocates new arrays (a
+    consumer may keep the previous chunk while the next is drawn).
 
     ``n_threads`` > 1 fills each chunk's rows with that many threads, each a contiguous
     range of runs. Each run's streams are its own and each thread advances only its runs'
@@ -77,6 +77,12 @@ def batch_chunks(spec, envs, run_seeds, n_rounds, chunk, n_threads=1):
     try:
         for t0 in range(0, n_rounds, chunk):
             n = min(chunk, n_rounds - t0)
+            if R == 1:  # the run's chunk itself, not a stacked copy: half the memory
+                real = next(reals[0])
+                yield tuple(np.ascontiguousarray(a)[None] for a in (
+                    real.contexts, real.means, real.rewards, *next(noises[0])))
+                del real
+                continue
             out = [np.empty((R, n, K, d)), np.empty((R, n, K)), np.empty((R, n, K))]
 
             def fill(lo, hi, out=out):

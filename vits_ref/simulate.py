@@ -22,13 +22,12 @@ import numba
 import numpy as np
 
 from . import _validate as val
-from ._fused_draws import realise as _realise  # shared with the CUDA path
-from ._fused_draws import realise_chunks as _realise_chunks
+from ._fused_draws import batch_chunks  # shared with the CUDA path
+from ._fused_draws import realise as _realise
 from ._seeding import child
 from .drivers import cpu
 from .envs import Environment
 from .errors import DivergenceError
-from .fused import draw_chunks
 from .inference import VITS, Langevin, LinTS
 from .inference.base import GaussianEngine
 from .policies import LinUCB, RandomPolicy, ThompsonSampling
@@ -421,9 +420,9 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
                  first_index, on_chunk=None):
     """A batch of fused runs, ``chunk`` rounds at a time.
 
-    Each run's realisation (:func:`_realise_chunks`) and policy randomness
-    (:func:`vits_ref.fused.draw_chunks`) are drawn a chunk at a time from the same streams
-    as one whole draw, and :func:`vits_ref.drivers.cpu.bandit_rounds` runs the chunk's
+    Each run's realisation and policy randomness are drawn a chunk at a time
+    (:func:`vits_ref._fused_draws.batch_chunks`, shared with the CUDA path) from the same
+    streams as one whole draw, and :func:`vits_ref.drivers.cpu.bandit_rounds` runs the chunk's
     rounds, the runs' state buffers carrying the state between chunks, so the results
     equal those of whole-horizon runs bit for bit. ``regret``, ``arms`` (R, T) and ``kl``
     (R, n_kl) are written in place; ``on_chunk(t1, bufs, contexts)``, if given, is called
@@ -434,35 +433,14 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
     """
     R = len(run_seeds)
     d, K = envs[0].dim, envs[0].n_arms
-    reals = [_realise_chunks(e, s, T, chunk) for e, s in zip(envs, run_seeds, strict=True)]
-    noises = [draw_chunks(spec, child(s, 1), T, d, chunk) for s in run_seeds]
     rounds = cpu.bandit_rounds(spec.piece)
     status = np.zeros(R, dtype=np.int64)
     first_bad = np.zeros(R, dtype=np.int64)
     bufs = None
-    for t0 in range(0, T, chunk):
-        n = min(chunk, T - t0)
-        if R == 1:  # the chunk's arrays themselves
-            real = next(reals[0])
-            contexts, means, rewards = (np.ascontiguousarray(a)[None] for a in
-                                        (real.contexts, real.means, real.rewards))
-            init, sel, steps = (np.ascontiguousarray(a)[None] for a in next(noises[0]))
-            del real
-        else:  # filled run by run, so only one run's chunk is held twice
-            contexts = np.empty((R, n, K, d))
-            means, rewards = np.empty((R, n, K)), np.empty((R, n, K))
-            init, sel, steps = [], None, None
-            for i in range(R):
-                real = next(reals[i])
-                contexts[i], means[i], rewards[i] = real.contexts, real.means, real.rewards
-                del real
-                ini, se, st = next(noises[i])
-                if sel is None:
-                    sel = np.empty((R,) + se.shape)
-                    steps = np.empty((R,) + st.shape)
-                init.append(ini)
-                sel[i], steps[i] = se, st
-            init = np.stack(init)
+    t0 = 0
+    for contexts, means, rewards, init, sel, steps in batch_chunks(spec, envs, run_seeds, T,
+                                                                    chunk):
+        n = contexts.shape[1]
         if bufs is None:
             bufs = np.empty((R, spec.piece.state_size(d, K, steps.shape[3])))
         rounds(spec.params, bufs, t0, contexts, means, rewards, init, sel, steps, kl_rounds,
@@ -474,6 +452,7 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
         if on_chunk is not None and not first_bad.any():
             on_chunk(t0 + n, bufs, contexts)
         del contexts, means, rewards, init, sel, steps
+        t0 += n
     # the lowest diverging run of the batch, after all chunks: whatever the batches and
     # chunks of rounds, the error names the lowest-numbered diverging run (the one the
     # Python loop, which runs the runs in order, meets first)
