@@ -60,6 +60,7 @@ def test_chunk_store_roundtrip_and_damage(tmp_path):
     np.testing.assert_array_equal(back["arms"], res["arms"])
     assert back["kl"] is None and back["diverged"] == "text" and back["fused"] is True
     assert back["wall_time_s"] == 0.5
+    assert store.done("k1") and not store.done("k2")
     # a damaged chunk file is computed again, not trusted
     (tmp_path / "chunks" / "s" / "k1.npz").write_bytes(b"garbage")
     assert _chunks.Store(str(tmp_path), "exp", "s", {"a": 1}).load("k1") is None

@@ -317,6 +317,14 @@ class Store:
     def _path(self, key):
         return os.path.join(self.dir, f"{key}.npz")
 
+    def done(self, key):
+        """Whether chunk ``key`` is listed as finished (without reading it: :meth:`load`
+        still recomputes a listed chunk whose file is damaged)."""
+        if self._memory is not None:
+            return key in self._memory
+        return (key in self.manifest["stages"][self.stage]["chunks"]
+                and os.path.isfile(self._path(key)))
+
     def load(self, key):
         """The stored result of chunk ``key``, or None if it is not finished."""
         if self._memory is not None:
@@ -460,13 +468,6 @@ def slug(text):
 def run_blocks(n_runs, chunk_runs):
     """The blocks ``(lo, hi)`` of runs of the chunks."""
     return [(lo, min(n_runs, lo + chunk_runs)) for lo in range(0, n_runs, chunk_runs)]
-
-
-def timed(fn, *args, **kwargs):
-    """``(fn(...), seconds)``."""
-    t0 = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, time.perf_counter() - t0
 
 
 def map_runs(fn, runs, out, experiment, stage, description, progress=None, work_per_run=1,

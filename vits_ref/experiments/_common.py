@@ -271,9 +271,9 @@ def _probe(plan, store, runs, rounds, say):
 
     s = _chunks.current()
     pending = [(e, e["candidates"][0]) for e in plan
-               if any(store.load(c.key) is None for c in e["candidates"][0]["chunks"])]
+               if not all(store.done(c.key) for c in e["candidates"][0]["chunks"])]
     n_chunks = sum(len(e["candidates"][0]["chunks"]) for e in plan)
-    n_done = n_chunks - sum(sum(store.load(c.key) is None for c in cand["chunks"])
+    n_done = n_chunks - sum(sum(not store.done(c.key) for c in cand["chunks"])
                             for _, cand in pending)
     if say:
         say(f"planned: {len(plan)} panel-methods x {runs} runs x {rounds} rounds in "
@@ -293,7 +293,7 @@ def _probe(plan, store, runs, rounds, say):
         except DivergenceError:
             continue
         per_round = (time.perf_counter() - t0) / probe_rounds
-        left = sum(c.work for c in cand["chunks"] if store.load(c.key) is None)
+        left = sum(c.work for c in cand["chunks"] if not store.done(c.key))
         share = numba.get_num_threads() if res.fused and base["device"] == "cpu" else 1
         estimate += per_round * left / share
     if say and pending:
@@ -350,7 +350,7 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
     rows, summary, curves = [], [], {}
     for panel, _, _, _ in panels:
         curves[panel] = {}
-    for e in plan:
+    for k, e in enumerate(plan):
         panel, label, info = e["panel"], e["label"], e["info"]
         o = outcome[(e["p"], e["m"])]
         if "blocks" not in o:
@@ -387,7 +387,7 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
             if o["diverged"]:
                 entry["diverged_candidates"] = o["diverged"]
             summary.append(entry)
-        last = e is plan[-1] or plan[plan.index(e) + 1]["panel"] != panel
+        last = k + 1 == len(plan) or plan[k + 1]["panel"] != panel
         if last and reference is not None:
             ref = reference.get(panel) if isinstance(reference, dict) else reference
             if ref is not None:
