@@ -89,7 +89,7 @@ def write_json(path, obj):
 
 def run_panels(name, description, panels, runs, rounds, seed, out, progress=None,
                title=None, extra=None, kl_rounds=None, n_jobs=1, reference=None,
-               on_result=None, simulate_fn=None, plot=True):
+               on_result=None, simulate_fn=None, plot=True, depends_on=None):
     """Run regret experiments panel by panel, in resumable chunks, and write
     ``curves.csv``, ``summary.json``, ``regret.png``; return the summary.
 
@@ -120,7 +120,10 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     result)`` is called with each method's :class:`vits_ref.SimulationResult` (e.g. to
     count the arms played) before it is reduced to the summary. ``simulate_fn``: a
     module-level function with :func:`vits_ref.simulate`'s arguments used instead of it
-    (e.g. the prior bandits' DiffTS driver); ``plot``: write ``regret.png``.
+    (e.g. the prior bandits' DiffTS driver); ``plot``: write ``regret.png``;
+    ``depends_on``: JSON-able data the results also depend on that the policies' reprs
+    do not show (e.g. a digest of learned priors), part of the chunks' fingerprint, so
+    that chunks computed with other data are refused on resume.
 
     Timing: before a method's chunks, a throw-away warm-up (1 run x ``min(rounds, 2)``
     rounds) compiles or loads the kernels in the process that runs them; its wall time is
@@ -132,14 +135,14 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     t0 = time.perf_counter()
     plan, outcome, s = execute_panels(name, panels, runs, rounds, seed, out, progress,
                                       kl_rounds=kl_rounds, n_jobs=n_jobs,
-                                      simulate_fn=simulate_fn)
+                                      simulate_fn=simulate_fn, depends_on=depends_on)
     return _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out,
                       title, extra, reference, on_result, None if s.quiet else progress,
                       plot, s, t0)
 
 
 def execute_panels(name, panels, runs, rounds, seed, out, progress=None, kl_rounds=None,
-                   n_jobs=1, simulate_fn=None, stage="panels"):
+                   n_jobs=1, simulate_fn=None, stage="panels", depends_on=None):
     """The chunked, resumable execution of :func:`run_panels` (same arguments; ``out``
     None keeps the chunks in memory), without the summary: returns ``(plan, outcome,
     session)`` where ``outcome[(p, m)]`` holds the chosen candidate ``"c"``, its chunk
@@ -149,9 +152,9 @@ def execute_panels(name, panels, runs, rounds, seed, out, progress=None, kl_roun
     if out is not None:
         os.makedirs(out, exist_ok=True)
     plan = _panel_plan(panels, runs, rounds, seed, kl_rounds, simulate_fn, s)
-    store = _chunks.Store(out, name, stage, _stage_description(name, plan, runs, rounds,
-                                                               seed, kl_rounds),
-                          force=s.force, options=s.options)
+    description = {**_stage_description(name, plan, runs, rounds, seed, kl_rounds),
+                   "depends_on": depends_on}
+    store = _chunks.Store(out, name, stage, description, force=s.force, options=s.options)
     say = None if s.quiet else progress
     pool = (_chunks.executor(jobs=n_jobs) if s.executor is None and n_jobs > 1
             else contextlib.nullcontext((None, None)))

@@ -294,32 +294,20 @@ def simulate_method(policy, env, rounds, runs, seed, n_jobs=1, first_run=0):
                             np.zeros(0, dtype=np.int64), None, wall, True, seed)
 
 
-class ChunkSimulate:
+def simulate_chunk(policy, env, n_rounds, n_runs, seed, new_instance_per_run=True,
+                   kl_rounds=None, first_run=0, device="cpu"):
     """The ``simulate_fn`` of :func:`vits_ref.experiments._common.run_panels` for the prior
-    bandits: :func:`simulate_method` on a block of runs (picklable, for the process and
-    Dask executors).
+    bandits: :func:`simulate_method` on a block of runs (module level: picklable, for the
+    process and Dask executors)."""
+    if not new_instance_per_run or kl_rounds is not None or device != "cpu":
+        raise ValueError("the prior bandits run on new instances per run, on the CPU, "
+                         "without the KL diagnostic")
+    import dataclasses
 
-    ``key`` names the learned priors of the panels (:func:`priors_key`); it is part of the
-    ``__qualname__`` that the chunks' stage description records, so that chunks computed
-    with other priors (the priors' reprs do not show their weights) are refused on resume
-    instead of being mixed in.
-    """
-
-    def __init__(self, key):
-        self.key = str(key)
-        self.__qualname__ = f"simulate_method[priors {self.key}]"
-
-    def __call__(self, policy, env, n_rounds, n_runs, seed, new_instance_per_run=True,
-                 kl_rounds=None, first_run=0, device="cpu"):
-        if not new_instance_per_run or kl_rounds is not None or device != "cpu":
-            raise ValueError("the prior bandits run on new instances per run, on the CPU, "
-                             "without the KL diagnostic")
-        import dataclasses
-
-        res = simulate_method(policy, env, n_rounds, n_runs, seed, first_run=first_run)
-        # no KL asked: none reported (the Gaussian engines' empty (runs, 0) record would add
-        # empty kl_rounds / kl_mean to the summary's entries)
-        return dataclasses.replace(res, kl=None) if res.kl is not None else res
+    res = simulate_method(policy, env, n_rounds, n_runs, seed, first_run=first_run)
+    # no KL asked: none reported (the Gaussian engines' empty (runs, 0) record would add
+    # empty kl_rounds / kl_mean to the summary's entries)
+    return dataclasses.replace(res, kl=None) if res.kl is not None else res
 
 
 def priors_key(panels):
@@ -343,7 +331,8 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     bit-identical whatever they are): the same outputs (``curves.csv``, ``summary.json``,
     paired differences against ``reference``), every method on a new problem instance per
     run, and the linear DiffTS through its ``prange`` driver (:func:`simulate_method`,
-    through :class:`ChunkSimulate`); a throw-away warm-up per method keeps compilation out
+    through :func:`simulate_chunk`; the learned priors' digest, :func:`priors_key`, is part
+    of the chunks' fingerprint); a throw-away warm-up per method keeps compilation out
     of ``wall_time_s``; ``regret.png`` is left to the caller (the experiments draw the prior
     above the regret). ``reference``: a method label, or ``{panel: label}`` for one
     reference per panel. Returns the summary; ``curves`` (not in the JSON) holds
@@ -352,8 +341,8 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
 
     return common_run_panels(name, description, panels, runs, rounds, seed, out, progress,
                              extra=extra, n_jobs=n_jobs, reference=reference,
-                             on_result=on_result, simulate_fn=ChunkSimulate(priors_key(panels)),
-                             plot=False)
+                             on_result=on_result, simulate_fn=simulate_chunk, plot=False,
+                             depends_on={"priors": priors_key(panels)})
 
 
 # -- the higher-dimensional experiments (MovieLens, digits) -------------------------------
