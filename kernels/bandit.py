@@ -59,11 +59,19 @@ class BanditPiece:
 
     ``state_size(d, K, M)`` is plain Python (the drivers size the buffers with it);
     ``tests/test_bandit_pieces.py`` checks that ``views`` uses exactly that many entries.
-    Hashed by identity: one compiled loop per piece.
+    ``select_noise`` says what the entries of ``select``'s noise are: standard normals
+    (the default) or uniforms in (0, 1); the counter-based streams
+    (:mod:`.bandit_streams`) draw them accordingly. Hashed by identity: one compiled loop
+    per piece.
     """
 
-    def __init__(self, name, state_size, views, init, select, update, kl):
+    def __init__(self, name, state_size, views, init, select, update, kl,
+                 select_noise="normal"):
+        if select_noise not in ("normal", "uniform"):
+            raise ValueError(f"select_noise must be 'normal' or 'uniform', got "
+                             f"{select_noise!r}")
         self.name = name
+        self.select_noise = select_noise
         self.state_size = state_size
         self.views = views
         self.init = init
@@ -74,6 +82,52 @@ class BanditPiece:
 
     def __repr__(self):
         return f"BanditPiece({self.name!r})"
+
+
+def make_round(piece):
+    """The body of one round for ``piece``, shared by the pre-drawn loop
+    (:func:`make_bandit_rounds`) and the streamed one
+    (:func:`vits_ref.kernels.bandit_streams.make_bandit_streams`).
+
+    ``one_round(params, state, tg, X, means, rewards, sel_noise, step_noise, kl_rounds, nk,
+    regret, arms, kl_out) -> (status, nk)``: round ``tg`` (0-based, global) with the
+    round's contexts ``X`` (K, d), ``means``, ``rewards`` (K,), selection noise (·) and
+    step noise (S, M, d): the policy selects an arm, the exact regret and the arm are
+    recorded at ``tg``, the policy updates on the arm's reward with ``n_obs = tg + 1``
+    observations, and when ``kl_rounds[nk] == n_obs`` the KL is recorded and ``nk``
+    advanced. ``status`` is 0, or ``n_obs`` when the update left a non-finite state.
+    """
+    select, update, kl = piece.select, piece.update, piece.kl
+
+    @kernel(inline=True)
+    def one_round(params, state, tg, X, means, rewards, sel_noise, step_noise, kl_rounds,
+                  nk, regret, arms, kl_out):
+        K = X.shape[0]
+        arm = select(params, state, X, sel_noise)
+        best = means[0]
+        for a in range(1, K):
+            if means[a] > best:
+                best = means[a]
+        regret[tg] = best - means[arm]
+        arms[tg] = arm
+        n_obs = tg + 1
+        if not update(params, state, X[arm], rewards[arm], n_obs, step_noise):
+            return n_obs, nk
+        if nk < kl_rounds.shape[0] and kl_rounds[nk] == n_obs:
+            kl_out[nk] = kl(params, state)
+            nk += 1
+        return 0, nk
+
+    return one_round
+
+
+@kernel(inline=True)
+def first_kl(kl_rounds, t0):
+    """Index of the first of ``kl_rounds`` (1-based, increasing) after round ``t0``."""
+    nk = 0
+    while nk < kl_rounds.shape[0] and kl_rounds[nk] <= t0:
+        nk += 1
+    return nk
 
 
 def make_bandit_rounds(piece):
@@ -90,14 +144,14 @@ def make_bandit_rounds(piece):
     Step sizes, the number of observations and the KL rounds all use the global round
     ``t0 + t + 1``, so running ``[0, T)`` in one call or in chunks of any sizes, in order,
     gives bit-identical results. Returns 0, or the 1-based global round at which the
-    policy's state became non-finite.
+    policy's state became non-finite. Each round is :func:`make_round`'s body.
 
     This is what bounds the memory of a long run: the caller draws the realisation and the
     randomness a chunk of rounds at a time (:meth:`vits_ref.envs.Environment.realise_chunks`,
     :func:`vits_ref.fused.draw_chunks`) and keeps only the state buffer between chunks.
     """
-    views, init, select, update, kl = (piece.views, piece.init, piece.select, piece.update,
-                                       piece.kl)
+    views, init = piece.views, piece.init
+    one_round = make_round(piece)
 
     @kernel
     def rounds(params, buf, t0, contexts, means, rewards, init_noise, sel_noise, step_noise,
@@ -106,24 +160,13 @@ def make_bandit_rounds(piece):
         state, _ = views(buf, d, K, step_noise.shape[2])
         if t0 == 0:
             init(params, state, init_noise)
-        nk = 0
-        while nk < kl_rounds.shape[0] and kl_rounds[nk] <= t0:
-            nk += 1
+        nk = first_kl(kl_rounds, t0)
         for t in range(n):
-            X = contexts[t]
-            arm = select(params, state, X, sel_noise[t])
-            best = means[t, 0]
-            for a in range(1, K):
-                if means[t, a] > best:
-                    best = means[t, a]
-            regret[t0 + t] = best - means[t, arm]
-            arms[t0 + t] = arm
-            n_obs = t0 + t + 1
-            if not update(params, state, X[arm], rewards[t, arm], n_obs, step_noise[t]):
-                return n_obs
-            if nk < kl_rounds.shape[0] and kl_rounds[nk] == n_obs:
-                kl_out[nk] = kl(params, state)
-                nk += 1
+            status, nk = one_round(params, state, t0 + t, contexts[t], means[t], rewards[t],
+                                   sel_noise[t], step_noise[t], kl_rounds, nk, regret, arms,
+                                   kl_out)
+            if status != 0:
+                return status
         return 0
 
     return rounds
@@ -190,4 +233,4 @@ def _random_kl(params, state):
 
 #: The uniformly random policy: arm ``floor(u K)`` for the round's uniform ``u``.
 RANDOM = BanditPiece("random", _random_size, _random_views, _random_init, _random_select,
-                     _random_update, _random_kl)
+                     _random_update, _random_kl, select_noise="uniform")
