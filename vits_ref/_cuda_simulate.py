@@ -34,6 +34,7 @@ chunk (as many rounds as then fit); see its docstring for the formulas and the
 """
 
 import importlib.util
+import logging
 import os
 
 import numpy as np
@@ -64,8 +65,33 @@ MIN_CHUNK = 4
 DRAW_THREADS = min(16, os.cpu_count() or 1)
 #: Threads per block of the one-run-per-thread launch.
 THREADS_PER_BLOCK = 64
+#: Override of the launch layout (:func:`layout_for`): None (by size: the default),
+#: ``"thread"`` (one run per thread for every policy) or ``"block"`` (one block per run for
+#: every policy). For tests and the benchmark.
+LAYOUT = None
+#: Override of the block layout's threads per block (None: :func:`block_threads` of ``d``).
+BLOCK_THREADS = None
+#: Pieces whose round is O(S d^3) (a chain of d x d products each inner step): one block
+#: per run when they are block-safe. The others (LinTS, LinUCB, random: O(K d + d^2);
+#: LMC: O(S (K d + d^2)) matrix-vector work) keep one run per thread.
+BLOCK_PIECES = frozenset({"vits"})
+#: Most threads of a run's block (:func:`block_threads`).
+MAX_BLOCK_THREADS = 256
+#: Threads of a run's block under Numba's CUDA simulator, which runs each thread as a
+#: Python thread: several, so that the barriers are exercised, few, so that the tests
+#: stay fast.
+SIMULATOR_BLOCK_THREADS = 4
+#: Bytes of dynamic shared memory a run's state may take in the block layout (None: the
+#: driver's default, :class:`vits_ref.drivers.cuda_coop.BlockRounds`); 0 forces the state
+#: into global memory.
+SHARED_BUDGET = None
+#: What the last :func:`run_fused_cuda` call launched (policy, layout, threads per block,
+#: whether the block layout's state was in shared memory, and why that layout).
+last_layout = None
 
 _INSTALL = "pip install 'vits_ref[cuda]'"
+_log = logging.getLogger("vits_ref.cuda")
+
 def simulator_enabled():
     """Whether Numba's CUDA simulator is on (``NUMBA_ENABLE_CUDASIM=1`` when Numba was
     imported: Numba reads it once, at import)."""
@@ -169,6 +195,73 @@ def plan(spec, T, d, K, n_runs, n_kl=0, free_device_bytes=None):
     return int(batch), int(max(1, min(T, chunk)))
 
 
+def block_threads(d):
+    """Threads of a run's block in the block layout: the multiple of 32 nearest ``d^2 / 4``,
+    between 32 and :data:`MAX_BLOCK_THREADS` (d = 20: 96; d <= 15: 32; d >= 32: 256).
+
+    A VITS step is a chain of d x d products (d^2 output entries of d multiply-adds each)
+    and vector updates (d entries), each closed by a barrier. With about d^2 / 4 threads
+    every thread owns about 4 entries of a product, enough to amortise the two barriers
+    of each primitive and the scalar flow every thread runs redundantly; more threads
+    would idle in every vector primitive and add warps to each barrier. A block is whole
+    warps (the unit the GPU schedules), so at least 32 threads, and at most 256, which
+    keeps several blocks (runs) resident per SM beside their shared state (48.7 KiB at
+    d = 20, K = 50). A first choice, to be tuned on a GPU (docs/cuda.md: still to
+    measure).
+    """
+    n = 32 * int(round(d * d / 4 / 32))
+    return int(min(MAX_BLOCK_THREADS, max(32, n)))
+
+
+def _choose_layout(spec, d):
+    """``(layout, threads_per_block, reason)``; see :func:`layout_for`."""
+    if LAYOUT not in (None, "thread", "block"):
+        raise ValueError(f"_cuda_simulate.LAYOUT must be None, 'thread' or 'block', got "
+                         f"{LAYOUT!r}")
+    piece = spec.piece
+    if LAYOUT == "thread":
+        return "thread", THREADS_PER_BLOCK, "LAYOUT='thread'"
+    if LAYOUT is None and piece.name not in BLOCK_PIECES:
+        return "thread", THREADS_PER_BLOCK, f"the {piece.name!r} round is O(K d + d^2)"
+    from .drivers.cuda_coop import block_safe
+
+    safe, stores = block_safe(piece)
+    if BLOCK_THREADS is not None:
+        return "block", int(BLOCK_THREADS), "BLOCK_THREADS set"
+    if not safe:
+        why = (f"the {piece.name!r} piece is not block-safe ({len(stores)} stores outside "
+               "the primitives)")
+        if LAYOUT == "block":
+            return "block", 1, "LAYOUT='block'; " + why + ": 1 thread per block"
+        return "thread", THREADS_PER_BLOCK, why + ": one run per thread"
+    n = block_threads(d)
+    if simulator_enabled():
+        n = min(n, SIMULATOR_BLOCK_THREADS)
+    why = "LAYOUT='block'" if LAYOUT == "block" else f"the {piece.name!r} round is O(S d^3)"
+    return "block", n, why
+
+
+def layout_for(spec, d):
+    """The launch configuration of a fused policy at dimension ``d``: ``("thread",
+    threads_per_block)`` (one run per thread, :class:`vits_ref.drivers.cuda.BanditRounds`)
+    or ``("block", threads_per_block)`` (one block per run,
+    :class:`vits_ref.drivers.cuda_coop.BlockRounds`).
+
+    By size (``LAYOUT = None``): one run per thread, :data:`THREADS_PER_BLOCK` to a block,
+    for the O(K d + d^2) rounds (LinTS, LinUCB, random) and LMC; one block of
+    :func:`block_threads` ``(d)`` threads per run for the O(S d^3) VITS rounds
+    (:data:`BLOCK_PIECES`), but only when the piece is block-safe
+    (:func:`vits_ref.drivers.cuda_coop.block_safe`, computed once per piece): a piece
+    that is not falls back to one run per thread. Under the simulator a block has at most
+    :data:`SIMULATOR_BLOCK_THREADS` threads. :data:`LAYOUT` and :data:`BLOCK_THREADS`
+    override the choice (a forced block layout runs a piece that is not block-safe with 1
+    thread per block). Either layout gives the same results. The last call's choice and
+    its reason are in :data:`last_layout`.
+    """
+    layout, n, _ = _choose_layout(spec, d)
+    return layout, n
+
+
 def _free_device_bytes():
     from numba import cuda
 
@@ -199,11 +292,27 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    global last_layout
     driver = check_device()
     first = env_for(child(root, first_run))
     d, K = first.dim, first.n_arms
     batch, chunk = plan(spec, T, d, K, n_runs, len(kl_rounds), _free_device_bytes())
     name = getattr(policy, "name", type(policy).__name__)
+    layout, tpb, why = _choose_layout(spec, d)
+    if layout == "block":
+        from .drivers.cuda_coop import BlockRounds
+
+        def make_rounds(*args):
+            return BlockRounds(*args, threads_per_block=tpb, shared_budget=SHARED_BUDGET)
+    else:
+        tpb = threads_per_block
+
+        def make_rounds(*args):
+            return driver.BanditRounds(*args, threads_per_block=tpb)
+    last_layout = {"policy": name, "layout": layout, "threads_per_block": tpb,
+                   "shared": None, "reason": why}
+    _log.info("device='cuda' %s: %s layout, %d threads per block (%s)", name, layout, tpb,
+              why)
     for lo in range(0, n_runs, batch):
         hi = min(n_runs, lo + batch)
         seeds = [child(root, first_run + r) for r in range(lo, hi)]
@@ -216,10 +325,11 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
             while (arrays := pending.result()) is not None:
                 pending = pool.submit(next, chunks, None)  # drawn while the device runs
                 if rounds is None:
-                    rounds = driver.BanditRounds(spec.piece, spec.params, hi - lo, T, d, K,
-                                                 arrays[5].shape[3], kl_rounds,
-                                                 threads_per_block=threads_per_block)
+                    rounds = make_rounds(spec.piece, spec.params, hi - lo, T, d, K,
+                                         arrays[5].shape[3], kl_rounds)
                 status = rounds.advance(*arrays)
+                if layout == "block":
+                    last_layout["shared"] = rounds.shared
                 del arrays
                 # a run's first diverging round (later chunks of a diverged run diverge
                 # again at once and are ignored)

@@ -23,15 +23,38 @@ Imports ``numba.cuda`` (the optional ``cuda`` extra) through :mod:`.coop_linalg`
 """
 
 import ast
+import contextlib
+import functools
+import importlib
+import importlib.util
 import inspect
+import sys
 import textwrap
 import types
 
-from ..config import kernel
-from ..kernels import coop_linalg
+import numpy as np
+from numba import cuda, float64
 
-PRIMITIVES = frozenset(coop_linalg.REPLACEMENTS)
+from ..config import cuda_jit, kernel
+from ..kernels import coop_linalg
+from ..kernels.bandit import make_bandit_rounds
+
 _KERNEL_MODULES = ("vits_ref.kernels",)
+
+
+def default_replacements():
+    """The primitives :func:`rebind` swaps by default: :data:`.coop_linalg.REPLACEMENTS`
+    and, when the module exists, ``kernels.coop_philox.REPLACEMENTS`` (the cooperative
+    fills of the counter-based streams), as one dict ``{serial: cooperative}``."""
+    reps = dict(coop_linalg.REPLACEMENTS)
+    if importlib.util.find_spec("vits_ref.kernels.coop_philox") is not None:
+        reps.update(importlib.import_module("vits_ref.kernels.coop_philox").REPLACEMENTS)
+    return reps
+
+
+#: The serial primitives (:func:`default_replacements`' keys): :func:`serial_shared_writes`
+#: does not look inside them.
+PRIMITIVES = frozenset(default_replacements())
 
 
 def _code_names(code):
@@ -49,14 +72,14 @@ def _in(fn, modules):
 
 
 def rebind(fn, replacements=None, modules=_KERNEL_MODULES, _memo=None):
-    """``fn`` rebuilt with ``replacements`` (default: :mod:`.coop_linalg`'s primitives).
+    """``fn`` rebuilt with ``replacements`` (default: :func:`default_replacements`).
 
     Walks the global names and closure cells of ``fn`` and of every function they reach
     that is defined in ``modules`` (the kernel bodies); a function that reaches a replaced
     primitive is copied (same code, new globals and cells) and registered as a kernel body,
     the others are returned as they are. The originals are not modified.
     """
-    reps = coop_linalg.REPLACEMENTS if replacements is None else replacements
+    reps = default_replacements() if replacements is None else replacements
     memo = {} if _memo is None else _memo
     if not isinstance(fn, types.FunctionType):
         return fn
@@ -146,3 +169,247 @@ def serial_shared_writes(*bodies, modules=_KERNEL_MODULES):
                 out.append((f"{fn.__module__}.{fn.__qualname__}", first + node.lineno - 1,
                             lines[node.lineno - 1].strip()))
     return out
+
+
+# --------------------------------------------------------------------------- block safety
+
+#: The fused loop's own outputs: stores that no thread reads back (see :func:`block_safe`).
+LOOP_OUTPUTS = ("regret", "arms", "kl_out")
+#: The modules whose factory-made bodies are the fused loop (its rounds and its round).
+LOOP_MODULES = ("vits_ref.kernels.bandit", "vits_ref.kernels.bandit_streams")
+
+
+def _stored_name(src):
+    """The array a store's source line writes (``"regret"`` for ``regret[tg] = ...``)."""
+    return src.split("[", 1)[0].strip()
+
+
+def _benign(store, outputs):
+    # the qualified name is "<module>.<factory>.<locals>.<body>"
+    name, _, src = store
+    in_loop = any(name.startswith(m + ".") and ".<locals>." in name for m in LOOP_MODULES)
+    return in_loop and _stored_name(src) in outputs
+
+
+def unsafe_stores(body, outputs=LOOP_OUTPUTS):
+    """:func:`serial_shared_writes` of ``body`` less the benign ones: the fused loop's own
+    stores (bodies made by the factories of :data:`LOOP_MODULES`, such as
+    ``make_round.<locals>.one_round``) into its outputs ``outputs``, which the loop never
+    reads back."""
+    return [w for w in serial_shared_writes(body) if not _benign(w, outputs)]
+
+
+@functools.cache
+def block_safe(piece):
+    """``(safe, stores)`` for a :class:`~vits_ref.kernels.bandit.BanditPiece`: whether its
+    chunked loop (:func:`~vits_ref.kernels.bandit.make_bandit_rounds`) can run one block per
+    run with several threads, and the racing stores when it cannot (:func:`unsafe_stores`).
+
+    Computed once per piece (it parses the sources of the call graph: about 10 ms)."""
+    stores = unsafe_stores(make_bandit_rounds(piece))
+    return not stores, stores
+
+
+# --------------------------------------------------------------------------- block per run
+
+#: Dynamic shared memory (bytes) a block may use without opting in: CUDA's portable limit.
+SHARED_DEFAULT = 48 * 1024
+#: Whether :class:`BlockRounds` raises a kernel's dynamic shared memory limit above
+#: :data:`SHARED_DEFAULT` (up to the device's ``MAX_SHARED_MEMORY_PER_BLOCK_OPTIN``, 227 KB
+#: on an H100) when a run's state needs it. numba-cuda 0.30 has no public API for it
+#: (NVIDIA/numba-cuda issue #94, open): :func:`_opt_in` calls the driver's
+#: ``cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)`` on the
+#: compiled kernel, the call numba-cuda itself makes for the shared-memory carveout, and
+#: falls back to global memory when that fails. Not run on a GPU yet (docs/cuda.md).
+OPT_IN = True
+#: Blocks launched at most; more runs are taken by a grid-stride loop.
+MAX_BLOCKS = 2 ** 20
+
+
+def _shared_limit():
+    """Bytes of dynamic shared memory a block may get here: the device's opt-in maximum on
+    a GPU when :data:`OPT_IN`, else :data:`SHARED_DEFAULT` (also under the simulator)."""
+    from .._cuda_simulate import simulator_enabled
+
+    if not OPT_IN or simulator_enabled():
+        return SHARED_DEFAULT
+    from numba import cuda
+
+    try:
+        return max(SHARED_DEFAULT,
+                   int(cuda.get_current_device().MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
+    except Exception:  # an old driver without the attribute: the portable limit
+        return SHARED_DEFAULT
+
+
+def _opt_in(dispatcher, args, nbytes):
+    """Raise the compiled kernel's dynamic shared memory limit to ``nbytes`` (compiling it
+    for ``args`` first); True when done. Needs a GPU; see :data:`OPT_IN`."""
+    try:
+        from cuda.bindings import driver as binding  # numba-cuda's own driver bindings
+        from numba.cuda.cudadrv.driver import driver
+
+        argtypes = tuple(dispatcher.typeof_pyval(a) for a in args)
+        cufunc = dispatcher.compile(argtypes)._codelibrary.get_cufunc()
+        attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        driver.cuKernelSetAttribute(attr, int(nbytes), cufunc.handle, cufunc.device.id)
+        return True
+    except Exception:
+        return False
+
+
+#: Python's thread switch interval (seconds) while the simulator runs a block-per-run
+#: kernel. The simulator runs a block's threads as Python threads and releases a barrier
+#: from a polling thread, so every ``syncthreads`` waits about one switch interval (5 ms
+#: by default): 2 runs x 6 rounds of VITS-II at d = 3 took 7.2 s with 1 thread per
+#: block, 0.4 s at 10 us (measured on this 2-core machine). No effect on a GPU.
+SIMULATOR_SWITCH_INTERVAL = 1e-5
+
+
+@contextlib.contextmanager
+def _simulator_switching():
+    """Under the simulator, :data:`SIMULATOR_SWITCH_INTERVAL` for the duration (restored)."""
+    from .._cuda_simulate import simulator_enabled
+
+    if not simulator_enabled():
+        yield
+        return
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(SIMULATOR_SWITCH_INTERVAL)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
+
+
+@functools.cache
+def _block_rounds_kernel(piece):
+    """The block-per-run kernel of ``piece``'s chunked loop, rebuilt with the cooperative
+    primitives (:func:`rebind`)."""
+    body = rebind(make_bandit_rounds(piece))
+
+    @cuda_jit
+    def kernel(params, bufs, use_shared, t0, contexts, means, rewards, init_noise, sel_noise,
+               step_noise, kl_rounds, regret, arms, kl_out, status):
+        sh = cuda.shared.array(0, float64)
+        tid = cuda.threadIdx.x
+        nt = cuda.blockDim.x
+        n_state = bufs.shape[1]
+        r = cuda.blockIdx.x
+        while r < contexts.shape[0]:
+            g = bufs[r]
+            buf = g
+            if use_shared:
+                buf = sh[:n_state]
+                for i in range(tid, n_state, nt):
+                    buf[i] = g[i]
+            cuda.syncthreads()  # the state is in place before any thread reads it
+            s = body(params, buf, t0, contexts[r], means[r], rewards[r], init_noise[r],
+                     sel_noise[r], step_noise[r], kl_rounds, regret[r], arms[r], kl_out[r])
+            cuda.syncthreads()  # every thread is done with the state
+            if use_shared:
+                for i in range(tid, n_state, nt):
+                    g[i] = buf[i]
+            if tid == 0:
+                status[r] = s
+            cuda.syncthreads()  # the next run's state may overwrite the shared buffer
+            r += cuda.gridDim.x
+
+    return kernel
+
+
+class BlockRounds:
+    """``R`` fused runs of ``T`` rounds on the GPU, one block of threads per run, advanced
+    a chunk of rounds at a time: the interface of :class:`vits_ref.drivers.cuda.BanditRounds`
+    (so :func:`vits_ref._cuda_simulate.run_fused_cuda` drives either).
+
+    The kernel runs ``piece``'s chunked loop (:func:`~vits_ref.kernels.bandit.make_bandit_rounds`,
+    the body the CPU compiles) :func:`rebind`-ed with the cooperative primitives: every
+    thread of a block runs the loop's scalar flow on its run, and the threads split the
+    work of each primitive. Blocks take the runs by a grid-stride loop (``blockIdx.x``,
+    stride ``gridDim.x``, at most :data:`MAX_BLOCKS` blocks).
+
+    **State.** The runs' flat state buffers live in global memory between chunks, as with
+    one run per thread. When a buffer fits the block's dynamic shared memory (``8 n_state``
+    bytes at most ``shared_budget``; default: :data:`SHARED_DEFAULT`, or the device's
+    opt-in maximum, see :data:`OPT_IN`) a chunk copies it into shared memory at its start
+    and back at its end, each thread a stride of the entries, with barriers around the
+    loop; otherwise the loop works on the global buffer directly (:attr:`shared` says
+    which). The run's inputs (contexts, means, rewards, noise) stay in global memory: each
+    is read a few times a round.
+
+    **Outputs.** ``regret[t]``, ``arms[t]`` and ``kl_out[k]`` are stored by every thread of
+    the block with the same value, since the store is the loop's own statement: the arm
+    comes from an argmax over scores every thread reads from the same shared state, the
+    KL from the same state by the same instructions, so the bits agree. Concurrent stores
+    of one value to one address leave that value, and the loop never reads them back, so
+    these are the benign exception of :func:`serial_shared_writes`. Restricting them to
+    ``threadIdx.x == 0`` would need a branch in the body the CPU compiles. The run's
+    status, stored by this driver's kernel, is written by thread 0 only.
+
+    Correct with several threads only for a block-safe piece (:func:`block_safe`); with
+    ``threads_per_block=1`` any piece runs (a block of one thread is the serial loop), and
+    a piece that is not block-safe with more threads raises ValueError.
+
+    Parameters
+    ----------
+    piece, params, n_runs, n_rounds, dim, n_arms, n_mc, kl_rounds
+        As :class:`vits_ref.drivers.cuda.BanditRounds`.
+    threads_per_block : int
+        Threads of a run's block.
+    shared_budget : int or None
+        Bytes of dynamic shared memory the state may take (None: the default above); 0
+        forces the global-memory path.
+    """
+
+    def __init__(self, piece, params, n_runs, n_rounds, dim, n_arms, n_mc, kl_rounds,
+                 threads_per_block=32, shared_budget=None):
+        threads_per_block = int(threads_per_block)
+        if threads_per_block < 1:
+            raise ValueError(f"threads_per_block must be >= 1, got {threads_per_block}")
+        if threads_per_block > 1 and not block_safe(piece)[0]:
+            raise ValueError(f"the {piece.name!r} piece is not block-safe (stores outside the "
+                             "primitives race: cuda_coop.block_safe); run it with "
+                             "threads_per_block=1 or one run per thread")
+        self.piece, self.params, self.n_rounds = piece, params, n_rounds
+        self.threads_per_block = threads_per_block
+        self.t0 = 0
+        n_state = piece.state_size(dim, n_arms, n_mc)
+        self.state_bytes = 8 * n_state
+        budget = _shared_limit() if shared_budget is None else int(shared_budget)
+        self.shared = 0 < self.state_bytes <= budget
+        self._opted_in = self.state_bytes <= SHARED_DEFAULT
+        self.bufs = cuda.device_array((n_runs, n_state))
+        self.regret = cuda.device_array((n_runs, n_rounds))
+        self.arms = cuda.device_array((n_runs, n_rounds), dtype=np.int64)
+        self.kl = cuda.to_device(np.zeros((n_runs, len(kl_rounds))))
+        self.status = cuda.device_array(n_runs, dtype=np.int64)
+        self.kl_rounds = cuda.to_device(np.asarray(kl_rounds, dtype=np.int64))
+
+    def advance(self, contexts, means, rewards, init_noise, sel_noise, step_noise):
+        """Run the next ``n = contexts.shape[1]`` rounds; returns the runs' status (R,)
+        (0, or the 1-based round at which a run's state became non-finite)."""
+
+        from .cuda import _to_device
+
+        n = contexts.shape[1]
+        if self.t0 + n > self.n_rounds:
+            raise ValueError(f"the chunk of {n} rounds goes past n_rounds={self.n_rounds} "
+                             f"(at round {self.t0})")
+        dev = _to_device((contexts, means, rewards, init_noise, sel_noise, step_noise))
+        args = (self.params, self.bufs, self.shared, self.t0, *dev, self.kl_rounds,
+                self.regret, self.arms, self.kl, self.status)
+        kern = _block_rounds_kernel(self.piece)
+        if self.shared and not self._opted_in:
+            self.shared = self._opted_in = _opt_in(kern, args, self.state_bytes)
+            args = args[:2] + (self.shared,) + args[3:]
+        grid = max(1, min(contexts.shape[0], MAX_BLOCKS))
+        launch = kern[grid, self.threads_per_block, 0, self.state_bytes if self.shared else 0]
+        with _simulator_switching():
+            launch(*args)
+        self.t0 += n
+        return self.status.copy_to_host()
+
+    def results(self):
+        """``(regret (R, T), arms (R, T), kl (R, n_kl))`` on the host."""
+        return self.regret.copy_to_host(), self.arms.copy_to_host(), self.kl.copy_to_host()
