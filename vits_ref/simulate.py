@@ -199,7 +199,7 @@ def _validate_kl_rounds(kl_rounds, n_rounds):
 
 def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
              new_instance_per_run=False, fused=None, n_threads=None, progress=None,
-             n_jobs=1, first_run=0, device="cpu"):
+             n_jobs=1, first_run=0, device="cpu", stream="numpy"):
     """Run ``n_runs`` independent seeded simulations of ``policy`` on ``env``.
 
     Parameters
@@ -241,6 +241,18 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     device : {"cpu", "cuda"}, default "cpu"
         Where the fused loop runs. ``"cuda"`` needs a policy with a fused loop and a GPU
         (or Numba's CUDA simulator, ``NUMBA_ENABLE_CUDASIM=1``).
+    stream : {"numpy", "philox"}, default "numpy"
+        Where the fused loop's randomness comes from. ``"numpy"``: drawn on the host by
+        NumPy's generators (run ``r``: child ``r`` of ``seed``; its child 0 for the
+        environment, child 1 for the policy) and fed to the loop a chunk at a time.
+        ``"philox"``: generated inside the compiled loop, on either device, from
+        counter-based Philox4x64-10 streams under the run's 128-bit key (from child ``r``
+        of ``seed``), so nothing is pre-drawn and a run holds only its state and outputs
+        (docs/streams.md: the layout, the memory and the NumPy reference,
+        :mod:`vits_ref.reference.streams`). Other numbers than ``"numpy"``'s, from the
+        same distributions. Needs a fused loop and an environment with a counter piece
+        (:meth:`vits_ref.envs.Environment.counter_piece`: the pool environment and the
+        hard instance), and ``new_instance_per_run=False``; a ValueError otherwise.
 
     Returns
     -------
@@ -275,6 +287,7 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     if fused is not None and not isinstance(fused, (bool, np.bool_)):
         raise TypeError(f"fused must be None, True or False, got {fused!r}")
     device = val.choice(device, "device", ("cpu", "cuda"))
+    stream = val.choice(stream, "stream", ("numpy", "philox"))
     if n_threads is not None:
         n_threads = val.positive_int(n_threads, "n_threads")
     if kl_rounds.size and not has_kl(policy):
@@ -290,6 +303,11 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     if device == "cuda" and not use_fused:
         raise ValueError(f"device='cuda' needs a fused loop; {_policy_name(policy)} has none "
                          "on this model/schedule (use device='cpu')")
+    if stream == "philox":
+        from ._streams import check as _check_streams
+
+        _check_streams(spec if use_fused else None, _policy_name(policy), env,
+                       new_instance_per_run)
     engine = getattr(policy, "engine", None)
     # the KL diagnostic needs the exact posterior: Gaussian engines on the linear model
     gaussian = isinstance(engine, GaussianEngine) and engine.model.name == "linear"
@@ -301,7 +319,17 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     arms = np.empty((n_runs, n_rounds), dtype=np.int64)
     kl = np.zeros((n_runs, kl_rounds.size))
     start = time.perf_counter()
-    if use_fused and device == "cuda":
+    if stream == "philox" and device == "cuda":
+        from ._streams import run_streams_cuda
+
+        run_streams_cuda(spec, _policy_name(policy), env, root, n_rounds, n_runs, kl_rounds,
+                         regret, arms, kl, progress, first_run)
+    elif stream == "philox":
+        from ._streams import run_streams_cpu
+
+        run_streams_cpu(spec, _policy_name(policy), env, root, n_rounds, n_runs, kl_rounds,
+                        regret, arms, kl, n_threads, progress, first_run)
+    elif use_fused and device == "cuda":
         from ._cuda_simulate import run_fused_cuda
 
         run_fused_cuda(spec, policy, env_for, root, n_rounds, n_runs, kl_rounds, regret, arms,

@@ -901,3 +901,36 @@ def svgd_steps(potential, parallel=False):
         return True
 
     return run
+
+
+# --------------------------------------------------------------------------- streamed bandit runs
+
+from ..kernels.bandit_streams import make_bandit_streams  # noqa: E402
+from ..kernels.potential import fingerprint as _fingerprint  # noqa: E402
+
+
+@functools.cache
+def bandit_streams(piece, env_round):
+    """``run(params, env, keys, dims, bufs, scratch, t0, n, kl_rounds, regret, arms, kl_out,
+    status)``: rounds ``[t0, t0 + n)`` of independent runs fed by counter-based streams,
+    ``prange`` over the runs (:func:`vits_ref.kernels.bandit_streams.make_bandit_streams`).
+
+    ``keys`` (R, 2) uint64 are the runs' keys, ``bufs`` (R, state size) and ``scratch``
+    (R, :func:`~vits_ref.kernels.bandit_streams.scratch_size`) their state and scratch
+    (kept by the caller between calls), ``regret``, ``arms`` (R, T) and ``kl_out`` (R,
+    n_kl) the outputs, ``status`` (R,) each run's status. Each run is computed by one
+    thread from its own key, so the results depend neither on the threads nor on the
+    chunks of rounds.
+    """
+    body = make_bandit_streams(piece, env_round)
+    fp = (piece.fingerprint, _fingerprint(env_round))  # Numba's cache key follows the bodies
+
+    @cpu_jit(parallel=True)
+    def run(params, env, keys, dims, bufs, scratch, t0, n, kl_rounds, regret, arms, kl_out,
+            status):
+        _ = fp
+        for r in prange(keys.shape[0]):
+            status[r] = body(params, env, keys[r], dims, bufs[r], scratch[r], t0, n,
+                             kl_rounds, regret[r], arms[r], kl_out[r])
+
+    return run

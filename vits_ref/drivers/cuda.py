@@ -737,3 +737,80 @@ def ddpm_rows(params, t, S, V=None, threads_per_block=THREADS_PER_BLOCK):
     _ddpm_rows_kernel()[_grid(n, threads_per_block)](
         _device_tuple(tuple(params)), int(t), *_to_device((S, Vd)), V is not None, out, scr)
     return out.copy_to_host()
+
+
+# --------------------------------------------------------------------------- streamed bandit runs
+
+from ..kernels.bandit_streams import make_bandit_streams  # noqa: E402
+
+
+@functools.cache
+def _bandit_streams_kernel(piece, env_round):
+    body = make_bandit_streams(piece, env_round)
+
+    @cuda_jit
+    def kernel(params, env, keys, dims, bufs, scratch, t0, n, kl_rounds, regret, arms, kl_out,
+               status):
+        r = cuda.grid(1)
+        while r < keys.shape[0]:
+            status[r] = body(params, env, keys[r], dims, bufs[r], scratch[r], t0, n,
+                             kl_rounds, regret[r], arms[r], kl_out[r])
+            r += cuda.gridsize(1)
+
+    return kernel
+
+
+class BanditStreams:
+    """``R`` fused runs of ``T`` rounds fed by counter-based streams, one per GPU thread.
+
+    Nothing is copied in but the runs' keys and the environment's parameters: each round's
+    inputs are generated on the device (:func:`vits_ref.kernels.bandit_streams.make_bandit_streams`,
+    the body of the CPU driver :func:`vits_ref.drivers.cpu.bandit_streams`). The state
+    buffers, scratch and outputs stay on the device; :meth:`advance` runs the next ``n``
+    rounds (one launch). Orchestrated by :func:`vits_ref._streams.run_streams_cuda`.
+
+    Parameters
+    ----------
+    piece, params : the policy's :class:`~vits_ref.fused.FusedSpec` ``piece`` and ``params``
+    env_round, env_params : :meth:`vits_ref.envs.Environment.counter_piece`
+    keys : (R, 2) uint64 array
+    dims : tuple ``(d, K, n_init, n_sel, S, M)``
+    n_rounds : int
+    kl_rounds : (n_kl,) int array
+    n_state, n_scratch : int
+        Lengths of a run's state buffer and scratch.
+    """
+
+    def __init__(self, piece, params, env_round, env_params, keys, dims, n_rounds, kl_rounds,
+                 n_state, n_scratch, threads_per_block=THREADS_PER_BLOCK):
+        self.piece, self.params, self.env_round = piece, params, env_round
+        self.env = _device_tuple(tuple(env_params))
+        self.dims = tuple(int(x) for x in dims)
+        self.n_rounds, self.threads_per_block = n_rounds, threads_per_block
+        self.t0 = 0
+        n_runs = keys.shape[0]
+        self.keys = cuda.to_device(np.ascontiguousarray(keys, dtype=np.uint64))
+        self.bufs = cuda.device_array((n_runs, n_state))
+        self.scratch = cuda.device_array((n_runs, max(1, n_scratch)))
+        self.regret = cuda.device_array((n_runs, n_rounds))
+        self.arms = cuda.device_array((n_runs, n_rounds), dtype=np.int64)
+        self.kl = cuda.to_device(np.zeros((n_runs, len(kl_rounds))))
+        self.status = cuda.device_array(n_runs, dtype=np.int64)
+        self.kl_rounds = cuda.to_device(np.asarray(kl_rounds, dtype=np.int64))
+
+    def advance(self, n):
+        """Run the next ``n`` rounds; returns the runs' status (R,) (0, or the 1-based
+        round at which a run's state became non-finite)."""
+        if self.t0 + n > self.n_rounds:
+            raise ValueError(f"{n} rounds go past n_rounds={self.n_rounds} (at round "
+                             f"{self.t0})")
+        grid = _grid(self.keys.shape[0], self.threads_per_block)
+        _bandit_streams_kernel(self.piece, self.env_round)[grid](
+            self.params, self.env, self.keys, self.dims, self.bufs, self.scratch, self.t0,
+            n, self.kl_rounds, self.regret, self.arms, self.kl, self.status)
+        self.t0 += n
+        return self.status.copy_to_host()
+
+    def results(self):
+        """``(regret (R, T), arms (R, T), kl (R, n_kl))`` on the host."""
+        return self.regret.copy_to_host(), self.arms.copy_to_host(), self.kl.copy_to_host()

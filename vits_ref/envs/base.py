@@ -211,6 +211,19 @@ class Environment:
             return (parts[0] < means).astype(float)
         return means + self.noise_scale * parts[0]
 
+    # -- counter-based streams ------------------------------------------------------------
+    def counter_piece(self):
+        """``(env_round, params)``: the kernel body generating a round of this environment
+        from counter-based streams, and its parameter tuple (``simulate(...,
+        stream="philox")``; :mod:`vits_ref.kernels.bandit_streams`, docs/streams.md).
+
+        Raises ValueError for an environment without one (the default): its rounds can
+        only be drawn by NumPy (``stream="numpy"``).
+        """
+        raise ValueError(f"the counter-based stream (stream='philox') is not available for "
+                         f"the environment {self!r}: it has no counter piece (use "
+                         f"stream='numpy')")
+
     def new_instance(self, seed):
         """The same environment with a fresh instance drawn from ``seed``."""
         return type(self)(**{**self._params(), "seed": seed})

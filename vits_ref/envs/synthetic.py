@@ -8,7 +8,15 @@ run's generator (:meth:`vits_ref.envs.Environment.realise`).
 import numpy as np
 
 from .. import _validate as val
-from .base import REWARDS, Environment
+from .base import REWARDS, Environment, _owner
+
+#: What a counter piece reproduces: a subclass redefining any of these draws differently,
+#: so it has no counter piece (its own ``counter_piece`` may add one).
+_DRAWS = ("realise", "_contexts", "_rewards", "expected_reward", "_build")
+
+
+def _redefines_draws(env, cls):
+    return any(_owner(type(env), name) not in (cls, Environment) for name in _DRAWS)
 
 __all__ = ["HardInstance", "PoolEnvironment", "hard_instance", "pool"]
 
@@ -66,6 +74,19 @@ class PoolEnvironment(Environment):
         noise += self.pool[idx]
         return noise
 
+    def counter_piece(self):
+        """``(pool_round, (pool, theta_star, zeta, noise_scale, reward code))``: the
+        round body of the counter-based streams
+        (:func:`vits_ref.kernels.bandit_streams.pool_round`)."""
+        if _redefines_draws(self, PoolEnvironment):
+            return super().counter_piece()
+        from ..kernels import bandit_streams as ks
+
+        code = ks.REWARD_QUADRATIC if self.reward == "quadratic" else ks.REWARD_LINEAR
+        return ks.pool_round, (np.ascontiguousarray(self.pool),
+                               np.ascontiguousarray(self.theta_star), float(self.zeta),
+                               float(self.noise_scale), code)
+
     def _params(self):
         return {"dim": self.dim, "n_arms": self.n_arms, "zeta": self.zeta,
                 "reward": self.reward, "pool_size": self.pool_size, "seed": self.seed}
@@ -106,6 +127,18 @@ class HardInstance(Environment):
 
     def _contexts_from(self, parts, n):
         return self._contexts(n, None)
+
+    def counter_piece(self):
+        """``(hard_round, (arms, theta_star, noise_scale, reward code))``: the round body
+        of the counter-based streams (:func:`vits_ref.kernels.bandit_streams.hard_round`)."""
+        if _redefines_draws(self, HardInstance):
+            return super().counter_piece()
+        from ..kernels import bandit_streams as ks
+
+        code = ks.REWARD_LOGISTIC if self.reward == "logistic" else ks.REWARD_LINEAR
+        return ks.hard_round, (np.ascontiguousarray(self.arms),
+                               np.ascontiguousarray(self.theta_star),
+                               float(self.noise_scale), code)
 
     def _params(self):
         return {"dim": self.dim, "n_arms": self.n_arms, "reward": self.reward,

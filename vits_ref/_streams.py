@@ -1,0 +1,157 @@
+"""``simulate(..., stream="philox")``: the fused runs fed by counter-based streams.
+
+Nothing is pre-drawn: each round's contexts, expected rewards and rewards and the policy's
+noise are generated inside the compiled loop (:mod:`vits_ref.kernels.bandit_streams`) from
+Philox4x64-10 under the run's 128-bit key, :func:`run_keys` (run ``r`` of a root seed:
+``child(root, r).generate_state(2, uint64)``), at counters ``(round, stream id, block,
+0)``. So a run's numbers depend only on its key: not on the batches, the chunks of rounds,
+the threads or the device. docs/streams.md gives the layout, the memory and the NumPy
+reference (:mod:`vits_ref.reference.streams`).
+
+:func:`run_streams_cpu` runs batches of runs, ``prange`` over the runs, the whole horizon a
+call (:func:`vits_ref.drivers.cpu.bandit_streams`); :func:`run_streams_cuda` one run per
+GPU thread in chunks of :data:`CHUNK_ROUNDS` rounds a launch
+(:class:`vits_ref.drivers.cuda.BanditStreams`), as many runs a batch as
+:data:`vits_ref._cuda_simulate.DEVICE_FRACTION` of the device's free memory holds
+(:func:`plan`). Both raise DivergenceError by the CPU path's rule: the lowest-numbered
+diverging run of the first batch with one, at its first diverging round.
+"""
+
+import numba
+import numpy as np
+
+from ._seeding import child
+from .errors import DivergenceError
+from .kernels.bandit_streams import scratch_size
+
+#: Rounds a launch of the CUDA path runs (a kernel of bounded duration; progress and the
+#: divergence status are read between launches). The results do not depend on it.
+CHUNK_ROUNDS = 64
+#: Runs a call of the CPU path runs (progress is reported after each batch).
+CPU_BATCH = 1024
+
+
+def noise_dims(spec, d, K):
+    """``(d, K, n_init, n_sel, S, M)``: the contexts' sizes and those of the policy's
+    noise (initial, selection, steps ``(S, M, d)``), read from the shapes of one round of
+    ``spec.draw`` (the arrays the pre-drawn loop takes)."""
+    init, sel, steps = spec.draw(np.random.SeedSequence(0), 1, d)
+    return (int(d), int(K), int(np.shape(init)[0]), int(np.shape(sel)[1]),
+            int(np.shape(steps)[1]), int(np.shape(steps)[2]))
+
+
+def check(spec, policy_name, env, new_instance_per_run):
+    """``(env_round, env_params, dims)`` for ``stream="philox"``, or a ValueError naming
+    what has no counter stream (checked before any work)."""
+    if spec is None:
+        raise ValueError(f"stream='philox' needs a fused loop; {policy_name} has none on "
+                         f"this model/schedule (use stream='numpy')")
+    if new_instance_per_run:
+        raise ValueError("stream='philox' runs every run on the one instance of env; "
+                         "new_instance_per_run=True needs stream='numpy'")
+    env_round, env_params = env.counter_piece()
+    return env_round, env_params, noise_dims(spec, env.dim, env.n_arms)
+
+
+def run_keys(root, first_run, n_runs):
+    """The runs' keys (n_runs, 2) uint64: run ``r`` (``first_run <= r < first_run +
+    n_runs``) gets ``child(root, r).generate_state(2, uint64)``."""
+    keys = np.empty((n_runs, 2), dtype=np.uint64)
+    for i in range(n_runs):
+        keys[i] = child(root, first_run + i).generate_state(2, dtype=np.uint64)
+    return keys
+
+
+def state_size(spec, dims):
+    """Length of a run's state buffer."""
+    d, K, _, _, _, M = dims
+    return spec.piece.state_size(d, K, M)
+
+
+def bytes_per_run(spec, dims, T, n_kl=0):
+    """Bytes a run holds on the device (or in the CPU's batch) for the whole horizon:
+    state buffer, scratch (:func:`vits_ref.kernels.bandit_streams.scratch_size`), key
+    (2 words), regret and arms (``T`` each), KL (``n_kl``) and status, 8 bytes each.
+    Nothing grows with the number of runs but these, and only the outputs with ``T``."""
+    return 8 * (state_size(spec, dims) + scratch_size(*dims) + 2 + 2 * T + n_kl + 1)
+
+
+def plan(spec, dims, T, n_runs, n_kl=0, free_device_bytes=None):
+    """``(batch, chunk)`` of :func:`run_streams_cuda`: runs per batch, at most
+    ``DEVICE_FRACTION x free_device_bytes // bytes_per_run`` (all of them when the free
+    memory is unknown, as under the simulator), evened out over the batches, and
+    :data:`CHUNK_ROUNDS` rounds a launch."""
+    from ._cuda_simulate import DEVICE_FRACTION
+
+    batch = n_runs
+    if free_device_bytes is not None:
+        fit = int(DEVICE_FRACTION * free_device_bytes) // bytes_per_run(spec, dims, T, n_kl)
+        batch = max(1, min(n_runs, fit))
+    batch = -(-n_runs // -(-n_runs // batch))
+    return int(batch), int(min(T, CHUNK_ROUNDS))
+
+
+def _raise_first(first_bad, spec, name, first_index):
+    bad = np.flatnonzero(first_bad)
+    if bad.size:
+        r, rnd = first_index + int(bad[0]), int(first_bad[bad[0]])
+        h = spec.step_size(rnd) if spec.step_size is not None else None
+        raise DivergenceError(name, rnd, h, run=r)
+
+
+def run_streams_cpu(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, kl,
+                    n_threads, progress, first_run=0):
+    """The streamed runs ``first_run .. first_run + n_runs - 1`` on the CPU into rows
+    ``0 .. n_runs - 1`` of ``regret``, ``arms`` and ``kl``."""
+    from .drivers import cpu
+
+    env_round, env_params, dims = check(spec, name, env, False)
+    run = cpu.bandit_streams(spec.piece, env_round)
+    old_threads = numba.get_num_threads()
+    if n_threads is not None:
+        numba.set_num_threads(n_threads)
+    try:
+        for lo in range(0, n_runs, CPU_BATCH):
+            hi = min(n_runs, lo + CPU_BATCH)
+            R = hi - lo
+            keys = run_keys(root, first_run + lo, R)
+            bufs = np.empty((R, state_size(spec, dims)))
+            scratch = np.empty((R, scratch_size(*dims)))
+            status = np.zeros(R, dtype=np.int64)
+            run(spec.params, env_params, keys, dims, bufs, scratch, 0, T, kl_rounds,
+                regret[lo:hi], arms[lo:hi], kl[lo:hi], status)
+            _raise_first(status, spec, name, first_run + lo)
+            if progress:
+                progress(hi, n_runs)
+    finally:
+        numba.set_num_threads(old_threads)
+
+
+def run_streams_cuda(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, kl,
+                     progress, first_run=0, threads_per_block=None):
+    """The streamed runs on the GPU, one run per thread (:func:`plan`'s batches, chunks of
+    :data:`CHUNK_ROUNDS` rounds a launch); the same rows as :func:`run_streams_cpu`."""
+    from ._cuda_simulate import THREADS_PER_BLOCK, _free_device_bytes, check_device
+
+    env_round, env_params, dims = check(spec, name, env, False)
+    driver = check_device()
+    tpb = THREADS_PER_BLOCK if threads_per_block is None else threads_per_block
+    batch, chunk = plan(spec, dims, T, n_runs, len(kl_rounds), _free_device_bytes())
+    for lo in range(0, n_runs, batch):
+        hi = min(n_runs, lo + batch)
+        keys = run_keys(root, first_run + lo, hi - lo)
+        runs = driver.BanditStreams(spec.piece, spec.params, env_round, env_params, keys,
+                                    dims, T, kl_rounds, state_size(spec, dims),
+                                    scratch_size(*dims), threads_per_block=tpb)
+        first_bad = np.zeros(hi - lo, dtype=np.int64)
+        for t0 in range(0, T, chunk):
+            status = runs.advance(min(chunk, T - t0))
+            new = (status != 0) & (first_bad == 0)
+            first_bad[new] = status[new]
+            if first_bad.all():
+                break
+        regret[lo:hi], arms[lo:hi], kl[lo:hi] = runs.results()
+        del runs
+        _raise_first(first_bad, spec, name, first_run + lo)
+        if progress:
+            progress(hi, n_runs)
