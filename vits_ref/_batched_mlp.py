@@ -479,6 +479,9 @@ def run_block(policy, envs, run_seeds, n_rounds, xp=np, first_index=0, return_st
         from concurrent.futures import ThreadPoolExecutor
 
         pool = ThreadPoolExecutor(1)
+    # a diverging run overflows quietly, as in the compiled loops; the checks report it
+    quiet = np.errstate(over="ignore", invalid="ignore", divide="ignore")
+    quiet.__enter__()
     try:
         pending = (list(active), pool.submit(runs.draws, list(active))) if pool else None
         chunk = None
@@ -541,6 +544,7 @@ def run_block(policy, envs, run_seeds, n_rounds, xp=np, first_index=0, return_st
                 if not active:
                     break
     finally:
+        quiet.__exit__(None, None, None)
         if pool:
             pool.shutdown(wait=True, cancel_futures=True)
     if failures:

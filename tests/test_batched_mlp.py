@@ -1,0 +1,252 @@
+"""The batched, lockstep MLP path (vits_ref._batched_mlp) against the Python loop.
+
+Every test compares with :func:`vits_ref.simulate` (its Python loop, one run at a time) or
+with the same per-run loop (``simulate._run_python`` on the run's realisation and
+``policy.fresh(child(run_seed, 1))``, what ``simulate`` runs), which also exposes the
+final states.
+
+Tolerance of the states. The batched path sums the products in other orders (BLAS over
+stacked matrices against the kernels' chunked loops), so the states agree to rounding,
+not bit for bit. A d x d product entry is a sum of d terms, exact to ``d eps`` relative
+(the worst case; sqrt(d) eps typically); each of ``S`` steps adds that error to ``B``,
+``C`` and ``mu`` through updates scaled by ``h`` (contractive here), so after ``S`` steps
+the relative difference is bounded by about ``S d eps``: :func:`_tol`. Measured
+(2026-11-22, this machine): at most 1.8e-16 (VITS-II, fig2's MLP, 2 runs x 3 rounds),
+3.5e-16 (Hessian-free), 1.1e-16 (LMC-TS); 8e-19 to 1.8e-16 on the tiny MLP; the bound
+is 2e-12 and 3e-14 there, far above, so a wrong formula (an error of order ``h``) fails.
+"""
+
+import numpy as np
+import pytest
+
+import vits_ref as vr
+from vits_ref import _batched_mlp as bm
+from vits_ref._fused_draws import realise
+from vits_ref._seeding import child
+from vits_ref.errors import DivergenceError
+from vits_ref.models import MLP
+from vits_ref.simulate import _run_env, _run_python
+
+EPS = np.finfo(float).eps
+SEED = 3
+
+
+def _policies(p, hidden, lam=10.0, step=1e-3, hf_step=1e-4, schedule="decayed"):
+    """fig2's three MLP methods (:func:`vits_ref.experiments.vits.fig2.policies`) on an
+    MLP ``p -> hidden -> 1``."""
+    net = MLP(p, hidden=hidden)
+    common = {"model": net, "eta": 1.0, "lam": lam, "step_size": step, "n_steps": 10,
+              "schedule": schedule}
+    return [("VITS-II", vr.ThompsonSampling(vr.VITS(net.dim, variant="II", **common))),
+            ("HF", vr.ThompsonSampling(vr.VITS(net.dim, variant="hessian_free", n_mc=20,
+                                                symmetrize=True, cov_step_size=hf_step,
+                                                **common))),
+            ("LMC-TS", vr.ThompsonSampling(vr.Langevin(net.dim, **common)))]
+
+
+def _env(p, K, zeta=0.1):
+    return vr.envs.pool(dim=p, n_arms=K, zeta=zeta, reward="quadratic", seed=0)
+
+
+def _python(policy, env, T, R, seed=SEED, first_run=0):
+    """The per-run Python loop of ``simulate(new_instance_per_run=True)``, with the final
+    states: ``[(regret, arms, states)]``."""
+    root = np.random.SeedSequence(seed)
+    out = []
+    for r in range(first_run, first_run + R):
+        rs = child(root, r)
+        real = realise(_run_env(env, True, rs), rs, T)
+        pol = policy.fresh(child(rs, 1))
+        reg, arms = np.empty(T), np.empty(T, dtype=np.int64)
+        _run_python(pol, real, np.zeros(0, dtype=np.int64), reg, arms, np.zeros(0), r, False)
+        e = pol.engine
+        states = ({"mu": e.mu, "B": e.B, "C": e.C} if isinstance(e, vr.VITS)
+                  else {"theta": e.theta})
+        out.append((reg, arms, states))
+    return out
+
+
+def _batched(policy, env, T, R, xp=np, seed=SEED, first_run=0):
+    root = np.random.SeedSequence(seed)
+    seeds = [child(root, first_run + r) for r in range(R)]
+    envs = [_run_env(env, True, s) for s in seeds]
+    return bm.run_block(policy, envs, seeds, T, xp=xp, first_index=first_run,
+                        return_states=True)
+
+
+def _tol(policy, T):
+    """``S d eps``, S = the steps run (see the module docstring)."""
+    eng = policy.engine
+    return T * eng.n_steps * eng.dim * EPS
+
+
+def _compare(policy, env, T, R, xp=np):
+    ref = _python(policy, env, T, R)
+    reg, arms, states = _batched(policy, env, T, R, xp=xp)
+    worst = 0.0
+    for r in range(R):
+        np.testing.assert_array_equal(arms[r], ref[r][1])
+        np.testing.assert_array_equal(reg[r], ref[r][0])
+        for k, v in ref[r][2].items():
+            rel = float(np.abs(states[k][r] - v).max() / np.abs(v).max())
+            assert rel <= _tol(policy, T), (k, rel)
+            worst = max(worst, rel)
+    return reg, arms, worst
+
+
+@pytest.mark.parametrize("i", [0, 1, 2], ids=["VITS-II", "HF", "LMC-TS"])
+def test_tiny_mlp_equals_python_loop_and_simulate(i):
+    """p = 3, hidden (4, 3) (35 parameters), K = 4, 2 runs x 6 rounds: arms and regret
+    equal, states to S d eps; and the module's ``simulate`` equals ``vr.simulate``."""
+    env = _env(3, 4)
+    policy = _policies(3, (4, 3))[i][1]
+    _compare(policy, env, 6, 2)
+    res = vr.simulate(policy, env, 6, n_runs=2, seed=SEED, new_instance_per_run=True)
+    got = bm.simulate(policy, env, 6, n_runs=2, seed=SEED, new_instance_per_run=True)
+    np.testing.assert_array_equal(got.arms, res.arms)
+    np.testing.assert_array_equal(got.regret, res.regret)
+    assert got.policy == res.policy and got.environment == res.environment
+
+
+def test_tiny_mlp_without_new_instances_and_constant_schedule():
+    """The shared instance (``new_instance_per_run=False``) and the constant schedule."""
+    env = _env(3, 4, zeta=1.0)
+    for _, policy in _policies(3, (5,), schedule="constant", step=1e-3):
+        res = vr.simulate(policy, env, 4, n_runs=3, seed=1)
+        got = bm.simulate(policy, env, 4, n_runs=3, seed=1)
+        np.testing.assert_array_equal(got.arms, res.arms)
+        np.testing.assert_array_equal(got.regret, res.regret)
+
+
+def test_first_run_block_equals_rows_of_the_whole():
+    """Runs 1..2 of a block starting at ``first_run = 1`` are rows 1..2 of runs 0..2."""
+    env = _env(3, 4)
+    policy = _policies(3, (4, 3))[0][1]
+    whole = bm.simulate(policy, env, 4, n_runs=3, seed=SEED, new_instance_per_run=True)
+    part = bm.simulate(policy, env, 4, n_runs=2, seed=SEED, new_instance_per_run=True,
+                       first_run=1)
+    np.testing.assert_array_equal(part.arms, whole.arms[1:])
+    np.testing.assert_array_equal(part.regret, whole.regret[1:])
+
+
+@pytest.mark.parametrize("i", [0, 2], ids=["VITS-II", "LMC-TS"])
+def test_divergence_is_the_python_loops_error(i):
+    """A step far too large: the same DivergenceError (engine, lowest run, round, step
+    size, message) as the Python loop of ``vr.simulate``."""
+    env = _env(3, 4, zeta=1.0)
+    policy = _policies(3, (4, 3), step=50.0, hf_step=50.0, schedule="constant")[i][1]
+    with pytest.raises(DivergenceError) as want:
+        vr.simulate(policy, env, 30, n_runs=3, seed=SEED)
+    with pytest.raises(DivergenceError) as got:
+        bm.simulate(policy, env, 30, n_runs=3, seed=SEED)
+    w, g = want.value, got.value
+    assert (g.engine, g.run, g.round, g.step_size) == (w.engine, w.run, w.round, w.step_size)
+    assert str(g) == str(w)
+
+
+def test_vits_range_check_of_B_is_the_engines():
+    """VITS's second rule (``max |B|`` beyond 1e6 prior standard deviations) gives the
+    engine's error and detail: forced by lowering the engines' threshold (the same
+    threshold for both paths: each reads it from a fresh engine)."""
+    env = _env(3, 4)
+    policy = _policies(3, (4, 3))[0][1]
+    orig = vr.VITS.__init__
+
+    def low_threshold(self, *a, **k):
+        orig(self, *a, **k)
+        self._max_abs_B = 0.3  # the prior's B is I/sqrt(10) = 0.316 on the diagonal
+
+    pytest.MonkeyPatch.setattr(mp := pytest.MonkeyPatch(), vr.VITS, "__init__", low_threshold)
+    try:
+        with pytest.raises(DivergenceError) as want:
+            vr.simulate(policy, env, 3, n_runs=2, seed=SEED)
+        with pytest.raises(DivergenceError) as got:
+            bm.simulate(policy, env, 3, n_runs=2, seed=SEED)
+    finally:
+        mp.undo()
+    assert "left its stable range" in str(want.value)
+    assert str(got.value) == str(want.value)
+
+
+@pytest.mark.slow
+def test_fig2_mlp_two_runs_three_rounds_equals_python_loop():
+    """fig2's own MLP (20 -> 20 -> 20 -> 1, 861 parameters, K = 50), its three MLP
+    methods with fig2's hyperparameters, 2 runs x 3 rounds: arms and regret equal, states
+    within S d eps (2e-12; measured at most 3.5e-16)."""
+    from vits_ref.experiments.vits import fig2
+
+    env = vr.envs.pool(dim=fig2.DIM, n_arms=fig2.N_ARMS, zeta=0.1, reward="quadratic",
+                       seed=0)
+    for label, policy in fig2.policies():
+        if label == "LinTS":
+            assert not bm.supports(policy)
+            continue
+        assert bm.supports(policy)
+        _, _, worst = _compare(policy, env, 3, 2)
+        assert worst < 1e-13, (label, worst)
+
+
+def test_unsupported_policies_and_array_modules():
+    env = _env(3, 4)
+    with pytest.raises(ValueError, match="does not support this policy: .*linear"):
+        bm.simulate(vr.ThompsonSampling(vr.VITS(3)), env, 2)
+    with pytest.raises(ValueError, match="VITS-I"):
+        bm.simulate(vr.ThompsonSampling(vr.VITS(35, model=MLP(3, hidden=(4, 3)),
+                                                variant="I")), env, 2)
+    with pytest.raises(ValueError, match="not Thompson sampling"):
+        bm.simulate(vr.LinUCB(3), env, 2)
+    with pytest.raises(ValueError, match="general prior"):
+        net = MLP(3, hidden=(4, 3), prior_cov=np.ones(35))
+        bm.simulate(vr.ThompsonSampling(vr.VITS(35, model=net)), env, 2)
+    with pytest.raises(ValueError, match="kl_rounds"):
+        bm.simulate(_policies(3, (4, 3))[0][1], env, 2, kl_rounds=[1])
+    with pytest.raises(ValueError, match="'numpy' or 'cupy'"):
+        bm.array_module("torch")
+    assert bm.array_module("numpy") is np
+
+
+def test_cupy_missing_is_one_clear_error():
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        with pytest.raises(RuntimeError, match=r"pip install 'vits_ref\[cupy\]'"):
+            bm.array_module("cupy")
+    else:
+        pytest.skip("CuPy is installed")
+
+
+def test_flops_model_closed_form():
+    """Three 2 d^3 products per step, J^T J at 2 t d^2 per draw (VITS-II), 4 d^2 M for
+    the Hessian-free A; fig2's numbers: 3.83 GFLOP per VITS step of products."""
+    d, t = 861, 1000
+    assert bm.flops_per_round(d, t, 1) == 10 * (6 * d ** 3 + 2 * t * d * d)
+    assert bm.flops_per_round(d, t, 20, hessian=False) == 10 * (6 * d ** 3 + 80 * d * d)
+    assert bm.flops_per_round(d, t, 0) == 0
+    assert 6 * 861 ** 3 == pytest.approx(3.83e9, rel=1e-3)
+
+
+def _cupy_or_skip():
+    try:
+        xp = bm.array_module("cupy")
+    except RuntimeError as exc:
+        pytest.skip(str(exc))
+    return xp
+
+
+@pytest.mark.parametrize("i", [0, 1, 2], ids=["VITS-II", "HF", "LMC-TS"])
+def test_cupy_equals_python_loop(i):
+    """The same comparison on a GPU through CuPy (skipped without CuPy or a GPU)."""
+    xp = _cupy_or_skip()
+    env = _env(3, 4)
+    _compare(_policies(3, (4, 3))[i][1], env, 6, 2, xp=xp)
+
+
+def test_cupy_fig2_mlp_equals_python_loop():
+    """fig2's MLP on a GPU, 2 runs x 3 rounds (skipped without CuPy or a GPU)."""
+    xp = _cupy_or_skip()
+    from vits_ref.experiments.vits import fig2
+
+    env = vr.envs.pool(dim=fig2.DIM, n_arms=fig2.N_ARMS, zeta=1.0, reward="quadratic",
+                       seed=0)
+    for _label, policy in fig2.policies()[1:]:
+        _compare(policy, env, 3, 2, xp=xp)
