@@ -197,7 +197,7 @@ def plan(spec, T, d, K, n_runs, n_kl=0, free_device_bytes=None):
 
 def block_threads(d):
     """Threads of a run's block in the block layout: the multiple of 32 nearest ``d^2 / 4``,
-    between 32 and :data:`MAX_BLOCK_THREADS` (d = 20: 96; d <= 15: 32; d >= 32: 256).
+    between 32 and :data:`MAX_BLOCK_THREADS` (d = 20: 96; d <= 13: 32; d >= 32: 256).
 
     A VITS step is a chain of d x d products (d^2 output entries of d multiply-adds each)
     and vector updates (d entries), each closed by a barrier. With about d^2 / 4 threads

@@ -1,0 +1,280 @@
+"""The block-per-run CUDA driver (``vits_ref.drivers.cuda_coop.BlockRounds``) and the launch
+configuration by size (``vits_ref._cuda_simulate.layout_for``).
+
+Under Numba's CUDA simulator (a subprocess: ``NUMBA_ENABLE_CUDASIM=1`` must be set before
+Numba is imported), ``simulate(..., device="cuda")`` in the block layout equals
+``device="cpu"`` on the same seeds at tiny sizes (d = 3, K = 4, 2 runs x 6 rounds):
+
+* every fused policy with blocks of 1 thread (a block of one thread is the serial loop:
+  the machinery, whatever the piece), and every block-safe piece
+  (``cuda_coop.block_safe``) with blocks of 3 and 5 threads too, so that the barriers and
+  the split of every primitive are exercised (more threads than some vectors' entries at
+  d = 3);
+* in batches of 1 run and chunks of 2 rounds; with the state in shared memory (the
+  default at these sizes) and in global memory (a shared-memory budget of 0 bytes);
+* two diverging runs of one batch name the CPU's run, round and step size.
+
+"Equal" as in ``tests/test_simulate_cuda.py``: arms and the divergence equal, ``regret``
+bit-identical (a look-up of the pre-realised means at the played arm), ``kl`` to ``KL_TOL``
+relative. The simulator runs each primitive's entries in the serial loops' order, so the
+block layout equals the thread layout bit for bit; the tolerance is for the CPU side,
+whose products are BLAS calls.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import vits_ref as vr
+from vits_ref import _cuda_simulate
+from vits_ref.simulate import POLICY_NAMES, has_kl, make_policy
+
+# The CPU's products are BLAS calls, the simulator's the loops of kernels/linalg.py (and
+# their cooperative twins, which sum each entry in the same order): a few ulps per product,
+# ~1e-15 relative over these runs (tests/test_simulate_cuda.py measured 1.2e-15 at d = 3);
+# 1e-10 still catches any algorithmic difference (a different draw or step moves the KL by
+# 1e-3 or more).
+KL_TOL = 1e-10
+
+D, K, T, R = 3, 4, 6, 2
+KL_ROUNDS = [2, 5]
+FIRST_RUN = 1
+THREADS = (1, 3, 5)
+DIVERGE = {"policy": "vits-ii", "step_size": 0.0035, "schedule": "constant"}
+
+SCRIPT = textwrap.dedent("""
+    import json, sys, time, warnings
+    warnings.simplefilter("ignore")
+    import numpy as np
+    import vits_ref as vr
+    from vits_ref import _cuda_simulate as cs
+    from vits_ref.drivers import cuda_coop
+    from vits_ref.simulate import POLICY_NAMES, has_kl, make_policy
+
+    D, K, T, R, KL_ROUNDS, FIRST_RUN, THREADS, DIVERGE, out = json.loads(sys.argv[1])
+    env = vr.envs.pool(dim=D, n_arms=K, zeta=1.0, seed=1)
+    res, ran, times = {}, {}, {}
+
+    def run(name, key, **kw):
+        kl = KL_ROUNDS if has_kl(name) else None
+        t = time.perf_counter()
+        r = vr.simulate(name, env, T, R, seed=3, kl_rounds=kl, first_run=FIRST_RUN,
+                        device="cuda", **kw)
+        times[key] = time.perf_counter() - t
+        res[key + "/regret"], res[key + "/arms"] = r.regret, r.arms
+        if r.kl is not None:
+            res[key + "/kl"] = r.kl
+        return dict(cs.last_layout)
+
+    cs.LAYOUT = "block"
+    safe = {}
+    for name in POLICY_NAMES:
+        piece = make_policy(name, D).fused().piece
+        safe[name] = cuda_coop.block_safe(piece)[0]
+        ran[name] = []
+        for n in (THREADS if safe[name] else (1,)):
+            cs.BLOCK_THREADS = n
+            lay = run(name, f"{name}/{n}")
+            assert lay["layout"] == "block" and lay["threads_per_block"] == n, lay
+            ran[name].append([n, lay["shared"]])
+
+    # the block layout's own choice (BLOCK_THREADS unset): a block-safe piece gets
+    # SIMULATOR_BLOCK_THREADS threads here, one that is not 1 thread
+    cs.BLOCK_THREADS = None
+    default = {name: run(name, name + "/default") for name in ("vits-ii", "random")}
+    cs.LAYOUT = None
+    bysize = {name: run(name, name + "/bysize") for name in ("vits-ii", "lints")}
+
+    # the largest thread count that is correct for VITS-II now
+    vits_n = max(THREADS) if safe["vits-ii"] else 1
+    cs.LAYOUT, cs.BLOCK_THREADS = "block", vits_n
+    # batches of 1 run, chunks of 2 rounds (plan: 2 B n c <= HOST_BUDGET)
+    budget, min_chunk = cs.HOST_BUDGET, cs.MIN_CHUNK
+    cs.MIN_CHUNK = 2
+    spec = make_policy("vits-ii", D).fused(kl=True)
+    cs.HOST_BUDGET = 2 * 1 * 2 * cs.bytes_per_round(spec, D, K)
+    plan = cs.plan(spec, T, D, K, R, len(KL_ROUNDS))
+    calls = []
+    run("vits-ii", "chunked", progress=lambda done, n: calls.append([done, n]))
+    cs.HOST_BUDGET, cs.MIN_CHUNK = budget, min_chunk
+    # the state in global memory
+    cs.SHARED_BUDGET = 0
+    glob = run("vits-ii", "global")
+    cs.SHARED_BUDGET = None
+    # two runs of one batch diverge (runs 5 and 7 of 5..7, at rounds 9 and 7 on the CPU):
+    # one batch of 3 runs in chunks of 2 rounds, so run 7 diverges a chunk before run 5
+    pol = make_policy(DIVERGE["policy"], D, step_size=DIVERGE["step_size"],
+                      schedule=DIVERGE["schedule"])
+    cs.MIN_CHUNK = 2
+    cs.HOST_BUDGET = 2 * 3 * 2 * cs.bytes_per_round(pol.fused(), D, K)
+    try:
+        vr.simulate(pol, env, 10, 3, seed=3, first_run=5, device="cuda")
+        res["diverge"] = np.array([-1.0, -1.0, -1.0])
+    except vr.errors.DivergenceError as err:
+        res["diverge"] = np.array([err.run, err.round, err.step_size])
+    np.savez(out, **res)
+    print("RESULT" + json.dumps({"safe": safe, "ran": ran, "default": default,
+                                 "bysize": bysize, "plan": list(plan), "progress": calls,
+                                 "vits_n": vits_n, "global": glob,
+                                 "diverge_threads": vits_n, "times": times}))
+""")
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory):
+    """The block layout's results under the simulator, in a subprocess."""
+    try:
+        import numba_cuda  # noqa: F401
+    except ImportError:
+        pytest.skip("numba-cuda (the 'cuda' extra) is not installed")
+    out = str(tmp_path_factory.mktemp("coopsim") / "res.npz")
+    args = json.dumps([D, K, T, R, KL_ROUNDS, FIRST_RUN, THREADS, DIVERGE, out])
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    res = subprocess.run([sys.executable, "-c", SCRIPT, args], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert res.returncode == 0 and "RESULT" in res.stdout, res.stderr[-3000:]
+    info = json.loads(res.stdout.split("RESULT")[1])
+    with np.load(out) as f:
+        info["arrays"] = dict(f)
+    return info
+
+
+def _ref(name, **kw):
+    kl = KL_ROUNDS if has_kl(name) else None
+    return vr.simulate(name, vr.envs.pool(dim=D, n_arms=K, zeta=1.0, seed=1), T, R, seed=3,
+                       kl_rounds=kl, first_run=FIRST_RUN, **kw)
+
+
+def _assert_same(key, arrays, ref):
+    np.testing.assert_array_equal(arrays[key + "/arms"], ref.arms, err_msg=key)
+    np.testing.assert_array_equal(arrays[key + "/regret"], ref.regret, err_msg=key)
+    if ref.kl is not None:
+        got = arrays[key + "/kl"]
+        rel = np.abs(got - ref.kl) / (1.0 + np.abs(ref.kl))
+        assert rel.max(initial=0.0) < KL_TOL, (key, rel.max())
+
+
+@pytest.mark.parametrize("name", POLICY_NAMES)
+def test_block_layout_equals_cpu(simulated, name):
+    ref = _ref(name)
+    assert ref.regret.sum() > 0 and np.unique(ref.arms).size > 1  # not a trivial comparison
+    ran = simulated["ran"][name]
+    want = list(THREADS) if simulated["safe"][name] else [1]
+    assert [n for n, _ in ran] == want
+    for n, shared in ran:
+        # the state in dynamic shared memory at these sizes (a piece without state: none)
+        assert shared == (make_policy(name, D).fused().piece.state_size(D, K, 1) > 0)
+        _assert_same(f"{name}/{n}", simulated["arrays"], ref)
+
+
+def test_random_piece_is_block_safe(simulated):
+    """The random policy stores nothing outside the loop's outputs: it runs with several
+    threads whatever the state of the other pieces, so the multi-thread path is always
+    exercised."""
+    assert simulated["safe"]["random"]
+    assert [n for n, _ in simulated["ran"]["random"]] == list(THREADS)
+
+
+def test_layout_choice_under_simulator(simulated):
+    sim_n = _cuda_simulate.SIMULATOR_BLOCK_THREADS
+    d = simulated["default"]
+    assert d["random"]["threads_per_block"] == sim_n
+    want = sim_n if simulated["safe"]["vits-ii"] else 1
+    assert d["vits-ii"]["layout"] == "block" and d["vits-ii"]["threads_per_block"] == want
+    b = simulated["bysize"]
+    assert b["lints"]["layout"] == "thread" and "O(K d + d^2)" in b["lints"]["reason"]
+    if simulated["safe"]["vits-ii"]:
+        assert b["vits-ii"]["layout"] == "block"
+        assert b["vits-ii"]["threads_per_block"] == sim_n
+    else:  # not block-safe: one run per thread, and the report says why
+        assert b["vits-ii"]["layout"] == "thread" and "not block-safe" in b["vits-ii"]["reason"]
+    arrays = simulated["arrays"]
+    for key in ("vits-ii/default", "vits-ii/bysize", "random/default", "lints/bysize"):
+        _assert_same(key, arrays, _ref(key.split("/")[0]))
+
+
+def test_chunks_batches_and_global_memory(simulated):
+    ref = _ref("vits-ii")
+    assert simulated["plan"] == [1, 2]  # batches of 1 run, chunks of 2 rounds
+    _assert_same("chunked", simulated["arrays"], ref)
+    assert simulated["progress"] == [[1, R], [2, R]]
+    g = simulated["global"]
+    assert g["shared"] is False and g["threads_per_block"] == simulated["vits_n"]
+    _assert_same("global", simulated["arrays"], ref)
+
+
+def test_divergence_matches_cpu(simulated):
+    """Runs 5 and 7 of runs 5..7 diverge on the CPU (rounds 9 and 7); the block layout, one
+    batch in chunks of 2 rounds, names the CPU's run, round and step size."""
+    pol = make_policy(DIVERGE["policy"], D, step_size=DIVERGE["step_size"],
+                      schedule=DIVERGE["schedule"])
+    with pytest.raises(vr.errors.DivergenceError) as info:
+        vr.simulate(pol, vr.envs.pool(dim=D, n_arms=K, zeta=1.0, seed=1), 10, 3, seed=3,
+                    first_run=5)
+    err = info.value
+    assert [err.run, err.round] == [5, 9]
+    assert simulated["arrays"]["diverge"].tolist() == [err.run, err.round, err.step_size]
+
+
+# --------------------------------------------------------------------------- in process
+
+
+def test_block_threads_by_size():
+    bt = _cuda_simulate.block_threads
+    assert bt(20) == 96  # d^2 / 4 = 100: 3 warps
+    assert [bt(d) for d in (1, 3, 10, 13)] == [32] * 4 and bt(14) == 64  # at least a warp
+    assert bt(32) == 256 and bt(60) == _cuda_simulate.MAX_BLOCK_THREADS
+    assert all(bt(d) % 32 == 0 and bt(d) <= bt(d + 1) for d in range(1, 80))
+
+
+def test_layout_for(monkeypatch):
+    pytest.importorskip("numba_cuda")
+    from vits_ref.drivers import cuda_coop
+
+    cs = _cuda_simulate
+    lints, vits, rnd = (make_policy(n, 20).fused() for n in ("lints", "vits-ii", "random"))
+    assert cs.layout_for(lints, 20) == ("thread", cs.THREADS_PER_BLOCK)
+    vits_safe = cuda_coop.block_safe(vits.piece)[0]
+    n = min(96, cs.SIMULATOR_BLOCK_THREADS) if cs.simulator_enabled() else 96
+    assert cs.layout_for(vits, 20) == (("block", n) if vits_safe
+                                       else ("thread", cs.THREADS_PER_BLOCK))
+    monkeypatch.setattr(cs, "LAYOUT", "thread")
+    assert cs.layout_for(vits, 20) == ("thread", cs.THREADS_PER_BLOCK)
+    monkeypatch.setattr(cs, "LAYOUT", "block")
+    assert cs.layout_for(rnd, 20)[0] == "block"
+    assert cs.layout_for(lints, 20) == ("block", 1 if not cuda_coop.block_safe(
+        lints.piece)[0] else cs.layout_for(rnd, 20)[1])
+    monkeypatch.setattr(cs, "BLOCK_THREADS", 7)
+    assert cs.layout_for(lints, 20) == ("block", 7)
+    monkeypatch.setattr(cs, "LAYOUT", "blocks")
+    with pytest.raises(ValueError, match="LAYOUT must be None, 'thread' or 'block'"):
+        cs.layout_for(lints, 20)
+
+
+def test_block_safe_names_the_racing_stores():
+    pytest.importorskip("numba_cuda")
+    from vits_ref.kernels import bandit
+
+    from vits_ref.drivers import cuda_coop
+
+    # the loop's own outputs are benign: the random piece has no other store
+    assert cuda_coop.block_safe(bandit.RANDOM) == (True, [])
+    assert cuda_coop.serial_shared_writes(bandit.make_bandit_rounds(bandit.RANDOM))
+
+    def racing(params, state, X, noise):  # an in-place update outside a primitive
+        state[0][0] += 1.0
+        return 0
+
+    racing.__module__ = "vits_ref.kernels.fake"
+    piece = bandit.BanditPiece("fake", bandit.RANDOM.state_size, bandit.RANDOM.views,
+                               bandit.RANDOM.init, racing, bandit.RANDOM.update,
+                               bandit.RANDOM.kl)
+    safe, stores = cuda_coop.block_safe(piece)
+    assert not safe and [s[2] for s in stores] == ["state[0][0] += 1.0"]
+    with pytest.raises(ValueError, match="'fake' piece is not block-safe"):
+        cuda_coop.BlockRounds(piece, (), 2, 3, 3, 4, 1, [], threads_per_block=3)
