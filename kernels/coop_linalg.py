@@ -276,6 +276,268 @@ def inv_transpose(b, out, work):
     return True
 
 
+@kernel
+def cholesky(a, out):
+    """Lower Cholesky factor of ``a`` into ``out`` (:func:`.linalg.cholesky`'s arithmetic):
+    column by column, the diagonal in every thread (reads only; a non-SPD ``a`` returns
+    False in every thread), the rows below it and the zeros above it split over the block."""
+    _sync()
+    d = a.shape[0]
+    t, nt = _tid(), _nthreads()
+    for j in range(d):
+        _sync()  # column j - 1 is complete
+        s = a[j, j]
+        for k in range(j):
+            s -= out[j, k] * out[j, k]
+        if not s > 0.0:
+            _sync()
+            return False
+        ljj = math.sqrt(s)
+        if t == 0:
+            out[j, j] = ljj
+        for i in range(j + 1 + t, d, nt):
+            s = a[i, j]
+            for k in range(j):
+                s -= out[i, k] * out[j, k]
+            out[i, j] = s / ljj
+        for i in range(t, j, nt):
+            out[i, j] = 0.0
+    _sync()
+    return True
+
+
+# ----------------------------------------------------------------- in-place updates
+# Element-wise: every entry is read and written by one thread, so the output may be the
+# input where the serial loop allows it.
+
+
+@kernel
+def fill_vec(x, value):
+    """``x[:] = value``."""
+    _sync()
+    for i in range(_tid(), x.shape[0], _nthreads()):
+        x[i] = value
+    _sync()
+
+
+@kernel
+def scaled_identity(a, s):
+    """``a = s I``."""
+    _sync()
+    d = a.shape[0]
+    for e in range(_tid(), d * d, _nthreads()):
+        i = e // d
+        j = e - i * d
+        a[i, j] = s if i == j else 0.0
+    _sync()
+
+
+@kernel
+def copy_mat(a, out):
+    """``out[:, :] = a``."""
+    _sync()
+    n, m = a.shape
+    for e in range(_tid(), n * m, _nthreads()):
+        i = e // m
+        j = e - i * m
+        out[i, j] = a[i, j]
+    _sync()
+
+
+@kernel
+def div_vec(x, s, out):
+    """``out = x / s``."""
+    _sync()
+    for i in range(_tid(), x.shape[0], _nthreads()):
+        out[i] = x[i] / s
+    _sync()
+
+
+@kernel
+def div_mat(a, s, out):
+    """``out = a / s``."""
+    _sync()
+    n, m = a.shape
+    for e in range(_tid(), n * m, _nthreads()):
+        i = e // m
+        j = e - i * m
+        out[i, j] = a[i, j] / s
+    _sync()
+
+
+@kernel
+def add_vec(x, y):
+    """``y += x``."""
+    _sync()
+    for i in range(_tid(), x.shape[0], _nthreads()):
+        y[i] += x[i]
+    _sync()
+
+
+@kernel
+def sub_vec(x, y):
+    """``y -= x``."""
+    _sync()
+    for i in range(_tid(), x.shape[0], _nthreads()):
+        y[i] -= x[i]
+    _sync()
+
+
+@kernel
+def sub_mat(x, y):
+    """``y -= x``."""
+    _sync()
+    n, m = x.shape
+    for e in range(_tid(), n * m, _nthreads()):
+        i = e // m
+        j = e - i * m
+        y[i, j] -= x[i, j]
+    _sync()
+
+
+@kernel
+def axpy_vec(alpha, x, y):
+    """``y += alpha x``."""
+    _sync()
+    for i in range(_tid(), x.shape[0], _nthreads()):
+        y[i] += alpha * x[i]
+    _sync()
+
+
+@kernel
+def axpy_mat(alpha, x, y):
+    """``y += alpha x``."""
+    _sync()
+    n, m = x.shape
+    for e in range(_tid(), n * m, _nthreads()):
+        i = e // m
+        j = e - i * m
+        y[i, j] += alpha * x[i, j]
+    _sync()
+
+
+@kernel
+def add_axpby_vec(alpha, x, beta, y, z):
+    """``z += alpha x + beta y``."""
+    _sync()
+    for i in range(_tid(), x.shape[0], _nthreads()):
+        z[i] += alpha * x[i] + beta * y[i]
+    _sync()
+
+
+@kernel
+def add_scaled_diff_mat(h, x, y, b):
+    """``b += h (x - y)``."""
+    _sync()
+    n, m = b.shape
+    for e in range(_tid(), n * m, _nthreads()):
+        i = e // m
+        j = e - i * m
+        b[i, j] += h * (x[i, j] - y[i, j])
+    _sync()
+
+
+@kernel
+def add_scaled_diff_t_mat(h, x, y, b):
+    """``b += h (x^T - y)``."""
+    _sync()
+    n, m = b.shape
+    for e in range(_tid(), n * m, _nthreads()):
+        i = e // m
+        j = e - i * m
+        b[i, j] += h * (x[j, i] - y[i, j])
+    _sync()
+
+
+@kernel
+def add_rows(v, a):
+    """``a[m] += v`` for every row."""
+    _sync()
+    n, d = a.shape
+    for e in range(_tid(), n * d, _nthreads()):
+        m = e // d
+        i = e - m * d
+        a[m, i] += v[i]
+    _sync()
+
+
+@kernel
+def sub_rows(v, a):
+    """``a[m] -= v`` for every row."""
+    _sync()
+    n, d = a.shape
+    for e in range(_tid(), n * d, _nthreads()):
+        m = e // d
+        i = e - m * d
+        a[m, i] -= v[i]
+    _sync()
+
+
+@kernel
+def mean_rows(a, out):
+    """``out = mean_m a[m]``, the columns split over the block (each summed in row order)."""
+    _sync()
+    M, d = a.shape
+    for i in range(_tid(), d, _nthreads()):
+        s = 0.0
+        for m in range(M):
+            s += a[m, i]
+        out[i] = s / M
+    _sync()
+
+
+@kernel
+def add_outer(alpha, x, y, a):
+    """``a += alpha x y^T``."""
+    _sync()
+    n, m = a.shape
+    for e in range(_tid(), n * m, _nthreads()):
+        i = e // m
+        j = e - i * m
+        a[i, j] += (alpha * x[i]) * y[j]
+    _sync()
+
+
+@kernel
+def sub_outer_div(x, y, s, a):
+    """``a -= x y^T / s``."""
+    _sync()
+    n, m = a.shape
+    for e in range(_tid(), n * m, _nthreads()):
+        i = e // m
+        j = e - i * m
+        a[i, j] -= x[i] * y[j] / s
+    _sync()
+
+
+@kernel
+def symmetrize(a):
+    """``a <- (a + a^T) / 2``: each pair ``(i, j), i < j`` read and written by one thread."""
+    _sync()
+    d = a.shape[0]
+    for e in range(_tid(), d * d, _nthreads()):
+        i = e // d
+        j = e - i * d
+        if j > i:
+            s = 0.5 * (a[i, j] + a[j, i])
+            a[i, j] = s
+            a[j, i] = s
+    _sync()
+
+
+@kernel
+def add_sqrt_rowdots(alpha, x, y, out):
+    """``out_a += alpha sqrt(max(x_a . y_a, 0))``, the rows split over the block."""
+    _sync()
+    K, d = x.shape
+    for a in range(_tid(), K, _nthreads()):
+        q = 0.0
+        for i in range(d):
+            q += x[a, i] * y[a, i]
+        out[a] += alpha * math.sqrt(max(q, 0.0))
+    _sync()
+
+
 #: :mod:`.linalg`'s primitives and their cooperative versions (what ``rebind`` swaps).
 REPLACEMENTS = {
     linalg.gemm_nn: gemm_nn,
@@ -288,4 +550,25 @@ REPLACEMENTS = {
     linalg.solve_lower_t: solve_lower_t,
     linalg.chol_rank1_update: chol_rank1_update,
     linalg.inv_transpose: inv_transpose,
+    linalg.cholesky: cholesky,
+    linalg.fill_vec: fill_vec,
+    linalg.scaled_identity: scaled_identity,
+    linalg.copy_mat: copy_mat,
+    linalg.div_vec: div_vec,
+    linalg.div_mat: div_mat,
+    linalg.add_vec: add_vec,
+    linalg.sub_vec: sub_vec,
+    linalg.sub_mat: sub_mat,
+    linalg.axpy_vec: axpy_vec,
+    linalg.axpy_mat: axpy_mat,
+    linalg.add_axpby_vec: add_axpby_vec,
+    linalg.add_scaled_diff_mat: add_scaled_diff_mat,
+    linalg.add_scaled_diff_t_mat: add_scaled_diff_t_mat,
+    linalg.add_rows: add_rows,
+    linalg.sub_rows: sub_rows,
+    linalg.mean_rows: mean_rows,
+    linalg.add_outer: add_outer,
+    linalg.sub_outer_div: sub_outer_div,
+    linalg.symmetrize: symmetrize,
+    linalg.add_sqrt_rowdots: add_sqrt_rowdots,
 }

@@ -4,7 +4,15 @@ import math
 
 from vits_ref.config import kernel
 
-from .linalg import cholesky, gemm_nt, gemm_tn, log_abs_det_chol, solve_lower, solve_lower_t
+from .linalg import (
+    cholesky,
+    gemm_nt,
+    gemm_tn,
+    log_abs_det_chol,
+    solve_lower,
+    solve_lower_t,
+    sub_vec,
+)
 
 
 @kernel
@@ -31,8 +39,7 @@ def kl_to_linear_posterior(mu, B, V, b, eta, Lv, Ls, W, v1):
             tr += W[i, j] * W[i, j]
     solve_lower(Lv, b, v1)
     solve_lower_t(Lv, v1, v1)
-    for i in range(d):
-        v1[i] -= mu[i]
+    sub_vec(mu, v1)
     quad = 0.0
     for i in range(d):
         s = 0.0

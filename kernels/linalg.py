@@ -409,3 +409,181 @@ def all_finite_mat(a):
         for j in range(a.shape[1]):
             s += a[i, j] * 0.0
     return s == 0.0
+
+
+# --------------------------------------------------------------------------- in-place updates
+#
+# The bodies' element-wise stores, each written once here as the loop it replaces, so that
+# a body stores into its state only through primitives: :mod:`.coop_linalg` has a
+# block-cooperative twin of each (same arithmetic per entry), which is what lets a CUDA
+# block run a whole body with every thread on shared state (docs/cuda.md, "Cooperative
+# kernels"). ``y -= a x`` is written ``axpy(-a, x, y)``: ``y + (-a) x`` and ``y - a x``
+# are the same IEEE operation, bit for bit.
+
+
+@kernel
+def fill_vec(x, value):
+    """``x[:] = value``."""
+    for i in range(x.shape[0]):
+        x[i] = value
+
+
+@kernel
+def scaled_identity(a, s):
+    """``a = s I`` (square ``a``)."""
+    d = a.shape[0]
+    for i in range(d):
+        for j in range(d):
+            a[i, j] = s if i == j else 0.0
+
+
+@kernel
+def copy_mat(a, out):
+    """``out[:, :] = a``."""
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[i, j] = a[i, j]
+
+
+@kernel
+def div_vec(x, s, out):
+    """``out = x / s`` (a division per entry, not a product by ``1/s``); ``out`` may be ``x``."""
+    for i in range(x.shape[0]):
+        out[i] = x[i] / s
+
+
+@kernel
+def div_mat(a, s, out):
+    """``out = a / s`` (a division per entry); ``out`` may be ``a``."""
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[i, j] = a[i, j] / s
+
+
+@kernel
+def add_vec(x, y):
+    """``y += x``."""
+    for i in range(x.shape[0]):
+        y[i] += x[i]
+
+
+@kernel
+def sub_vec(x, y):
+    """``y -= x``."""
+    for i in range(x.shape[0]):
+        y[i] -= x[i]
+
+
+@kernel
+def sub_mat(x, y):
+    """``y -= x`` (matrices)."""
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            y[i, j] -= x[i, j]
+
+
+@kernel
+def axpy_vec(alpha, x, y):
+    """``y += alpha x``."""
+    for i in range(x.shape[0]):
+        y[i] += alpha * x[i]
+
+
+@kernel
+def axpy_mat(alpha, x, y):
+    """``y += alpha x`` (matrices)."""
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            y[i, j] += alpha * x[i, j]
+
+
+@kernel
+def add_axpby_vec(alpha, x, beta, y, z):
+    """``z += alpha x + beta y`` (each entry ``z_i + ((alpha x_i) + (beta y_i))``)."""
+    for i in range(x.shape[0]):
+        z[i] += alpha * x[i] + beta * y[i]
+
+
+@kernel
+def add_scaled_diff_mat(h, x, y, b):
+    """``b += h (x - y)`` (matrices; ``b`` may be neither ``x`` nor ``y``)."""
+    for i in range(b.shape[0]):
+        for j in range(b.shape[1]):
+            b[i, j] += h * (x[i, j] - y[i, j])
+
+
+@kernel
+def add_scaled_diff_t_mat(h, x, y, b):
+    """``b += h (x^T - y)`` (square matrices; ``b`` may be neither ``x`` nor ``y``)."""
+    for i in range(b.shape[0]):
+        for j in range(b.shape[1]):
+            b[i, j] += h * (x[j, i] - y[i, j])
+
+
+@kernel
+def add_rows(v, a):
+    """``a[m] += v`` for every row ``m``."""
+    for m in range(a.shape[0]):
+        for i in range(a.shape[1]):
+            a[m, i] += v[i]
+
+
+@kernel
+def sub_rows(v, a):
+    """``a[m] -= v`` for every row ``m``."""
+    for m in range(a.shape[0]):
+        for i in range(a.shape[1]):
+            a[m, i] -= v[i]
+
+
+@kernel
+def mean_rows(a, out):
+    """``out = mean_m a[m]``: each entry summed from 0 over the rows in order, then divided
+    by the number of rows; ``out`` must not overlap ``a``."""
+    M, d = a.shape
+    for i in range(d):
+        s = 0.0
+        for m in range(M):
+            s += a[m, i]
+        out[i] = s / M
+
+
+@kernel
+def add_outer(alpha, x, y, a):
+    """``a += alpha x y^T``, each entry ``a_ij + (alpha x_i) y_j`` (``alpha = 1``: ``x_i y_j``)."""
+    for i in range(a.shape[0]):
+        axi = alpha * x[i]
+        for j in range(a.shape[1]):
+            a[i, j] += axi * y[j]
+
+
+@kernel
+def sub_outer_div(x, y, s, a):
+    """``a -= x y^T / s``, each entry ``a_ij - (x_i y_j) / s``."""
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            a[i, j] -= x[i] * y[j] / s
+
+
+@kernel
+def symmetrize(a):
+    """``a <- (a + a^T) / 2`` (square ``a``; the diagonal untouched)."""
+    d = a.shape[0]
+    for i in range(d):
+        for j in range(i + 1, d):
+            s = 0.5 * (a[i, j] + a[j, i])
+            a[i, j] = s
+            a[j, i] = s
+
+
+@kernel
+def add_sqrt_rowdots(alpha, x, y, out):
+    """``out_a += alpha sqrt(max(x_a . y_a, 0))`` for every row ``a`` of ``x`` and ``y``
+    (with ``y = x inv(V)``: ``alpha |x_a|_{inv(V)}``, LinUCB's width); the dot product
+    summed in order from 0."""
+    K, d = x.shape
+    for a in range(K):
+        q = 0.0
+        for i in range(d):
+            q += x[a, i] * y[a, i]
+        out[a] += alpha * math.sqrt(max(q, 0.0))

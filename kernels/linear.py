@@ -17,7 +17,22 @@ update needs anyway (two BLAS calls fewer per step), and ``A`` is ``eta V`` itse
 
 from vits_ref.config import kernel
 
-from .linalg import gemm_nn, gemm_nt, gemv, half_quadratic
+from .linalg import (
+    add_outer,
+    add_rows,
+    add_vec,
+    axpy_vec,
+    copy_mat,
+    fill_vec,
+    gemm_nn,
+    gemm_nt,
+    gemv,
+    half_quadratic,
+    mean_rows,
+    scaled_identity,
+    sub_rows,
+    sub_vec,
+)
 from .potential import VARIANT_HF_CV, Potential, is_hessian_free, linear_scores
 
 
@@ -26,47 +41,33 @@ def stats_add(V, b, etaV, eta_b, x, r, eta, track):
     """``b += r x``; with ``track`` also ``V += x x^T``, ``eta V``, ``eta b`` (one observation).
 
     Policies that never need ``V`` (LinTS and LinUCB keep their own factor or inverse)
-    pass ``track=False`` unless a KL diagnostic is recorded.
+    pass ``track=False`` unless a KL diagnostic is recorded. Stores only through
+    primitives (block-safe): ``eta_b += (eta r) x``, ``etaV += (eta x_i) x_j``.
     """
-    d = x.shape[0]
-    for i in range(d):
-        b[i] += r * x[i]
+    axpy_vec(r, x, b)
     if track:
-        er = eta * r  # (eta r) x_i and (eta x_i) x_j: the products' order, hoisted
-        for i in range(d):
-            eta_b[i] += er * x[i]
-            xi = x[i]
-            exi = eta * xi
-            for j in range(d):
-                V[i, j] += xi * x[j]
-                etaV[i, j] += exi * x[j]
+        axpy_vec(eta * r, x, eta_b)
+        add_outer(1.0, x, x, V)
+        add_outer(eta, x, x, etaV)
 
 
 @kernel(inline=True)
 def stats_init(V, b, etaV, eta_b, lam, eta):
     """The default prior's statistics: ``V = lam I``, ``b = 0`` (and scaled by ``eta``)."""
-    d = b.shape[0]
-    for i in range(d):
-        b[i] = 0.0
-        eta_b[i] = 0.0
-        for j in range(d):
-            V[i, j] = lam if i == j else 0.0
-            etaV[i, j] = eta * lam if i == j else 0.0
+    fill_vec(b, 0.0)
+    fill_vec(eta_b, 0.0)
+    scaled_identity(V, lam)
+    scaled_identity(etaV, eta * lam)
 
 
 @kernel(inline=True)
 def grads_hessian(data, thetas, want_hessian, G, H, scratch):
     """``G[m] = eta V theta_m - eta b``; ``H = eta V`` (a copy) when wanted."""
     etaV, eta_b = data[0], data[1]
-    M, d = thetas.shape
     gemm_nt(thetas, etaV, G)  # (etaV theta_m)^T, etaV symmetric
-    for m in range(M):
-        for i in range(d):
-            G[m, i] -= eta_b[i]
+    sub_rows(eta_b, G)
     if want_hessian:
-        for i in range(d):
-            for j in range(d):
-                H[i, j] = etaV[i, j]
+        copy_mat(etaV, H)
 
 
 @kernel(inline=True)
@@ -80,8 +81,7 @@ def grad(data, theta, out, H, scratch):
     """``out = eta V theta - eta b`` (one BLAS matrix-vector product)."""
     etaV, eta_b = data[0], data[1]
     gemv(etaV, theta, out)
-    for i in range(theta.shape[0]):
-        out[i] -= eta_b[i]
+    sub_vec(eta_b, out)
 
 
 @kernel
@@ -92,45 +92,33 @@ def linear_draws(mu, B, etaV, eta_b, eps, Z, G, g):
     ``eta (V theta_j - b)`` (``etaV`` symmetric), and ``g`` their mean. ``Z`` is returned
     as ``(theta_j) - mu`` recomputed from the draws (what the Hessian-free estimator uses).
     """
-    M, d = eps.shape
     gemm_nt(eps, B, Z)
-    for m in range(M):
-        for i in range(d):
-            Z[m, i] += mu[i]
+    add_rows(mu, Z)  # the draws theta_j
     gemm_nt(Z, etaV, G)  # (etaV theta_j)^T, etaV symmetric
-    for i in range(d):
-        g[i] = 0.0
-    for m in range(M):
-        for i in range(d):
-            G[m, i] -= eta_b[i]
-            g[i] += G[m, i]
-            Z[m, i] -= mu[i]  # back to theta_j - mu for the Hessian-free estimator
-    for i in range(d):
-        g[i] /= M
+    sub_rows(eta_b, G)
+    mean_rows(G, g)
+    sub_rows(mu, Z)  # back to theta_j - mu for the Hessian-free estimator
 
 
 @kernel(inline=True)
 def vits_inputs(data, variant, mu, B, eps, Z, T, G, g, H, W1, gmu, scratch):
-    """The VITS step's inputs on the linear potential (see the module docstring)."""
+    """The VITS step's inputs on the linear potential (see the module docstring).
+
+    VITS-I/II leave ``eta V mu - eta b`` in ``G[0]`` and the mean of the ``eps_j`` in ``Z[0]``.
+    """
     etaV, eta_b = data[0], data[1]
-    M, d = eps.shape
     if is_hessian_free(variant):
         linear_draws(mu, B, etaV, eta_b, eps, Z, G, g)
         if variant == VARIANT_HF_CV:
             gemv(etaV, mu, gmu)
-            for i in range(d):
-                gmu[i] -= eta_b[i]
+            sub_vec(eta_b, gmu)
         return etaV
     gemm_nn(etaV, B, W1)
-    for i in range(d):
-        e = 0.0
-        for m in range(M):
-            e += eps[m, i]
-        Z[0, i] = e / M
+    mean_rows(eps, Z[0])
     gemv(W1, Z[0], g)
     gemv(etaV, mu, G[0])
-    for i in range(d):
-        g[i] += G[0, i] - eta_b[i]
+    sub_vec(eta_b, G[0])
+    add_vec(G[0], g)  # g + (eta V mu - eta b), the serial loop's order
     return etaV
 
 

@@ -12,7 +12,16 @@ from vits_ref.config import kernel
 
 from .bandit import BanditPiece, argmax
 from .diagnostics import kl_to_linear_posterior
-from .linalg import chol_rank1_update, gemv, inv_transpose, solve_lower, solve_lower_t
+from .linalg import (
+    axpy_vec,
+    chol_rank1_update,
+    div_mat,
+    gemv,
+    inv_transpose,
+    scaled_identity,
+    solve_lower,
+    solve_lower_t,
+)
 from .linear import stats_add, stats_init
 from .views import take, take2, take3
 
@@ -21,9 +30,7 @@ from .views import take, take2, take3
 def lints_draw(L, b, eta, z, out):
     """One exact posterior draw from the Cholesky factor: ``out = L^-T (L^-1 b + z/sqrt(eta))``."""
     solve_lower(L, b, out)
-    s = 1.0 / math.sqrt(eta)
-    for i in range(out.shape[0]):
-        out[i] += s * z[i]
+    axpy_vec(1.0 / math.sqrt(eta), z, out)
     solve_lower_t(L, out, out)
 
 
@@ -55,12 +62,8 @@ def init(params, state, init_noise):
     """``F = sqrt(lam) I`` (the factor of ``V = lam I``), statistics at the prior."""
     eta, lam = params[0], params[1]
     F, V, etaV, vecs = state[0], state[1], state[2], state[5]
-    d = F.shape[0]
     stats_init(V, vecs[0], etaV, vecs[1], lam, eta)
-    for i in range(d):
-        for j in range(d):
-            F[i, j] = 0.0
-        F[i, i] = math.sqrt(lam)
+    scaled_identity(F, math.sqrt(lam))
 
 
 @kernel(inline=True)
@@ -90,10 +93,7 @@ def kl(params, state):
     F, V, mats, work2d, vecs = state[0], state[1], state[3], state[4], state[5]
     S = mats[0]
     inv_transpose(F, S, work2d)
-    d = F.shape[0]
-    for i in range(d):
-        for j in range(d):
-            S[i, j] /= math.sqrt(eta)
+    div_mat(S, math.sqrt(eta), S)
     m = vecs[5]
     solve_lower(F, vecs[0], m)
     solve_lower_t(F, m, m)
