@@ -250,3 +250,54 @@ def test_cupy_fig2_mlp_equals_python_loop():
                        seed=0)
     for _label, policy in fig2.policies()[1:]:
         _compare(policy, env, 3, 2, xp=xp)
+
+
+# --------------------------------------------------------------------------- vits-fig2
+
+
+def _fig2_entries(tmp_path, name, methods, **kw):
+    from vits_ref.experiments import _chunks
+    from vits_ref.experiments.vits import fig2
+
+    with _chunks.session(quiet=True):
+        res = fig2.run(runs=2, rounds=3, seed=0, out=str(tmp_path / name), methods=methods,
+                       **kw)
+    return {(e["panel"], e["method"]): e["final_regrets"] for e in res["results"]}
+
+
+def test_fig2_batched_numpy_equals_default(tmp_path):
+    """``fig2.run(batched=True)`` (the batched NumPy path through ``run_panels``'
+    ``simulate_fn``) gives the default's final regrets (LinTS and LMC-TS here: the VITS
+    methods cost seconds a round at d = 861; the slow test below runs them)."""
+    methods = ["LinTS", "LMC-TS"]
+    want = _fig2_entries(tmp_path, "cpu", methods)
+    got = _fig2_entries(tmp_path, "batched", methods, batched=True)
+    assert got == want and len(got) == 4
+
+
+@pytest.mark.slow
+def test_fig2_batched_numpy_equals_default_all_methods(tmp_path):
+    want = _fig2_entries(tmp_path, "cpu", None)
+    got = _fig2_entries(tmp_path, "batched", None, batched=True)
+    assert got == want and len(got) == 8
+
+
+def test_fig2_device_cuda_without_cupy_fails_before_any_work(tmp_path):
+    """``--device cuda`` without CuPy (or a GPU): one line, before any chunk is written."""
+    import subprocess
+    import sys
+
+    try:
+        bm.array_module("cupy")
+    except RuntimeError:
+        pass
+    else:
+        pytest.skip("CuPy and a GPU are present")
+    out = tmp_path / "f2"
+    res = subprocess.run([sys.executable, "-m", "vits_ref", "run", "vits-fig2", "--device",
+                          "cuda", "--out", str(out)], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode != 0
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "needs CuPy" in lines[0], res.stderr
+    assert not (out / "chunks").exists() and not (out / "summary.json").exists()

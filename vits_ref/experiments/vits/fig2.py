@@ -37,11 +37,13 @@ figure's two claims only at the paper's size (50 runs x 1000 rounds, about 28 CP
 here); below it, they are "not testable here" with the small run's numbers given.
 """
 
+from ... import _batched_mlp
 from ...envs import pool
 from ...inference import VITS, Langevin, LinTS
 from ...models import MLP
 from ...policies import ThompsonSampling
-from .. import _claims
+from ...simulate import simulate
+from .. import _chunks, _claims
 from .._common import regret_table, run_panels
 from .._paired import format_difference, pair, paired_difference, panel_entries
 
@@ -77,18 +79,55 @@ def policies():
             ("LMC-TS", ThompsonSampling(Langevin(net.dim, **common)))]
 
 
+def simulate_cuda(policy, env, n_rounds, **kwargs):
+    """``--device cuda``: the MLP methods on the batched path with CuPy
+    (:mod:`vits_ref._batched_mlp`, a chunk of runs one batch), LinTS on the CPU (its fused
+    loop, as with ``--device cpu``). :func:`vits_ref.simulate`'s arguments and result."""
+    return _simulate_batched(policy, env, n_rounds, "cupy", kwargs)
+
+
+def simulate_numpy_batched(policy, env, n_rounds, **kwargs):
+    """``run(batched=True)`` on the CPU: the MLP methods on the batched path with NumPy,
+    LinTS as with ``--device cpu``. The same arms and regret as the Python loop."""
+    return _simulate_batched(policy, env, n_rounds, "numpy", kwargs)
+
+
+def _simulate_batched(policy, env, n_rounds, array, kwargs):
+    if _batched_mlp.supports(policy):
+        return _batched_mlp.simulate(policy, env, n_rounds, array=array, **kwargs)
+    return simulate(policy, env, n_rounds, **{**kwargs, "device": "cpu"})
+
+
 def run(runs=None, rounds=None, seed=0, out="results/vits-fig2", progress=None,
-        methods=None, n_jobs=1, paper=False):
+        methods=None, n_jobs=1, paper=False, batched=False):
     """Run both panels; writes ``curves.csv``, ``summary.json``, ``regret.png``.
 
     ``runs``/``rounds`` default to the small :data:`DEFAULTS` (under 2 minutes on 2 cores),
     or with ``paper=True`` to the paper's :data:`PAPER_RUNS` x :data:`PAPER_ROUNDS` (about
     28 CPU-hours here); explicit values win over both.
+
+    Under a session with ``device="cuda"`` (``--device cuda``) the MLP methods run on the
+    batched path with CuPy (:func:`simulate_cuda`; a RuntimeError before any work without
+    CuPy or a GPU); ``batched=True`` runs them on the batched path with NumPy on the CPU
+    (:func:`simulate_numpy_batched`). Either way the arms and regret are those of the
+    Python loop (``tests/test_batched_mlp.py``).
     """
     if runs is None:
         runs = PAPER_RUNS if paper else DEFAULT_RUNS
     if rounds is None:
         rounds = PAPER_ROUNDS if paper else DEFAULT_ROUNDS
+    simulate_fn = None
+    if _chunks.current().device == "cuda":
+        _batched_mlp.array_module("cupy")  # no CuPy or no GPU: one line, before any work
+        simulate_fn = simulate_cuda
+    elif batched:
+        simulate_fn = simulate_numpy_batched
+    if progress and simulate_fn is not None:
+        lib = "CuPy" if simulate_fn is simulate_cuda else "NumPy"
+        batch = min(runs, _chunks.current().chunk_runs)
+        progress(f"the MLP methods run batched with {lib}: batches of {batch} runs (one "
+                 f"per chunk of runs; --chunk-runs {runs} makes it one batch of {runs} "
+                 f"per method and panel); LinTS on the CPU")
     if progress:
         progress(f"planned: 4 methods x {len(ZETAS)} zetas x {runs} runs x {rounds} rounds; "
                  f"a VITS-II round about 0.4 s and a Hessian-free one about 0.55 s on "
@@ -102,7 +141,7 @@ def run(runs=None, rounds=None, seed=0, out="results/vits-fig2", progress=None,
                       title=f"Quadratic pool bandit ({runs} runs)",
                       extra={"eta": ETA, "lam": LAM, "step_size": STEP,
                              "hf_cov_step_size": HF_COV_STEP, "hidden": HIDDEN},
-                      n_jobs=n_jobs, reference=REFERENCE)
+                      n_jobs=n_jobs, reference=REFERENCE, simulate_fn=simulate_fn)
 
 
 table = regret_table
