@@ -66,12 +66,12 @@ def _python(policy, env, T, R, seed=SEED, first_run=0):
     return out
 
 
-def _batched(policy, env, T, R, xp=np, seed=SEED, first_run=0):
+def _batched(policy, env, T, R, xp=np, seed=SEED, first_run=0, new_instance=True, **kw):
     root = np.random.SeedSequence(seed)
     seeds = [child(root, first_run + r) for r in range(R)]
-    envs = [_run_env(env, True, s) for s in seeds]
+    envs = [_run_env(env, new_instance, s) for s in seeds]
     return bm.run_block(policy, envs, seeds, T, xp=xp, first_index=first_run,
-                        return_states=True)
+                        return_states=True, **kw)
 
 
 def _tol(policy, T):
@@ -118,6 +118,20 @@ def test_tiny_mlp_without_new_instances_and_constant_schedule():
         np.testing.assert_array_equal(got.regret, res.regret)
 
 
+@pytest.mark.parametrize("i", [0, 1, 2], ids=["VITS-II", "HF", "LMC-TS"])
+def test_prefetch_and_draw_threads_change_nothing(i):
+    """The GPU path's host side (next round drawn in a background thread, the runs' rows
+    filled by a thread pool), run here with NumPy: bit-identical results."""
+    env = _env(3, 4)
+    policy = _policies(3, (4, 3))[i][1]
+    a = _batched(policy, env, 5, 3)
+    b = _batched(policy, env, 5, 3, prefetch=True, draw_threads=2)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+    for k in a[2]:
+        np.testing.assert_array_equal(a[2][k], b[2][k])
+
+
 def test_first_run_block_equals_rows_of_the_whole():
     """Runs 1..2 of a block starting at ``first_run = 1`` are rows 1..2 of runs 0..2."""
     env = _env(3, 4)
@@ -129,19 +143,30 @@ def test_first_run_block_equals_rows_of_the_whole():
     np.testing.assert_array_equal(part.regret, whole.regret[1:])
 
 
-@pytest.mark.parametrize("i", [0, 2], ids=["VITS-II", "LMC-TS"])
-def test_divergence_is_the_python_loops_error(i):
-    """A step far too large: the same DivergenceError (engine, lowest run, round, step
-    size, message) as the Python loop of ``vr.simulate``."""
+@pytest.mark.parametrize("i,step,seed,want", [(0, 0.01, 2, (0, 18)), (1, 0.01, 0, (0, 7)),
+                                                (2, 0.1, 4, (1, 40))],
+                         ids=["VITS-II", "HF", "LMC-TS"])
+def test_divergence_is_the_python_loops_error(i, step, seed, want):
+    """Steps too large (constant schedule, lam = 1): the same DivergenceError (engine,
+    run, round, step size, message) as the Python loop of ``vr.simulate``: that of the
+    lowest-numbered diverging run, although higher runs diverge earlier (runs 0..3
+    diverge alone at rounds VITS-II (18, 1, 3, 2), HF (7, 1, 1, 1), LMC-TS (-, 40, 28, -):
+    the Python loop meets run 0, resp. run 1, first)."""
     env = _env(3, 4, zeta=1.0)
-    policy = _policies(3, (4, 3), step=50.0, hf_step=50.0, schedule="constant")[i][1]
-    with pytest.raises(DivergenceError) as want:
-        vr.simulate(policy, env, 30, n_runs=3, seed=SEED)
+    policy = _policies(3, (4, 3), lam=1.0, step=step, hf_step=step,
+                       schedule="constant")[i][1]
+    with pytest.raises(DivergenceError) as ref:
+        vr.simulate(policy, env, 40, n_runs=4, seed=seed)
     with pytest.raises(DivergenceError) as got:
-        bm.simulate(policy, env, 30, n_runs=3, seed=SEED)
-    w, g = want.value, got.value
+        bm.simulate(policy, env, 40, n_runs=4, seed=seed)
+    w, g = ref.value, got.value
+    assert (w.run, w.round) == want
     assert (g.engine, g.run, g.round, g.step_size) == (w.engine, w.run, w.round, w.step_size)
     assert str(g) == str(w)
+    with pytest.raises(DivergenceError) as pre:  # the GPU path's host side: the same
+        _batched(policy, env, 40, 4, seed=seed, new_instance=False, prefetch=True,
+                 draw_threads=2)
+    assert str(pre.value) == str(w)
 
 
 def test_vits_range_check_of_B_is_the_engines():

@@ -46,7 +46,9 @@ Supported: Thompson sampling over :class:`~vits_ref.VITS` (variants ``"II"`` and
 ``constant`` or ``decayed`` schedule (:func:`supports`).
 """
 
+import functools
 import math
+import os
 import time
 
 import numpy as np
@@ -348,22 +350,35 @@ class _Runs:
             return h, h
         return step_size(self.schedule, self.h0_mu, self.eta, t), h
 
-    def draws(self, active):
-        """This round's host draws of the active runs: the Thompson normals ``(R, d)``
+    def draws(self, active, pool=None):
+        """This round's host draws of the active runs: the Thompson normals ``(R, 1, d)``
         (VITS: ``(1, d)`` each from the sampling stream; LMC draws none) and the update's
-        ``(R, K_t, M, d)`` (VITS) or ``(R, K_t, d)`` (LMC) from the update streams."""
+        ``(R, K_t, M, d)`` (VITS) or ``(R, K_t, d)`` (LMC) from the update streams.
+
+        ``pool`` (a thread pool) fills the runs' rows in parallel: each run's streams are
+        its own and advanced by one thread, so the draws do not depend on it (NumPy
+        releases the GIL in its fills). The Hessian-free method draws 172 200 normals per
+        run and round at fig2's size, more than the GPU's products take to consume.
+        """
         d = self.net.d
         R = len(active)
-        sel = None
+        sel = np.empty((R, 1, d)) if self.vits else None
         if self.vits:
-            sel = np.empty((R, 1, d))
-            for i, k in enumerate(active):
-                self.sample_streams[k].standard_normal((1, d), out=sel[i])
             steps = np.empty((R, self.n_steps, self.n_mc, d))
         else:
             steps = np.empty((R, self.n_steps, d))
-        for i, k in enumerate(active):
+
+        def fill(i):
+            k = active[i]
+            if sel is not None:
+                self.sample_streams[k].standard_normal((1, d), out=sel[i])
             self.update_streams[k].standard_normal(steps.shape[1:], out=steps[i])
+
+        if pool is None:
+            for i in range(R):
+                fill(i)
+        else:
+            list(pool.map(fill, range(R)))
         return sel, steps
 
     def thompson(self, sel):
@@ -424,7 +439,7 @@ def _divergence(runs, t, h, finite, big, i):
 
 
 def run_block(policy, envs, run_seeds, n_rounds, xp=np, first_index=0, return_states=False,
-              prefetch=False):
+              prefetch=False, draw_threads=1):
     """Runs of ``policy`` on their environments in lockstep; the Python loop's results.
 
     Parameters
@@ -446,6 +461,9 @@ def run_block(policy, envs, run_seeds, n_rounds, xp=np, first_index=0, return_st
     prefetch : bool
         Draw the next round's normals on the host in a background thread while the device
         computes (worth it with CuPy, whose products run asynchronously).
+    draw_threads : int
+        Threads filling the runs' draws (:meth:`_Runs.draws`; the results do not depend on
+        it).
 
     Returns
     -------
@@ -474,16 +492,18 @@ def run_block(policy, envs, run_seeds, n_rounds, xp=np, first_index=0, return_st
     rh = xp.zeros((R, T))
     active = list(range(R))  # block rows still computed, in order
     failures = {}  # block row -> the exception the Python loop raises for it
-    pool = None
-    if prefetch:
+    pool = draw_pool = None
+    if prefetch or draw_threads > 1:
         from concurrent.futures import ThreadPoolExecutor
 
-        pool = ThreadPoolExecutor(1)
+        pool = ThreadPoolExecutor(1) if prefetch else None
+        draw_pool = ThreadPoolExecutor(draw_threads) if draw_threads > 1 else None
+    draw = functools.partial(runs.draws, pool=draw_pool)
     # a diverging run overflows quietly, as in the compiled loops; the checks report it
     quiet = np.errstate(over="ignore", invalid="ignore", divide="ignore")
     quiet.__enter__()
     try:
-        pending = (list(active), pool.submit(runs.draws, list(active))) if pool else None
+        pending = (list(active), pool.submit(draw, list(active))) if pool else None
         chunk = None
         for t in range(T):
             tc = t % REAL_CHUNK
@@ -496,9 +516,9 @@ def run_block(policy, envs, run_seeds, n_rounds, xp=np, first_index=0, return_st
             if pool:
                 drawn_for, (sel, steps) = pending[0], pending[1].result()
                 if t + 1 < T:
-                    pending = (list(active), pool.submit(runs.draws, list(active)))
+                    pending = (list(active), pool.submit(draw, list(active)))
             else:
-                drawn_for, (sel, steps) = list(active), runs.draws(active)
+                drawn_for, (sel, steps) = list(active), draw(active)
             act = np.asarray(active)
             # a run dropped since the draws were made: drop its rows (its streams no
             # longer matter)
@@ -547,6 +567,8 @@ def run_block(policy, envs, run_seeds, n_rounds, xp=np, first_index=0, return_st
         quiet.__exit__(None, None, None)
         if pool:
             pool.shutdown(wait=True, cancel_futures=True)
+        if draw_pool:
+            draw_pool.shutdown(wait=True)
     if failures:
         low = min(failures)
         err = failures[low]
@@ -587,8 +609,10 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     seeds = [child(root, first_run + r) for r in range(n_runs)]
     envs = [_run_env(env, new_instance_per_run, s) for s in seeds]
     start = time.perf_counter()
+    gpu = xp is not np
+    threads = min(n_runs, 8, max(1, (os.cpu_count() or 1) - 1)) if gpu else 1
     regret, arms = run_block(policy, envs, seeds, n_rounds, xp=xp, first_index=first_run,
-                             prefetch=xp is not np)
+                             prefetch=gpu, draw_threads=threads)
     wall = time.perf_counter() - start
     return SimulationResult(getattr(policy, "name", type(policy).__name__), repr(env),
                             regret, arms, np.zeros(0, dtype=np.int64), None, wall, False,
