@@ -5,11 +5,11 @@ Under Numba's CUDA simulator (a subprocess: ``NUMBA_ENABLE_CUDASIM=1`` must be s
 Numba is imported), ``simulate(..., device="cuda")`` in the block layout equals
 ``device="cpu"`` on the same seeds at tiny sizes (d = 3, K = 4, 2 runs x 6 rounds):
 
-* every fused policy with blocks of 1 thread (a block of one thread is the serial loop:
-  the machinery, whatever the piece), and every block-safe piece
-  (``cuda_coop.block_safe``) with blocks of 3 and 5 threads too, so that the barriers and
-  the split of every primitive are exercised (more threads than some vectors' entries at
-  d = 3);
+* every block-safe piece (``cuda_coop.block_safe``) with blocks of 1, 3 and 5 threads,
+  so that the barriers and the split of every primitive are exercised (more threads than
+  a vector's entries at d = 3), the other policies of the same piece (the VITS variants,
+  which call other primitives) with 3 threads; a piece that is not block-safe with blocks
+  of 1 thread (the serial loop: the machinery, whatever the piece);
 * in batches of 1 run and chunks of 2 rounds; with the state in shared memory (the
   default at these sizes) and in global memory (a shared-memory budget of 0 bytes);
 * two diverging runs of one batch name the CPU's run, round and step size.
@@ -72,12 +72,16 @@ SCRIPT = textwrap.dedent("""
         return dict(cs.last_layout)
 
     cs.LAYOUT = "block"
-    safe = {}
+    safe, pieces = {}, set()
     for name in POLICY_NAMES:
         piece = make_policy(name, D).fused().piece
         safe[name] = cuda_coop.block_safe(piece)[0]
         ran[name] = []
-        for n in (THREADS if safe[name] else (1,)):
+        # every thread count for a piece's first policy, 3 threads for its other policies
+        # (the VITS variants: other primitives of the same piece)
+        threads = (THREADS if piece not in pieces else (3,)) if safe[name] else (1,)
+        pieces.add(piece)
+        for n in threads:
             cs.BLOCK_THREADS = n
             lay = run(name, f"{name}/{n}")
             assert lay["layout"] == "block" and lay["threads_per_block"] == n, lay
@@ -117,8 +121,17 @@ SCRIPT = textwrap.dedent("""
         res["diverge"] = np.array([-1.0, -1.0, -1.0])
     except vr.errors.DivergenceError as err:
         res["diverge"] = np.array([err.run, err.round, err.step_size])
+    # the benchmark's block rows (vits_ref._bench.cuda.measure_block) on its inputs: the
+    # arms of the thread layout's call on the same inputs
+    from vits_ref._bench import cuda as bench
+    from vits_ref.drivers import cuda as dcuda
+    spec = make_policy("vits-ii", D).fused()
+    inputs = bench._inputs(env, spec, R, T, D, np.random.SeedSequence(0))
+    thread_arms = dcuda.bandit_runs(spec.piece, spec.params, *inputs,
+                                    np.zeros(0, np.int64))[1]
+    brow = bench.measure_block(spec, inputs, {"repeats": 1}, "simulator", 0.0, thread_arms)
     np.savez(out, **res)
-    print("RESULT" + json.dumps({"safe": safe, "ran": ran, "default": default,
+    print("RESULT" + json.dumps({"bench": brow, "safe": safe, "ran": ran, "default": default,
                                  "bysize": bysize, "plan": list(plan), "progress": calls,
                                  "vits_n": vits_n, "global": glob,
                                  "diverge_threads": vits_n, "times": times}))
@@ -164,7 +177,9 @@ def test_block_layout_equals_cpu(simulated, name):
     ref = _ref(name)
     assert ref.regret.sum() > 0 and np.unique(ref.arms).size > 1  # not a trivial comparison
     ran = simulated["ran"][name]
-    want = list(THREADS) if simulated["safe"][name] else [1]
+    first = [n for n in POLICY_NAMES
+             if make_policy(n, D).fused().piece is make_policy(name, D).fused().piece][0]
+    want = (list(THREADS) if name == first else [3]) if simulated["safe"][name] else [1]
     assert [n for n, _ in ran] == want
     for n, shared in ran:
         # the state in dynamic shared memory at these sizes (a piece without state: none)
@@ -206,6 +221,15 @@ def test_chunks_batches_and_global_memory(simulated):
     g = simulated["global"]
     assert g["shared"] is False and g["threads_per_block"] == simulated["vits_n"]
     _assert_same("global", simulated["arrays"], ref)
+
+
+def test_bench_block_rows(simulated):
+    """The benchmark's block-layout measurement runs on the simulator and its arms equal
+    the thread layout's on the same inputs."""
+    b = simulated["bench"]
+    want = _cuda_simulate.SIMULATOR_BLOCK_THREADS if simulated["safe"]["vits-ii"] else 1
+    assert b["threads"] == want and b["shared"] is True
+    assert b["cpu_arms"] == 1.0 and b["diverged"] == 0 and b["cuda"] > 0
 
 
 def test_divergence_matches_cpu(simulated):

@@ -11,6 +11,11 @@
 * the JAX peer (:mod:`vits_ref._bench.jax_peer`, vmap over runs, ``lax.scan`` over rounds
   and steps) for VITS-II and LinTS on the same inputs, when JAX is installed, with the
   fraction of arms equal to the library's (1.0: the same algorithm);
+* for the VITS policies, the same in the block layout (one block of threads per run,
+  :class:`vits_ref.drivers.cuda_coop.BlockRounds`, what ``simulate(..., device="cuda")``
+  launches for them once their piece is block-safe: a row ``<policy>/block``, labelled
+  with its threads per block and where the run's state lives; a piece that is not
+  block-safe runs there with 1 thread per block, labelled so);
 * for the VITS policies, the fraction of the GPU's float64 peak the device loop reaches,
   counting the round's d x d products only (:func:`flops_per_round`) against the FMA peak
   of :data:`FP64_PEAK` (the tensor-core peak is printed too; the loops use no tensor core).
@@ -122,6 +127,13 @@ def _inputs(env, spec, R, T, d, root):
     return [np.ascontiguousarray(a[idx]) for a in arrays]
 
 
+def dcuda_threads():
+    """Threads per block of the one-run-per-thread launch."""
+    from .._cuda_simulate import THREADS_PER_BLOCK
+
+    return THREADS_PER_BLOCK
+
+
 def _median(fn, repeats):
     times = []
     out = None
@@ -197,10 +209,58 @@ def measure(name, env, sizes, mode, root, cpu_runs=None):
 
     row["jax"] = row["jax_arms"] = None
     row["_arms"] = cuda_out[1]  # for the JAX peer's comparison (measure_jax)
+    row["block"] = None
+    if spec.piece.name in _cuda_simulate.BLOCK_PIECES:
+        row["block"] = measure_block(spec, (C, M, W, i0, sel, st), sizes, mode, t_copy,
+                                     cpu_out[1])
     from ..simulate import POLICY_DEFAULTS
 
     row["flops_per_round"] = flops_per_round(name, d, POLICY_DEFAULTS[name].get("n_steps", 0))
     return row
+
+
+def block_threads(spec, d, mode):
+    """``(threads, why)``: the block layout's threads per block in the benchmark: what
+    :func:`vits_ref._cuda_simulate.layout_for` gives a block-safe piece (its
+    :func:`~vits_ref._cuda_simulate.block_threads` on a GPU, ``SIMULATOR_BLOCK_THREADS``
+    on the simulator), 1 for a piece that is not block-safe (correct, and slow: the loop
+    of one thread, one run per block)."""
+    from .. import _cuda_simulate as cs
+    from ..drivers.cuda_coop import block_safe
+
+    if not block_safe(spec.piece)[0]:
+        return 1, "not block-safe: 1 thread"
+    n = cs.block_threads(d)
+    if mode == "simulator":
+        n = min(n, cs.SIMULATOR_BLOCK_THREADS)
+    return n, f"{n} threads"
+
+
+def measure_block(spec, inputs, sizes, mode, t_copy, cpu_arms):
+    """The block layout's figures on the thread layout's inputs (one block per run,
+    :class:`vits_ref.drivers.cuda_coop.BlockRounds` advancing the whole horizon in one
+    chunk): the call (allocation, copies, kernel, copies back) and the device estimate
+    (the call less ``t_copy``, the measured host-to-device copy of the inputs); dict."""
+    from ..drivers.cuda_coop import BlockRounds
+
+    C = inputs[0]
+    R, T, K, d = C.shape
+    n_mc = inputs[5].shape[3]
+    tpb, why = block_threads(spec, d, mode)
+
+    def call(n):
+        rounds = BlockRounds(spec.piece, spec.params, n, T, d, K, n_mc, [],
+                             threads_per_block=tpb)
+        status = rounds.advance(*(a[:n] for a in inputs))
+        return rounds.results() + (status, rounds.shared)
+
+    call(min(R, 2))  # compile
+    t, out = _median(lambda: call(R), sizes["repeats"])
+    rate = R * T / t
+    return {"threads": tpb, "why": why, "shared": out[4], "cuda": rate,
+            "device": R * T / max(t - t_copy, 1e-12),
+            "cpu_arms": float(np.mean(out[1][:len(cpu_arms)] == cpu_arms)),
+            "diverged": int(np.count_nonzero(out[3]))}
 
 
 def measure_jax(row, env, sizes, root):
@@ -298,9 +358,26 @@ def main(quick=False):
               f"{_rate(row['cuda']):>12s} {_rate(row['device']):>12s} "
               f"{row['device'] / row['cpu']:7.2f}x {_rate(row['jax']):>12s} {jax_ratio} "
               f"{'-' if frac is None else f'{100 * frac:.2f}%':>9s}" + label)
+        b = row["block"]
+        if b is not None:
+            bfrac = None
+            if peak and row["flops_per_round"]:
+                bfrac = b["device"] * row["flops_per_round"] / (peak[0] * 1e12)
+            b["peak_fraction"] = bfrac
+            bjax = f"{b['device'] / row['jax']:7.2f}x" if row["jax"] else f"{'-':>8s}"
+            state = "shared" if b["shared"] else "global"
+            print(f"{row['policy'] + '/block':12s} {row['runs']:6d} {'':>12s} "
+                  f"{_rate(b['cuda']):>12s} {_rate(b['device']):>12s} "
+                  f"{b['device'] / row['cpu']:7.2f}x {'':>12s} {bjax} "
+                  f"{'-' if bfrac is None else f'{100 * bfrac:.2f}%':>9s}"
+                  f"  [block layout: {b['why']}, state in {state} memory]" + label)
     print(f"CPU prange: {rows[0]['cpu_threads']} Numba threads, a slice of the runs. CUDA "
           "call: copies to and from the device included; CUDA device: the call less the "
           "measured host-to-device copy of its inputs (an estimate).")
+    print("Layouts: a row named after its policy runs one run per thread "
+          f"({dcuda_threads()} threads a block, vits_ref.drivers.cuda.bandit_runs); a row "
+          "'<policy>/block' one block per run (vits_ref.drivers.cuda_coop.BlockRounds, "
+          "threads per block by vits_ref._cuda_simulate.block_threads) on the same inputs.")
     peers = [r for r in rows if r["jax"] is not None]
     if peers:
         print("JAX peer (vits_ref/_bench/jax_peer.py, vmap + lax.scan, backend "
@@ -310,7 +387,12 @@ def main(quick=False):
         print("JAX peer: skipped (JAX is not installed: pip install jax)")
     print("CUDA vs CPU prange, fraction of equal arms: "
           + ", ".join(f"{r['policy']} {r['cuda_vs_cpu_arms']:.3f}" for r in rows))
+    blocks = [r for r in rows if r["block"] is not None]
+    if blocks:
+        print("CUDA block layout vs CPU prange, fraction of equal arms: "
+              + ", ".join(f"{r['policy']} {r['block']['cpu_arms']:.3f}" for r in blocks))
     bad = [r["policy"] for r in rows if r["diverged"]]
+    bad += [r["policy"] + "/block" for r in blocks if r["block"]["diverged"]]
     if bad:
         print("WARNING: diverged runs (their timing measures nothing): " + ", ".join(bad))
     if peak:
