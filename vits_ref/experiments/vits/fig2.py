@@ -31,6 +31,21 @@ shows the pipeline works. ``--runs`` and ``--rounds`` scale it up; the paper's s
 ``run(..., paper=True)`` (50 runs x 1000 rounds; ``--paper`` on the command line, which
 runs in resumable chunks: see :mod:`vits_ref.experiments._chunks`).
 
+On a GPU (docs/mlp_gpu.md): ``--device cuda`` runs VITS-II, HF and LMC-TS on the batched
+path :mod:`vits_ref._batched_mlp` with CuPy (the extra ``vits_ref[cupy]``), a chunk of
+runs in lockstep as one batch (every 861 x 861 product one batched cuBLAS call over the
+runs; the default chunk is 10 runs, ``--chunk-runs 50`` puts a method and panel's 50
+runs in one batch); LinTS stays on the CPU. The arms and regret are those of the Python
+loop (``tests/test_batched_mlp.py``; the states agree to 3.5e-16 relative). Without CuPy
+or a GPU it stops with one line before any run. Cost model
+(:mod:`vits_ref._bench.mlp_gpu`): 38 GFLOP per VITS round and run (three products per
+step; the Gauss-Newton ``J^T J`` over the history adds 39% at round 1000, 19% on
+average), 8.5 PFLOP for the paper's figure, about 3.4 minutes at the 42 TFLOP/s measured
+for CuPy's batched product on an H100 (issue 11), not yet run on a GPU.
+``run(batched=True)`` runs the batched path with NumPy on the CPU: the same results,
+no faster than the per-run loop on this 2-core machine (0.85x to 1.4x, measured), so
+not the default.
+
 Paired differences are taken against VITS-II (:data:`REFERENCE`), the paper's method in
 this figure (there is no exact posterior to compare with). :func:`claims` decides the
 figure's two claims only at the paper's size (50 runs x 1000 rounds, about 28 CPU-hours
