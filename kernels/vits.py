@@ -24,7 +24,26 @@ from vits_ref.config import kernel
 
 from .bandit import BanditPiece, argmax, step_size
 from .diagnostics import kl_to_linear_posterior
-from .linalg import all_finite_mat, all_finite_vec, gemm_nn, gemm_tn, gemv, gram, inv_transpose
+from .linalg import (
+    add_scaled_diff_mat,
+    add_scaled_diff_t_mat,
+    add_vec,
+    all_finite_mat,
+    all_finite_vec,
+    axpy_mat,
+    axpy_vec,
+    div_mat,
+    div_vec,
+    gemm_nn,
+    gemm_tn,
+    gemv,
+    gram,
+    inv_transpose,
+    scaled_identity,
+    sub_mat,
+    sub_rows,
+)
+from .linalg import symmetrize as _symmetrize  # 'symmetrize' names a flag below
 from .linear import POTENTIAL as LINEAR
 from .linear import stats_add, stats_init
 from .potential import (  # noqa: F401 (the variant codes are this engine's vocabulary)
@@ -44,38 +63,20 @@ def vits_apply(variant, mu, B, C, g, A, AB, CtC, h_mu, h, W2, work2d):
     ``CtC`` must hold ``C^T C`` for variants II and Hessian-free (the caller computes it
     because the Hessian-free ``A`` needs it too); it is overwritten. ``W2`` (d, d) and
     ``work2d`` (d, 2d) are scratch. Returns False if VITS-I meets a singular ``B`` (the
-    caller reports divergence).
+    caller reports divergence). Stores only through primitives (block-safe).
     """
-    d = mu.shape[0]
     W1 = AB
-    for i in range(d):
-        mu[i] -= h_mu * g[i]
+    axpy_vec(-h_mu, g, mu)  # mu - h_mu g
     if variant == VARIANT_I:
         if not inv_transpose(B, W2, work2d):
             return False
-        for i in range(d):
-            for j in range(d):
-                B[i, j] += h * (W2[i, j] - W1[i, j])
+        add_scaled_diff_mat(h, W2, W1, B)  # B + h (inv(B)^T - A B)
         return True
-    for i in range(d):
-        for j in range(d):
-            CtC[i, j] -= A[i, j]
+    sub_mat(A, CtC)  # C^T C - A
     gemm_nn(C, CtC, W2)  # C (C^T C - A), from the old C
-    for i in range(d):
-        for j in range(d):
-            B[i, j] += h * (C[j, i] - W1[i, j])
-    for i in range(d):
-        for j in range(d):
-            C[i, j] -= h * W2[i, j]
+    add_scaled_diff_t_mat(h, C, W1, B)  # B + h (C^T - A B), from the old C
+    axpy_mat(-h, W2, C)  # C - h C (C^T C - A)
     return True
-
-
-@kernel
-def subtract_rows(G, v):
-    """``G[m] -= v`` for every row (the Hessian-free control variate)."""
-    for m in range(G.shape[0]):
-        for i in range(G.shape[1]):
-            G[m, i] -= v[i]
 
 
 @kernel
@@ -85,27 +86,19 @@ def hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize):
     Also leaves ``C^T C`` in ``CtC``; ``D`` is scratch. With ``symmetrize``,
     ``A <- (A + A^T) / 2``.
     """
-    M, d = Z.shape
     gemm_tn(Z, G, D)
-    for i in range(d):
-        for j in range(d):
-            D[i, j] /= M
+    div_mat(D, Z.shape[0], D)
     gram(C, CtC)
     gemm_nn(CtC, D, A)
     if symmetrize:
-        for i in range(d):
-            for j in range(i + 1, d):
-                s = 0.5 * (A[i, j] + A[j, i])
-                A[i, j] = s
-                A[j, i] = s
+        _symmetrize(A)
 
 
 @kernel(inline=True)
 def gaussian_draw(mu, B, eps, out):
     """``out = mu + B eps``."""
     gemv(B, eps, out)
-    for i in range(mu.shape[0]):
-        out[i] += mu[i]
+    add_vec(mu, out)
 
 
 def make_vits_steps(potential):
@@ -130,7 +123,7 @@ def make_vits_steps(potential):
             A = inputs(data, variant, mu, B, eps[s], Z, T, G, g, H, W1, gmu, pscr)
             if hf:
                 if variant == VARIANT_HF_CV:
-                    subtract_rows(G, gmu)
+                    sub_rows(gmu, G)  # the control variate grad U(mu)
                 hessian_free_matrix(C, Z, G, CtC, D, Amat, symmetrize)
                 gemm_nn(Amat, B, W1)
                 ok = vits_apply(variant, mu, B, C, g, Amat, W1, CtC, h_mu, h, W2, work2d)
@@ -185,16 +178,11 @@ def init(params, state, init_noise):
     V, etaV, B, C = state[0], state[1], state[2], state[3]
     vecs = state[10]
     b, eta_b, mu = vecs[0], vecs[1], vecs[2]
-    d = b.shape[0]
     stats_init(V, b, etaV, eta_b, lam, eta)
     s0 = math.sqrt(lam * eta)
-    for i in range(d):
-        for j in range(d):
-            B[i, j] = 0.0
-            C[i, j] = 0.0
-        B[i, i] = 1.0 / s0
-        C[i, i] = s0
-        mu[i] = init_noise[i] / s0
+    scaled_identity(B, 1.0 / s0)
+    scaled_identity(C, s0)
+    div_vec(init_noise, s0, mu)
 
 
 @kernel(inline=True)

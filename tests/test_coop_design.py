@@ -1,16 +1,20 @@
-"""The cooperative-kernel design experiment of docs/cuda.md, as tests.
+"""The cooperative-kernel design of docs/cuda.md, as tests.
 
 1. A body can be rebuilt with the block-cooperative primitives without duplicating its
    source (:func:`vits_ref.drivers.cuda_coop.rebind`), and the original is untouched.
-2. A body whose array stores all happen inside primitives ("primitive-only") then runs
-   on a block of several threads, all running the body's scalar flow, and equals the
-   serial body bit for bit (under the simulator).
-3. Today's VITS body is not primitive-only: run by every thread of a block on shared state
-   its in-place loops (``mu[i] -= h_mu g[i]``, ...) are applied once per thread. The
-   simulator runs each thread's stretch between barriers to the end before the next
-   thread, one legal schedule of a real GPU, and shows it: with 1 thread the rebuilt body
-   equals the serial one, with 3 it does not. :func:`serial_shared_writes` lists the
-   stores that cause it.
+2. A body whose array stores all happen inside primitives ("block-safe") then runs on a
+   block of several threads, all running the body's scalar flow on the same (shared)
+   state, and equals the serial body bit for bit (under the simulator, which runs each
+   thread's stretch between barriers to the end before the next thread starts: one legal
+   schedule of a real GPU, and the one that exposes a store made outside a primitive,
+   which every thread would apply once more).
+3. The fused bandit pieces are block-safe: the rebuilt VITS ``update`` (the statistics and
+   a round's steps, every variant) and every piece's whole rounds body on blocks of 3 and 5
+   threads equal the serial bodies bit for bit, and
+   :func:`~vits_ref.drivers.cuda_coop.serial_shared_writes` finds no store outside the
+   primitives but the loop's outputs (``regret``, ``arms``, ``kl_out``: written with the
+   same value by every thread and never read back). A new store outside a primitive fails
+   that test.
 """
 
 import json
@@ -21,14 +25,17 @@ import sys
 import pytest
 
 SCRIPT = r'''
-import json, warnings
+import json, sys, warnings
 warnings.simplefilter("ignore")
 import numpy as np
 from numba import cuda
 from vits_ref.drivers.cuda_coop import rebind
+from vits_ref.kernels import bandit
+from vits_ref.kernels import langevin as klangevin
+from vits_ref.kernels import lints as klints
+from vits_ref.kernels import linucb as klinucb
 from vits_ref.kernels import vits as kv
 from vits_ref.kernels.linalg import gemm_nn, gemm_tn, gram
-from vits_ref.kernels.potential import VARIANT_II
 
 
 def primitive_only(etaV, B, C, W1, CtC, W2):
@@ -40,7 +47,6 @@ def primitive_only(etaV, B, C, W1, CtC, W2):
 
 
 coop = rebind(primitive_only, modules=("__main__",))
-apply_coop = rebind(kv.vits_apply)
 
 
 @cuda.jit
@@ -49,14 +55,100 @@ def k_prim(etaV, B, C, W1, CtC, W2):
     coop(etaV[r], B[r], C[r], W1[r], CtC[r], W2[r])
 
 
+upd_coop = rebind(kv.update)
+
+
 @cuda.jit
-def k_apply(mu, B, C, g, A, AB, CtC, W2, work):
-    apply_coop(VARIANT_II, mu, B, C, g, A, AB, CtC, 0.1, 0.05, W2, work)
+def k_update(params, buf, x, r, n_obs, noise, status):
+    state, _ = kv.views(buf, 3, 4, noise.shape[1])
+    ok = upd_coop(params, state, x, r, n_obs, noise)
+    status[cuda.threadIdx.x] = 1 if ok else 0
+
+
+# VITS's update (statistics and S = 2 steps of M = 2 draws, d = 3), every variant
+UPDATE_PARAMS = [(v, sym, bandit.SCHEDULE_CONSTANT, 0.5, 2.0, 0.05, 0.02)
+                 for v, sym in ((kv.VARIANT_I, False), (kv.VARIANT_II, False),
+                                (kv.VARIANT_HF, True), (kv.VARIANT_HF_CV, False))]
+
+
+def run_update(nt):
+    """``(buf, status)`` after N_UPDATES updates per variant; ``nt = 0``: the serial body."""
+    rng = np.random.default_rng(1)
+    d, K, M = 3, 4, 2
+    bufs, stats = [], []
+    for params in UPDATE_PARAMS:
+        buf = np.zeros(kv.state_size(d, K, M))
+        state, _ = kv.views(buf, d, K, M)
+        kv.init(params, state, rng.standard_normal(d))
+        status = np.zeros(max(nt, 1))
+        for t in range(N_UPDATES):
+            x, r, noise = rng.standard_normal(d), float(rng.standard_normal()), \
+                rng.standard_normal((2, M, d))
+            if nt == 0:
+                status[0] = kv.update(params, state, x, r, t + 1, noise)
+            else:
+                k_update[1, nt](params, buf, x, r, t + 1, noise, status)
+        bufs.append(buf)
+        stats.append(status[:1] if nt == 0 else status)
+    return np.concatenate(bufs), np.concatenate([[s.min(), s.max()] for s in stats])
+
+
+# every fused piece's rounds body: (piece, params, S, M, selection noise length)
+PIECES = {
+    "lints": (klints.PIECE, (0.5, 2.0, True), 1, 1, 3),
+    "linucb": (klinucb.PIECE, (0.7, 2.0), 1, 1, 1),
+    "vits-ii": (kv.PIECE, (kv.VARIANT_II, False, bandit.SCHEDULE_DECAYED, 0.5, 2.0, 0.5,
+                           0.2), 2, 1, 3),
+    "vits-hf-cv": (kv.PIECE, (kv.VARIANT_HF_CV, True, bandit.SCHEDULE_CONSTANT, 0.5, 2.0,
+                              0.05, 0.02), 2, 2, 3),
+    "lmc": (klangevin.PIECE, (bandit.SCHEDULE_CONSTANT, 0.5, 2.0, 0.05), 2, 1, 0),
+    "random": (bandit.RANDOM, (0.0,), 0, 1, 1),
+}
+ROUNDS = {name: rebind(bandit.make_bandit_rounds(p[0])) for name, p in PIECES.items()}
+SERIAL = {name: bandit.make_bandit_rounds(p[0]) for name, p in PIECES.items()}
+
+
+def _rounds_kernel(rounds):
+    @cuda.jit
+    def k(params, buf, contexts, means, rewards, init_noise, sel, step, kl_rounds, regret,
+          arms, kl_out, status):
+        status[cuda.threadIdx.x] = rounds(params, buf, 0, contexts, means, rewards,
+                                          init_noise, sel, step, kl_rounds, regret, arms,
+                                          kl_out)
+    return k
+
+
+KERNELS = {name: _rounds_kernel(r) for name, r in ROUNDS.items()}
+
+
+def run_rounds(name, nt):
+    """The outputs of N_ROUNDS rounds (d = 3, K = 4) of piece ``name``; ``nt = 0``: serial."""
+    piece, params, S, M, n_sel = PIECES[name]
+    rng = np.random.default_rng(2)
+    T, K, d = N_ROUNDS, 4, 3
+    contexts = rng.standard_normal((T, K, d))
+    means = contexts @ rng.standard_normal(d)
+    rewards = means + rng.standard_normal((T, K))
+    init_noise = rng.standard_normal(d)
+    sel = rng.random((T, max(n_sel, 1))) if name == "random" else \
+        rng.standard_normal((T, max(n_sel, 1)))
+    step = rng.standard_normal((T, S, M, d))
+    kl_rounds = np.array([1, 3, 4])  # the rounds after T are never reached
+    buf = np.zeros(piece.state_size(d, K, M))
+    regret, arms, kl_out = np.zeros(T), np.zeros(T, dtype=np.int64), np.zeros(3)
+    args = (params, buf, contexts, means, rewards, init_noise, sel, step, kl_rounds,
+            regret, arms, kl_out)
+    if nt == 0:
+        status = np.array([SERIAL[name](params, buf, 0, *args[2:])], dtype=np.float64)
+    else:
+        status = np.zeros(nt)
+        KERNELS[name][1, nt](*args, status)
+    return [buf, regret, arms.astype(float), kl_out, np.array([status.min(), status.max()])]
 
 
 rng = np.random.default_rng(0)
 d = 4
-out = {"rebuilt": coop is not primitive_only, "prim": {}, "apply": {}}
+out = {"rebuilt": coop is not primitive_only, "prim": {}, "update": {}, "rounds": {}}
 args = [rng.standard_normal((2, d, d)) for _ in range(3)] + [np.zeros((2, d, d))] * 3
 ref = [a.copy() for a in args]
 for r in range(2):
@@ -65,30 +157,44 @@ for nt in (1, 3, 4):
     got = [a.copy() for a in args]
     k_prim[2, nt](*got)
     out["prim"][nt] = max(float(np.abs(g - e).max()) for g, e in zip(got, ref))
-state = [rng.standard_normal(d), rng.standard_normal((d, d)), rng.standard_normal((d, d)),
-         rng.standard_normal(d), rng.standard_normal((d, d)), rng.standard_normal((d, d)),
-         rng.standard_normal((d, d)), np.zeros((d, d)), np.zeros((d, 2 * d))]
-ref = [a.copy() for a in state]
-kv.vits_apply(VARIANT_II, *ref[:7], 0.1, 0.05, *ref[7:])
-for nt in (1, 3):
-    got = [a.copy() for a in state]
-    k_apply[1, nt](*got)
-    out["apply"][nt] = max(float(np.abs(g - e).max()) for g, e in zip(got[:3], ref[:3]))
+THREADS, N_UPDATES, N_ROUNDS = json.loads(sys.argv[1])
+ref = run_update(0)
+for nt in THREADS:
+    got = run_update(nt)
+    out["update"][nt] = max(float(np.abs(g - e).max()) for g, e in zip(got, ref))
+for name in PIECES:
+    ref = run_rounds(name, 0)
+    for nt in THREADS:
+        got = run_rounds(name, nt)
+        out["rounds"].setdefault(name, {})[nt] = [
+            float(np.nanmax(np.abs(g - e))) if g.size else 0.0 for g, e in zip(got, ref)]
 print("RESULT" + json.dumps(out))
 '''
 
 
-@pytest.fixture(scope="module")
-def simulated():
+def _run(*args, gpu=False):
     try:
         import numba_cuda  # noqa: F401
     except ImportError:
         pytest.skip("numba-cuda (the 'cuda' extra) is not installed")
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                         env=env, timeout=600)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    if not gpu:
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+    res = subprocess.run([sys.executable, "-c", SCRIPT, *map(json.dumps, args)],
+                         capture_output=True, text=True, env=env, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     return json.loads(res.stdout.split("RESULT")[1])
+
+
+#: default: blocks of 3 threads (the simulator runs every thread in Python: ~15 s), two
+#: updates per VITS variant and three rounds per piece; the slow test: 1, 3 and 5 threads.
+DEFAULT = [[3], 2, 3]
+FULL = [[1, 3, 5], 3, 4]
+
+
+@pytest.fixture(scope="module")
+def simulated():
+    return _run(DEFAULT)
 
 
 def test_primitive_only_body_runs_cooperatively(simulated):
@@ -97,11 +203,25 @@ def test_primitive_only_body_runs_cooperatively(simulated):
     assert simulated["prim"] == {"1": 0.0, "3": 0.0, "4": 0.0}
 
 
-def test_vits_body_races_when_run_by_a_block(simulated):
-    assert simulated["apply"]["1"] == 0.0  # the rebuilt body itself is right
-    # three threads apply mu -= h_mu g (and B's, C's in-place updates) three times: the
-    # state moves by O(h) = O(0.05) more, far above rounding
-    assert simulated["apply"]["3"] > 1e-3
+def test_vits_update_runs_cooperatively(simulated):
+    # the whole update (statistics, S = 2 steps, finiteness checks) of every variant on one
+    # block of 1, 3 and 5 threads: the same bits as the serial body, and every thread
+    # returns the same status (the min and max over the threads are compared too)
+    assert simulated["update"] == {"3": 0.0}
+
+
+@pytest.mark.parametrize("name", ["lints", "linucb", "vits-ii", "vits-hf-cv", "lmc", "random"])
+def test_piece_rounds_run_cooperatively(simulated, name):
+    # init, select, update and the KL of 4 rounds: state buffer, regret, arms, KL, status
+    assert simulated["rounds"][name] == {"3": [0.0] * 5}
+
+
+@pytest.mark.slow
+def test_pieces_run_cooperatively_on_blocks_of_1_to_5_threads():
+    out = _run(FULL)
+    assert out["update"] == {"1": 0.0, "3": 0.0, "5": 0.0}
+    for name, by_threads in out["rounds"].items():
+        assert by_threads == {str(nt): [0.0] * 5 for nt in (1, 3, 5)}, name
 
 
 def test_rebind_keeps_the_original():
@@ -123,18 +243,42 @@ def test_rebind_keeps_the_original():
     assert cuda_coop.rebind(linalg.gemm_nn) is coop_linalg.gemm_nn
 
 
-def test_serial_shared_writes_names_the_racing_stores():
+#: The stores outside primitives that a block may run in every thread: the loop's outputs,
+#: written with the same value by every thread and never read back by the body.
+BENIGN = {"regret[tg] = best - means[arm]", "arms[tg] = arm", "kl_out[nk] = kl(params, state)"}
+
+
+@pytest.mark.parametrize("name", ["lints", "linucb", "vits", "lmc", "random"])
+def test_fused_pieces_store_only_through_primitives(name):
     pytest.importorskip("numba_cuda")
-    from vits_ref.kernels import vits as kv
+    from vits_ref.kernels import bandit, langevin, lints, linucb, vits
 
     from vits_ref.drivers import cuda_coop
 
-    found = cuda_coop.serial_shared_writes(kv.PIECE.update)
-    where = {(name.rsplit(".", 1)[-1], src) for name, _, src in found}
-    assert ("vits_apply", "mu[i] -= h_mu * g[i]") in where
-    assert ("stats_add", "b[i] += r * x[i]") in where
-    # the primitives themselves are not listed
-    assert not any(name.startswith("vits_ref.kernels.linalg.gemm") for name, _, _ in found)
+    piece = {"lints": lints.PIECE, "linucb": linucb.PIECE, "vits": vits.PIECE,
+             "lmc": langevin.PIECE, "random": bandit.RANDOM}[name]
+    found = cuda_coop.serial_shared_writes(bandit.make_bandit_rounds(piece))
+    unsafe = [(fn, line, src) for fn, line, src in found if src not in BENIGN]
+    assert unsafe == []
+    assert {src for _, _, src in found} == BENIGN  # the check still sees the loop's stores
+
+
+def test_serial_shared_writes_names_a_racing_store():
+    pytest.importorskip("numba_cuda")
+    from vits_ref.kernels.linalg import axpy_vec
+
+    from vits_ref.drivers import cuda_coop
+
+    def racy(mu, g, h):  # the pre-refactor VITS mean step
+        for i in range(mu.shape[0]):
+            mu[i] -= h * g[i]
+
+    def safe(mu, g, h):
+        axpy_vec(-h, g, mu)
+
+    found = cuda_coop.serial_shared_writes(racy, modules=(__name__,))
+    assert [src for _, _, src in found] == ["mu[i] -= h * g[i]"]
+    assert cuda_coop.serial_shared_writes(safe, modules=(__name__,)) == []
 
 
 def _real_gpu():
@@ -149,10 +293,7 @@ def _real_gpu():
 
 @pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU (numba.cuda.is_available() is False)")
 def test_primitive_only_body_on_gpu():
-    """The rebuilt body compiled for a real GPU (FMA contraction: rounding, not bits)."""
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    out = json.loads(res.stdout.split("RESULT")[1])
+    """The rebuilt bodies compiled for a real GPU (FMA contraction: rounding, not bits)."""
+    out = _run([[1, 32], 2, 3], gpu=True)
     assert max(out["prim"].values()) < 1e-12
+    assert max(out["update"].values()) < 1e-9
