@@ -11,7 +11,7 @@ import math
 from vits_ref.config import kernel
 
 from .bandit import BanditPiece, argmax, step_size
-from .linalg import all_finite_vec, gemv
+from .linalg import add_axpby_vec, all_finite_vec, div_vec, gemv
 from .linear import POTENTIAL as LINEAR
 from .linear import stats_add, stats_init
 from .views import take, take2
@@ -27,12 +27,10 @@ def make_langevin_steps(potential):
 
     @kernel(inline=True)
     def langevin_steps(theta, data, eps, h, g, H, pscr):
-        S, d = eps.shape
         c = math.sqrt(2.0 * h)
-        for s in range(S):
+        for s in range(eps.shape[0]):
             grad(data, theta, g, H, pscr)
-            for i in range(d):
-                theta[i] += -h * g[i] + c * eps[s, i]
+            add_axpby_vec(-h, g, c, eps[s], theta)  # theta + (-h g + c eps_s)
 
     return langevin_steps
 
@@ -66,9 +64,7 @@ def init(params, state, init_noise):
     eta, lam = params[1], params[2]
     V, etaV, vecs = state[0], state[1], state[3]
     stats_init(V, vecs[0], etaV, vecs[1], lam, eta)
-    s0 = math.sqrt(lam * eta)
-    for i in range(vecs.shape[1]):
-        vecs[2, i] = init_noise[i] / s0
+    div_vec(init_noise, math.sqrt(lam * eta), vecs[2])
 
 
 @kernel(inline=True)

@@ -4,12 +4,18 @@ Scores ``x_a theta_hat + alpha sqrt(x_a^T inv(V) x_a)`` with ``theta_hat = inv(V
 ``V = lam I + sum x x^T`` (Li et al. 2010; the VITS paper's baseline).
 """
 
-import math
-
 from vits_ref.config import kernel
 
 from .bandit import BanditPiece, argmax
-from .linalg import gemm_nn, gemv
+from .linalg import (
+    add_sqrt_rowdots,
+    axpy_vec,
+    fill_vec,
+    gemm_nn,
+    gemv,
+    scaled_identity,
+    sub_outer_div,
+)
 from .views import take, take2
 
 
@@ -22,25 +28,17 @@ def linucb_scores(Vinv, b, alpha, X, theta, VX, out):
     gemv(Vinv, b, theta)
     gemv(X, theta, out)
     gemm_nn(X, Vinv, VX)
-    K, d = X.shape
-    for a in range(K):
-        q = 0.0
-        for i in range(d):
-            q += X[a, i] * VX[a, i]
-        out[a] += alpha * math.sqrt(max(q, 0.0))
+    add_sqrt_rowdots(alpha, X, VX, out)
 
 
 @kernel
 def sherman_morrison(Vinv, x, u):
     """``inv(V + x x^T) = inv(V) - (inv(V) x)(inv(V) x)^T / (1 + x^T inv(V) x)``, in place."""
     gemv(Vinv, x, u)
-    d = x.shape[0]
     den = 1.0
-    for i in range(d):
+    for i in range(x.shape[0]):  # a reduction: reads only
         den += x[i] * u[i]
-    for i in range(d):
-        for j in range(d):
-            Vinv[i, j] -= u[i] * u[j] / den
+    sub_outer_div(u, u, den, Vinv)
 
 
 # --------------------------------------------------------------------------- bandit piece
@@ -68,12 +66,8 @@ def init(params, state, init_noise):
     """``inv(V) = I / lam``, ``b = 0``."""
     lam = params[1]
     Vinv, vecs = state[0], state[1]
-    d = Vinv.shape[0]
-    for i in range(d):
-        vecs[0, i] = 0.0
-        for j in range(d):
-            Vinv[i, j] = 0.0
-        Vinv[i, i] = 1.0 / lam
+    fill_vec(vecs[0], 0.0)
+    scaled_identity(Vinv, 1.0 / lam)
 
 
 @kernel(inline=True)
@@ -88,8 +82,7 @@ def select(params, state, X, noise):
 def update(params, state, x, r, n_obs, noise):
     """``b += r x`` and the Sherman-Morrison update of ``inv(V)``."""
     Vinv, vecs = state[0], state[1]
-    for i in range(x.shape[0]):
-        vecs[0, i] += r * x[i]
+    axpy_vec(r, x, vecs[0])
     sherman_morrison(Vinv, x, vecs[2])
     return True
 
