@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 from numba import prange
 from scipy import stats
+from vits_ref.kernels import philox as P
 
 from vits_ref.config import cpu_jit
-from vits_ref.kernels import philox as P
 from vits_ref.reference import streams as ref
 
 MASK64 = 2 ** 64 - 1
