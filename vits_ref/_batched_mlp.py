@@ -527,7 +527,8 @@ def run_block(policy, envs, run_seeds, n_rounds, xp=np, first_index=0, return_st
                 sel = None if sel is None else sel[rows]
                 steps = steps[rows]
             theta = runs.thompson(sel)
-            Xt = ctx_dev[act, tc]  # (R, K, p)
+            act_x = xp.asarray(act)  # device-side index (CuPy indexes with its own arrays)
+            Xt = ctx_dev[act_x, tc]  # (R, K, p)
             _, scores = forward(xp, net, theta[:, None, :], Xt)
             scores = scores[:, 0, :]
             played = _host(xp, xp.argmax(scores, axis=1))
@@ -540,14 +541,14 @@ def run_block(policy, envs, run_seeds, n_rounds, xp=np, first_index=0, return_st
                     failures.setdefault(active[i], err)
             regret[act, t] = means[act, tc].max(axis=1) - means[act, tc, played]
             arms[act, t] = played
-            Xh[act, t] = xp.asarray(ctx[act, tc, played])
-            rh[act, t] = xp.asarray(rewards[act, tc, played])
+            Xh[act_x, t] = xp.asarray(ctx[act, tc, played])
+            rh[act_x, t] = xp.asarray(rewards[act, tc, played])
             n = t + 1
             h_mu, h = runs.steps_and_sizes(n)
             if len(active) == R:
                 runs.update(Xh[:, :n], rh[:, :n], steps, h_mu, h)
             else:
-                runs.update(Xh[act, :n], rh[act, :n], steps, h_mu, h)
+                runs.update(Xh[act_x, :n], rh[act_x, :n], steps, h_mu, h)
             finite, big = runs.check()
             for i, k in enumerate(active):
                 if k not in failures:
