@@ -3,9 +3,11 @@
 One run is ``T`` rounds of: the policy selects an arm from its state, the loop records the
 exact regret and looks up the pre-realised reward, the policy updates its state (for VITS
 and Langevin: the statistics ``V``, ``b`` and ``K_t`` inner steps), and on the requested
-rounds the KL to the exact posterior is recorded. All randomness comes in as arrays drawn
-beforehand with NumPy (:mod:`vits_ref.simulate` says in which order), so the CPU and CUDA
-drivers and the NumPy reference (:mod:`vits_ref.reference`) consume the same numbers.
+rounds the KL to the exact posterior is recorded. Here all randomness comes in as arrays
+drawn beforehand with NumPy (:mod:`vits_ref.simulate` says in which order), so the CPU and
+CUDA drivers and the NumPy reference (:mod:`vits_ref.reference`) consume the same numbers;
+:mod:`.bandit_streams` runs the same round body (:func:`make_round`) on inputs generated
+in the loop from counter-based streams (docs/streams.md).
 
 A policy contributes a :class:`BanditPiece`: five kernel bodies with one signature each,
 

@@ -11,7 +11,10 @@ fused compiled loop (:mod:`vits_ref.kernels.bandit`, generic over the policy's p
 today LinTS, LinUCB, random, and Thompson sampling over VITS or Langevin on the linear
 model with the ``constant`` or ``decayed`` schedule. Their per-run randomness is drawn in
 bulk in the same order as the engines draw it online, so the fused loop and the Python
-loop give the same regret (``tests/test_simulate.py``).
+loop give the same regret (``tests/test_simulate.py``). With ``stream="philox"`` the fused
+loop generates its randomness itself from counter-based streams under each run's key
+(:mod:`vits_ref._streams`, docs/streams.md): other numbers, the same distributions,
+nothing pre-drawn.
 """
 
 import math
