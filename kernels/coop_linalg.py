@@ -1,20 +1,46 @@
 """Cooperative versions of :mod:`.linalg`'s primitives: a CUDA block's threads split the work.
 
-Exploratory (docs/cuda.md, issue 11 item 2). Every function here has the signature and the
-result of its namesake in :mod:`.linalg`, and is called by *every* thread of a 1-D block
-with the same arguments (arrays every thread can address: shared or global memory). Each
-opens with a barrier (the operands written before the call are visible), splits the
-output entries over the threads (``threadIdx.x``, stride ``blockDim.x``) and closes with a
-barrier (the result is visible to every thread after the call). Scalars they return
-(``inv_transpose``'s success) are computed identically by every thread, so the caller's
-control flow stays uniform across the block.
+Every function here has the signature and the result of its namesake in :mod:`.linalg`,
+and is called by *every* thread of a 1-D block with the same arguments (arrays every
+thread can address: shared or global memory). Each opens with a barrier (the operands
+written before the call are visible, and every thread has finished reading what the call
+overwrites), splits the output entries over the threads (``threadIdx.x``, stride
+``blockDim.x``) and closes with a barrier (the result is visible to every thread after the
+call). Scalars they return (``inv_transpose``'s and ``cholesky``'s success) are computed
+identically by every thread, so the caller's control flow stays uniform across the block.
 
-Each output entry is summed in the order of :mod:`.linalg`'s loops, so on one target the
-cooperative and the serial loops give the same bits (the simulator tests check equality;
-the CPU drivers' BLAS differs from both by rounding). The triangular solves and the
-rank-one Cholesky update keep their column order (axpy form: the order of
-:func:`.linalg.solve_lower_t` and, for :func:`solve_lower`, the same sequence of
-subtractions as the dot form).
+The primitives (:data:`REPLACEMENTS`):
+
+* products: ``gemm_nn``, ``gemm_tn``, ``gemm_nt``, ``gemv``, ``gram``, ``syrk_lower``;
+* factors and solves: ``cholesky`` (column by column, the rows below the diagonal split),
+  ``solve_lower``, ``solve_lower_t``, ``chol_rank1_update``, ``inv_transpose``;
+* in-place updates, element-wise (each entry read and written by one thread):
+  ``fill_vec``, ``scaled_identity``, ``copy_mat``, ``div_vec``, ``div_mat``, ``add_vec``,
+  ``sub_vec``, ``sub_mat``, ``axpy_vec``, ``axpy_mat``, ``add_axpby_vec``,
+  ``add_scaled_diff_mat`` (``B += h (X - Y)``), ``add_scaled_diff_t_mat``
+  (``B += h (X^T - Y)``, VITS-II's square-root step), ``add_rows``, ``sub_rows``,
+  ``add_outer`` (``V += alpha x y^T``), ``sub_outer_div`` (Sherman-Morrison),
+  ``symmetrize`` (each pair by one thread); and per output entry a reduction in the serial
+  order: ``mean_rows``, ``add_sqrt_rowdots`` (LinUCB's widths).
+
+Each output entry is computed with the arithmetic and in the order of :mod:`.linalg`'s
+loops, so on one target the cooperative and the serial loops give the same bits (the
+simulator tests check equality on blocks of 1 to 16 threads; the CPU drivers' BLAS differs
+from both by rounding). The triangular solves and the rank-one Cholesky update keep their
+column order (axpy form: the order of :func:`.linalg.solve_lower_t` and, for
+:func:`solve_lower`, the same sequence of subtractions as the dot form).
+
+**The bodies are block-safe.** The fused bandit pieces (:mod:`.vits`, :mod:`.lints`,
+:mod:`.linucb`, :mod:`.langevin`, the random policy) and what they call (:mod:`.linear`'s
+statistics and potential, :mod:`.diagnostics`' KL) store into their state only through
+these primitives; outside them they keep scalars in registers and only read shared state
+(``argmax``, ``all_finite_*``, the KL's traces), which is safe because every primitive
+closes with a barrier (the reads see its result) and opens with one (no thread overwrites
+what another is still reading). So a body rebuilt by
+:func:`vits_ref.drivers.cuda_coop.rebind` runs on a block with every thread running its
+scalar flow, and ``serial_shared_writes`` of every piece's rounds body finds only the
+loop's outputs (``regret``, ``arms``, ``kl_out``: the same value stored by every thread,
+never read back) (``tests/test_coop_design.py``).
 
 Used only through :func:`vits_ref.drivers.cuda_coop.rebind`, which rebuilds a body with
 these in place of :mod:`.linalg`'s; this module imports ``numba.cuda`` (the optional

@@ -4,6 +4,12 @@
 ``h`` (the LMC-TS authors' code freezes it at the first step size). The step closes over
 the potential's ``grad`` hook (:mod:`.potential`); :data:`PIECE` runs it on the linear
 potential inside the fused bandit loop.
+
+Block-safe: the bodies store into their arrays only through :mod:`.linalg`'s primitives
+(scalars stay in registers, reductions only read), so a CUDA block can run them with every
+thread on shared state once :func:`vits_ref.drivers.cuda_coop.rebind` swaps in the
+cooperative primitives (:mod:`.coop_linalg`); the CPU compiles the same bodies, with the
+same results.
 """
 
 import math

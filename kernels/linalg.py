@@ -5,6 +5,14 @@ compile to BLAS (``np.dot`` with an ``out`` buffer, which PERFORMANCE.md measure
 as a direct dgemm call from Numba at d = 20, and 3-8x faster than loops with fastmath
 off); on CUDA, and when called from plain Python (the CUDA simulator, tests), they are
 the loops written below. Everything else is loops, written once.
+
+Every array store of the fused bandit pieces' bodies (:mod:`.vits`, :mod:`.lints`,
+:mod:`.linucb`, :mod:`.langevin`, and the :mod:`.linear` and :mod:`.diagnostics` bodies
+they call) happens inside a function of this module (the products, factors, solves, and
+the in-place updates at the end: fills, ``axpy``, row updates, rank-one updates,
+``symmetrize``), so that a CUDA block can run such a body with every thread on shared
+state: :mod:`.coop_linalg` holds each one's block-cooperative twin, with
+the same arithmetic per entry (docs/cuda.md, "Cooperative kernels").
 """
 
 import math
