@@ -4,9 +4,12 @@
 chunk of rounds, the realisations and the policy's noise are drawn on the host from the
 same seeds and by the same chunked draws (run ``r`` of ``root``: child 0 for the
 environment, child 1 for the policy), then the fused loop of
-:mod:`vits_ref.kernels.bandit` runs the chunk's rounds one run per GPU thread
-(:class:`vits_ref.drivers.cuda.BanditRounds`), the same body the CPU prange driver
-compiles.
+:mod:`vits_ref.kernels.bandit` runs the chunk's rounds, the same body the CPU prange
+driver compiles, in the launch layout :func:`layout_for` chooses by size: one run per GPU
+thread (:class:`vits_ref.drivers.cuda.BanditRounds`) for the O(K d + d^2) rounds, one
+block of threads per run (:class:`vits_ref.drivers.cuda_coop.BlockRounds`, the body
+rebuilt with cooperative primitives) for the O(S d^3) VITS rounds. Both layouts give the
+same results.
 
 Agreement with ``device="cpu"`` on the same seeds (``tests/test_simulate_cuda.py``):
 
@@ -78,9 +81,11 @@ BLOCK_PIECES = frozenset({"vits"})
 #: Most threads of a run's block (:func:`block_threads`).
 MAX_BLOCK_THREADS = 256
 #: Threads of a run's block under Numba's CUDA simulator, which runs each thread as a
-#: Python thread: several, so that the barriers are exercised, few, so that the tests
-#: stay fast.
-SIMULATOR_BLOCK_THREADS = 4
+#: Python thread: two, so that the barriers and the split of every primitive are
+#: exercised, and no more, since the simulator's block layout is slow (VITS-II, 2 runs x
+#: 6 rounds at d = 3: 1.3 s with 2 threads, 1.7 s with 4, 0.15 s one run per thread;
+#: ``tests/test_cuda_coop_driver.py`` runs blocks of 1, 3 and 5 threads explicitly).
+SIMULATOR_BLOCK_THREADS = 2
 #: Bytes of dynamic shared memory a run's state may take in the block layout (None: the
 #: driver's default, :class:`vits_ref.drivers.cuda_coop.BlockRounds`); 0 forces the state
 #: into global memory.
@@ -279,7 +284,10 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
     ``0..n_runs-1`` of ``regret``, ``arms`` and ``kl`` (as ``_run_fused`` on the CPU).
 
     Batches of runs advance a chunk of rounds at a time (:func:`plan`) through
-    :class:`vits_ref.drivers.cuda.BanditRounds`; each chunk's inputs are drawn on the host
+    :class:`vits_ref.drivers.cuda.BanditRounds` (one run per thread,
+    ``threads_per_block`` to a block) or :class:`vits_ref.drivers.cuda_coop.BlockRounds`
+    (one block per run), as :func:`layout_for` chooses (the choice is left in
+    :data:`last_layout` and logged); each chunk's inputs are drawn on the host
     (:func:`vits_ref._fused_draws.batch_chunks`, the CPU path's chunked draws, on
     :data:`DRAW_THREADS` threads) by a helper thread while the device runs the previous
     chunk. ``progress(runs_done, n_runs)`` is called after each batch.

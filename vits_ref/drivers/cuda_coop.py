@@ -1,25 +1,31 @@
-"""Cooperative CUDA kernels, exploratory: rebuild a body with block-cooperative primitives.
+"""Cooperative CUDA kernels: the fused bandit loop with one block of threads per run.
 
 Issue 11 item 2 asks for a block per run in which the threads split the products of the
-O(d^3) VITS round while "the body stays the one the CPU compiles". This module holds what
-the exploration found to work and the check that says where it cannot (docs/cuda.md):
+O(d^3) VITS round while "the body stays the one the CPU compiles" (docs/cuda.md,
+"Cooperative kernels"):
 
 * :func:`rebind` rebuilds a kernel body, and every body it calls, with the cooperative
-  primitives of :mod:`vits_ref.kernels.coop_linalg` in place of :mod:`vits_ref.kernels.linalg`'s
-  (new function objects over the same code, their globals and closure cells swapped): no
-  body is duplicated in the source, and the CPU's bodies are untouched. Verified under the
-  simulator (``tests/test_coop_design.py``); Numba's CUDA compiler resolves a function's
-  globals the same way, but compiling a rebuilt whole body needs a GPU (unverified here).
+  primitives (:func:`default_replacements`: :mod:`vits_ref.kernels.coop_linalg`'s, and
+  ``kernels.coop_philox``'s when it exists) in place of the serial ones (new function
+  objects over the same code, their globals and closure cells swapped): no body is
+  duplicated in the source, and the CPU's bodies are untouched.
 * :func:`serial_shared_writes` lists the array stores a body's call graph makes *outside*
   the primitives. Run redundantly by every thread of a block on shared state, such a
   store races: an in-place ``mu[i] -= h g[i]`` done by thread 0 is read again by a later
   thread and applied twice; a plain store can overwrite a value another thread has yet
-  to read. A body is block-safe only if this list is empty (stores of values that no
-  thread reads back, such as the run's ``regret[t]``, are the benign exception). Today's
-  VITS and LinTS bodies are not: docs/cuda.md lists their stores and the refactor that
-  would make them so (every in-place loop a primitive).
+  to read. :func:`block_safe` is that list for a piece's chunked loop less the loop's own
+  outputs (``regret``, ``arms``, ``kl_out``: the same value stored by every thread, never
+  read back); every fused piece passes it today.
+* :class:`BlockRounds` runs a piece's chunked loop
+  (:func:`vits_ref.kernels.bandit.make_bandit_rounds`) rebuilt by :func:`rebind`, one
+  block per run, the run's state in the block's dynamic
+  shared memory when it fits (else in global memory): the interface of
+  :class:`vits_ref.drivers.cuda.BanditRounds`, so :func:`vits_ref._cuda_simulate.run_fused_cuda`
+  drives either (:func:`vits_ref._cuda_simulate.layout_for` chooses).
 
-Imports ``numba.cuda`` (the optional ``cuda`` extra) through :mod:`.coop_linalg`.
+Verified on Numba's CUDA simulator (``tests/test_coop_design.py``,
+``tests/test_cuda_coop_driver.py``); not yet compiled or run on a GPU. Imports
+``numba.cuda`` (the optional ``cuda`` extra).
 """
 
 import ast
