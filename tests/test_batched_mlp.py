@@ -132,6 +132,18 @@ def test_prefetch_and_draw_threads_change_nothing(i):
         np.testing.assert_array_equal(a[2][k], b[2][k])
 
 
+@pytest.mark.parametrize("sym,cv", [(False, False), (True, True)],
+                         ids=["unsymmetrised", "control-variate"])
+def test_hessian_free_variants_equal_python_loop(sym, cv):
+    """Algorithm 3's unsymmetrised A, and the control variate grad U(mu) (VARIANT_HF_CV),
+    4 draws, 2 runs x 5 rounds on the tiny MLP."""
+    net = MLP(3, hidden=(4, 3))
+    policy = vr.ThompsonSampling(vr.VITS(net.dim, model=net, variant="hessian_free", n_mc=4,
+                                         symmetrize=sym, control_variate=cv, lam=10.0,
+                                         step_size=1e-3, cov_step_size=1e-4))
+    _compare(policy, _env(3, 4), 5, 2)
+
+
 def test_first_run_block_equals_rows_of_the_whole():
     """Runs 1..2 of a block starting at ``first_run = 1`` are rows 1..2 of runs 0..2."""
     env = _env(3, 4)
