@@ -340,3 +340,62 @@ def test_fig2_device_cuda_without_cupy_fails_before_any_work(tmp_path):
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "needs CuPy" in lines[0], res.stderr
     assert not (out / "chunks").exists() and not (out / "summary.json").exists()
+
+
+def _fake_cupy():
+    """A stand-in ``cupy`` module over NumPy (``asnumpy``, ``cuda.runtime``,
+    ``cuda.Device``): not NumPy itself, so the batched path takes its GPU branch
+    (prefetched, threaded draws; device-side index arrays; host copies)."""
+    import types
+
+    fake = types.ModuleType("cupy")
+    fake.__getattr__ = lambda name: getattr(np, name)
+    fake.asnumpy = np.asarray
+    fake.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDeviceCount=lambda: 1),
+        Device=lambda: types.SimpleNamespace(synchronize=lambda: None))
+    return fake
+
+
+def test_fig2_device_cuda_route_with_a_stand_in_cupy(tmp_path, monkeypatch):
+    """``--device cuda`` end to end on the CPU: fig2 under a ``device="cuda"`` session
+    with a stand-in CuPy over NumPy routes LMC-TS through :func:`fig2.simulate_cuda` (the
+    batched path's GPU branch) and LinTS to the CPU, and gives the default's final
+    regrets."""
+    import sys
+
+    from vits_ref.experiments import _chunks
+    from vits_ref.experiments.vits import fig2
+
+    want = _fig2_entries(tmp_path, "cpu", ["LinTS", "LMC-TS"])
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
+    assert bm.array_module("cupy") is sys.modules["cupy"]
+    calls = []
+    orig = bm.simulate
+
+    def spy(*a, **k):
+        calls.append(k["array"])
+        return orig(*a, **k)
+
+    monkeypatch.setattr(bm, "simulate", spy)
+    with _chunks.session(quiet=True, device="cuda"):
+        res = fig2.run(runs=2, rounds=3, seed=0, out=str(tmp_path / "cuda"),
+                       methods=["LinTS", "LMC-TS"])
+    got = {(e["panel"], e["method"]): e["final_regrets"] for e in res["results"]}
+    assert got == want
+    assert calls and set(calls) == {"cupy"}  # LMC-TS (warm-ups, probes, chunks); not LinTS
+    assert res["execution"]["device"] == "cuda"
+
+
+def test_stand_in_cupy_equals_python_loop(monkeypatch):
+    """The GPU branch of ``simulate`` (array="cupy") on the stand-in: the Python loop's
+    arms and regret (VITS-II and Hessian-free on the tiny MLP)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
+    env = _env(3, 4)
+    for _, policy in _policies(3, (4, 3))[:2]:
+        res = vr.simulate(policy, env, 5, n_runs=3, seed=SEED)
+        got = bm.simulate(policy, env, 5, n_runs=3, seed=SEED, array="cupy")
+        np.testing.assert_array_equal(got.arms, res.arms)
+        np.testing.assert_array_equal(got.regret, res.regret)
