@@ -252,6 +252,17 @@ def test_cupy_missing_is_one_clear_error():
         pytest.skip("CuPy is installed")
 
 
+def test_benchmark_methods_are_fig2s():
+    """The benchmark restates fig2's MLP methods (it cannot import the experiments): the
+    same labels, policies (their reprs list every hyperparameter) and environment."""
+    from vits_ref._bench import mlp_gpu
+    from vits_ref.experiments.vits import fig2
+
+    want = {label: repr(p) for label, p in fig2.policies() if bm.supports(p)}
+    assert {label: repr(p) for label, p in mlp_gpu.methods().items()} == want
+    assert (mlp_gpu.DIM, mlp_gpu.N_ARMS) == (fig2.DIM, fig2.N_ARMS)
+
+
 def test_flops_model_closed_form():
     """Three 2 d^3 products per step, J^T J at 2 t d^2 per draw (VITS-II), 4 d^2 M for
     the Hessian-free A; fig2's numbers: 3.83 GFLOP per VITS step of products."""

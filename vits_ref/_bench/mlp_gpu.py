@@ -42,6 +42,9 @@ import numpy as np
 
 from .. import _batched_mlp as bm
 from ..envs import pool
+from ..inference import VITS, Langevin
+from ..models import MLP
+from ..policies import ThompsonSampling
 from ..simulate import simulate
 from .timing import blas_threads
 
@@ -52,15 +55,22 @@ H100_BATCHED_GEMM = 42e12
 RUNS, ROUNDS, PANELS = 50, 1000, 2
 
 
-def _fig2():
-    from ..experiments.vits import fig2
-
-    return fig2
+#: fig2's problem and hyperparameters (:mod:`vits_ref.experiments.vits.fig2`; restated
+#: here because the experiments import the benchmarks, so the benchmarks cannot import
+#: them: ``tests/test_batched_mlp.py`` checks that :func:`methods` equals fig2's).
+DIM, N_ARMS, HIDDEN = 20, 50, (20, 20)
+ETA, LAM, STEP, HF_COV_STEP = 1.0, 10.0, 1e-3, 1e-4
 
 
 def methods():
-    """``{label: policy}`` of fig2's three MLP methods (its own hyperparameters)."""
-    return {label: pol for label, pol in _fig2().policies() if bm.supports(pol)}
+    """``{label: policy}`` of fig2's three MLP methods, with fig2's hyperparameters."""
+    net = MLP(DIM, hidden=HIDDEN)
+    common = {"model": net, "eta": ETA, "lam": LAM, "step_size": STEP, "n_steps": 10}
+    return {"VITS-II": ThompsonSampling(VITS(net.dim, variant="II", **common)),
+            "VITS-II HF (20 draws)": ThompsonSampling(
+                VITS(net.dim, variant="hessian_free", n_mc=20, symmetrize=True,
+                     cov_step_size=HF_COV_STEP, **common)),
+            "LMC-TS": ThompsonSampling(Langevin(net.dim, **common))}
 
 
 def _net_and_flop_args(policy):
@@ -105,8 +115,7 @@ def measure(R, rounds, array="numpy", labels=None, python=True):
     """Seconds per round of ``R`` runs: the per-run Python loop (``vr.simulate``, the
     default path) and the batched path (``array``); the batched path's GFLOP/s from the
     cost model. One warm-up round of each first (compilation, CuPy's kernels)."""
-    env = pool(dim=_fig2().DIM, n_arms=_fig2().N_ARMS, zeta=0.1, reward="quadratic",
-               seed=0)
+    env = pool(dim=DIM, n_arms=N_ARMS, zeta=0.1, reward="quadratic", seed=0)
     xp = bm.array_module(array)
     out = {}
     for label, pol in methods().items():
