@@ -77,6 +77,20 @@ def _in(fn, modules):
     return any(mod == m or mod.startswith(m + ".") for m in modules)
 
 
+def _inlined(fn):
+    """Whether ``fn`` was registered as a kernel body inlined at Numba's IR level
+    (``kernel(inline=True)``). The copy must be too: besides speed, a CUDA device function
+    that is not inlined may not return a view of its arguments (``vits_inputs`` returns
+    ``etaV``), which Numba's CUDA typing refuses."""
+    from numba.core.typing.templates import builtin_registry
+
+    for f, ty in builtin_registry.globals:
+        if f is fn:
+            return any(getattr(getattr(t, "_inline", None), "is_always_inline", False)
+                       for t in getattr(ty, "templates", ()))
+    return False
+
+
 def rebind(fn, replacements=None, modules=_KERNEL_MODULES, _memo=None):
     """``fn`` rebuilt with ``replacements`` (default: :func:`default_replacements`).
 
@@ -124,7 +138,7 @@ def rebind(fn, replacements=None, modules=_KERNEL_MODULES, _memo=None):
     new = types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__,
                              new_cells if new_cells is not None else cells)
     new.__module__, new.__qualname__, new.__doc__ = fn.__module__, fn.__qualname__, fn.__doc__
-    new = kernel(new)
+    new = kernel(new, inline=_inlined(fn))
     memo[id(fn)] = new
     return new
 
