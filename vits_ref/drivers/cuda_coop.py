@@ -37,6 +37,7 @@ import inspect
 import sys
 import textwrap
 import types
+import warnings
 
 import numpy as np
 from numba import cuda, float64
@@ -302,6 +303,18 @@ def _simulator_switching():
         sys.setswitchinterval(old)
 
 
+@contextlib.contextmanager
+def _quiet_occupancy():
+    """numba-cuda warns (NumbaPerformanceWarning) when a launch has fewer than 128 blocks;
+    here a block is a run, and a batch of few runs is the caller's choice, not a mistake
+    (the warning also turns into an error under this repository's pytest settings)."""
+    from numba.core.errors import NumbaPerformanceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        yield
+
+
 @functools.cache
 def _block_rounds_kernel(piece):
     """The block-per-run kernel of ``piece``'s chunked loop, rebuilt with the cooperative
@@ -424,7 +437,9 @@ class BlockRounds:
             self.shared = self._opted_in = _opt_in(kern, args, self.state_bytes)
             args = args[:2] + (self.shared,) + args[3:]
         grid = max(1, min(contexts.shape[0], MAX_BLOCKS))
-        launch = kern[grid, self.threads_per_block, 0, self.state_bytes if self.shared else 0]
+        with _quiet_occupancy():
+            launch = kern[grid, self.threads_per_block, 0,
+                          self.state_bytes if self.shared else 0]
         with _simulator_switching():
             launch(*args)
         self.t0 += n
