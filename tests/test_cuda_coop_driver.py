@@ -130,8 +130,39 @@ SCRIPT = textwrap.dedent("""
     thread_arms = dcuda.bandit_runs(spec.piece, spec.params, *inputs,
                                     np.zeros(0, np.int64))[1]
     brow = bench.measure_block(spec, inputs, {"repeats": 1}, "simulator", 0.0, thread_arms)
+    # the streamed loop (stream="philox") one block per run against one run per thread:
+    # 1 thread per block (no environment's round body is block-safe yet), chunks of 2
+    # rounds, the state in shared and in global memory
+    from vits_ref import _streams
+    streams = {}
+    cs.LAYOUT, cs.BLOCK_THREADS = "block", None
+    for name in ("vits-ii", "lints", "random"):
+        spec = make_policy(name, D).fused(kl=has_kl(name))
+        env_round, env_params, dims = _streams.check(spec, name, env, False)
+        keys = _streams.run_keys(np.random.SeedSequence(3), 0, R)
+        kl = KL_ROUNDS if has_kl(name) else []
+        sizes = (_streams.state_size(spec, dims), _streams.scratch_size(*dims))
+        outs = []
+        for cls, kw in ((dcuda.BanditStreams, {}), (cuda_coop.BlockStreams, {}),
+                        (cuda_coop.BlockStreams, {"shared_budget": 0})):
+            runs = cls(spec.piece, spec.params, env_round, env_params, keys, dims, T, kl,
+                       *sizes, **kw)
+            for _ in range(T // 2):
+                runs.advance(2)
+            outs.append(runs.results())
+        streams[name] = {
+            "equal": all(np.array_equal(a, b) for o in outs[1:] for a, b in zip(o, outs[0])),
+            "safe": cuda_coop.block_safe_streams(spec.piece, env_round)[0],
+            "layout": cs.layout_for_streams(spec, env_round, D)}
+        try:
+            cuda_coop.BlockStreams(spec.piece, spec.params, env_round, env_params, keys, dims,
+                                   T, kl, *sizes, threads_per_block=3)
+            streams[name]["refused"] = ""
+        except ValueError as err:
+            streams[name]["refused"] = str(err)
     np.savez(out, **res)
-    print("RESULT" + json.dumps({"bench": brow, "safe": safe, "ran": ran, "default": default,
+    print("RESULT" + json.dumps({"bench": brow, "streams": streams, "safe": safe, "ran": ran,
+                                 "default": default,
                                  "bysize": bysize, "plan": list(plan), "progress": calls,
                                  "vits_n": vits_n, "global": glob,
                                  "diverge_threads": vits_n, "times": times}))
@@ -230,6 +261,20 @@ def test_bench_block_rows(simulated):
     want = _cuda_simulate.SIMULATOR_BLOCK_THREADS if simulated["safe"]["vits-ii"] else 1
     assert b["threads"] == want and b["shared"] is True
     assert b["cpu_arms"] == 1.0 and b["diverged"] == 0 and b["cuda"] > 0
+
+
+def test_streamed_loop_block_layout(simulated):
+    """The streamed loop one block per run (``cuda_coop.BlockStreams``, 1 thread per block:
+    its environment round bodies are not block-safe) equals one run per thread
+    (``drivers.cuda.BanditStreams``) bit for bit, with the state in shared and in global
+    memory; more threads are refused while it is not block-safe, and the layout by size
+    (with ``LAYOUT = "block"`` forced here) gives it 1 thread per block."""
+    for name, got in simulated["streams"].items():
+        assert got["equal"], name
+        if got["safe"]:  # the day the environments' rounds are block-safe
+            assert got["refused"] == ""
+        else:
+            assert "is not block-safe" in got["refused"] and got["layout"] == ["block", 1]
 
 
 def test_divergence_matches_cpu(simulated):

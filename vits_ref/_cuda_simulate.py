@@ -218,8 +218,9 @@ def block_threads(d):
     return int(min(MAX_BLOCK_THREADS, max(32, n)))
 
 
-def _choose_layout(spec, d):
-    """``(layout, threads_per_block, reason)``; see :func:`layout_for`."""
+def _choose_layout(spec, d, safety=None):
+    """``(layout, threads_per_block, reason)``; see :func:`layout_for`. ``safety``: the
+    ``(safe, stores)`` of the loop to run (default: ``block_safe(spec.piece)``)."""
     if LAYOUT not in (None, "thread", "block"):
         raise ValueError(f"_cuda_simulate.LAYOUT must be None, 'thread' or 'block', got "
                          f"{LAYOUT!r}")
@@ -228,9 +229,11 @@ def _choose_layout(spec, d):
         return "thread", THREADS_PER_BLOCK, "LAYOUT='thread'"
     if LAYOUT is None and piece.name not in BLOCK_PIECES:
         return "thread", THREADS_PER_BLOCK, f"the {piece.name!r} round is O(K d + d^2)"
-    from .drivers.cuda_coop import block_safe
+    if safety is None:
+        from .drivers.cuda_coop import block_safe
 
-    safe, stores = block_safe(piece)
+        safety = block_safe(piece)
+    safe, stores = safety
     if BLOCK_THREADS is not None:
         return "block", int(BLOCK_THREADS), "BLOCK_THREADS set"
     if not safe:
@@ -264,6 +267,23 @@ def layout_for(spec, d):
     its reason are in :data:`last_layout`.
     """
     layout, n, _ = _choose_layout(spec, d)
+    return layout, n
+
+
+def layout_for_streams(spec, env_round, d):
+    """:func:`layout_for` for the streamed loop (``simulate(..., stream="philox")``) on the
+    environment whose round body is ``env_round``: the same rules, with block safety
+    checked on the streamed loop (:func:`vits_ref.drivers.cuda_coop.block_safe_streams`,
+    which counts the environment's round too); the block layout runs through
+    :class:`vits_ref.drivers.cuda_coop.BlockStreams`, the interface of
+    :class:`vits_ref.drivers.cuda.BanditStreams`. Today no environment's round body is
+    block-safe, so by size every policy runs one run per thread (and
+    :func:`vits_ref._streams.run_streams_cuda` drives
+    :class:`~vits_ref.drivers.cuda.BanditStreams` directly: it does not call this yet).
+    """
+    from .drivers.cuda_coop import block_safe_streams
+
+    layout, n, _ = _choose_layout(spec, d, block_safe_streams(spec.piece, env_round))
     return layout, n
 
 

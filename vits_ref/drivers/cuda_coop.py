@@ -448,3 +448,134 @@ class BlockRounds:
     def results(self):
         """``(regret (R, T), arms (R, T), kl (R, n_kl))`` on the host."""
         return self.regret.copy_to_host(), self.arms.copy_to_host(), self.kl.copy_to_host()
+
+
+# --------------------------------------------------------------------------- streamed runs
+
+
+@functools.cache
+def block_safe_streams(piece, env_round):
+    """``(safe, stores)`` as :func:`block_safe`, for the streamed loop of ``piece`` on the
+    environment whose round body is ``env_round``
+    (:func:`vits_ref.kernels.bandit_streams.make_bandit_streams`): the environment's round
+    writes the round's inputs into the run's scratch, and those stores count too."""
+    from ..kernels.bandit_streams import make_bandit_streams
+
+    stores = unsafe_stores(make_bandit_streams(piece, env_round))
+    return not stores, stores
+
+
+@functools.cache
+def _block_streams_kernel(piece, env_round):
+    """The block-per-run kernel of the streamed loop, rebuilt with the cooperative
+    primitives and Philox fills (:func:`rebind`)."""
+    from ..kernels.bandit_streams import make_bandit_streams
+
+    body = rebind(make_bandit_streams(piece, env_round))
+
+    @cuda_jit
+    def kernel(params, env, keys, dims, bufs, scratch, use_shared, t0, n, kl_rounds, regret,
+               arms, kl_out, status):
+        sh = cuda.shared.array(0, float64)
+        tid = cuda.threadIdx.x
+        nt = cuda.blockDim.x
+        n_state = bufs.shape[1]
+        r = cuda.blockIdx.x
+        while r < keys.shape[0]:
+            g = bufs[r]
+            buf = g
+            if use_shared:
+                buf = sh[:n_state]
+                for i in range(tid, n_state, nt):
+                    buf[i] = g[i]
+            cuda.syncthreads()
+            s = body(params, env, keys[r], dims, buf, scratch[r], t0, n, kl_rounds,
+                     regret[r], arms[r], kl_out[r])
+            cuda.syncthreads()
+            if use_shared:
+                for i in range(tid, n_state, nt):
+                    g[i] = buf[i]
+            if tid == 0:
+                status[r] = s
+            cuda.syncthreads()
+            r += cuda.gridDim.x
+
+    return kernel
+
+
+class BlockStreams:
+    """``R`` streamed fused runs of ``T`` rounds, one block of threads per run: the
+    interface of :class:`vits_ref.drivers.cuda.BanditStreams` (so
+    :func:`vits_ref._streams.run_streams_cuda` can drive either).
+
+    The streamed loop (:func:`vits_ref.kernels.bandit_streams.make_bandit_streams`)
+    rebuilt by :func:`rebind`, the Philox fills and the linear algebra split over the
+    block's threads; the state as in :class:`BlockRounds` (shared memory when it fits,
+    else global), the run's scratch (each round's generated inputs) in global memory.
+
+    Correct with several threads only when :func:`block_safe_streams` holds. Today it does
+    not: the environments' round bodies (``pool_round``, ``hard_round``, ``linear_means``,
+    ``noisy_rewards`` of :mod:`vits_ref.kernels.bandit_streams`) store outside primitives.
+    So it runs with ``threads_per_block=1`` (the machinery, checked on the simulator), and
+    refuses more with a ValueError until those bodies store only through primitives.
+
+    Parameters: those of :class:`vits_ref.drivers.cuda.BanditStreams`, and
+    ``shared_budget`` as in :class:`BlockRounds`.
+    """
+
+    def __init__(self, piece, params, env_round, env_params, keys, dims, n_rounds, kl_rounds,
+                 n_state, n_scratch, threads_per_block=1, shared_budget=None):
+        from .cuda import _device_tuple
+
+        threads_per_block = int(threads_per_block)
+        if threads_per_block < 1:
+            raise ValueError(f"threads_per_block must be >= 1, got {threads_per_block}")
+        if threads_per_block > 1 and not block_safe_streams(piece, env_round)[0]:
+            raise ValueError(f"the streamed loop of the {piece.name!r} piece on "
+                             f"{env_round.__name__!r} is not block-safe (stores outside the "
+                             "primitives race: cuda_coop.block_safe_streams); run it with "
+                             "threads_per_block=1 or one run per thread")
+        self.piece, self.params, self.env_round = piece, params, env_round
+        self.env = _device_tuple(tuple(env_params))
+        self.dims = tuple(int(x) for x in dims)
+        self.n_rounds, self.threads_per_block = n_rounds, threads_per_block
+        self.t0 = 0
+        n_runs = keys.shape[0]
+        self.state_bytes = 8 * int(n_state)
+        budget = _shared_limit() if shared_budget is None else int(shared_budget)
+        self.shared = 0 < self.state_bytes <= budget
+        self._opted_in = self.state_bytes <= SHARED_DEFAULT
+        self.keys = cuda.to_device(np.ascontiguousarray(keys, dtype=np.uint64))
+        self.bufs = cuda.device_array((n_runs, n_state))
+        self.scratch = cuda.device_array((n_runs, max(1, n_scratch)))
+        self.regret = cuda.device_array((n_runs, n_rounds))
+        self.arms = cuda.device_array((n_runs, n_rounds), dtype=np.int64)
+        self.kl = cuda.to_device(np.zeros((n_runs, len(kl_rounds))))
+        self.status = cuda.device_array(n_runs, dtype=np.int64)
+        self.kl_rounds = cuda.to_device(np.asarray(kl_rounds, dtype=np.int64))
+
+    def advance(self, n):
+        """Run the next ``n`` rounds; returns the runs' status (R,) (0, or the 1-based
+        round at which a run's state became non-finite)."""
+        if self.t0 + n > self.n_rounds:
+            raise ValueError(f"{n} rounds go past n_rounds={self.n_rounds} (at round "
+                             f"{self.t0})")
+        kern = _block_streams_kernel(self.piece, self.env_round)
+        args = (self.params, self.env, self.keys, self.dims, self.bufs, self.scratch,
+                self.shared, self.t0, n, self.kl_rounds, self.regret, self.arms, self.kl,
+                self.status)
+        if self.shared and not self._opted_in:
+            self.shared = self._opted_in = _opt_in(kern, args, self.state_bytes)
+            args = args[:6] + (self.shared,) + args[7:]
+        grid = max(1, min(self.keys.shape[0], MAX_BLOCKS))
+        with _quiet_occupancy():
+            launch = kern[grid, self.threads_per_block, 0,
+                          self.state_bytes if self.shared else 0]
+        with _simulator_switching():
+            launch(*args)
+        self.t0 += n
+        return self.status.copy_to_host()
+
+    def results(self):
+        """``(regret (R, T), arms (R, T), kl (R, n_kl))`` on the host."""
+        return self.regret.copy_to_host(), self.arms.copy_to_host(), self.kl.copy_to_host()
