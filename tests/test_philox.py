@@ -20,44 +20,21 @@ import sys
 
 import numpy as np
 import pytest
-from numba import prange
 from scipy import stats
 from vits_ref.kernels import philox as P
 
-from vits_ref.config import cpu_jit
+from vits_ref.drivers import cpu
 from vits_ref.reference import streams as ref
 
 MASK64 = 2 ** 64 - 1
 
 
-@cpu_jit
 def _words(keys, ctrs, out):
-    for n in range(keys.shape[0]):
-        w0, w1, w2, w3 = P.philox4x64(ctrs[n, 0], ctrs[n, 1], ctrs[n, 2], ctrs[n, 3],
-                                      keys[n, 0], keys[n, 1])
-        out[n, 0], out[n, 1], out[n, 2], out[n, 3] = w0, w1, w2, w3
+    cpu.philox_words(keys, ctrs, out)
 
 
-@cpu_jit(parallel=True)
 def _fills(kind, keys, c0, c1, m, out):
-    """Row ``r`` of ``out``: a fill under key ``keys[r]`` at counter ``(c0 + r, c1)``, rows
-    split over the threads."""
-    for r in prange(out.shape[0]):
-        k0, k1 = keys[r, 0], keys[r, 1]
-        if kind == 0:
-            P.fill_uniforms(k0, k1, c0 + r, c1, out[r])
-        elif kind == 1:
-            P.fill_normals(k0, k1, c0 + r, c1, out[r])
-        else:
-            P.fill_bounded(k0, k1, c0 + r, c1, m, out[r])
-
-
-@cpu_jit
-def _fill_pieces(k0, k1, c0, c1, out):
-    """``fill_normals`` of ``out`` by pieces: element by element (``normal_at``), which
-    must give the whole fill's values."""
-    for i in range(out.shape[0]):
-        out[i] = P.normal_at(k0, k1, c0, c1, i)
+    cpu.philox_fills(kind, keys, c0, c1, m, out)
 
 
 def _numpy_words(ctr, key):
@@ -186,9 +163,9 @@ def test_fills_equal_reference_and_any_split():
     # element by element: the same values as the fill
     out = np.empty((1, 11))
     _fills(1, keys[:1], 5, 2, 1, out)
-    pieces = np.empty(11)
-    _fill_pieces(keys[0, 0], keys[0, 1], 5, 2, pieces)
-    np.testing.assert_array_equal(pieces, out[0])
+    pieces = np.empty((1, 11))
+    _fills(cpu.NORMALS_BY_ELEMENT, keys[:1], 5, 2, 1, pieces)
+    np.testing.assert_array_equal(pieces, out)
 
 
 def test_numpy_transcendentals_within_ulps():

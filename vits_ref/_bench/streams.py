@@ -17,7 +17,6 @@ At d = 20, K = 50 on the pool environment (linear rewards), one thread (set
     OPENBLAS_NUM_THREADS=1 python -c "from vits_ref._bench import streams; streams.main()"
 """
 
-import functools
 import time
 
 import numba
@@ -27,39 +26,11 @@ from .. import envs
 from .._fused_draws import batch_chunks
 from .._seeding import child
 from .._streams import noise_dims, run_keys
-from ..config import cpu_jit
 from ..drivers import cpu
-from ..kernels.bandit_streams import STREAM_SELECT, STREAM_STEP, scratch_size
-from ..kernels.philox import fill_normals
-from ..kernels.views import take, take2
+from ..kernels.bandit_streams import scratch_size
 from ..simulate import make_policy, simulate
 
 DIM, ARMS = 20, 50
-
-
-@functools.cache
-def _draw_only(env_round):
-    """``run(env, keys, dims, scratch, T)``: every round's environment and policy noise of
-    each run generated into its scratch (the streamed loop's draws, without the policy)."""
-
-    @cpu_jit
-    def run(env, keys, dims, scratch, T):
-        d, K, n_init, n_sel, S, M = dims
-        for r in range(keys.shape[0]):
-            k0, k1 = keys[r, 0], keys[r, 1]
-            buf = scratch[r]
-            X, o = take2(buf, 0, K, d)
-            x_flat, _ = take(buf, 0, K * d)
-            means, o = take(buf, o, K)
-            rewards, o = take(buf, o, K)
-            sel, o = take(buf, o, n_sel)
-            steps, o = take(buf, o, S * M * d)
-            for t in range(T):
-                env_round(env, k0, k1, t, X, x_flat, means, rewards)
-                fill_normals(k0, k1, t, STREAM_SELECT, sel)
-                fill_normals(k0, k1, t, STREAM_STEP, steps)
-
-    return run
 
 
 def _best(fn, repeats):
@@ -86,7 +57,7 @@ def drawing_cost(policy, n_runs=8, n_rounds=100, repeats=3):
     env_round, env_params = env.counter_piece()
     keys = run_keys(root, 0, n_runs)
     scratch = np.empty((n_runs, scratch_size(*dims)))
-    run = _draw_only(env_round)
+    run = cpu.stream_draws(env_round)
     run(env_params, keys, dims, scratch, 1)  # compile
 
     def philox_draws():

@@ -934,3 +934,73 @@ def bandit_streams(piece, env_round):
                              kl_rounds, regret[r], arms[r], kl_out[r])
 
     return run
+
+
+# --------------------------------------------------------------------------- Philox fills
+
+from ..kernels import philox as _philox  # noqa: E402
+from ..kernels.bandit_streams import STREAM_SELECT as _STREAM_SELECT  # noqa: E402
+from ..kernels.bandit_streams import STREAM_STEP as _STREAM_STEP  # noqa: E402
+from ..kernels.views import take as _take  # noqa: E402
+from ..kernels.views import take2 as _take2  # noqa: E402
+
+FILL_UNIFORMS, FILL_NORMALS, FILL_BOUNDED, NORMALS_BY_ELEMENT = 0, 1, 2, 3
+
+
+@cpu_jit
+def philox_words(keys, ctrs, out):
+    """``out[n]`` (4,) = Philox4x64-10 of counter ``ctrs[n]`` (4,) under key ``keys[n]``
+    (2,), all uint64 (:func:`vits_ref.kernels.philox.philox4x64`)."""
+    for n in range(keys.shape[0]):
+        w0, w1, w2, w3 = _philox.philox4x64(ctrs[n, 0], ctrs[n, 1], ctrs[n, 2], ctrs[n, 3],
+                                            keys[n, 0], keys[n, 1])
+        out[n, 0], out[n, 1], out[n, 2], out[n, 3] = w0, w1, w2, w3
+
+
+@cpu_jit(parallel=True)
+def philox_fills(kind, keys, c0, c1, m, out):
+    """Row ``r`` of ``out`` (R, n): a fill (``kind``: :data:`FILL_UNIFORMS`,
+    :data:`FILL_NORMALS`, :data:`FILL_BOUNDED` in ``[0, m)``, or
+    :data:`NORMALS_BY_ELEMENT`: ``normal_at`` element by element) under key ``keys[r]`` at
+    counter ``(c0 + r, c1, ·, 0)``; ``prange`` over the rows."""
+    for r in prange(out.shape[0]):
+        k0, k1 = keys[r, 0], keys[r, 1]
+        row = out[r]
+        if kind == FILL_UNIFORMS:
+            _philox.fill_uniforms(k0, k1, c0 + r, c1, row)
+        elif kind == FILL_NORMALS:
+            _philox.fill_normals(k0, k1, c0 + r, c1, row)
+        elif kind == FILL_BOUNDED:
+            _philox.fill_bounded(k0, k1, c0 + r, c1, m, row)
+        else:
+            for i in range(row.shape[0]):
+                row[i] = _philox.normal_at(k0, k1, c0 + r, c1, i)
+
+
+@functools.cache
+def stream_draws(env_round):
+    """``run(env, keys, dims, scratch, T)``: rounds ``0 .. T - 1`` of each run's
+    environment (``env_round``) and normal selection and step noise generated into its
+    scratch, as the streamed loop generates them, without the policy (the benchmark's
+    drawing cost, :mod:`vits_ref._bench.streams`)."""
+    fp = _fingerprint(env_round)
+
+    @cpu_jit
+    def run(env, keys, dims, scratch, T):
+        _ = fp
+        d, K, n_init, n_sel, S, M = dims
+        for r in range(keys.shape[0]):
+            k0, k1 = keys[r, 0], keys[r, 1]
+            buf = scratch[r]
+            X, o = _take2(buf, 0, K, d)
+            x_flat, _o = _take(buf, 0, K * d)
+            means, o = _take(buf, o, K)
+            rewards, o = _take(buf, o, K)
+            sel, o = _take(buf, o, n_sel)
+            steps, o = _take(buf, o, S * M * d)
+            for t in range(T):
+                env_round(env, k0, k1, t, X, x_flat, means, rewards)
+                _philox.fill_normals(k0, k1, t, _STREAM_SELECT, sel)
+                _philox.fill_normals(k0, k1, t, _STREAM_STEP, steps)
+
+    return run
