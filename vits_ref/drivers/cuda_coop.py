@@ -220,6 +220,13 @@ def unsafe_stores(body, outputs=LOOP_OUTPUTS):
     return [w for w in serial_shared_writes(body) if not _benign(w, outputs)]
 
 
+def _simulator():
+    """Whether Numba's CUDA simulator is on (read once, when Numba was imported)."""
+    from numba import config
+
+    return bool(getattr(config, "ENABLE_CUDASIM", 0))
+
+
 @functools.cache
 def block_safe(piece):
     """``(safe, stores)`` for a :class:`~vits_ref.kernels.bandit.BanditPiece`: whether its
@@ -250,9 +257,7 @@ MAX_BLOCKS = 2 ** 20
 def _shared_limit():
     """Bytes of dynamic shared memory a block may get here: the device's opt-in maximum on
     a GPU when :data:`OPT_IN`, else :data:`SHARED_DEFAULT` (also under the simulator)."""
-    from .._cuda_simulate import simulator_enabled
-
-    if not OPT_IN or simulator_enabled():
+    if not OPT_IN or _simulator():
         return SHARED_DEFAULT
     from numba import cuda
 
@@ -290,9 +295,7 @@ SIMULATOR_SWITCH_INTERVAL = 1e-5
 @contextlib.contextmanager
 def _simulator_switching():
     """Under the simulator, :data:`SIMULATOR_SWITCH_INTERVAL` for the duration (restored)."""
-    from .._cuda_simulate import simulator_enabled
-
-    if not simulator_enabled():
+    if not _simulator():
         yield
         return
     old = sys.getswitchinterval()
