@@ -159,8 +159,15 @@ def hard_rounds(env, key, rounds, d, K, libm=True):
     return X, means, _rewards(key, rounds, code, noise_scale, means, libm)
 
 
-#: The references of the environments' round bodies, by the body's name.
-ROUNDS_OF = {"pool_round": pool_rounds, "hard_round": hard_rounds}
+def rounds_of(env_round):
+    """The reference of an environment's round body: by convention the function named
+    like the body with an ``s`` (``pool_round`` -> :func:`pool_rounds`); a ValueError if
+    this module has none."""
+    ref = globals().get(env_round.__name__ + "s")
+    if ref is None:
+        raise ValueError(f"no NumPy reference of the round body {env_round.__name__!r} in "
+                         f"vits_ref.reference.streams")
+    return ref
 
 
 def run_arrays(env, key, n_rounds, dims, select_noise="normal", libm=True):
@@ -174,7 +181,7 @@ def run_arrays(env, key, n_rounds, dims, select_noise="normal", libm=True):
     d, K, n_init, n_sel, S, M = dims
     body, params = env.counter_piece()
     rounds = np.arange(n_rounds)
-    X, means, rewards = ROUNDS_OF[body.__name__](params, key, rounds, d, K, libm)
+    X, means, rewards = rounds_of(body)(params, key, rounds, d, K, libm)
     init = normals(key, [0], ks.STREAM_INIT, n_init, libm)[0]
     if select_noise == "uniform":
         sel = uniforms(key, rounds, ks.STREAM_SELECT, n_sel)
