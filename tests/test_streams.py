@@ -300,3 +300,73 @@ def _streams_fraction():
     from vits_ref._cuda_simulate import DEVICE_FRACTION
 
     return DEVICE_FRACTION
+
+
+PTX_SCRIPT = textwrap.dedent("""
+    import sys, warnings
+    warnings.simplefilter("ignore")
+    # the prelude of tests/test_cuda_coop_driver.py's PTX test: the inlined bodies
+    # registered for the CUDA target too (numba-cuda 0.30.4 rejects numba's
+    # register_jitable(inline="always"); docs/cuda.md), and an sm_90 device stubbed
+    import numba.extending as ext
+    from numba.cuda.extending import register_jitable as cuda_register_jitable
+    orig = ext.register_jitable
+
+    def both(*args, **kwargs):
+        if args and callable(args[0]) and not kwargs:
+            return orig(args[0])
+
+        def wrap(fn):
+            orig(**dict(kwargs))(fn)
+            if kwargs.get("inline") == "always":
+                cuda_register_jitable(inline="always")(fn)
+            return fn
+        return wrap
+
+    ext.register_jitable = both
+    import numba.cuda.dispatcher as disp
+
+    class Device:
+        compute_capability = (9, 0)
+
+    disp.get_current_device = lambda: Device()
+    import numpy as np
+    from numba import cuda, typeof
+    import vits_ref as vr
+    from vits_ref import _streams
+    from vits_ref.drivers import cuda as dcuda
+    from vits_ref.kernels.bandit_streams import scratch_size
+    from vits_ref.simulate import make_policy
+
+    d, K, R, T = 20, 50, 4, 3
+    for name, env in (("lints", vr.envs.pool(dim=d, n_arms=K, seed=0)),
+                      ("random", vr.envs.hard_instance(dim=d, n_arms=K, reward="logistic",
+                                                       seed=0))):
+        spec = make_policy(name, d).fused(kl=True)
+        env_round, env_params = env.counter_piece()
+        dims = _streams.noise_dims(spec, d, K)
+        args = (spec.params, env_params, np.zeros((R, 2), np.uint64), dims,
+                np.zeros((R, _streams.state_size(spec, dims))),
+                np.zeros((R, scratch_size(*dims))), 0, T, np.zeros(2, np.int64),
+                np.zeros((R, T)), np.zeros((R, T), np.int64), np.zeros((R, 2)),
+                np.zeros(R, np.int64))
+        kern = dcuda._bandit_streams_kernel(spec.piece, env_round)
+        ptx, _ = cuda.compile_ptx(kern.py_func, tuple(typeof(a) for a in args), cc=(9, 0))
+        assert ".entry" in ptx and len(ptx) > 10_000, name
+    print("DONE")
+""")
+
+
+@pytest.mark.slow
+def test_streamed_kernel_compiles_to_ptx():
+    """The streamed loop's one-run-per-thread kernel (LinTS on the pool, random on the
+    logistic hard instance) compiles to sm_90 PTX without a GPU, given the CUDA
+    registration of the inlined bodies that the whole CUDA path needs (docs/cuda.md).
+    About 50 s."""
+    try:
+        import numba_cuda  # noqa: F401
+    except ImportError:
+        pytest.skip("numba-cuda (the 'cuda' extra) is not installed")
+    res = subprocess.run([sys.executable, "-c", PTX_SCRIPT], capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0 and "DONE" in res.stdout, res.stderr[-3000:]
