@@ -228,7 +228,8 @@ def _choose_layout(spec, d, safety=None):
     if LAYOUT == "thread":
         return "thread", THREADS_PER_BLOCK, "LAYOUT='thread'"
     if LAYOUT is None and piece.name not in BLOCK_PIECES:
-        return "thread", THREADS_PER_BLOCK, f"the {piece.name!r} round is O(K d + d^2)"
+        return ("thread", THREADS_PER_BLOCK,
+                f"the {piece.name!r} round has no chain of d x d products (not in BLOCK_PIECES)")
     if safety is None:
         from .drivers.cuda_coop import block_safe
 
