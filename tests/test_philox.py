@@ -8,7 +8,8 @@ reference (vits_ref/reference/streams.py).
 * Normals, integers: moments, a Kolmogorov-Smirnov test and a chi-square test at fixed
   keys, bounds from the sample size at a false-alarm probability of 1e-6 each.
 * Fills: each element depends only on (key, counter, index): equal whatever the split
-  over threads (prange, the simulator's cooperative blocks of 1, 3 and 5 threads) and
+  over threads (the simulator's cooperative blocks of 1, 3 and 5 threads; the streamed
+  loop's ``prange`` in ``test_streams.py``), element by element (``normal_at``), and
   equal to the reference (bit for bit with the C library's transcendentals).
 """
 

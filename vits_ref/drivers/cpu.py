@@ -957,13 +957,15 @@ def philox_words(keys, ctrs, out):
         out[n, 0], out[n, 1], out[n, 2], out[n, 3] = w0, w1, w2, w3
 
 
-@cpu_jit(parallel=True)
+@cpu_jit
 def philox_fills(kind, keys, c0, c1, m, out):
     """Row ``r`` of ``out`` (R, n): a fill (``kind``: :data:`FILL_UNIFORMS`,
     :data:`FILL_NORMALS`, :data:`FILL_BOUNDED` in ``[0, m)``, or
     :data:`NORMALS_BY_ELEMENT`: ``normal_at`` element by element) under key ``keys[r]`` at
-    counter ``(c0 + r, c1, ·, 0)``; ``prange`` over the rows."""
-    for r in prange(out.shape[0]):
+    counter ``(c0 + r, c1, ·, 0)`` (a serial loop: compiled in a fraction of a parallel
+    one's time; the fills' thread invariance is tested on the cooperative twins and the
+    streamed loop's ``prange``)."""
+    for r in range(out.shape[0]):
         k0, k1 = keys[r, 0], keys[r, 1]
         row = out[r]
         if kind == FILL_UNIFORMS:
