@@ -418,3 +418,38 @@ def test_block_kernel_compiles_to_ptx():
     assert res.returncode == 0 and "RESULT" in res.stdout, res.stderr[-3000:]
     out = json.loads(res.stdout.split("RESULT")[1])
     assert out["extern_shared"] and out["bar"] > 50 and out["chars"] > 10_000, out
+
+
+# --------------------------------------------------------------------------- real GPU
+
+
+def _real_gpu():
+    try:
+        import numba
+        from numba import cuda
+
+        return bool(cuda.is_available()) and not numba.config.ENABLE_CUDASIM
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU (numba.cuda.is_available() is False)")
+@pytest.mark.parametrize("name", ["vits-i", "vits-ii", "vits-hf", "lints"])
+def test_block_layout_on_gpu_full_size(name, monkeypatch):
+    """d = 20, K = 50, 256 runs x 50 rounds: the block layout (the default for VITS, forced
+    for LinTS) equals the CPU, the VITS state in shared memory through the opt-in above
+    48 KiB (cuda_coop.OPT_IN), and in global memory (SHARED_BUDGET = 0)."""
+    env = vr.envs.pool(dim=20, n_arms=50, zeta=1.0, seed=1)
+    kl = [1, 25, 50]
+    ref = vr.simulate(name, env, 50, 256, seed=11, kl_rounds=kl)
+    monkeypatch.setattr(_cuda_simulate, "LAYOUT", "block")
+    for budget in (None, 0):
+        monkeypatch.setattr(_cuda_simulate, "SHARED_BUDGET", budget)
+        got = vr.simulate(name, env, 50, 256, seed=11, kl_rounds=kl, device="cuda")
+        lay = _cuda_simulate.last_layout
+        assert lay["layout"] == "block" and lay["threads_per_block"] == 96, lay
+        assert lay["shared"] is (budget is None), lay
+        np.testing.assert_array_equal(got.arms, ref.arms, err_msg=name)
+        np.testing.assert_array_equal(got.regret, ref.regret, err_msg=name)
+        rel = np.abs(got.kl - ref.kl) / (1.0 + np.abs(ref.kl))
+        assert rel.max() < KL_TOL, (name, rel.max())
