@@ -16,10 +16,10 @@ The primitives (:data:`REPLACEMENTS`):
   ``solve_lower``, ``solve_lower_t``, ``chol_rank1_update``, ``inv_transpose``;
 * in-place updates, element-wise (each entry read and written by one thread):
   ``fill_vec``, ``scaled_identity``, ``copy_mat``, ``div_vec``, ``div_mat``, ``add_vec``,
-  ``sub_vec``, ``sub_mat``, ``axpy_vec``, ``axpy_mat``, ``add_axpby_vec``,
+  ``add_diff_vec``, ``sub_vec``, ``sub_mat``, ``axpy_vec``, ``axpy_mat``, ``add_axpby_vec``,
   ``add_scaled_diff_mat`` (``B += h (X - Y)``), ``add_scaled_diff_t_mat``
   (``B += h (X^T - Y)``, VITS-II's square-root step), ``add_rows``, ``sub_rows``,
-  ``add_outer`` (``V += alpha x y^T``), ``sub_outer_div`` (Sherman-Morrison),
+  ``add_outer_pair`` (``V += x x^T``, ``eta V += eta x x^T``), ``sub_outer_div`` (Sherman-Morrison),
   ``symmetrize`` (each pair by one thread); and per output entry a reduction in the serial
   order: ``mean_rows``, ``add_sqrt_rowdots`` (LinUCB's widths).
 
@@ -401,6 +401,15 @@ def add_vec(x, y):
 
 
 @kernel
+def add_diff_vec(x, y, z):
+    """``z += x - y``."""
+    _sync()
+    for i in range(_tid(), x.shape[0], _nthreads()):
+        z[i] += x[i] - y[i]
+    _sync()
+
+
+@kernel
 def sub_vec(x, y):
     """``y -= x``."""
     _sync()
@@ -513,14 +522,15 @@ def mean_rows(a, out):
 
 
 @kernel
-def add_outer(alpha, x, y, a):
-    """``a += alpha x y^T``."""
+def add_outer_pair(x, alpha, a, b):
+    """``a += x x^T`` and ``b += alpha x x^T``."""
     _sync()
     n, m = a.shape
     for e in range(_tid(), n * m, _nthreads()):
         i = e // m
         j = e - i * m
-        a[i, j] += (alpha * x[i]) * y[j]
+        a[i, j] += x[i] * x[j]
+        b[i, j] += (alpha * x[i]) * x[j]
     _sync()
 
 
@@ -583,6 +593,7 @@ REPLACEMENTS = {
     linalg.div_vec: div_vec,
     linalg.div_mat: div_mat,
     linalg.add_vec: add_vec,
+    linalg.add_diff_vec: add_diff_vec,
     linalg.sub_vec: sub_vec,
     linalg.sub_mat: sub_mat,
     linalg.axpy_vec: axpy_vec,
@@ -593,7 +604,7 @@ REPLACEMENTS = {
     linalg.add_rows: add_rows,
     linalg.sub_rows: sub_rows,
     linalg.mean_rows: mean_rows,
-    linalg.add_outer: add_outer,
+    linalg.add_outer_pair: add_outer_pair,
     linalg.sub_outer_div: sub_outer_div,
     linalg.symmetrize: symmetrize,
     linalg.add_sqrt_rowdots: add_sqrt_rowdots,

@@ -478,6 +478,13 @@ def add_vec(x, y):
 
 
 @kernel(inline=True)
+def add_diff_vec(x, y, z):
+    """``z += x - y`` (each entry ``z_i + (x_i - y_i)``)."""
+    for i in range(x.shape[0]):
+        z[i] += x[i] - y[i]
+
+
+@kernel(inline=True)
 def sub_vec(x, y):
     """``y -= x``."""
     for i in range(x.shape[0]):
@@ -554,20 +561,23 @@ def mean_rows(a, out):
     M, d = a.shape
     for i in range(d):
         out[i] = 0.0
-    for m in range(M):
+    for m in range(M - 1):
         for i in range(d):
             out[i] += a[m, i]
-    for i in range(d):
-        out[i] /= M
+    for i in range(d):  # the last row and the division in one pass
+        out[i] = (out[i] + a[M - 1, i]) / M
 
 
 @kernel(inline=True)
-def add_outer(alpha, x, y, a):
-    """``a += alpha x y^T``, each entry ``a_ij + (alpha x_i) y_j`` (``alpha = 1``: ``x_i y_j``)."""
+def add_outer_pair(x, alpha, a, b):
+    """``a += x x^T`` and ``b += alpha x x^T`` in one pass (a statistic and its scaled copy,
+    ``V`` and ``eta V``): each entry ``a_ij + x_i x_j`` and ``b_ij + (alpha x_i) x_j``."""
     for i in range(a.shape[0]):
-        axi = alpha * x[i]
+        xi = x[i]
+        axi = alpha * xi
         for j in range(a.shape[1]):
-            a[i, j] += axi * y[j]
+            a[i, j] += xi * x[j]
+            b[i, j] += axi * x[j]
 
 
 @kernel(inline=True)

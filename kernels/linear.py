@@ -24,9 +24,9 @@ same results.
 from vits_ref.config import kernel
 
 from .linalg import (
-    add_outer,
+    add_diff_vec,
+    add_outer_pair,
     add_rows,
-    add_vec,
     axpy_vec,
     copy_mat,
     fill_vec,
@@ -53,8 +53,7 @@ def stats_add(V, b, etaV, eta_b, x, r, eta, track):
     axpy_vec(r, x, b)
     if track:
         axpy_vec(eta * r, x, eta_b)
-        add_outer(1.0, x, x, V)
-        add_outer(eta, x, x, etaV)
+        add_outer_pair(x, eta, V, etaV)
 
 
 @kernel(inline=True)
@@ -110,7 +109,7 @@ def linear_draws(mu, B, etaV, eta_b, eps, Z, G, g):
 def vits_inputs(data, variant, mu, B, eps, Z, T, G, g, H, W1, gmu, scratch):
     """The VITS step's inputs on the linear potential (see the module docstring).
 
-    VITS-I/II leave ``eta V mu - eta b`` in ``G[0]`` and the mean of the ``eps_j`` in ``Z[0]``.
+    VITS-I/II leave ``eta V mu`` in ``G[0]`` and the mean of the ``eps_j`` in ``Z[0]``.
     """
     etaV, eta_b = data[0], data[1]
     if is_hessian_free(variant):
@@ -123,8 +122,7 @@ def vits_inputs(data, variant, mu, B, eps, Z, T, G, g, H, W1, gmu, scratch):
     mean_rows(eps, Z[0])
     gemv(W1, Z[0], g)
     gemv(etaV, mu, G[0])
-    sub_vec(eta_b, G[0])
-    add_vec(G[0], g)  # g + (eta V mu - eta b), the serial loop's order
+    add_diff_vec(G[0], eta_b, g)  # g + (eta V mu - eta b)
     return etaV
 
 

@@ -217,9 +217,9 @@ def div_mat_inplace(a, s):
 
 # the in-place forms run through rebind (which swaps in the cooperative div_*)
 COOP = {name: getattr(cl, name) for name in (
-    "fill_vec", "scaled_identity", "copy_mat", "div_vec", "div_mat", "add_vec", "sub_vec",
-    "sub_mat", "axpy_vec", "axpy_mat", "add_axpby_vec", "add_scaled_diff_mat",
-    "add_scaled_diff_t_mat", "add_rows", "sub_rows", "mean_rows", "add_outer",
+    "fill_vec", "scaled_identity", "copy_mat", "div_vec", "div_mat", "add_vec", "add_diff_vec",
+    "sub_vec", "sub_mat", "axpy_vec", "axpy_mat", "add_axpby_vec", "add_scaled_diff_mat",
+    "add_scaled_diff_t_mat", "add_rows", "sub_rows", "mean_rows", "add_outer_pair",
     "sub_outer_div", "symmetrize", "add_sqrt_rowdots")}
 COOP["div_vec_inplace"] = rebind(div_vec_inplace, modules=("__main__",))
 COOP["div_mat_inplace"] = rebind(div_mat_inplace, modules=("__main__",))
@@ -264,6 +264,16 @@ def kernel_for(fn, pattern):
         def k(x, y, s, z):
             r = cuda.blockIdx.x
             fn(x[r], y[r], s, z[r])
+    elif pattern == "aaa":
+        @cuda.jit
+        def k(x, y, z):
+            r = cuda.blockIdx.x
+            fn(x[r], y[r], z[r])
+    elif pattern == "asaa":
+        @cuda.jit
+        def k(x, s, y, z):
+            r = cuda.blockIdx.x
+            fn(x[r], s, y[r], z[r])
     elif pattern == "sasaa":
         @cuda.jit
         def k(s, x, t, y, z):
@@ -323,6 +333,7 @@ for nt in THREADS:
             check("div_mat", nt, [R, 7, N((2, M, d))], "asa", 2, R / 7)
             check("div_mat_inplace", nt, [A, 0.3], "as", 0, A / 0.3)
             check("add_vec", nt, [x, y], "aa", 1, y + x)
+            check("add_diff_vec", nt, [x, y, z], "aaa", 2, z + (x - y))
             check("sub_vec", nt, [x, y], "aa", 1, y - x)
             check("sub_mat", nt, [R, R[::-1].copy()], "aa", 1, R[::-1] - R)
             check("axpy_vec", nt, [-0.7, x, y], "saa", 2, y - 0.7 * x)
@@ -334,8 +345,9 @@ for nt in THREADS:
             check("add_rows", nt, [v, R], "aa", 1, R + v[:, None, :])
             check("sub_rows", nt, [v, R], "aa", 1, R - v[:, None, :])
             check("mean_rows", nt, [R, x], "aa", 1, R.mean(axis=1))
-            check("add_outer", nt, [0.6, x, y, A], "saaa", 3,
-                  A + 0.6 * x[:, :, None] * y[:, None, :])
+            xx = x[:, :, None] * x[:, None, :]
+            check("add_outer_pair", nt, [x, 0.6, A, B], "asaa", 2, A + xx)
+            check("add_outer_pair", nt, [x, 0.6, A, B], "asaa", 3, B + 0.6 * xx)
             check("sub_outer_div", nt, [x, y, 1.7, A], "aasa", 3,
                   A - x[:, :, None] * y[:, None, :] / 1.7)
             check("symmetrize", nt, [A], "a", 0, 0.5 * (A + np.swapaxes(A, 1, 2)))
