@@ -177,13 +177,60 @@ def kernel(fn=None, *, inline=False):
     and called once per round or step with tuples of arrays: as a separate function each
     call would pass every array's structure and reference count, which cost the fused
     LMC round 70% of its time; inlined, the generic loop compiles to the same code as a
-    hand-fused body.
+    hand-fused body. Such a body is registered for the CUDA target too
+    (:func:`_register_inline_for_cuda`).
     """
     opts = {"fastmath": FASTMATH, "error_model": ERROR_MODEL}
     if inline:
         opts["inline"] = "always"
-    deco = register_jitable(**opts)
+
+    def deco(f):
+        f = register_jitable(**opts)(f)
+        if inline:
+            _INLINE_BODIES.append(f)
+            if _CUDA_ON:
+                _register_inline_for_cuda()
+        return f
+
     return deco if fn is None else deco(fn)
+
+
+#: Bodies of :func:`kernel` with ``inline=True``, in definition order; the CUDA target
+#: gets them registered (:func:`_register_inline_for_cuda`) from the first
+#: :func:`cuda_jit` on, so ``import vits_ref`` never imports ``numba.cuda``.
+_INLINE_BODIES = []
+_CUDA_REGISTERED = 0  # how many of _INLINE_BODIES are registered for the CUDA target
+_CUDA_ON = False  # a cuda_jit has run: new inlined bodies are registered at once
+
+
+def _register_inline_for_cuda():
+    """Register the inlined kernel bodies for the CUDA target.
+
+    numba's ``register_jitable(inline="always")`` (what :func:`kernel` uses) inlines
+    ``numba.core.ir`` into the caller; numba-cuda (0.30.4) compiles with its own copy of
+    the IR classes and fails on the mixture (an ``AssertionError`` in its
+    ``postproc._patch_var_dels``, or ``mul(omitted, omitted)`` in typing), so every
+    kernel calling an inlined body failed to compile for a GPU. numba-cuda's own
+    ``register_jitable(inline="always")`` on the same function is what its typing finds
+    for the CUDA target. Found by compiling the fused loop to sm_90 PTX without a GPU
+    (``tests/test_cuda_ptx.py``, 2026-11-23). The simulator runs the bodies as Python
+    and needs nothing.
+    """
+    global _CUDA_REGISTERED, _CUDA_ON
+    _CUDA_ON = True
+    if _CUDA_REGISTERED == len(_INLINE_BODIES):
+        return
+    from numba import config as nconfig
+
+    if nconfig.ENABLE_CUDASIM:
+        _CUDA_REGISTERED = len(_INLINE_BODIES)
+        return
+    from numba.cuda.extending import register_jitable as cuda_register_jitable
+
+    pending = _INLINE_BODIES[_CUDA_REGISTERED:]
+    _CUDA_REGISTERED = len(_INLINE_BODIES)
+    for f in pending:
+        cuda_register_jitable(inline="always")(f)
 
 
 def cuda_jit(fn=None, *, device=False):
@@ -193,5 +240,6 @@ def cuda_jit(fn=None, *, device=False):
     """
     from numba import cuda
 
+    _register_inline_for_cuda()
     deco = cuda.jit(device=device, fastmath=FASTMATH)
     return deco if fn is None else deco(fn)
