@@ -554,6 +554,22 @@ def sub_rows(v, a):
 
 
 @kernel(inline=True)
+def sub_rows_mean(v, a, out):
+    """``a[m] -= v`` for every row ``m`` and ``out = mean_m a[m]`` of the updated rows, in
+    one pass (each entry of ``out`` summed from 0 over the rows in order); ``out`` must not
+    overlap ``a``."""
+    M, d = a.shape
+    for i in range(d):
+        out[i] = 0.0
+    for m in range(M):
+        for i in range(d):
+            a[m, i] -= v[i]
+            out[i] += a[m, i]
+    for i in range(d):
+        out[i] /= M
+
+
+@kernel(inline=True)
 def mean_rows(a, out):
     """``out = mean_m a[m]``: each entry summed from 0 over the rows in order, then divided
     by the number of rows; ``out`` must not overlap ``a``. (Row by row: the inner loop runs
