@@ -22,11 +22,20 @@ This module holds those of the synthetic environments (:func:`pool_round`,
 :func:`hard_round`). Their sums run in index order (``z = sum_i x_i theta_i`` from
 ``i = 0``), which the NumPy reference (:mod:`vits_ref.reference.streams`) repeats, so the
 CPU's values are the reference's bit for bit.
+
+**Block-safe.** The round bodies store into the run's scratch only through primitives
+(the Philox fills; :func:`pool_contexts`, :func:`linear_means`, :func:`bernoulli_rewards`,
+:func:`noisy_means`; :func:`.linalg.copy_mat`), each with a cooperative twin in
+:mod:`.coop_philox` or :mod:`.coop_linalg` that computes every entry as the serial loop
+does. So :func:`vits_ref.drivers.cuda_coop.rebind` runs the streamed loop with a block of
+threads per run (:class:`vits_ref.drivers.cuda_coop.BlockStreams`), equal to the serial
+loop bit for bit (docs/streams.md).
 """
 
 from vits_ref.config import kernel
 
 from .bandit import first_kl, make_round
+from .linalg import copy_mat
 from .philox import fill_bounded, fill_normals, fill_uniforms, normal_at
 from .scalars import sigmoid
 from .views import take, take2, take3
@@ -54,7 +63,8 @@ def scratch_size(d, K, n_init, n_sel, S, M):
 @kernel(inline=True)
 def linear_means(X, theta, code, means):
     """``means[a] = z_a``, ``z_a^2`` or ``sigmoid(z_a)`` for ``z_a = sum_i X[a, i]
-    theta[i]`` (summed in index order from 0.0)."""
+    theta[i]`` (summed in index order from 0.0). A primitive: its cooperative twin
+    (``kernels.coop_philox``) gives each thread whole arms."""
     K, d = X.shape
     for a in range(K):
         z = 0.0
@@ -69,20 +79,46 @@ def linear_means(X, theta, code, means):
 
 
 @kernel(inline=True)
+def pool_contexts(pool, zeta, idx, X):
+    """``X[a, i] = zeta X[a, i] + pool[idx[a], i]`` in place (``idx`` (K,) holds the pool
+    indices as floats). A primitive: its cooperative twin splits the entries."""
+    K, d = X.shape
+    for a in range(K):
+        j = int(idx[a])
+        for i in range(d):
+            X[a, i] = zeta * X[a, i] + pool[j, i]
+
+
+@kernel(inline=True)
+def bernoulli_rewards(means, rewards):
+    """``rewards[a] = 1 if rewards[a] < means[a] else 0`` in place (``rewards`` holds the
+    arms' uniforms). A primitive: its cooperative twin splits the arms."""
+    for a in range(means.shape[0]):
+        rewards[a] = 1.0 if rewards[a] < means[a] else 0.0
+
+
+@kernel(inline=True)
+def noisy_means(means, noise_scale, eps, rewards):
+    """``rewards[a] = means[a] + noise_scale eps`` (one noise for every arm). A primitive:
+    its cooperative twin splits the arms."""
+    for a in range(means.shape[0]):
+        rewards[a] = means[a] + noise_scale * eps
+
+
+@kernel(inline=True)
 def noisy_rewards(k0, k1, t, code, noise_scale, means, rewards):
     """Round ``t``'s rewards: ``Bernoulli(means[a])`` by one uniform per arm (``u_a <
     means[a]``, stream :data:`STREAM_REWARD`) for logistic rewards, else ``means[a] +
     noise_scale eps`` with one normal ``eps`` for every arm (element 0 of the stream), as
-    :meth:`vits_ref.envs.Environment.realise` draws them."""
-    K = means.shape[0]
+    :meth:`vits_ref.envs.Environment.realise` draws them. Stores only through the
+    primitives (:func:`bernoulli_rewards`, :func:`noisy_means`, the fill); ``eps`` is a
+    scalar every thread of a block computes alike."""
     if code == REWARD_LOGISTIC:
         fill_uniforms(k0, k1, t, STREAM_REWARD, rewards)
-        for a in range(K):
-            rewards[a] = 1.0 if rewards[a] < means[a] else 0.0
+        bernoulli_rewards(means, rewards)
     else:
         eps = normal_at(k0, k1, t, STREAM_REWARD, 0)
-        for a in range(K):
-            rewards[a] = means[a] + noise_scale * eps
+        noisy_means(means, noise_scale, eps, rewards)
 
 
 @kernel
@@ -95,16 +131,12 @@ def pool_round(env, k0, k1, t, X, x_flat, means, rewards):
     standard normals (elements ``a d .. a d + d - 1`` of stream
     :data:`STREAM_CONTEXT_NOISE`); means and rewards by :func:`linear_means` and
     :func:`noisy_rewards`. The pool indices are held in ``means`` until the contexts are
-    built.
+    built (:func:`pool_contexts`).
     """
     pool, theta, zeta, noise_scale, code = env
-    K, d = X.shape
     fill_normals(k0, k1, t, STREAM_CONTEXT_NOISE, x_flat)
     fill_bounded(k0, k1, t, STREAM_CONTEXT_INDEX, pool.shape[0], means)
-    for a in range(K):
-        idx = int(means[a])
-        for i in range(d):
-            X[a, i] = zeta * X[a, i] + pool[idx, i]
+    pool_contexts(pool, zeta, means, X)
     linear_means(X, theta, code, means)
     noisy_rewards(k0, k1, t, code, noise_scale, means, rewards)
 
@@ -114,14 +146,11 @@ def hard_round(env, k0, k1, t, X, x_flat, means, rewards):
     """The hard instance's round ``t`` (appendix G of the VITS paper).
 
     ``env = (arms (K, d), theta (d,), noise_scale, code)``: the same arms every round
-    (nothing drawn for the contexts); means and rewards by :func:`linear_means` and
-    :func:`noisy_rewards` (linear or logistic).
+    (nothing drawn for the contexts, copied by :func:`.linalg.copy_mat`); means and
+    rewards by :func:`linear_means` and :func:`noisy_rewards` (linear or logistic).
     """
     arms, theta, noise_scale, code = env
-    K, d = X.shape
-    for a in range(K):
-        for i in range(d):
-            X[a, i] = arms[a, i]
+    copy_mat(arms, X)
     linear_means(X, theta, code, means)
     noisy_rewards(k0, k1, t, code, noise_scale, means, rewards)
 

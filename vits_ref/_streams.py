@@ -9,9 +9,11 @@ the threads or the device. docs/streams.md gives the layout, the memory and the 
 reference (:mod:`vits_ref.reference.streams`).
 
 :func:`run_streams_cpu` runs batches of runs, ``prange`` over the runs, the whole horizon a
-call (:func:`vits_ref.drivers.cpu.bandit_streams`); :func:`run_streams_cuda` one run per
-GPU thread in chunks of :data:`CHUNK_ROUNDS` rounds a launch
-(:class:`vits_ref.drivers.cuda.BanditStreams`), as many runs a batch as
+call (:func:`vits_ref.drivers.cpu.bandit_streams`); :func:`run_streams_cuda` chunks of
+:data:`CHUNK_ROUNDS` rounds a launch in the layout
+:func:`vits_ref._cuda_simulate.layout_for_streams` chooses (one run per GPU thread,
+:class:`vits_ref.drivers.cuda.BanditStreams`, or one block of threads per run for the
+VITS rounds, :class:`vits_ref.drivers.cuda_coop.BlockStreams`), as many runs a batch as
 :data:`vits_ref._cuda_simulate.DEVICE_FRACTION` of the device's free memory holds
 (:func:`plan`). Both raise DivergenceError by the CPU path's rule: the lowest-numbered
 diverging run of the first batch with one, at its first diverging round.
@@ -129,23 +131,48 @@ def run_streams_cpu(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, k
 
 def run_streams_cuda(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, kl,
                      progress, first_run=0, threads_per_block=None):
-    """The streamed runs on the GPU, one run per thread (:func:`plan`'s batches, chunks of
-    :data:`CHUNK_ROUNDS` rounds a launch); the same rows as :func:`run_streams_cpu`."""
-    from ._cuda_simulate import THREADS_PER_BLOCK, _free_device_bytes, check_device
+    """The streamed runs on the GPU (:func:`plan`'s batches, chunks of
+    :data:`CHUNK_ROUNDS` rounds a launch); the same rows as :func:`run_streams_cpu`.
+
+    The launch layout is :func:`vits_ref._cuda_simulate.layout_for_streams`' choice, with
+    its overrides (``_cuda_simulate.LAYOUT``, ``BLOCK_THREADS``, ``SHARED_BUDGET``): one
+    run per thread (:class:`vits_ref.drivers.cuda.BanditStreams`, ``threads_per_block``
+    to a block, default ``_cuda_simulate.THREADS_PER_BLOCK``) for the O(K d + d^2)
+    rounds, one block of threads per run (:class:`vits_ref.drivers.cuda_coop.BlockStreams`)
+    for the VITS rounds. The choice and its reason are left in
+    ``_cuda_simulate.last_layout`` (with ``"stream": "philox"``) and logged, as
+    :func:`vits_ref._cuda_simulate.run_fused_cuda` does. Both layouts give the same rows.
+    """
+    from . import _cuda_simulate as cs
 
     env_round, env_params, dims = check(spec, name, env, False)
-    driver = check_device()
-    tpb = THREADS_PER_BLOCK if threads_per_block is None else threads_per_block
-    batch, chunk = plan(spec, dims, T, n_runs, len(kl_rounds), _free_device_bytes())
+    driver = cs.check_device()  # a clear RuntimeError before any work
+    layout, tpb, why = _layout(cs, spec, env_round, dims[0])
+    if layout == "block":
+        from .drivers.cuda_coop import BlockStreams
+
+        def make_runs(*args):
+            return BlockStreams(*args, threads_per_block=tpb, shared_budget=cs.SHARED_BUDGET)
+    else:
+        tpb = cs.THREADS_PER_BLOCK if threads_per_block is None else threads_per_block
+
+        def make_runs(*args):
+            return driver.BanditStreams(*args, threads_per_block=tpb)
+    cs.last_layout = {"policy": name, "layout": layout, "threads_per_block": tpb,
+                      "shared": None, "reason": why, "stream": "philox"}
+    cs._log.info("device='cuda' stream='philox' %s: %s layout, %d threads per block (%s)",
+                 name, layout, tpb, why)
+    batch, chunk = plan(spec, dims, T, n_runs, len(kl_rounds), cs._free_device_bytes())
     for lo in range(0, n_runs, batch):
         hi = min(n_runs, lo + batch)
         keys = run_keys(root, first_run + lo, hi - lo)
-        runs = driver.BanditStreams(spec.piece, spec.params, env_round, env_params, keys,
-                                    dims, T, kl_rounds, state_size(spec, dims),
-                                    scratch_size(*dims), threads_per_block=tpb)
+        runs = make_runs(spec.piece, spec.params, env_round, env_params, keys, dims, T,
+                         kl_rounds, state_size(spec, dims), scratch_size(*dims))
         first_bad = np.zeros(hi - lo, dtype=np.int64)
         for t0 in range(0, T, chunk):
             status = runs.advance(min(chunk, T - t0))
+            if layout == "block":
+                cs.last_layout["shared"] = runs.shared
             new = (status != 0) & (first_bad == 0)
             first_bad[new] = status[new]
             if first_bad.all():
@@ -155,3 +182,14 @@ def run_streams_cuda(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, 
         _raise_first(first_bad, spec, name, first_run + lo)
         if progress:
             progress(hi, n_runs)
+
+
+def _layout(cs, spec, env_round, d):
+    """``(layout, threads_per_block, reason)``: the choice of
+    :func:`vits_ref._cuda_simulate.layout_for_streams` (the same rule, with block safety
+    checked on the streamed loop by :func:`vits_ref.drivers.cuda_coop.block_safe_streams`)
+    and the reason :func:`vits_ref._cuda_simulate.run_fused_cuda` records."""
+    from .drivers.cuda_coop import block_safe_streams
+
+    # layout_for_streams is _choose_layout with this safety, less the reason
+    return cs._choose_layout(spec, d, block_safe_streams(spec.piece, env_round))
