@@ -277,10 +277,10 @@ def layout_for_streams(spec, env_round, d):
     checked on the streamed loop (:func:`vits_ref.drivers.cuda_coop.block_safe_streams`,
     which counts the environment's round too); the block layout runs through
     :class:`vits_ref.drivers.cuda_coop.BlockStreams`, the interface of
-    :class:`vits_ref.drivers.cuda.BanditStreams`. Today no environment's round body is
-    block-safe, so by size every policy runs one run per thread (and
-    :func:`vits_ref._streams.run_streams_cuda` drives
-    :class:`~vits_ref.drivers.cuda.BanditStreams` directly: it does not call this yet).
+    :class:`vits_ref.drivers.cuda.BanditStreams`. Every fused piece is block-safe on the
+    pool and the hard instance, so the VITS policies run a block per run here too;
+    :func:`vits_ref._streams.run_streams_cuda` applies this rule (through
+    :func:`_choose_layout`, which also gives the reason it records).
     """
     from .drivers.cuda_coop import block_safe_streams
 

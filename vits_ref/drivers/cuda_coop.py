@@ -516,11 +516,11 @@ class BlockStreams:
     block's threads; the state as in :class:`BlockRounds` (shared memory when it fits,
     else global), the run's scratch (each round's generated inputs) in global memory.
 
-    Correct with several threads only when :func:`block_safe_streams` holds. Today it does
-    not: the environments' round bodies (``pool_round``, ``hard_round``, ``linear_means``,
-    ``noisy_rewards`` of :mod:`vits_ref.kernels.bandit_streams`) store outside primitives.
-    So it runs with ``threads_per_block=1`` (the machinery, checked on the simulator), and
-    refuses more with a ValueError until those bodies store only through primitives.
+    Correct with several threads only when :func:`block_safe_streams` holds (it refuses
+    more than one thread per block otherwise, with a ValueError). It holds for every fused
+    piece on the pool and the hard instance: the environments' round bodies of
+    :mod:`vits_ref.kernels.bandit_streams` store only through primitives with cooperative
+    twins in :mod:`vits_ref.kernels.coop_philox` (``tests/test_streams_block.py``).
 
     Parameters: those of :class:`vits_ref.drivers.cuda.BanditStreams`, and
     ``shared_budget`` as in :class:`BlockRounds`.
