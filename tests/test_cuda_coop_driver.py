@@ -354,27 +354,7 @@ def test_block_safe_names_the_racing_stores():
 PTX_SCRIPT = textwrap.dedent("""
     import json, sys, warnings
     warnings.simplefilter("ignore")
-    # (1) vits_ref.config.kernel(inline=True) registers its bodies with numba's
-    # register_jitable(inline="always"), which numba-cuda 0.30.4's CUDA typing rejects
-    # ("mul(omitted, omitted)"); numba-cuda's own register_jitable works. Until config
-    # does it, register the inlined bodies for the CUDA target here too.
-    import numba.extending as ext
-    from numba.cuda.extending import register_jitable as cuda_register_jitable
-    orig = ext.register_jitable
-
-    def both(*args, **kwargs):
-        if args and callable(args[0]) and not kwargs:
-            return orig(args[0])
-
-        def wrap(fn):
-            orig(**dict(kwargs))(fn)
-            if kwargs.get("inline") == "always":
-                cuda_register_jitable(inline="always")(fn)
-            return fn
-        return wrap
-
-    ext.register_jitable = both
-    # (2) no GPU here: the device's compute capability, sm_90 (H100)
+    # no GPU here: the device's compute capability, sm_90 (H100)
     import numba.cuda.dispatcher as disp
 
     class Device:
