@@ -426,6 +426,12 @@ def test_bench_under_simulator():
     assert all(line.endswith("[simulator: not a timing]") for line in rows)
     equal = out.split("CUDA vs CPU prange, fraction of equal arms: ")[1].splitlines()[0]
     assert equal.count("1.000") == len(POLICY_NAMES), equal
+    philox = {line.split()[0]: line for line in out.splitlines()
+              if line.strip().split("/")[-1:] and "/philox" in line}
+    assert sorted(philox) == sorted(f"{n}/philox" for n in POLICY_NAMES), out
+    assert all(line.endswith("[simulator: not a timing]") for line in philox.values())
+    assert "[block layout" in philox["vits-ii/philox"], philox["vits-ii/philox"]
+    assert "[thread layout" in philox["lints/philox"], philox["lints/philox"]
     from vits_ref._bench import jax_peer
 
     if jax_peer.available():

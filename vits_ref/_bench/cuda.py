@@ -16,6 +16,9 @@
   launches for them once their piece is block-safe: a row ``<policy>/block``, labelled
   with its threads per block and where the run's state lives; a piece that is not
   block-safe runs there with 1 thread per block, labelled so);
+* every policy through the public call with the device-side streams,
+  ``simulate(..., device="cuda", stream="philox")`` (:func:`measure_streams`: nothing
+  drawn on the host, the layout by size), the path the issue's goals are about;
 * for the VITS policies, the fraction of the GPU's float64 peak the device loop reaches,
   counting the round's d x d products only (:func:`flops_per_round`) against the FMA peak
   of :data:`FP64_PEAK` (the tensor-core peak is printed too; the loops use no tensor core).
@@ -263,6 +266,31 @@ def measure_block(spec, inputs, sizes, mode, t_copy, cpu_arms):
             "diverged": int(np.count_nonzero(out[3]))}
 
 
+def measure_streams(name, env, sizes, mode, cpu_rate):
+    """The whole public call with the device-side streams: ``simulate(name, env, T, R,
+    seed=0, device="cuda", stream="philox")`` (docs/streams.md), timed end to end (its
+    launches, the copies of the outputs back, the layout by size of
+    :func:`vits_ref._cuda_simulate.layout_for_streams`); nothing is drawn on the host, so
+    this is the path the issue's goals are about. Compiled by a 2-run call first. Returns
+    a dict (rounds/s, the layout used, the CPU prange rate of the same row for the ratio)
+    or None when the environment has no counter stream."""
+    import vits_ref as vr
+
+    from .. import _cuda_simulate as cs
+
+    R, T = sizes["R"], sizes["T"]
+    try:
+        vr.simulate(name, env, T, 2, seed=0, device="cuda", stream="philox")
+    except ValueError:
+        return None
+    t, res = _median(lambda: vr.simulate(name, env, T, R, seed=0, device="cuda",
+                                         stream="philox"), sizes["repeats"])
+    layout = dict(cs.last_layout or {})
+    return {"rate": R * T / t, "layout": layout.get("layout"),
+            "threads": layout.get("threads_per_block"), "vs_cpu": R * T / t / cpu_rate,
+            "mean_regret": float(res.regret.sum(axis=1).mean())}
+
+
 def measure_jax(row, env, sizes, root):
     """The JAX peer's rounds/s on ``row``'s runs (VITS-II and LinTS), into ``row``.
 
@@ -339,6 +367,8 @@ def main(quick=False):
     print(head + label)
     for name in POLICY_NAMES:  # every numba-cuda figure first (see measure_jax)
         rows.append(measure(name, env, sizes, mode, root))
+    for row in rows:  # before JAX too
+        row["streams"] = measure_streams(row["policy"], env, sizes, mode, row["cpu"])
     if mode == "gpu":  # hand numba-cuda's freed buffers back before JAX allocates
         import gc
 
@@ -371,6 +401,21 @@ def main(quick=False):
                   f"{b['device'] / row['cpu']:7.2f}x {'':>12s} {bjax} "
                   f"{'-' if bfrac is None else f'{100 * bfrac:.2f}%':>9s}"
                   f"  [block layout: {b['why']}, state in {state} memory]" + label)
+    print("Device-side streams: simulate(..., device='cuda', stream='philox') end to end "
+          "(contexts and noise generated in the kernel, layout by size):" + label)
+    for row in rows:
+        st = row["streams"]
+        if st is None:
+            continue
+        sfrac = None
+        if peak and row["flops_per_round"]:
+            sfrac = st["rate"] * row["flops_per_round"] / (peak[0] * 1e12)
+        st["peak_fraction"] = sfrac
+        sjax = f"{st['rate'] / row['jax']:.2f}x JAX" if row["jax"] else "no JAX"
+        print(f"  {row['policy'] + '/philox':16s} {_rate(st['rate']):>12s}  "
+              f"{st['vs_cpu']:.2f}x CPU prange, {sjax}, "
+              f"{'-' if sfrac is None else f'{100 * sfrac:.2f}%'} of FP64 peak  "
+              f"[{st['layout']} layout, {st['threads']} threads a block]" + label)
     print(f"CPU prange: {rows[0]['cpu_threads']} Numba threads, a slice of the runs. CUDA "
           "call: copies to and from the device included; CUDA device: the call less the "
           "measured host-to-device copy of its inputs (an estimate).")
