@@ -8,7 +8,10 @@ figure:
 - ``call``: the whole CUDA call with its copies, in M rounds/s;
 - ``cpu``: the all-core CPU prange, in M rounds/s;
 - ``jax``: the JAX peer (VITS-II and LinTS), in M rounds/s;
-- ``peak_percent``: the percent of the float64 FMA peak (VITS policies).
+- ``peak_percent``: the percent of the float64 FMA peak (VITS policies);
+- ``block``: the device loop in the block-per-run layout (VITS policies), in M rounds/s;
+- ``philox``: ``simulate(..., device="cuda", stream="philox")`` end to end (device-side
+  streams, layout by size), in M rounds/s.
 
 A combination that does not exist (a JAX figure for LinUCB, a peak for LinTS) is
 skipped. Everything is skipped (``NotImplementedError`` in ``setup``, asv's skip) without
@@ -21,8 +24,17 @@ from .common import TIMEOUT
 
 POLICIES = ("lints", "linucb", "vits-i", "vits-ii", "vits-hf", "vits-hf-sym", "vits-hf-cv",
             "lmc", "random")
-FIGURES = {"device": "device", "call": "cuda", "cpu": "cpu", "jax": "jax",
-           "peak_percent": "peak_fraction"}
+#: figure -> its path in a row of ``bc.main``
+FIGURES = {"device": ("device",), "call": ("cuda",), "cpu": ("cpu",), "jax": ("jax",),
+           "peak_percent": ("peak_fraction",), "block": ("block", "device"),
+           "philox": ("streams", "rate")}
+
+
+def _figure(row, figure):
+    value = row
+    for key in FIGURES[figure]:
+        value = None if value is None else value.get(key)
+    return value
 
 
 class TrackCuda:
@@ -42,9 +54,9 @@ class TrackCuda:
     def setup(self, rows, policy, figure):
         if rows is None:
             raise NotImplementedError("no CUDA GPU (or the simulator): nothing to measure")
-        if rows[policy].get(FIGURES[figure]) is None:
+        if _figure(rows[policy], figure) is None:
             raise NotImplementedError(f"no {figure} figure for {policy}")
 
     def track_rounds(self, rows, policy, figure):
-        value = rows[policy][FIGURES[figure]]
+        value = _figure(rows[policy], figure)
         return 100.0 * value if figure == "peak_percent" else value / 1e6
