@@ -21,7 +21,8 @@ The primitives (:data:`REPLACEMENTS`):
   (``B += h (X^T - Y)``, VITS-II's square-root step), ``add_rows``, ``sub_rows``,
   ``add_outer_pair`` (``V += x x^T``, ``eta V += eta x x^T``), ``sub_outer_div`` (Sherman-Morrison),
   ``symmetrize`` (each pair by one thread); and per output entry a reduction in the serial
-  order: ``mean_rows``, ``sub_rows_mean`` (the rows centred and averaged in one pass),
+  order: ``mean_rows``, ``sub_rows_pair_mean`` (draws and gradients centred, the mean
+  gradient, in one pass),
   ``add_sqrt_rowdots`` (LinUCB's widths).
 
 Each output entry is computed with the arithmetic and in the order of :mod:`.linalg`'s
@@ -510,15 +511,17 @@ def sub_rows(v, a):
 
 
 @kernel
-def sub_rows_mean(v, a, out):
-    """``a[m] -= v`` for every row and ``out = mean_m a[m]``: each thread owns whole columns."""
+def sub_rows_pair_mean(u, a, v, b, out):
+    """``a[m] -= u``, ``b[m] -= v`` for every row and ``out = mean_m b[m]``: each thread owns
+    whole columns."""
     _sync()
-    M, d = a.shape
+    M, d = b.shape
     for i in range(_tid(), d, _nthreads()):
         s = 0.0
         for m in range(M):
-            a[m, i] -= v[i]
-            s += a[m, i]
+            b[m, i] -= v[i]
+            s += b[m, i]
+            a[m, i] -= u[i]
         out[i] = s / M
     _sync()
 
@@ -618,7 +621,7 @@ REPLACEMENTS = {
     linalg.add_scaled_diff_t_mat: add_scaled_diff_t_mat,
     linalg.add_rows: add_rows,
     linalg.sub_rows: sub_rows,
-    linalg.sub_rows_mean: sub_rows_mean,
+    linalg.sub_rows_pair_mean: sub_rows_pair_mean,
     linalg.mean_rows: mean_rows,
     linalg.add_outer_pair: add_outer_pair,
     linalg.sub_outer_div: sub_outer_div,

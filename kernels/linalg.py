@@ -554,17 +554,19 @@ def sub_rows(v, a):
 
 
 @kernel(inline=True)
-def sub_rows_mean(v, a, out):
-    """``a[m] -= v`` for every row ``m`` and ``out = mean_m a[m]`` of the updated rows, in
-    one pass (each entry of ``out`` summed from 0 over the rows in order); ``out`` must not
-    overlap ``a``."""
-    M, d = a.shape
+def sub_rows_pair_mean(u, a, v, b, out):
+    """``a[m] -= u`` and ``b[m] -= v`` for every row ``m`` (``a``, ``b`` of one shape), and
+    ``out = mean_m b[m]`` of the updated rows, in one pass (each entry of ``out`` summed
+    from 0 over the rows in order): the draws and gradients centred, and the mean gradient.
+    ``out`` must not overlap ``a`` or ``b``."""
+    M, d = b.shape
     for i in range(d):
         out[i] = 0.0
     for m in range(M):
         for i in range(d):
-            a[m, i] -= v[i]
-            out[i] += a[m, i]
+            b[m, i] -= v[i]
+            out[i] += b[m, i]
+            a[m, i] -= u[i]
     for i in range(d):
         out[i] /= M
 

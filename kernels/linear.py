@@ -37,7 +37,7 @@ from .linalg import (
     mean_rows,
     scaled_identity,
     sub_rows,
-    sub_rows_mean,
+    sub_rows_pair_mean,
     sub_vec,
 )
 from .potential import VARIANT_HF_CV, Potential, is_hessian_free, linear_scores
@@ -101,8 +101,9 @@ def linear_draws(mu, B, etaV, eta_b, eps, Z, G, g):
     gemm_nt(eps, B, Z)
     add_rows(mu, Z)  # the draws theta_j
     gemm_nt(Z, etaV, G)  # (etaV theta_j)^T, etaV symmetric
-    sub_rows_mean(eta_b, G, g)  # the gradients and their mean
-    sub_rows(mu, Z)  # back to theta_j - mu for the Hessian-free estimator
+    # G[j] -= eta b (the gradients), g their mean, and Z back to theta_j - mu for the
+    # Hessian-free estimator
+    sub_rows_pair_mean(mu, Z, eta_b, G, g)
 
 
 @kernel(inline=True)

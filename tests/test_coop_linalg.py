@@ -219,8 +219,8 @@ def div_mat_inplace(a, s):
 COOP = {name: getattr(cl, name) for name in (
     "fill_vec", "scaled_identity", "copy_mat", "div_vec", "div_mat", "add_vec", "add_diff_vec",
     "sub_vec", "sub_mat", "axpy_vec", "axpy_mat", "add_axpby_vec", "add_scaled_diff_mat",
-    "add_scaled_diff_t_mat", "add_rows", "sub_rows", "sub_rows_mean", "mean_rows", "add_outer_pair",
-    "sub_outer_div", "symmetrize", "add_sqrt_rowdots")}
+    "add_scaled_diff_t_mat", "add_rows", "sub_rows", "sub_rows_pair_mean", "mean_rows",
+    "add_outer_pair", "sub_outer_div", "symmetrize", "add_sqrt_rowdots")}
 COOP["div_vec_inplace"] = rebind(div_vec_inplace, modules=("__main__",))
 COOP["div_mat_inplace"] = rebind(div_mat_inplace, modules=("__main__",))
 SERIAL = {name: getattr(la, name) for name in COOP if hasattr(la, name)}
@@ -274,6 +274,11 @@ def kernel_for(fn, pattern):
         def k(x, s, y, z):
             r = cuda.blockIdx.x
             fn(x[r], s, y[r], z[r])
+    elif pattern == "aaaaa":
+        @cuda.jit
+        def k(x, y, z, u, w):
+            r = cuda.blockIdx.x
+            fn(x[r], y[r], z[r], u[r], w[r])
     elif pattern == "sasaa":
         @cuda.jit
         def k(s, x, t, y, z):
@@ -345,8 +350,11 @@ for nt in THREADS:
             check("add_rows", nt, [v, R], "aa", 1, R + v[:, None, :])
             check("sub_rows", nt, [v, R], "aa", 1, R - v[:, None, :])
             check("mean_rows", nt, [R, x], "aa", 1, R.mean(axis=1))
-            check("sub_rows_mean", nt, [v, R, x], "aaa", 1, R - v[:, None, :])
-            check("sub_rows_mean", nt, [v, R, x], "aaa", 2, (R - v[:, None, :]).mean(axis=1))
+            R2 = N((2, M, d))
+            args = [y, R2, v, R, x]
+            check("sub_rows_pair_mean", nt, args, "aaaaa", 1, R2 - y[:, None, :])
+            check("sub_rows_pair_mean", nt, args, "aaaaa", 3, R - v[:, None, :])
+            check("sub_rows_pair_mean", nt, args, "aaaaa", 4, (R - v[:, None, :]).mean(axis=1))
             xx = x[:, :, None] * x[:, None, :]
             check("add_outer_pair", nt, [x, 0.6, A, B], "asaa", 2, A + xx)
             check("add_outer_pair", nt, [x, 0.6, A, B], "asaa", 3, B + 0.6 * xx)
