@@ -24,7 +24,8 @@ O(d^3) VITS round while "the body stays the one the CPU compiles" (docs/cuda.md,
   drives either (:func:`vits_ref._cuda_simulate.layout_for` chooses).
 
 Verified on Numba's CUDA simulator (``tests/test_coop_design.py``,
-``tests/test_cuda_coop_driver.py``); not yet compiled or run on a GPU. Imports
+``tests/test_cuda_coop_driver.py``) and compiled to sm_90 PTX without a GPU
+(``tests/test_cuda_ptx.py``); not yet run on a GPU. Imports
 ``numba.cuda`` (the optional ``cuda`` extra).
 """
 
