@@ -124,6 +124,14 @@ def _bandit_rounds_kernel(piece):
     return kernel
 
 
+def _check_rounds(runs, n):
+    """A ValueError if ``n`` more rounds of ``runs`` (a :class:`BanditRounds` or
+    :class:`BanditStreams`, or their block-layout subclasses) go past its horizon."""
+    if runs.t0 + n > runs.n_rounds:
+        raise ValueError(f"the chunk of {n} rounds goes past n_rounds={runs.n_rounds} "
+                         f"(at round {runs.t0})")
+
+
 class BanditRounds:
     """``R`` fused runs of ``T`` rounds on the GPU, advanced a chunk of rounds at a time.
 
@@ -161,9 +169,7 @@ class BanditRounds:
         """Run the next ``n = contexts.shape[1]`` rounds; returns the runs' status (R,)
         (0, or the 1-based round at which a run's state became non-finite)."""
         n = contexts.shape[1]
-        if self.t0 + n > self.n_rounds:
-            raise ValueError(f"the chunk of {n} rounds goes past n_rounds={self.n_rounds} "
-                             f"(at round {self.t0})")
+        _check_rounds(self, n)
         args = _to_device((contexts, means, rewards, init_noise, sel_noise, step_noise))
         grid = _grid(contexts.shape[0], self.threads_per_block)
         _bandit_rounds_kernel(self.piece)[grid](self.params, self.bufs, self.t0, *args,
@@ -801,9 +807,7 @@ class BanditStreams:
     def advance(self, n):
         """Run the next ``n`` rounds; returns the runs' status (R,) (0, or the 1-based
         round at which a run's state became non-finite)."""
-        if self.t0 + n > self.n_rounds:
-            raise ValueError(f"{n} rounds go past n_rounds={self.n_rounds} (at round "
-                             f"{self.t0})")
+        _check_rounds(self, n)
         grid = _grid(self.keys.shape[0], self.threads_per_block)
         _bandit_streams_kernel(self.piece, self.env_round)[grid](
             self.params, self.env, self.keys, self.dims, self.bufs, self.scratch, self.t0,

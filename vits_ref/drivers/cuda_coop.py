@@ -40,12 +40,12 @@ import textwrap
 import types
 import warnings
 
-import numpy as np
 from numba import cuda, float64
 
 from ..config import cuda_jit, kernel
 from ..kernels import coop_linalg
 from ..kernels.bandit import make_bandit_rounds
+from .cuda import BanditRounds, BanditStreams, _check_rounds, _to_device
 
 _KERNEL_MODULES = ("vits_ref.kernels",)
 
@@ -319,6 +319,44 @@ def _quiet_occupancy():
         yield
 
 
+def _block_threads(threads_per_block, is_safe, what, check):
+    """``threads_per_block`` as an int, after the checks of the block layout: at least 1,
+    and more than 1 only when ``is_safe()`` (a body that is not block-safe races)."""
+    n = int(threads_per_block)
+    if n < 1:
+        raise ValueError(f"threads_per_block must be >= 1, got {n}")
+    if n > 1 and not is_safe():
+        raise ValueError(f"{what} is not block-safe (stores outside the primitives race: "
+                         f"cuda_coop.{check}); run it with threads_per_block=1 or one run "
+                         "per thread")
+    return n
+
+
+class _BlockLayout:
+    """What the block layout adds to a one-run-per-thread driver of :mod:`.cuda`: where
+    the run's state lives during a launch, and the launch (one block per run)."""
+
+    def _plan_shared(self, n_state, shared_budget):
+        self.state_bytes = 8 * int(n_state)
+        budget = _shared_limit() if shared_budget is None else int(shared_budget)
+        self.shared = 0 < self.state_bytes <= budget
+        self._opted_in = self.state_bytes <= SHARED_DEFAULT
+
+    def _launch(self, kern, args, shared_at, n_runs):
+        """Launch ``kern`` on ``args`` (whose entry ``shared_at`` is ``self.shared``), one
+        block per run, opting in to more than 48 KiB of shared memory the first time (the
+        global-memory path if that fails)."""
+        if self.shared and not self._opted_in:
+            self.shared = self._opted_in = _opt_in(kern, args, self.state_bytes)
+            args = args[:shared_at] + (self.shared,) + args[shared_at + 1:]
+        grid = max(1, min(n_runs, MAX_BLOCKS))
+        with _quiet_occupancy():
+            launch = kern[grid, self.threads_per_block, 0,
+                          self.state_bytes if self.shared else 0]
+        with _simulator_switching():
+            launch(*args)
+
+
 @functools.cache
 def _block_rounds_kernel(piece):
     """The block-per-run kernel of ``piece``'s chunked loop, rebuilt with the cooperative
@@ -355,7 +393,7 @@ def _block_rounds_kernel(piece):
     return kernel
 
 
-class BlockRounds:
+class BlockRounds(_BlockLayout, BanditRounds):
     """``R`` fused runs of ``T`` rounds on the GPU, one block of threads per run, advanced
     a chunk of rounds at a time: the interface of :class:`vits_ref.drivers.cuda.BanditRounds`
     (so :func:`vits_ref._cuda_simulate.run_fused_cuda` drives either).
@@ -401,57 +439,23 @@ class BlockRounds:
 
     def __init__(self, piece, params, n_runs, n_rounds, dim, n_arms, n_mc, kl_rounds,
                  threads_per_block=32, shared_budget=None):
-        threads_per_block = int(threads_per_block)
-        if threads_per_block < 1:
-            raise ValueError(f"threads_per_block must be >= 1, got {threads_per_block}")
-        if threads_per_block > 1 and not block_safe(piece)[0]:
-            raise ValueError(f"the {piece.name!r} piece is not block-safe (stores outside the "
-                             "primitives race: cuda_coop.block_safe); run it with "
-                             "threads_per_block=1 or one run per thread")
-        self.piece, self.params, self.n_rounds = piece, params, n_rounds
-        self.threads_per_block = threads_per_block
-        self.t0 = 0
-        n_state = piece.state_size(dim, n_arms, n_mc)
-        self.state_bytes = 8 * n_state
-        budget = _shared_limit() if shared_budget is None else int(shared_budget)
-        self.shared = 0 < self.state_bytes <= budget
-        self._opted_in = self.state_bytes <= SHARED_DEFAULT
-        self.bufs = cuda.device_array((n_runs, n_state))
-        self.regret = cuda.device_array((n_runs, n_rounds))
-        self.arms = cuda.device_array((n_runs, n_rounds), dtype=np.int64)
-        self.kl = cuda.to_device(np.zeros((n_runs, len(kl_rounds))))
-        self.status = cuda.device_array(n_runs, dtype=np.int64)
-        self.kl_rounds = cuda.to_device(np.asarray(kl_rounds, dtype=np.int64))
+        tpb = _block_threads(threads_per_block, lambda: block_safe(piece)[0],
+                             f"the {piece.name!r} piece", "block_safe")
+        super().__init__(piece, params, n_runs, n_rounds, dim, n_arms, n_mc, kl_rounds,
+                         threads_per_block=tpb)
+        self._plan_shared(self.bufs.shape[1], shared_budget)
 
     def advance(self, contexts, means, rewards, init_noise, sel_noise, step_noise):
         """Run the next ``n = contexts.shape[1]`` rounds; returns the runs' status (R,)
         (0, or the 1-based round at which a run's state became non-finite)."""
-
-        from .cuda import _to_device
-
         n = contexts.shape[1]
-        if self.t0 + n > self.n_rounds:
-            raise ValueError(f"the chunk of {n} rounds goes past n_rounds={self.n_rounds} "
-                             f"(at round {self.t0})")
+        _check_rounds(self, n)
         dev = _to_device((contexts, means, rewards, init_noise, sel_noise, step_noise))
         args = (self.params, self.bufs, self.shared, self.t0, *dev, self.kl_rounds,
                 self.regret, self.arms, self.kl, self.status)
-        kern = _block_rounds_kernel(self.piece)
-        if self.shared and not self._opted_in:
-            self.shared = self._opted_in = _opt_in(kern, args, self.state_bytes)
-            args = args[:2] + (self.shared,) + args[3:]
-        grid = max(1, min(contexts.shape[0], MAX_BLOCKS))
-        with _quiet_occupancy():
-            launch = kern[grid, self.threads_per_block, 0,
-                          self.state_bytes if self.shared else 0]
-        with _simulator_switching():
-            launch(*args)
+        self._launch(_block_rounds_kernel(self.piece), args, 2, contexts.shape[0])
         self.t0 += n
         return self.status.copy_to_host()
-
-    def results(self):
-        """``(regret (R, T), arms (R, T), kl (R, n_kl))`` on the host."""
-        return self.regret.copy_to_host(), self.arms.copy_to_host(), self.kl.copy_to_host()
 
 
 # --------------------------------------------------------------------------- streamed runs
@@ -507,7 +511,7 @@ def _block_streams_kernel(piece, env_round):
     return kernel
 
 
-class BlockStreams:
+class BlockStreams(_BlockLayout, BanditStreams):
     """``R`` streamed fused runs of ``T`` rounds, one block of threads per run: the
     interface of :class:`vits_ref.drivers.cuda.BanditStreams` (so
     :func:`vits_ref._streams.run_streams_cuda` can drive either).
@@ -529,57 +533,22 @@ class BlockStreams:
 
     def __init__(self, piece, params, env_round, env_params, keys, dims, n_rounds, kl_rounds,
                  n_state, n_scratch, threads_per_block=1, shared_budget=None):
-        from .cuda import _device_tuple
-
-        threads_per_block = int(threads_per_block)
-        if threads_per_block < 1:
-            raise ValueError(f"threads_per_block must be >= 1, got {threads_per_block}")
-        if threads_per_block > 1 and not block_safe_streams(piece, env_round)[0]:
-            raise ValueError(f"the streamed loop of the {piece.name!r} piece on "
-                             f"{env_round.__name__!r} is not block-safe (stores outside the "
-                             "primitives race: cuda_coop.block_safe_streams); run it with "
-                             "threads_per_block=1 or one run per thread")
-        self.piece, self.params, self.env_round = piece, params, env_round
-        self.env = _device_tuple(tuple(env_params))
-        self.dims = tuple(int(x) for x in dims)
-        self.n_rounds, self.threads_per_block = n_rounds, threads_per_block
-        self.t0 = 0
-        n_runs = keys.shape[0]
-        self.state_bytes = 8 * int(n_state)
-        budget = _shared_limit() if shared_budget is None else int(shared_budget)
-        self.shared = 0 < self.state_bytes <= budget
-        self._opted_in = self.state_bytes <= SHARED_DEFAULT
-        self.keys = cuda.to_device(np.ascontiguousarray(keys, dtype=np.uint64))
-        self.bufs = cuda.device_array((n_runs, n_state))
-        self.scratch = cuda.device_array((n_runs, max(1, n_scratch)))
-        self.regret = cuda.device_array((n_runs, n_rounds))
-        self.arms = cuda.device_array((n_runs, n_rounds), dtype=np.int64)
-        self.kl = cuda.to_device(np.zeros((n_runs, len(kl_rounds))))
-        self.status = cuda.device_array(n_runs, dtype=np.int64)
-        self.kl_rounds = cuda.to_device(np.asarray(kl_rounds, dtype=np.int64))
+        tpb = _block_threads(threads_per_block,
+                             lambda: block_safe_streams(piece, env_round)[0],
+                             f"the streamed loop of the {piece.name!r} piece on "
+                             f"{env_round.__name__!r}", "block_safe_streams")
+        super().__init__(piece, params, env_round, env_params, keys, dims, n_rounds,
+                         kl_rounds, n_state, n_scratch, threads_per_block=tpb)
+        self._plan_shared(n_state, shared_budget)
 
     def advance(self, n):
         """Run the next ``n`` rounds; returns the runs' status (R,) (0, or the 1-based
         round at which a run's state became non-finite)."""
-        if self.t0 + n > self.n_rounds:
-            raise ValueError(f"{n} rounds go past n_rounds={self.n_rounds} (at round "
-                             f"{self.t0})")
-        kern = _block_streams_kernel(self.piece, self.env_round)
+        _check_rounds(self, n)
         args = (self.params, self.env, self.keys, self.dims, self.bufs, self.scratch,
                 self.shared, self.t0, n, self.kl_rounds, self.regret, self.arms, self.kl,
                 self.status)
-        if self.shared and not self._opted_in:
-            self.shared = self._opted_in = _opt_in(kern, args, self.state_bytes)
-            args = args[:6] + (self.shared,) + args[7:]
-        grid = max(1, min(self.keys.shape[0], MAX_BLOCKS))
-        with _quiet_occupancy():
-            launch = kern[grid, self.threads_per_block, 0,
-                          self.state_bytes if self.shared else 0]
-        with _simulator_switching():
-            launch(*args)
+        self._launch(_block_streams_kernel(self.piece, self.env_round), args, 6,
+                     self.keys.shape[0])
         self.t0 += n
         return self.status.copy_to_host()
-
-    def results(self):
-        """``(regret (R, T), arms (R, T), kl (R, n_kl))`` on the host."""
-        return self.regret.copy_to_host(), self.arms.copy_to_host(), self.kl.copy_to_host()
