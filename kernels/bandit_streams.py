@@ -61,21 +61,27 @@ def scratch_size(d, K, n_init, n_sel, S, M):
 
 
 @kernel(inline=True)
+def arm_mean(X, theta, code, a):
+    """Arm ``a``'s expected reward: ``z``, ``z^2`` or ``sigmoid(z)`` for ``z = sum_i
+    X[a, i] theta[i]`` (summed in index order from 0.0), as
+    :meth:`vits_ref.envs.Environment.expected_reward` (to rounding: NumPy's product sums
+    in another order)."""
+    z = 0.0
+    for i in range(X.shape[1]):
+        z += X[a, i] * theta[i]
+    if code == REWARD_QUADRATIC:
+        return z * z
+    if code == REWARD_LOGISTIC:
+        return sigmoid(z)
+    return z
+
+
+@kernel(inline=True)
 def linear_means(X, theta, code, means):
-    """``means[a] = z_a``, ``z_a^2`` or ``sigmoid(z_a)`` for ``z_a = sum_i X[a, i]
-    theta[i]`` (summed in index order from 0.0). A primitive: its cooperative twin
+    """``means[a]`` = :func:`arm_mean` for every arm. A primitive: its cooperative twin
     (``kernels.coop_philox``) gives each thread whole arms."""
-    K, d = X.shape
-    for a in range(K):
-        z = 0.0
-        for i in range(d):
-            z += X[a, i] * theta[i]
-        if code == REWARD_QUADRATIC:
-            means[a] = z * z
-        elif code == REWARD_LOGISTIC:
-            means[a] = sigmoid(z)
-        else:
-            means[a] = z
+    for a in range(X.shape[0]):
+        means[a] = arm_mean(X, theta, code, a)
 
 
 @kernel(inline=True)

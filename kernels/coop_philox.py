@@ -27,10 +27,9 @@ by the CPU path.
 from vits_ref.config import kernel
 
 from . import bandit_streams, philox
-from .bandit_streams import REWARD_LOGISTIC, REWARD_QUADRATIC
+from .bandit_streams import arm_mean
 from .coop_linalg import _nthreads, _sync, _tid
 from .philox import bounded_block, normal_block, uniform_block
-from .scalars import sigmoid
 
 
 @kernel
@@ -80,17 +79,8 @@ def linear_means(X, theta, code, means):
     """:func:`.bandit_streams.linear_means`, one arm per thread (stride ``blockDim.x``),
     each arm's sum in index order from 0.0 as the serial loop."""
     _sync()
-    K, d = X.shape
-    for a in range(_tid(), K, _nthreads()):
-        z = 0.0
-        for i in range(d):
-            z += X[a, i] * theta[i]
-        if code == REWARD_QUADRATIC:
-            means[a] = z * z
-        elif code == REWARD_LOGISTIC:
-            means[a] = sigmoid(z)
-        else:
-            means[a] = z
+    for a in range(_tid(), X.shape[0], _nthreads()):
+        means[a] = arm_mean(X, theta, code, a)
     _sync()
 
 
