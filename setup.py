@@ -8,9 +8,10 @@ EXTRAS = {
              "import-linter>=2", "tqdm>=4.60",
              # the Dask executor's bit-identity test (tests/test_chunks.py)
              "distributed>=2024.1",
-             # the CUDA simulator tests need numba-cuda importable, not its CUDA wheels
-             # (no GPU is used; the simulator also runs with numpy 2.5)
-             "numba-cuda>=0.20"],
+             # numba-cuda for the CUDA simulator tests, with the CUDA 12 compiler wheels
+             # (NVVM, NVRTC) so that tests/test_cuda_ptx.py compiles every kernel to
+             # sm_90 PTX: no GPU is used
+             "numba-cuda[cu12]>=0.20"],
     "plot": ["matplotlib>=3.7"],
     # progress bars of long work (DiffusionPrior.fit); a line per step without it
     "progress": ["tqdm>=4.60"],

@@ -291,6 +291,12 @@ def _compiled(group):
         import numba_cuda  # noqa: F401
     except ImportError:
         return "numba-cuda (the 'cuda' extra) is not installed"
+    from vits_ref.config import check_cuda_stack
+
+    try:  # numba-cuda <= 0.30.4 cannot load its CUDA target with numpy 2.5
+        check_cuda_stack()
+    except ImportError as exc:
+        return f"the CUDA target cannot load here: {exc}"
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     res = subprocess.run([sys.executable, "-c", SCRIPT, group], capture_output=True,
                          text=True, env=env, timeout=1800)

@@ -149,8 +149,9 @@ def main(quick=False):
     print("vits-fig2's MLP methods (861 parameters, 10 steps a round), batched over runs "
           "(vits_ref._batched_mlp)")
     print(f"Cost model, per run and round; the paper's figure = {RUNS} runs x {ROUNDS} "
-          f"rounds x {PANELS} panels; time at the issue's {H100_BATCHED_GEMM / 1e12:.0f} "
-          f"TFLOP/s (CuPy batched 861^3 float64 products on an H100):")
+          f"rounds x {PANELS} panels; time at {H100_BATCHED_GEMM / 1e12:.0f} TFLOP/s, the "
+          f"rate measured for CuPy's batched 861^3 float64 products on an H100 "
+          f"(2026-11-22):")
     total_s = 0.0
     for label, c in cost_model().items():
         total_s += c["seconds_at_rate"]
