@@ -112,6 +112,22 @@ def orthogonal():
     return random_orthogonal
 
 
+def _real_gpu():
+    """A real CUDA device (under the simulator ``cuda.is_available()`` is True too)."""
+    try:
+        import numba
+        from numba import cuda
+
+        return bool(cuda.is_available()) and not numba.config.ENABLE_CUDASIM
+    except Exception:  # numba-cuda absent, or its driver fails to load
+        return False
+
+
+#: Marks a test that needs a real GPU (skipped on the simulator and without one).
+requires_gpu = pytest.mark.skipif(not _real_gpu(),
+                                  reason="no CUDA GPU (numba.cuda.is_available() is False)")
+
+
 def max_diff_under_cuda_simulator(script):
     """Run ``script`` with ``NUMBA_ENABLE_CUDASIM=1`` in a subprocess (the simulator must
     be enabled before Numba is imported) and return the float it prints after

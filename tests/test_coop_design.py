@@ -23,6 +23,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import requires_gpu
 
 SCRIPT = r'''
 import json, sys, warnings
@@ -281,17 +282,7 @@ def test_serial_shared_writes_names_a_racing_store():
     assert cuda_coop.serial_shared_writes(safe, modules=(__name__,)) == []
 
 
-def _real_gpu():
-    try:
-        import numba
-        from numba import cuda
-
-        return bool(cuda.is_available()) and not numba.config.ENABLE_CUDASIM
-    except Exception:
-        return False
-
-
-@pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU (numba.cuda.is_available() is False)")
+@requires_gpu
 def test_primitive_only_body_on_gpu():
     """The rebuilt bodies compiled for a real GPU (FMA contraction: rounding, not bits)."""
     out = _run([[1, 32], 2, 3], gpu=True)

@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import requires_gpu
 
 SCRIPT = r'''
 import json, sys, warnings
@@ -418,17 +419,7 @@ def test_coop_primitives_equal_the_loops_under_simulator(threads, shapes, dims):
     assert out["numpy"] < 1e-12
 
 
-def _real_gpu():
-    try:
-        import numba
-        from numba import cuda
-
-        return bool(cuda.is_available()) and not numba.config.ENABLE_CUDASIM
-    except Exception:
-        return False
-
-
-@pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU (numba.cuda.is_available() is False)")
+@requires_gpu
 def test_coop_primitives_on_gpu():
     """Compiled for a real GPU: the compiler contracts multiply-adds into FMAs, so the
     primitives agree with the Python loops to rounding (d <= 4: ~1e-15), not bit for bit;

@@ -29,6 +29,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from conftest import requires_gpu
 
 import vits_ref as vr
 from vits_ref import _cuda_simulate
@@ -403,17 +404,7 @@ def test_block_kernel_compiles_to_ptx():
 # --------------------------------------------------------------------------- real GPU
 
 
-def _real_gpu():
-    try:
-        import numba
-        from numba import cuda
-
-        return bool(cuda.is_available()) and not numba.config.ENABLE_CUDASIM
-    except Exception:
-        return False
-
-
-@pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU (numba.cuda.is_available() is False)")
+@requires_gpu
 @pytest.mark.parametrize("name", ["vits-i", "vits-ii", "vits-hf", "lints"])
 def test_block_layout_on_gpu_full_size(name, monkeypatch):
     """d = 20, K = 50, 256 runs x 50 rounds: the block layout (the default for VITS, forced

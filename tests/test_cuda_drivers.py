@@ -10,8 +10,7 @@ subprocess); on a machine with a GPU the second test runs it on the device.
 import os
 import runpy
 
-import pytest
-from conftest import max_diff_under_cuda_simulator
+from conftest import max_diff_under_cuda_simulator, requires_gpu
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "cuda_driver_check.py")
@@ -27,17 +26,7 @@ def test_cuda_drivers_under_simulator():
     assert worst < TOL
 
 
-def _real_gpu():
-    """A real device (under the simulator ``cuda.is_available()`` is True too)."""
-    try:
-        import numba
-        from numba import cuda
-    except ImportError:
-        return False
-    return bool(cuda.is_available()) and not numba.config.ENABLE_CUDASIM
-
-
-@pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU (numba.cuda.is_available() is False)")
+@requires_gpu
 def test_cuda_drivers_on_gpu(capsys):
     runpy.run_path(SCRIPT, run_name="__main__")
     worst = float(capsys.readouterr().out.split("MAXDIFF")[1])

@@ -10,8 +10,7 @@ relative is about 1e5 ulps of headroom at these sizes. The arms of the bandit ru
 agree exactly.
 """
 
-import pytest
-from conftest import max_diff_under_cuda_simulator
+from conftest import max_diff_under_cuda_simulator, requires_gpu
 
 SCRIPT = r'''
 import warnings
@@ -82,16 +81,7 @@ def test_diffusion_chains_cuda_simulator_match_cpu():
     assert worst < 1e-10
 
 
-def _real_gpu():
-    try:
-        import numba
-        from numba import cuda
-    except ImportError:
-        return False
-    return bool(cuda.is_available()) and not numba.config.ENABLE_CUDASIM
-
-
-@pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU (numba.cuda.is_available() is False)")
+@requires_gpu
 def test_diffusion_chains_on_gpu(capsys):
     exec(compile(SCRIPT, "diffusion_cuda_check", "exec"), {})
     worst = float(capsys.readouterr().out.split("MAXDIFF")[1])

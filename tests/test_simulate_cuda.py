@@ -19,6 +19,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from conftest import requires_gpu
 
 import vits_ref as vr
 from vits_ref import _cuda_simulate
@@ -338,19 +339,7 @@ def test_plan_budgets(monkeypatch):
 # --------------------------------------------------------------------------- real GPU
 
 
-def _real_gpu():
-    try:
-        import numba
-        from numba import cuda
-    except ImportError:
-        return False
-    try:
-        return bool(cuda.is_available()) and not numba.config.ENABLE_CUDASIM
-    except Exception:
-        return False
-
-
-@pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU (numba.cuda.is_available() is False)")
+@requires_gpu
 @pytest.mark.parametrize("name", POLICY_NAMES)
 def test_cuda_equals_cpu_on_gpu_full_size(name):
     env = _env(20, 50)
@@ -361,7 +350,7 @@ def test_cuda_equals_cpu_on_gpu_full_size(name):
     assert got.regret.shape == (256, 50) and np.isfinite(got.regret).all()
 
 
-@pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU (numba.cuda.is_available() is False)")
+@requires_gpu
 @pytest.mark.parametrize("name", ["lints", "vits-ii", "vits-hf"])
 def test_cuda_chunked_equals_cpu_on_gpu_full_size(name, monkeypatch):
     """Batches of 86 runs (100 fit the host budget with 7 rounds; evened out over the 3
