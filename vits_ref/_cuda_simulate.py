@@ -278,14 +278,18 @@ def layout_for_streams(spec, env_round, d):
     which counts the environment's round too); the block layout runs through
     :class:`vits_ref.drivers.cuda_coop.BlockStreams`, the interface of
     :class:`vits_ref.drivers.cuda.BanditStreams`. Every fused piece is block-safe on the
-    pool and the hard instance, so the VITS policies run a block per run here too;
-    :func:`vits_ref._streams.run_streams_cuda` applies this rule (through
-    :func:`_choose_layout`, which also gives the reason it records).
+    pool and the hard instance, so the VITS policies run a block per run here too.
     """
+    layout, n, _ = choose_layout_streams(spec, env_round, d)
+    return layout, n
+
+
+def choose_layout_streams(spec, env_round, d):
+    """``(layout, threads_per_block, reason)``: :func:`layout_for_streams`' choice with
+    the reason :func:`vits_ref._streams.run_streams_cuda` records."""
     from .drivers.cuda_coop import block_safe_streams
 
-    layout, n, _ = _choose_layout(spec, d, block_safe_streams(spec.piece, env_round))
-    return layout, n
+    return _choose_layout(spec, d, block_safe_streams(spec.piece, env_round))
 
 
 def _free_device_bytes():

@@ -147,7 +147,7 @@ def run_streams_cuda(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, 
 
     env_round, env_params, dims = check(spec, name, env, False)
     driver = cs.check_device()  # a clear RuntimeError before any work
-    layout, tpb, why = _layout(cs, spec, env_round, dims[0])
+    layout, tpb, why = cs.choose_layout_streams(spec, env_round, dims[0])
     if layout == "block":
         from .drivers.cuda_coop import BlockStreams
 
@@ -182,14 +182,3 @@ def run_streams_cuda(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, 
         _raise_first(first_bad, spec, name, first_run + lo)
         if progress:
             progress(hi, n_runs)
-
-
-def _layout(cs, spec, env_round, d):
-    """``(layout, threads_per_block, reason)``: the choice of
-    :func:`vits_ref._cuda_simulate.layout_for_streams` (the same rule, with block safety
-    checked on the streamed loop by :func:`vits_ref.drivers.cuda_coop.block_safe_streams`)
-    and the reason :func:`vits_ref._cuda_simulate.run_fused_cuda` records."""
-    from .drivers.cuda_coop import block_safe_streams
-
-    # layout_for_streams is _choose_layout with this safety, less the reason
-    return cs._choose_layout(spec, d, block_safe_streams(spec.piece, env_round))
