@@ -357,6 +357,14 @@ class _BlockLayout:
             launch(*args)
 
 
+@kernel
+def _copy_state(src, dst):
+    """``dst[:] = src[:]``, the entries split over the block's threads; the caller puts
+    the barriers around it (a run's state into shared memory and back)."""
+    for i in range(cuda.threadIdx.x, src.shape[0], cuda.blockDim.x):
+        dst[i] = src[i]
+
+
 @functools.cache
 def _block_rounds_kernel(piece):
     """The block-per-run kernel of ``piece``'s chunked loop, rebuilt with the cooperative
@@ -368,7 +376,6 @@ def _block_rounds_kernel(piece):
                step_noise, kl_rounds, regret, arms, kl_out, status):
         sh = cuda.shared.array(0, float64)
         tid = cuda.threadIdx.x
-        nt = cuda.blockDim.x
         n_state = bufs.shape[1]
         r = cuda.blockIdx.x
         while r < contexts.shape[0]:
@@ -376,15 +383,13 @@ def _block_rounds_kernel(piece):
             buf = g
             if use_shared:
                 buf = sh[:n_state]
-                for i in range(tid, n_state, nt):
-                    buf[i] = g[i]
+                _copy_state(g, buf)
             cuda.syncthreads()  # the state is in place before any thread reads it
             s = body(params, buf, t0, contexts[r], means[r], rewards[r], init_noise[r],
                      sel_noise[r], step_noise[r], kl_rounds, regret[r], arms[r], kl_out[r])
             cuda.syncthreads()  # every thread is done with the state
             if use_shared:
-                for i in range(tid, n_state, nt):
-                    g[i] = buf[i]
+                _copy_state(buf, g)
             if tid == 0:
                 status[r] = s
             cuda.syncthreads()  # the next run's state may overwrite the shared buffer
@@ -486,7 +491,6 @@ def _block_streams_kernel(piece, env_round):
                arms, kl_out, status):
         sh = cuda.shared.array(0, float64)
         tid = cuda.threadIdx.x
-        nt = cuda.blockDim.x
         n_state = bufs.shape[1]
         r = cuda.blockIdx.x
         while r < keys.shape[0]:
@@ -494,15 +498,13 @@ def _block_streams_kernel(piece, env_round):
             buf = g
             if use_shared:
                 buf = sh[:n_state]
-                for i in range(tid, n_state, nt):
-                    buf[i] = g[i]
+                _copy_state(g, buf)
             cuda.syncthreads()
             s = body(params, env, keys[r], dims, buf, scratch[r], t0, n, kl_rounds,
                      regret[r], arms[r], kl_out[r])
             cuda.syncthreads()
             if use_shared:
-                for i in range(tid, n_state, nt):
-                    g[i] = buf[i]
+                _copy_state(buf, g)
             if tid == 0:
                 status[r] = s
             cuda.syncthreads()
