@@ -147,6 +147,26 @@ def max_diff_under_cuda_simulator(script):
     return float(res.stdout.split("MAXDIFF")[1])
 
 
+def result_under_cuda_simulator(script, *args):
+    """Run ``script`` (with ``args`` as its command-line arguments) with
+    ``NUMBA_ENABLE_CUDASIM=1`` in a subprocess and return the JSON it prints after
+    ``RESULT``. Skips when ``numba-cuda`` (the ``cuda`` extra) is not installed."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    try:  # the simulator needs numba-cuda importable
+        import numba_cuda  # noqa: F401
+    except ImportError:
+        pytest.skip("numba-cuda (the 'cuda' extra) is not installed")
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    res = subprocess.run([sys.executable, "-c", script, *args], capture_output=True,
+                         text=True, env=env, timeout=600)
+    assert res.returncode == 0 and "RESULT" in res.stdout, res.stderr[-3000:]
+    return json.loads(res.stdout.split("RESULT")[1])
+
+
 # ---------------------------------------------------------------------------------------
 # the Hypothesis fuzz suite (tests/test_fuzz_*.py): profiles, hang guard, case counts
 # ---------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import requires_gpu
+from conftest import requires_gpu, result_under_cuda_simulator
 
 import vits_ref as vr
 from vits_ref import _cuda_simulate
@@ -173,17 +173,9 @@ SCRIPT = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory):
     """The block layout's results under the simulator, in a subprocess."""
-    try:
-        import numba_cuda  # noqa: F401
-    except ImportError:
-        pytest.skip("numba-cuda (the 'cuda' extra) is not installed")
     out = str(tmp_path_factory.mktemp("coopsim") / "res.npz")
     args = json.dumps([D, K, T, R, KL_ROUNDS, FIRST_RUN, THREADS, DIVERGE, out])
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    res = subprocess.run([sys.executable, "-c", SCRIPT, args], capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert res.returncode == 0 and "RESULT" in res.stdout, res.stderr[-3000:]
-    info = json.loads(res.stdout.split("RESULT")[1])
+    info = result_under_cuda_simulator(SCRIPT, args)
     with np.load(out) as f:
         info["arrays"] = dict(f)
     return info

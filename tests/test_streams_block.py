@@ -29,13 +29,11 @@ In process: ``block_safe_streams`` holds for every fused piece on both environme
 """
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
+from conftest import result_under_cuda_simulator
 
 import vits_ref as vr
 from vits_ref import _cuda_simulate
@@ -194,17 +192,9 @@ SCRIPT = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory):
     """The streamed block layout's results under the simulator, in a subprocess."""
-    try:
-        import numba_cuda  # noqa: F401
-    except ImportError:
-        pytest.skip("numba-cuda (the 'cuda' extra) is not installed")
     out = str(tmp_path_factory.mktemp("sblock") / "res.npz")
     args = json.dumps([D, K, T, R, KL_ROUNDS, FIRST_RUN, THREADS, BLOCK_N, CASES, out])
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    res = subprocess.run([sys.executable, "-c", SCRIPT, args], capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert res.returncode == 0 and "RESULT" in res.stdout, res.stderr[-3000:]
-    info = json.loads(res.stdout.split("RESULT")[1])
+    info = result_under_cuda_simulator(SCRIPT, args)
     with np.load(out) as f:
         info["arrays"] = dict(f)
     return info
