@@ -11,10 +11,13 @@ in the loop from counter-based streams (docs/streams.md).
 
 A policy contributes a :class:`BanditPiece`: five kernel bodies with one signature each,
 
-``views(buf, d, K, M) -> (state, used)``
+``views(buf, d, K, M, T) -> (state, used)``
     the policy's state (a tuple of arrays: statistics, Gaussian, scratch) carved from one
-    flat float64 buffer per run (``state_size(d, K, M)`` long); one buffer per run keeps
-    the drivers generic and lets CUDA hand each thread or block its own slice;
+    flat float64 buffer per run (``state_size(d, K, M, T)`` long, ``M`` the draws per
+    step, ``T`` the run's horizon); one buffer per run keeps the drivers generic and lets
+    CUDA hand each thread or block its own slice. Pieces on sufficient statistics ignore
+    ``T``; a piece whose potential reads the whole history (the logistic pieces of
+    :mod:`.logistic_bandit`) keeps it in the buffer, ``T`` rows;
 ``init(params, state, init_noise)``, ``select(params, state, X, noise) -> arm``,
 ``update(params, state, x, r, n_obs, noise) -> ok``, ``kl(params, state) -> float``
 
@@ -59,7 +62,7 @@ def argmax(x):
 class BanditPiece:
     """A policy's bodies for the fused loop (see the module docstring).
 
-    ``state_size(d, K, M)`` is plain Python (the drivers size the buffers with it);
+    ``state_size(d, K, M, T)`` is plain Python (the drivers size the buffers with it);
     ``tests/test_bandit_pieces.py`` checks that ``views`` uses exactly that many entries.
     ``select_noise`` says what the entries of ``select``'s noise are: standard normals
     (the default) or uniforms in (0, 1); the counter-based streams
@@ -159,7 +162,7 @@ def make_bandit_rounds(piece):
     def rounds(params, buf, t0, contexts, means, rewards, init_noise, sel_noise, step_noise,
                kl_rounds, regret, arms, kl_out):
         n, K, d = contexts.shape
-        state, _ = views(buf, d, K, step_noise.shape[2])
+        state, _ = views(buf, d, K, step_noise.shape[2], regret.shape[0])
         if t0 == 0:
             init(params, state, init_noise)
         nk = first_kl(kl_rounds, t0)
@@ -199,12 +202,12 @@ def make_bandit_run(piece):
 # --------------------------------------------------------------------------- random policy
 
 
-def _random_size(d, K, M):
+def _random_size(d, K, M, T):
     return 0
 
 
 @kernel(inline=True)
-def _random_views(buf, d, K, M):
+def _random_views(buf, d, K, M, T):
     empty, o = take(buf, 0, 0)
     return (empty,), o
 

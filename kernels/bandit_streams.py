@@ -167,10 +167,10 @@ def make_bandit_streams(piece, env_round):
 
     ``rounds(params, env, key, dims, buf, scratch, t0, n, kl_rounds, regret, arms, kl_out)
     -> status``: ``params`` the policy's tuple, ``env`` the environment's; ``key`` (2,)
-    uint64 the run's key; ``dims = (d, K, n_init, n_sel, S, M)`` the sizes of the
-    contexts and of the policy's noise (initial, selection, steps ``(S, M, d)``);
-    ``buf`` the run's state buffer (``piece.state_size(d, K, M)``), carrying the state
-    between calls (initialised when ``t0 == 0``); ``scratch`` the run's scratch
+    uint64 the run's key; ``dims = (d, K, n_init, n_sel, S, M)`` the sizes of the contexts
+    and of the policy's noise (initial, selection, steps ``(S, M, d)``); ``buf`` the run's
+    state buffer (``piece.state_size(d, K, M, T)``, ``T = regret.shape[0]``), carrying the
+    state between calls (initialised when ``t0 == 0``); ``scratch`` the run's scratch
     (:func:`scratch_size`); ``kl_rounds``, ``regret``, ``arms``, ``kl_out`` as in
     :func:`.bandit.make_bandit_rounds`. Selection noise is standard normal, or uniform in
     (0, 1) for a piece whose ``select_noise`` is ``"uniform"``. Returns 0, or the 1-based
@@ -185,7 +185,7 @@ def make_bandit_streams(piece, env_round):
                kl_out):
         d, K, n_init, n_sel, S, M = dims
         k0, k1 = key[0], key[1]
-        state, _ = views(buf, d, K, M)
+        state, _ = views(buf, d, K, M, regret.shape[0])
         X, o = take2(scratch, 0, K, d)
         x_flat, _ = take(scratch, 0, K * d)
         means, o = take(scratch, o, K)

@@ -47,13 +47,13 @@ def make_langevin_steps(potential):
 _linear_steps = make_langevin_steps(LINEAR)
 
 
-def state_size(d, K, M):
+def state_size(d, K, M, T):
     """Length of the flat state buffer of :func:`views`."""
     return 3 * d * d + 4 * d + K
 
 
 @kernel(inline=True)
-def views(buf, d, K, M):
+def views(buf, d, K, M, T):
     """``(V, etaV, H, vecs (4, d): b, eta_b, theta, grad, scores (K,))``."""
     o = 0
     V, o = take2(buf, o, d, d)

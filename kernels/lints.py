@@ -44,13 +44,13 @@ def lints_draw(L, b, eta, z, out):
 # params: (eta, lam, track); track: keep V (and eta V, eta b) for the KL diagnostic.
 
 
-def state_size(d, K, M):
+def state_size(d, K, M, T):
     """Length of the flat state buffer of :func:`views`."""
     return 9 * d * d + 6 * d + K
 
 
 @kernel(inline=True)
-def views(buf, d, K, M):
+def views(buf, d, K, M, T):
     """``(F, V, etaV, mats (4, d, d), work2d (d, 2d), vecs (6, d), scores (K,))``."""
     o = 0
     F, o = take2(buf, o, d, d)

@@ -51,13 +51,13 @@ def sherman_morrison(Vinv, x, u):
 # params: (alpha, lam)
 
 
-def state_size(d, K, M):
+def state_size(d, K, M, T):
     """Length of the flat state buffer of :func:`views`."""
     return d * d + 3 * d + K * d + K
 
 
 @kernel(inline=True)
-def views(buf, d, K, M):
+def views(buf, d, K, M, T):
     """``(Vinv (d, d), vecs (3, d): b, theta, work, VX (K, d), scores (K,))``."""
     o = 0
     Vinv, o = take2(buf, o, d, d)

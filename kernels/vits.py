@@ -153,13 +153,13 @@ def make_vits_steps(potential):
 _linear_steps = make_vits_steps(LINEAR)
 
 
-def state_size(d, K, M):
+def state_size(d, K, M, T):
     """Length of the flat state buffer of :func:`views`."""
     return 13 * d * d + 2 * d * d + 3 * M * d + 6 * d + K
 
 
 @kernel(inline=True)
-def views(buf, d, K, M):
+def views(buf, d, K, M, T):
     """The state's arrays, carved from the flat buffer ``buf`` (see :func:`state_size`)."""
     o = 0
     V, o = take2(buf, o, d, d)

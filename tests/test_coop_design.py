@@ -61,7 +61,7 @@ upd_coop = rebind(kv.update)
 
 @cuda.jit
 def k_update(params, buf, x, r, n_obs, noise, status):
-    state, _ = kv.views(buf, 3, 4, noise.shape[1])
+    state, _ = kv.views(buf, 3, 4, noise.shape[1], 1)
     ok = upd_coop(params, state, x, r, n_obs, noise)
     status[cuda.threadIdx.x] = 1 if ok else 0
 
@@ -78,8 +78,8 @@ def run_update(nt):
     d, K, M = 3, 4, 2
     bufs, stats = [], []
     for params in UPDATE_PARAMS:
-        buf = np.zeros(kv.state_size(d, K, M))
-        state, _ = kv.views(buf, d, K, M)
+        buf = np.zeros(kv.state_size(d, K, M, 1))
+        state, _ = kv.views(buf, d, K, M, 1)
         kv.init(params, state, rng.standard_normal(d))
         status = np.zeros(max(nt, 1))
         for t in range(N_UPDATES):
@@ -135,7 +135,7 @@ def run_rounds(name, nt):
         rng.standard_normal((T, max(n_sel, 1)))
     step = rng.standard_normal((T, S, M, d))
     kl_rounds = np.array([1, 3, 4])  # the rounds after T are never reached
-    buf = np.zeros(piece.state_size(d, K, M))
+    buf = np.zeros(piece.state_size(d, K, M, 1))
     regret, arms, kl_out = np.zeros(T), np.zeros(T, dtype=np.int64), np.zeros(3)
     args = (params, buf, contexts, means, rewards, init_noise, sel, step, kl_rounds,
             regret, arms, kl_out)

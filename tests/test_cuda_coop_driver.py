@@ -142,7 +142,7 @@ SCRIPT = textwrap.dedent("""
         env_round, env_params, dims = _streams.check(spec, name, env, False)
         keys = _streams.run_keys(np.random.SeedSequence(3), 0, R)
         kl = KL_ROUNDS if has_kl(name) else []
-        sizes = (_streams.state_size(spec, dims), _streams.scratch_size(*dims))
+        sizes = (_streams.state_size(spec, dims, T), _streams.scratch_size(*dims))
         outs = []
         for cls, kw in ((dcuda.BanditStreams, {}), (cuda_coop.BlockStreams, {}),
                         (cuda_coop.BlockStreams, {"shared_budget": 0})):
@@ -207,7 +207,7 @@ def test_block_layout_equals_cpu(simulated, name):
     assert [n for n, _ in ran] == want
     for n, shared in ran:
         # the state in dynamic shared memory at these sizes (a piece without state: none)
-        assert shared == (make_policy(name, D).fused().piece.state_size(D, K, 1) > 0)
+        assert shared == (make_policy(name, D).fused().piece.state_size(D, K, 1, 1) > 0)
         _assert_same(f"{name}/{n}", simulated["arrays"], ref)
 
 
@@ -362,7 +362,7 @@ PTX_SCRIPT = textwrap.dedent("""
     d, K, R, n = 20, 50, 4, 2
     spec = make_policy(sys.argv[1], d).fused(kl=True)
     init, sel, st = spec.draw(np.random.SeedSequence(0), n, d)
-    n_state = spec.piece.state_size(d, K, st.shape[2])
+    n_state = spec.piece.state_size(d, K, st.shape[2], n)
     args = (spec.params, np.zeros((R, n_state)), True, 0, np.zeros((R, n, K, d)),
             np.zeros((R, n, K)), np.zeros((R, n, K)), np.zeros((R,) + init.shape),
             np.zeros((R,) + sel.shape), np.zeros((R,) + st.shape), np.zeros(2, np.int64),

@@ -122,7 +122,7 @@ SCRIPT = textwrap.dedent(r'''
             dims = _streams.noise_dims(spec, d, K)
             LABEL[0] = f"{cls.__name__}/{name}/{env_name}"
             cls(spec.piece, spec.params, env_round, env_params, np.zeros((R, 2), np.uint64),
-                dims, n, KL, _streams.state_size(spec, dims),
+                dims, n, KL, _streams.state_size(spec, dims, n),
                 scratch_size(*dims)).advance(n)
 
     def steps():

@@ -10,25 +10,36 @@ import inspect
 
 import numpy as np
 import pytest
-from vits_ref.kernels import bandit, langevin, lints, linucb, vits
+from vits_ref.kernels import bandit, langevin, lints, linucb, logistic_bandit, vits
 from vits_ref.kernels.linear import POTENTIAL as LINEAR
 from vits_ref.kernels.logistic import POTENTIAL as LOGISTIC
 
 import vits_ref as vr
 from vits_ref.drivers import cpu
 
-PIECES = (vits.PIECE, lints.PIECE, linucb.PIECE, langevin.PIECE, bandit.RANDOM)
+PIECES = (vits.PIECE, lints.PIECE, linucb.PIECE, langevin.PIECE, bandit.RANDOM,
+          logistic_bandit.VITS_PIECE, logistic_bandit.LANGEVIN_PIECE,
+          logistic_bandit.LAPLACE_PIECE)
+
+
+def _arrays(state):
+    """The arrays of a state tuple, nested tuples (the logistic pieces' scratch) included."""
+    for a in state:
+        if isinstance(a, tuple):
+            yield from _arrays(a)
+        else:
+            yield a
 
 
 @pytest.mark.parametrize("piece", PIECES, ids=lambda p: p.name)
-@pytest.mark.parametrize("d, K, M", [(1, 1, 1), (3, 7, 2), (20, 50, 20)])
-def test_views_use_exactly_state_size(piece, d, K, M):
-    n = piece.state_size(d, K, M)
+@pytest.mark.parametrize("d, K, M, T", [(1, 1, 1, 1), (3, 7, 2, 5), (20, 50, 20, 30)])
+def test_views_use_exactly_state_size(piece, d, K, M, T):
+    n = piece.state_size(d, K, M, T)
     buf = np.arange(float(n))
-    state, used = piece.views(buf, d, K, M)
+    state, used = piece.views(buf, d, K, M, T)
     assert used == n
     # the views tile the buffer: every entry belongs to exactly one array
-    seen = np.concatenate([np.ravel(a) for a in state]) if n else np.zeros(0)
+    seen = np.concatenate([np.ravel(a) for a in _arrays(state)]) if n else np.zeros(0)
     assert np.array_equal(np.sort(seen), buf)
 
 
@@ -74,8 +85,14 @@ def test_mlp_by_name():
 
 def test_fused_only_where_it_exists():
     assert vr.VITS(3).fused() is not None
-    assert vr.VITS(3, model="logistic").fused() is None
+    assert vr.VITS(3, model="logistic").fused().piece.name == "vits-logistic"
+    assert vr.VITS(3, model="mlp").fused() is None
     assert vr.VITS(3, schedule="theoretical", horizon=10).fused() is None
-    assert vr.Laplace(3).fused() is None
+    assert vr.Laplace(3).fused() is None  # linear Laplace is LinTS, which has its own
+    assert vr.Laplace(3, model="logistic").fused().piece.name == "laplace-logistic"
+    assert vr.Langevin(3, model="logistic").fused().piece.name == "lmc-logistic"
+    general = vr.models.Logistic(3, prior_mean=np.ones(3), prior_cov=np.eye(3))
+    assert vr.VITS(3, model=general).fused() is None
+    assert vr.Laplace(3, model=general).fused() is None
     prior = vr.models.Linear(3, prior_mean=np.ones(3), prior_cov=np.eye(3))
     assert vr.LinTS(3, model=prior).fused() is None

@@ -283,9 +283,10 @@ def test_worker_processes_give_identical_results():
     """n_jobs only distributes the Python loop's runs: every run keeps its own seeds."""
     env = vr.envs.hard_instance(dim=4, n_arms=5, reward="logistic", seed=0)
     pol = vr.ThompsonSampling(vr.VITS(4, model="logistic", step_size=0.2, n_steps=3))
-    one = vr.simulate(pol, env, n_rounds=25, n_runs=3, seed=7, new_instance_per_run=True)
+    one = vr.simulate(pol, env, n_rounds=25, n_runs=3, seed=7, new_instance_per_run=True,
+                      fused=False)
     two = vr.simulate(pol, env, n_rounds=25, n_runs=3, seed=7, new_instance_per_run=True,
-                      n_jobs=2)
+                      fused=False, n_jobs=2)
     assert not one.fused
     np.testing.assert_array_equal(one.regret, two.regret)
     np.testing.assert_array_equal(one.arms, two.arms)

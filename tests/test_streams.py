@@ -62,7 +62,7 @@ def _predrawn(name, env, seed, n_runs, kl_rounds, first_run=0):
     regret, arms = np.empty((n_runs, T)), np.empty((n_runs, T), dtype=np.int64)
     kl = np.zeros((n_runs, kl_arr.size))
     status = np.zeros(n_runs, dtype=np.int64)
-    bufs = np.empty((n_runs, spec.piece.state_size(env.dim, env.n_arms, dims[5])))
+    bufs = np.empty((n_runs, spec.piece.state_size(env.dim, env.n_arms, dims[5], T)))
     cpu.bandit_rounds(spec.piece)(spec.params, bufs, 0, *stacked, kl_arr, regret, arms, kl,
                                   status)
     assert not status.any()
@@ -192,9 +192,9 @@ def test_errors():
         vr.simulate("lints", env, 5, stream="mt19937")
     with pytest.raises(ValueError, match="fused loop"):
         vr.simulate("lints", env, 5, stream="philox", fused=False)
-    logistic = vr.ThompsonSampling(vr.inference.Laplace(D, model="logistic"))
+    laplace = vr.ThompsonSampling(vr.inference.Laplace(D))  # linear Laplace: no fused loop
     with pytest.raises(ValueError, match="fused loop"):
-        vr.simulate(logistic, _hard("logistic"), 5, stream="philox")
+        vr.simulate(laplace, env, 5, stream="philox")
     with pytest.raises(ValueError, match="new_instance_per_run"):
         vr.simulate("lints", env, 5, stream="philox", new_instance_per_run=True)
 
@@ -332,7 +332,7 @@ PTX_SCRIPT = textwrap.dedent("""
         env_round, env_params = env.counter_piece()
         dims = _streams.noise_dims(spec, d, K)
         args = (spec.params, env_params, np.zeros((R, 2), np.uint64), dims,
-                np.zeros((R, _streams.state_size(spec, dims))),
+                np.zeros((R, _streams.state_size(spec, dims, T))),
                 np.zeros((R, scratch_size(*dims))), 0, T, np.zeros(2, np.int64),
                 np.zeros((R, T)), np.zeros((R, T), np.int64), np.zeros((R, 2)),
                 np.zeros(R, np.int64))

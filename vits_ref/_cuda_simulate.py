@@ -139,9 +139,9 @@ def check_device():
 
 
 
-def _n_state(spec, d, K):
+def _n_state(spec, d, K, T):
     # the state's size for M = n_draws_per_round (an upper bound of the step noise's M)
-    return spec.piece.state_size(d, K, max(1, spec.n_draws_per_round))
+    return spec.piece.state_size(d, K, max(1, spec.n_draws_per_round), T)
 
 
 def bytes_per_run(spec, T, d, K, n_kl=0):
@@ -149,13 +149,13 @@ def bytes_per_run(spec, T, d, K, n_kl=0):
     (realisation, noise, state, outputs): the benchmark's sizing of its whole-run calls
     (:func:`vits_ref.drivers.cuda.bandit_runs`)."""
     inputs = T * K * (d + 2) + d + T * d * (1 + spec.n_draws_per_round)
-    return 8 * (inputs + _n_state(spec, d, K) + 2 * T + n_kl + 1)
+    return 8 * (inputs + _n_state(spec, d, K, T) + 2 * T + n_kl + 1)
 
 
 def resident_bytes_per_run(spec, T, d, K, n_kl=0):
     """Bytes one run keeps on the device for the whole batch: its state buffer, outputs
     (regret, arms, KL, status) and initial noise."""
-    return 8 * (_n_state(spec, d, K) + 2 * T + n_kl + 1 + d)
+    return 8 * (_n_state(spec, d, K, T) + 2 * T + n_kl + 1 + d)
 
 
 def bytes_per_round(spec, d, K):

@@ -64,10 +64,10 @@ def run_keys(root, first_run, n_runs):
     return keys
 
 
-def state_size(spec, dims):
-    """Length of a run's state buffer."""
+def state_size(spec, dims, T):
+    """Length of a run's state buffer for a horizon of ``T`` rounds."""
     d, K, _, _, _, M = dims
-    return spec.piece.state_size(d, K, M)
+    return spec.piece.state_size(d, K, M, T)
 
 
 def bytes_per_run(spec, dims, T, n_kl=0):
@@ -75,7 +75,7 @@ def bytes_per_run(spec, dims, T, n_kl=0):
     state buffer, scratch (:func:`vits_ref.kernels.bandit_streams.scratch_size`), key
     (2 words), regret and arms (``T`` each), KL (``n_kl``) and status, 8 bytes each.
     Nothing grows with the number of runs but these, and only the outputs with ``T``."""
-    return 8 * (state_size(spec, dims) + scratch_size(*dims) + 2 + 2 * T + n_kl + 1)
+    return 8 * (state_size(spec, dims, T) + scratch_size(*dims) + 2 + 2 * T + n_kl + 1)
 
 
 def plan(spec, dims, T, n_runs, n_kl=0, free_device_bytes=None):
@@ -117,7 +117,7 @@ def run_streams_cpu(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, k
             hi = min(n_runs, lo + CPU_BATCH)
             R = hi - lo
             keys = run_keys(root, first_run + lo, R)
-            bufs = np.empty((R, state_size(spec, dims)))
+            bufs = np.empty((R, state_size(spec, dims, T)))
             scratch = np.empty((R, scratch_size(*dims)))
             status = np.zeros(R, dtype=np.int64)
             run(spec.params, env_params, keys, dims, bufs, scratch, 0, T, kl_rounds,
@@ -167,7 +167,7 @@ def run_streams_cuda(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, 
         hi = min(n_runs, lo + batch)
         keys = run_keys(root, first_run + lo, hi - lo)
         runs = make_runs(spec.piece, spec.params, env_round, env_params, keys, dims, T,
-                         kl_rounds, state_size(spec, dims), scratch_size(*dims))
+                         kl_rounds, state_size(spec, dims, T), scratch_size(*dims))
         first_bad = np.zeros(hi - lo, dtype=np.int64)
         for t0 in range(0, T, chunk):
             status = runs.advance(min(chunk, T - t0))

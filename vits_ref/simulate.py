@@ -473,7 +473,7 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
                                                                     chunk):
         n = contexts.shape[1]
         if bufs is None:
-            bufs = np.empty((R, spec.piece.state_size(d, K, steps.shape[3])))
+            bufs = np.empty((R, spec.piece.state_size(d, K, steps.shape[3], T)))
         rounds(spec.params, bufs, t0, contexts, means, rewards, init, sel, steps, kl_rounds,
                regret, arms, kl, status)
         # a run's first diverging round (later chunks of a diverged run diverge again at

@@ -125,7 +125,7 @@ def soak(name, n_rounds=N_ROUNDS, every=EVERY, env=None, seed=0, chunk=None):
         X = contexts[0, np.arange(n), arms[0, t1 - n:t1]]
         V_ref = V_ref + X.T @ X
         if t1 % every == 0:
-            state, _ = spec.piece.views(bufs[0], d, K, M)
+            state, _ = spec.piece.views(bufs[0], d, K, M, regret.shape[1])
             row = {"round": t1, **_measure(name, state, V_ref, lam),
                    "regret": float(regret[0, :t1].sum())}
             rows.append(row)

@@ -81,7 +81,8 @@ def loop_speed(policy, n_runs, n_rounds, repeats=2):
     seeds = [child(np.random.SeedSequence(1), r) for r in range(n_runs)]
     arrays = next(batch_chunks(spec, [env] * n_runs, seeds, n_rounds, n_rounds))
     rounds = cpu.bandit_rounds(spec.piece)
-    bufs = np.empty((n_runs, spec.piece.state_size(DIM, ARMS, arrays[5].shape[3])))
+    bufs = np.empty((n_runs, spec.piece.state_size(DIM, ARMS, arrays[5].shape[3],
+                                                          arrays[0].shape[1])))
     out = (np.empty((n_runs, n_rounds)), np.empty((n_runs, n_rounds), dtype=np.int64),
            np.zeros((n_runs, 0)), np.zeros(n_runs, dtype=np.int64))
 

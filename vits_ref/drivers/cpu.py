@@ -176,7 +176,7 @@ def bandit_run(piece):
     def call(params, contexts, means, rewards, init_noise, sel_noise, step_noise, kl_rounds,
              regret, arms, kl_out):
         T, K, d = contexts.shape
-        return run(params, size(d, K, step_noise.shape[2]), contexts, means, rewards,
+        return run(params, size(d, K, step_noise.shape[2], T), contexts, means, rewards,
                    init_noise, sel_noise, step_noise, kl_rounds, regret, arms, kl_out)
 
     return call
@@ -205,7 +205,7 @@ def bandit_runs(piece):
     def call(params, contexts, means, rewards, init_noise, sel_noise, step_noise, kl_rounds,
              regret, arms, kl_out, status):
         R, T, K, d = contexts.shape
-        bufs = np.empty((R, size(d, K, step_noise.shape[3])))
+        bufs = np.empty((R, size(d, K, step_noise.shape[3], T)))
         run(params, bufs, contexts, means, rewards, init_noise, sel_noise, step_noise,
             kl_rounds, regret, arms, kl_out, status)
 
@@ -217,7 +217,7 @@ def bandit_rounds(piece):
     """``run(params, bufs, t0, contexts, ..., kl_out, status)``: rounds ``[t0, t0 + n)`` of
     independent runs, ``prange`` over the runs (:func:`vits_ref.kernels.bandit.make_bandit_rounds`).
 
-    ``bufs`` (R, ``piece.state_size(d, K, M)``) are the runs' state buffers, kept by the
+    ``bufs`` (R, ``piece.state_size(d, K, M, T)``) are the runs' state buffers, kept by the
     caller between calls (initialised by the call with ``t0 == 0``); ``contexts`` (R, n, K,
     d), ``means``, ``rewards`` (R, n, K), ``sel_noise`` (R, n, ·), ``step_noise`` (R, n, S,
     M, d) the chunk's rows; ``init_noise`` (R, ·); ``regret``, ``arms`` (R, T) and

@@ -80,7 +80,7 @@ def bandit_runs(piece, params, contexts, means, rewards, init_noise, sel_noise, 
     leading axis). Returns ``(regret (R, T), arms (R, T), kl (R, n_kl), status (R,))``.
     """
     R, T, K, d = contexts.shape
-    n_state = piece.state_size(d, K, step_noise.shape[3])
+    n_state = piece.state_size(d, K, step_noise.shape[3], T)
     bufs = cuda.device_array((R, n_state))
     regret = cuda.device_array((R, T))
     arms = cuda.device_array((R, T), dtype=np.int64)
@@ -158,7 +158,8 @@ class BanditRounds:
         self.piece, self.params, self.n_rounds = piece, params, n_rounds
         self.threads_per_block = threads_per_block
         self.t0 = 0
-        self.bufs = cuda.device_array((n_runs, piece.state_size(dim, n_arms, n_mc)))
+        self.bufs = cuda.device_array((n_runs, piece.state_size(dim, n_arms, n_mc,
+                                                                  n_rounds)))
         self.regret = cuda.device_array((n_runs, n_rounds))
         self.arms = cuda.device_array((n_runs, n_rounds), dtype=np.int64)
         self.kl = cuda.to_device(np.zeros((n_runs, len(kl_rounds))))

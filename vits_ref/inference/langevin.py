@@ -8,6 +8,9 @@ from .. import _validate as val
 from ..drivers import cpu
 from ..fused import FusedSpec, thompson_noise, thompson_noise_chunks
 from ..kernels import langevin as klangevin
+from ..kernels import logistic_bandit as klogb
+from ..kernels.linear import POTENTIAL as LINEAR_POTENTIAL
+from ..kernels.logistic import POTENTIAL as LOGISTIC_POTENTIAL
 from ..schedules import schedule_code, step_size
 from .base import Engine
 
@@ -81,13 +84,21 @@ class Langevin(Engine):
         return h
 
     def fused(self, kl=False):
-        """The fused loop's spec on the linear model with the default prior, else None."""
+        """The fused loop's spec on the linear (:data:`vits_ref.kernels.langevin.PIECE`) or
+        logistic model (:data:`vits_ref.kernels.logistic_bandit.LANGEVIN_PIECE`) with the
+        default prior, else None."""
         code = schedule_code(self.schedule)
-        if self.model.name != "linear" or not self.model.has_default_prior or code is None:
+        if not self.model.has_default_prior or code is None:
+            return None
+        if self.model.potential is LINEAR_POTENTIAL:
+            piece = klangevin.PIECE
+        elif self.model.potential is LOGISTIC_POTENTIAL:
+            piece = klogb.LANGEVIN_PIECE
+        else:
             return None
         sched, h0, eta, S = self.schedule, self.step_size, self.eta, self.n_steps
         return FusedSpec(
-            piece=klangevin.PIECE, params=(code, self.eta, self.lam, self.step_size),
+            piece=piece, params=(code, self.eta, self.lam, self.step_size),
             draw=lambda seed, T, d: thompson_noise(seed, T, d, select=False, n_steps=S),
             draw_chunks=lambda seed, T, d, c: thompson_noise_chunks(seed, T, d, c,
                                                                     select=False, n_steps=S),

@@ -12,6 +12,9 @@ from scipy.linalg import solve_triangular
 from .. import _validate as val
 from ..drivers import cpu
 from ..errors import DivergenceError
+from ..fused import FusedSpec, thompson_noise, thompson_noise_chunks
+from ..kernels import logistic_bandit as klogb
+from ..kernels.logistic import POTENTIAL as LOGISTIC_POTENTIAL
 from ..kernels.newton import CONVERGED, FAILED
 from .base import GaussianEngine
 
@@ -133,6 +136,20 @@ class Laplace(GaussianEngine):
                           f"the mean and covariance are those of the last iterate. Raise "
                           f"max_iter, or raise lam if the data are (nearly) separable.",
                           RuntimeWarning, stacklevel=3)
+
+    def fused(self, kl=False):
+        """The fused loop's spec on the logistic model with the default prior
+        (:data:`vits_ref.kernels.logistic_bandit.LAPLACE_PIECE`), else None.
+
+        The loop runs the same Newton/IRLS body per round; a fit that stops at
+        ``max_iter`` continues from its last iterate there too, without the warning.
+        """
+        if self.model.potential is not LOGISTIC_POTENTIAL or not self.model.has_default_prior:
+            return None
+        return FusedSpec(
+            piece=klogb.LAPLACE_PIECE, params=(self.eta, self.lam, self.tol, self.max_iter),
+            draw=lambda seed, T, d: thompson_noise(seed, T, d, init=False),
+            draw_chunks=lambda seed, T, d, c: thompson_noise_chunks(seed, T, d, c, init=False))
 
     # -- the Gaussian ---------------------------------------------------------------------
     def _sample(self, n):

@@ -11,7 +11,10 @@ from .. import _validate as val
 from ..drivers import cpu
 from ..errors import DivergenceError
 from ..fused import FusedSpec, thompson_noise, thompson_noise_chunks
+from ..kernels import logistic_bandit as klogb
 from ..kernels import vits as kvits
+from ..kernels.linear import POTENTIAL as LINEAR_POTENTIAL
+from ..kernels.logistic import POTENTIAL as LOGISTIC_POTENTIAL
 from ..kernels.vits import VARIANT_HF, VARIANT_HF_CV, VARIANT_I, VARIANT_II
 from ..schedules import (
     SCHEDULES,
@@ -196,25 +199,34 @@ class VITS(GaussianEngine):
                        f"prior's.")
 
     def fused(self, kl=False):
-        """The fused loop's spec on the linear model with the default prior, else None.
+        """The fused loop's spec on the linear or logistic model with the default prior,
+        else None.
 
         The loop starts from the default prior ``N(0, I/(lam eta))`` and runs the
-        ``constant`` or ``decayed`` schedule (:data:`vits_ref.kernels.vits.PIECE`).
+        ``constant`` or ``decayed`` schedule: :data:`vits_ref.kernels.vits.PIECE` on the
+        linear model's statistics, :data:`vits_ref.kernels.logistic_bandit.VITS_PIECE` on
+        the logistic model's history (with this engine's bound on ``max |B|``).
         """
         code = schedule_code(self.schedule)
-        if self.model.name != "linear" or not self.model.has_default_prior or code is None:
+        if not self.model.has_default_prior or code is None:
+            return None
+        params = (self.variant_code, self.symmetrize, code, self.eta, self.lam,
+                  self.step_size, self.cov_step_size)
+        if self.model.potential is LINEAR_POTENTIAL:
+            piece = kvits.PIECE
+        elif self.model.potential is LOGISTIC_POTENTIAL:
+            piece, params = klogb.VITS_PIECE, params + (self._max_abs_B,)
+        else:
             return None
         sched, h0, eta = self.schedule, self.cov_step_size, self.eta
         S, M = self.n_steps, self.n_mc
         return FusedSpec(
-            piece=kvits.PIECE,
-            params=(self.variant_code, self.symmetrize, code, self.eta, self.lam,
-                    self.step_size, self.cov_step_size),
+            piece=piece, params=params,
             draw=lambda seed, T, d: thompson_noise(seed, T, d, n_steps=S, n_mc=M),
             draw_chunks=lambda seed, T, d, c: thompson_noise_chunks(seed, T, d, c,
                                                                     n_steps=S, n_mc=M),
             step_size=lambda rnd: step_size(sched, h0, eta, rnd),
-            gaussian=True, n_draws_per_round=1 + S * M)
+            gaussian=piece is kvits.PIECE, n_draws_per_round=1 + S * M)
 
     def _sample(self, n):
         eps = self._rng_sample.standard_normal((n, self.dim))
