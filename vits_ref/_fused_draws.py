@@ -18,16 +18,24 @@ from ._seeding import child
 from .fused import draw_chunks
 
 
-def checked(env, real):
+def checked(env, real, binary=False):
     """``real``, after checking that its features and rewards are within
     :data:`vits_ref._validate.MAX_ABS_DATA` (whose squares would overflow the sufficient
-    statistics, silently in the fused loop); a ValueError naming the environment if not."""
+    statistics, silently in the fused loop) and, with ``binary``, that every reward is 0
+    or 1 (the logistic model's Bernoulli rewards, which the Python loop's model checks
+    on every observation); a ValueError naming the environment if not."""
     for name, arr in (("contexts", real.contexts), ("rewards", real.rewards)):
         try:
             val.bounded_data(arr, name)
         except ValueError as err:
             raise ValueError(f"the environment {env!r} drew {err}: its scale is too large "
                              f"for the sufficient statistics") from None
+    if binary:
+        bad = (real.rewards != 0.0) & (real.rewards != 1.0)
+        if bad.any():
+            raise ValueError(f"rewards must be 0 or 1 for the logistic model (Bernoulli "
+                             f"rewards); the environment {env!r} drew "
+                             f"{float(real.rewards[bad][0])!r}")
     return real
 
 
@@ -38,12 +46,13 @@ def realise(env, run_seed, n_rounds):
     return checked(env, real)
 
 
-def realise_chunks(env, run_seed, n_rounds, chunk):
+def realise_chunks(env, run_seed, n_rounds, chunk, binary=False):
     """:func:`realise` by chunks of rounds (:meth:`vits_ref.envs.Environment.realise_chunks`:
-    the same rows, bit for bit), each chunk checked as :func:`realise` checks the run."""
+    the same rows, bit for bit), each chunk checked as :func:`realise` checks the run
+    (and its rewards in {0, 1} with ``binary``, see :func:`checked`)."""
     rng = np.random.Generator(np.random.PCG64(child(run_seed, 0)))
     for real in env.realise_chunks(n_rounds, rng, chunk):
-        yield checked(env, real)
+        yield checked(env, real, binary)
 
 
 def batch_chunks(spec, envs, run_seeds, n_rounds, chunk, n_threads=1):
@@ -65,7 +74,8 @@ def batch_chunks(spec, envs, run_seeds, n_rounds, chunk, n_threads=1):
     """
     R = len(run_seeds)
     d, K = envs[0].dim, envs[0].n_arms
-    reals = [realise_chunks(e, s, n_rounds, chunk)
+    binary = spec.binary_rewards  # the logistic pieces take rewards 0 or 1 only
+    reals = [realise_chunks(e, s, n_rounds, chunk, binary)
              for e, s in zip(envs, run_seeds, strict=True)]
     noises = [draw_chunks(spec, child(s, 1), n_rounds, d, chunk) for s in run_seeds]
     n_threads = max(1, min(int(n_threads), R))

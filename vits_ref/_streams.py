@@ -51,6 +51,10 @@ def check(spec, policy_name, env, new_instance_per_run):
     if new_instance_per_run:
         raise ValueError("stream='philox' runs every run on the one instance of env; "
                          "new_instance_per_run=True needs stream='numpy'")
+    if spec.binary_rewards and getattr(env, "reward", None) != "logistic":
+        raise ValueError(f"{policy_name} on the logistic model takes rewards 0 or 1; the "
+                         f"environment {env!r} has {getattr(env, 'reward', 'other')} "
+                         f"rewards (use an environment with reward='logistic')")
     env_round, env_params = env.counter_piece()
     return env_round, env_params, noise_dims(spec, env.dim, env.n_arms)
 

@@ -45,6 +45,11 @@ class FusedSpec:
         rows equal, bit for bit, to those rows of ``draw``'s arrays (``init`` is the same
         array in every chunk). None: the policy's randomness cannot be drawn by chunks and
         :func:`draw_chunks` slices one whole draw (memory then grows with the horizon).
+    binary_rewards : bool
+        Whether the piece's model takes rewards 0 or 1 only (the logistic model's
+        Bernoulli rewards): the drawn rewards are checked before each chunk runs
+        (:func:`vits_ref._fused_draws.checked`), and ``stream="philox"`` needs an
+        environment with ``reward="logistic"``.
     """
 
     piece: object
@@ -54,6 +59,7 @@ class FusedSpec:
     gaussian: bool = False
     n_draws_per_round: int = 1
     draw_chunks: Callable | None = None
+    binary_rewards: bool = False
 
 
 def thompson_noise(policy_seed, n_rounds, dim, init=True, select=True, n_steps=0, n_mc=1):

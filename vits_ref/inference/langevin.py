@@ -102,7 +102,8 @@ class Langevin(Engine):
             draw=lambda seed, T, d: thompson_noise(seed, T, d, select=False, n_steps=S),
             draw_chunks=lambda seed, T, d, c: thompson_noise_chunks(seed, T, d, c,
                                                                     select=False, n_steps=S),
-            step_size=lambda rnd: step_size(sched, h0, eta, rnd), n_draws_per_round=S)
+            step_size=lambda rnd: step_size(sched, h0, eta, rnd), n_draws_per_round=S,
+            binary_rewards=piece is klogb.LANGEVIN_PIECE)
 
     def _refit(self, features, rewards):
         h = self._run(self.theta, self._rng_update)

@@ -149,7 +149,8 @@ class Laplace(GaussianEngine):
         return FusedSpec(
             piece=klogb.LAPLACE_PIECE, params=(self.eta, self.lam, self.tol, self.max_iter),
             draw=lambda seed, T, d: thompson_noise(seed, T, d, init=False),
-            draw_chunks=lambda seed, T, d, c: thompson_noise_chunks(seed, T, d, c, init=False))
+            draw_chunks=lambda seed, T, d, c: thompson_noise_chunks(seed, T, d, c, init=False),
+            binary_rewards=True)
 
     # -- the Gaussian ---------------------------------------------------------------------
     def _sample(self, n):

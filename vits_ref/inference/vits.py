@@ -226,7 +226,8 @@ class VITS(GaussianEngine):
             draw_chunks=lambda seed, T, d, c: thompson_noise_chunks(seed, T, d, c,
                                                                     n_steps=S, n_mc=M),
             step_size=lambda rnd: step_size(sched, h0, eta, rnd),
-            gaussian=piece is kvits.PIECE, n_draws_per_round=1 + S * M)
+            gaussian=piece is kvits.PIECE, n_draws_per_round=1 + S * M,
+            binary_rewards=piece is klogb.VITS_PIECE)
 
     def _sample(self, n):
         eps = self._rng_sample.standard_normal((n, self.dim))
