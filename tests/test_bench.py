@@ -19,6 +19,7 @@ import pytest
 
 from vits_ref import _bench
 from vits_ref._bench import linear as bl
+from vits_ref._bench import logistic_loop as blog
 from vits_ref._bench import nonlinear as bn
 from vits_ref._bench import timing
 
@@ -109,6 +110,7 @@ def test_cli_bench_quick():
     res = subprocess.run([sys.executable, "-m", "vits_ref", "bench", "--quick"],
                          capture_output=True, text=True, check=True, timeout=1800)
     for needle in (FLOOR_LINE, "prange over 8 VITS-II runs", "first fused call",
+                   "logistic model, fused loop against the Python loop", "of a late round",
                    "logistic VITS-II round", "IRLS to convergence",
                    "one CAVI round", "RenyiVI update", "NumPy time / compiled time"):
         assert needle in res.stdout, needle
@@ -168,3 +170,55 @@ def test_asv_floor_track_runs():
     bench.setup()
     ratio = bench.track_ratio_vits_ii_round_to_floor()
     assert np.isfinite(ratio) and ratio > 0
+
+
+# --------------------------------------------------------------------------- logistic loop
+
+
+def test_logistic_loop_policies_are_figGs():
+    """The section restates figG's logistic points (it cannot import the experiments)."""
+    from vits_ref.experiments.vits import figG
+
+    assert blog.DIM == figG.DIM and blog.N_ARMS == figG.N_ARMS
+    for label, name in (("VITS-II", "vits-ii"), ("LMC-TS", "lmc")):
+        assert blog.POINTS[label] == figG.DEFAULT_POINTS["logistic"][label]
+        assert repr(blog.policy(label)) == repr(
+            figG.policy(name, "logistic", figG.DEFAULT_POINTS["logistic"][label]))
+    lap = blog.policy("Laplace").engine
+    assert (lap.model.name, lap.eta, lap.lam) == ("logistic", 10.0, 10.0)
+
+
+def test_logistic_loop_stats_smoke():
+    # Laplace on 2 runs x 20 rounds: the fused and Python loops play the same arms (the
+    # pieces run the engines' own step bodies on the same draws: exact equality)
+    s = blog.loop_stats("Laplace", n_rounds=20, n_runs=2, repeats=1)
+    assert s["fused"] > 0 and s["python"] > 0
+    assert s["ratio"] == pytest.approx(s["python"] / s["fused"])
+    assert s["arms_equal"] == 1.0 and s["max_regret_diff"] == 0.0
+    early, late = blog.phase_times("Laplace", n_rounds=20, width=10, n_runs=1, repeats=1)
+    assert early > 0 and late > 0
+    with pytest.raises(ValueError, match="multiple of width"):
+        blog.phase_times("Laplace", n_rounds=25, width=10)
+
+
+def test_history_fraction_closed_form():
+    # rounds costing a + b n exactly: the fractions are b n / (a + b n) at the late
+    # window's mean n (949.5) and at the mean n over 1000 rounds (499.5)
+    a, b = 10.0, 0.5
+    early, late = a + b * 49.5, a + b * 949.5
+    f_late, f_mean = blog.history_fraction(early, late, 1000, 100)
+    assert f_late == pytest.approx(b * 949.5 / (a + b * 949.5), rel=1e-12)
+    assert f_mean == pytest.approx(b * 499.5 / (a + b * 499.5), rel=1e-12)
+    assert blog.history_fraction(5.0, 4.0) == (0.0, 0.0)  # noise: late cheaper, b = 0
+
+
+@pytest.mark.slow
+def test_logistic_loop_main_prints_every_policy():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        blog.main(quick=True, n_rounds=40, width=20)
+    text = out.getvalue()
+    for label in blog.LABELS:
+        line = next(x for x in text.splitlines() if x.strip().startswith(label + " "))
+        assert "arms equal 1.000" in line, line
+    assert text.count("of a late round") == len(blog.LABELS)

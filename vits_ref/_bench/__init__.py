@@ -3,10 +3,12 @@
 Speed ratios measured in one process, calls interleaved (:mod:`.timing`), so the machine's
 drift affects both sides alike: :mod:`.linear` (linear-bandit rounds of the fused loop
 against the NumPy reference and against the floor of BLAS work, the ``prange`` speed-up,
-import and compile times) and :mod:`.nonlinear` (logistic and MLP VITS-II rounds, IRLS
-against NumPy and statsmodels), :mod:`.vts` (one CAVI round of VTS) and :mod:`.renyi` (one
-RenyiVI update), each against its NumPy reference. The plain-NumPy side is
-:mod:`vits_ref.reference`. The asv suite in ``asv_benchmarks/`` tracks the same quantities
+import and compile times), :mod:`.logistic_loop` (the fused loop's VITS-II, LMC-TS and
+Laplace rounds on the logistic model against the Python loop, and the share of a round
+that is the history's O(n d) work) and :mod:`.nonlinear` (logistic and MLP VITS-II
+rounds, IRLS against NumPy and statsmodels), :mod:`.vts` (one CAVI round of VTS) and
+:mod:`.renyi` (one RenyiVI update), each against its NumPy reference. The plain-NumPy side
+is :mod:`vits_ref.reference`. The asv suite in ``asv_benchmarks/`` tracks the same quantities
 over commits with these helpers.
 
 Set ``OPENBLAS_NUM_THREADS=1`` for single-thread figures; :func:`main` sets Numba's
@@ -24,6 +26,12 @@ def main(quick=False):
     print(RATIO_MEANING)
     print()
     linear.main(quick=quick)
+    # the logistic model's fused loop against the Python loop (every Numba thread, one run
+    # each; sets the threads itself)
+    from . import logistic_loop
+
+    print()
+    logistic_loop.main(quick=quick)
     # the others are single-thread figures: non-linear VITS-II rounds and IRLS, one CAVI
     # round of VTS, one RenyiVI update
     numba.set_num_threads(1)
