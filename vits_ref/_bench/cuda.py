@@ -19,6 +19,11 @@
 * every policy through the public call with the device-side streams,
   ``simulate(..., device="cuda", stream="philox")`` (:func:`measure_streams`: nothing
   drawn on the host, the layout by size), the path the issue's goals are about;
+* the logistic model's pieces (:mod:`vits_ref.kernels.logistic_bandit`: VITS-II, LMC-TS
+  and Laplace at :mod:`vits_ref._bench.logistic_loop`'s points) on appendix G's hard
+  instance with logistic rewards at d = K = 10 (:func:`measure_logistic`), one run per
+  thread (they are not block-safe): CPU ``prange`` against numba-cuda, rows
+  ``<policy>/logistic``;
 * for the VITS policies, the fraction of the GPU's float64 peak the device loop reaches,
   counting the round's d x d products only (:func:`flops_per_round`) against the FMA peak
   of :data:`FP64_PEAK` (the tensor-core peak is printed too; the loops use no tensor core).
@@ -72,6 +77,11 @@ FULL = {"d": 20, "K": 50, "R": 16384, "T": 50, "repeats": 3}
 QUICK = {"d": 20, "K": 50, "R": 2048, "T": 20, "repeats": 3}
 SIMULATOR = {"d": 3, "K": 4, "R": 2, "T": 3, "repeats": 1}
 SIM_LABEL = "simulator: not a timing"
+#: appendix G's size for the logistic rows (d = K)
+LOGISTIC_DIM = 10
+#: the logistic rows: ``(label in logistic_loop, row name)``
+LOGISTIC_POLICIES = (("VITS-II", "vits-ii/logistic"), ("LMC-TS", "lmc/logistic"),
+                     ("Laplace", "laplace/logistic"))
 
 
 def peak_fp64(name):
@@ -153,9 +163,10 @@ def _rate(x):
     return f"{x / 1e6:8.3f} M" if x >= 1e5 else f"{x:10.0f}"
 
 
-def measure(name, env, sizes, mode, root, cpu_runs=None):
+def measure(name, env, sizes, mode, root, cpu_runs=None, spec=None):
     """One policy's row: rounds/s of the CPU prange, the CUDA call, the device estimate and
-    the JAX peer (dict; None where not measured)."""
+    the JAX peer (dict; None where not measured). ``spec``: the fused spec to measure
+    (default: the named policy's, at its documented defaults); ``name`` labels the row."""
     import numba
 
     from .. import _cuda_simulate
@@ -164,7 +175,7 @@ def measure(name, env, sizes, mode, root, cpu_runs=None):
     from ..simulate import make_policy
 
     d, K, T = sizes["d"], sizes["K"], sizes["T"]
-    spec = make_policy(name, d).fused()
+    spec = make_policy(name, d).fused() if spec is None else spec
     per_run = _cuda_simulate.bytes_per_run(spec, T, d, K)
     free = _cuda_simulate._free_device_bytes() if mode == "gpu" else None
     R = min(sizes["R"], max(1, BENCH_BYTES // per_run))
@@ -218,8 +229,40 @@ def measure(name, env, sizes, mode, root, cpu_runs=None):
                                      cpu_out[1])
     from ..simulate import POLICY_DEFAULTS
 
-    row["flops_per_round"] = flops_per_round(name, d, POLICY_DEFAULTS[name].get("n_steps", 0))
+    row["flops_per_round"] = flops_per_round(
+        name, d, POLICY_DEFAULTS.get(name, {}).get("n_steps", 0))
     return row
+
+
+def logistic_sizes(sizes, mode):
+    """The logistic rows' sizes: appendix G's hard instance, d = K = :data:`LOGISTIC_DIM`
+    (on the simulator d = 3, K = 4), the runs, rounds and repeats of ``sizes``."""
+    if mode == "simulator":
+        return {**sizes, "d": 3, "K": 4}
+    return {**sizes, "d": LOGISTIC_DIM, "K": LOGISTIC_DIM}
+
+
+def measure_logistic(sizes, mode, root):
+    """The logistic model's rows: VITS-II, LMC-TS and Laplace (IRLS) on the hard instance
+    with logistic rewards (:mod:`vits_ref._bench.logistic_loop`'s policies: figG's points,
+    Laplace at ``eta = lam = 10``; the pieces of :mod:`vits_ref.kernels.logistic_bandit`),
+    one run per thread (the pieces are not block-safe), CPU ``prange`` against numba-cuda,
+    as :func:`measure` (no JAX peer, no block row); a list of rows named
+    ``"<policy>/logistic"`` with ``"sizes"``."""
+    import vits_ref as vr
+
+    from . import logistic_loop
+
+    ls = logistic_sizes(sizes, mode)
+    env = vr.envs.hard_instance(dim=ls["d"], n_arms=ls["K"], reward="logistic", seed=0)
+    rows = []
+    for label, name in LOGISTIC_POLICIES:
+        spec = logistic_loop.policy(label, ls["d"]).fused()
+        row = measure(name, env, ls, mode, root, spec=spec)
+        row.pop("_arms")
+        row["label"], row["sizes"] = label, ls
+        rows.append(row)
+    return rows
 
 
 def block_threads(spec, d, mode):
@@ -369,6 +412,7 @@ def main(quick=False):
         rows.append(measure(name, env, sizes, mode, root))
     for row in rows:  # before JAX too
         row["streams"] = measure_streams(row["policy"], env, sizes, mode, row["cpu"])
+    logistic = measure_logistic(sizes, mode, root)
     if mode == "gpu":  # hand numba-cuda's freed buffers back before JAX allocates
         import gc
 
@@ -436,14 +480,24 @@ def main(quick=False):
     if blocks:
         print("CUDA block layout vs CPU prange, fraction of equal arms: "
               + ", ".join(f"{r['policy']} {r['block']['cpu_arms']:.3f}" for r in blocks))
-    bad = [r["policy"] for r in rows if r["diverged"]]
+    ls = logistic[0]["sizes"]
+    print(f"Logistic model: appendix G's hard instance, logistic rewards, d = {ls['d']}, "
+          f"K = {ls['K']}, {ls['T']} rounds (VITS-II and LMC-TS at figG's points, Laplace "
+          "at eta 10, lam 10), one run per thread (the pieces are not block-safe):" + label)
+    for row in logistic:
+        print(f"  {row['policy']:18s} {row['runs']:6d} runs: CPU prange "
+              f"{_rate(row['cpu']).strip():>10s}, CUDA call {_rate(row['cuda']).strip():>10s}, "
+              f"CUDA device {_rate(row['device']).strip():>10s} rounds/s, dev/CPU "
+              f"{row['device'] / row['cpu']:.2f}x; arms equal to the CPU's "
+              f"{row['cuda_vs_cpu_arms']:.3f}" + label)
+    bad = [r["policy"] for r in rows + logistic if r["diverged"]]
     bad += [r["policy"] + "/block" for r in blocks if r["block"]["diverged"]]
     if bad:
         print("WARNING: diverged runs (their timing measures nothing): " + ", ".join(bad))
     if peak:
         print("FP64 peak: the VITS rounds' d x d products only (vits_ref._bench.cuda."
               "PRODUCTS_PER_STEP) at the device rate, over the FMA peak.")
-    return rows
+    return rows + logistic
 
 
 if __name__ == "__main__":
