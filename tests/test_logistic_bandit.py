@@ -404,7 +404,9 @@ _SIM_SCRIPT = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def simulated():
-    """Every simulator case, in one subprocess (NUMBA_ENABLE_CUDASIM=1)."""
+    """Every simulator case, in one subprocess (NUMBA_ENABLE_CUDASIM=1): about 3 s with
+    the start-up (2026-11-23, 2 shared cores; the eight simulations ~1.5 s, reported as
+    ``seconds``), so it stays in the default set."""
     return result_under_cuda_simulator(_SIM_SCRIPT, json.dumps(SIM))
 
 
@@ -424,7 +426,6 @@ def test_cuda_equals_cpu_under_simulator(simulated, name, stream):
     # one run per thread: the logistic pieces are neither block pieces nor block-safe
     assert got["layout"] == "thread"
     assert got["piece"] not in _cuda_simulate.BLOCK_PIECES
-    assert simulated["seconds"] < 40.0  # the simulator's share of the default budget
 
 
 @requires_gpu
