@@ -230,6 +230,28 @@ SCRIPT = textwrap.dedent(r'''
         LABEL[0] = "svgd_phi"
         dc.svgd_phi(rng.standard_normal((5, 3)), rng.standard_normal((5, 3)), 0.0, 1.0)
 
+    def logistic():
+        # the logistic model's pieces (kernels/logistic_bandit.py), one run per thread: the
+        # chunked rounds, the whole-run launcher and the streamed loop on the hard instance
+        from vits_ref.kernels.bandit_streams import scratch_size
+        env = vr.envs.hard_instance(dim=d, n_arms=K, reward="logistic", seed=0)
+        env_round, env_params = env.counter_piece()
+        for pol in (make_policy("vits-ii", d, model="logistic"),
+                    make_policy("lmc", d, model="logistic"),
+                    vr.ThompsonSampling(vr.Laplace(d, model="logistic"))):
+            spec = pol.fused()
+            name = spec.piece.name
+            M, chunk = _chunk(spec)
+            LABEL[0] = f"BanditRounds/{name}"
+            dc.BanditRounds(spec.piece, spec.params, R, n, d, K, M, []).advance(*chunk)
+            LABEL[0] = f"bandit_runs/{name}"
+            dc.bandit_runs(spec.piece, spec.params, *chunk, [])
+            dims = _streams.noise_dims(spec, d, K)
+            LABEL[0] = f"BanditStreams/{name}/hard-logistic"
+            dc.BanditStreams(spec.piece, spec.params, env_round, env_params,
+                             np.zeros((R, 2), np.uint64), dims, n, [],
+                             _streams.state_size(spec, dims, n), scratch_size(*dims)).advance(n)
+
     def block():
         from vits_ref.drivers import cuda_coop
         rounds(("vits-i", "vits-ii", "vits-hf", "vits-hf-cv", "lints"), cuda_coop.BlockRounds)
@@ -245,6 +267,7 @@ SCRIPT = textwrap.dedent(r'''
         "steps": lambda: (steps(), vts()),
         "diffusion": diffusion,
         "block": block,
+        "logistic": logistic,
     }
     GROUPS[sys.argv[1]]()
 
@@ -339,6 +362,8 @@ def test_lints_rounds_kernel_compiles_to_ptx():
 
 
 VITS = ("vits-i", "vits-ii", "vits-hf", "vits-hf-cv")
+#: The logistic model's pieces (kernels/logistic_bandit.py), by piece name.
+LOGISTIC_PIECES = ("vits-logistic", "lmc-logistic", "laplace-logistic")
 #: The launches of each slow group (``SCRIPT``'s labels). The VITS policies share one
 #: piece, so their ``BanditRounds`` (and ``BlockRounds``) launches are one kernel.
 SLOW = {
@@ -355,13 +380,19 @@ SLOW = {
                   "svgd_phi/dist", "svgd_phi/median", "svgd_phi/shift", "svgd_phi/rows"],
     "block": [f"BlockRounds/{p}" for p in VITS + ("lints",)]
     + ["BlockStreams/vits-ii/pool", "BlockStreams/lints/pool"],
+    # the logistic pieces, labelled by piece name: select them with
+    # -k "vits-logistic or lmc-logistic or laplace-logistic"
+    "logistic": [f"{launch}/{piece}{env}" for piece in LOGISTIC_PIECES
+                 for launch, env in (("BanditRounds", ""), ("bandit_runs", ""),
+                                     ("BanditStreams", "/hard-logistic"))],
 }
 #: Wall time of each group's subprocess (s) under pytest on the 2-core development machine
 #: (2026-11-23, other jobs running; alone about 20% less): compilation is most of it, the
 #: largest kernels 20-40 s each (the VITS loops, the streamed loops, the block kernels).
-#: 411 s for the whole file.
+#: 411 s for the whole file before the logistic group; that group (9 kernels, the three
+#: logistic pieces x three launchers) took 231 s with a load average of 6.
 GROUP_SECONDS = {"lints": 18, "rounds": 112, "block": 87, "steps": 87, "streams": 75,
-                 "diffusion": 32}
+                 "diffusion": 32, "logistic": 231}
 #: Launches that do not compile, with the reason (strict: a fix shows as XPASS).
 XFAIL = {}
 
