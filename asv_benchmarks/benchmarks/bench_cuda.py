@@ -13,6 +13,10 @@ figure:
 - ``philox``: ``simulate(..., device="cuda", stream="philox")`` end to end (device-side
   streams, layout by size), in M rounds/s.
 
+The rows ``vits-ii/logistic``, ``lmc/logistic`` and ``laplace/logistic`` are the logistic
+model's pieces on appendix G's hard instance (d = K = 10, one run per thread:
+``bc.measure_logistic``), with ``device``, ``call`` and ``cpu`` figures only.
+
 A combination that does not exist (a JAX figure for LinUCB, a peak for LinTS) is
 skipped. Everything is skipped (``NotImplementedError`` in ``setup``, asv's skip) without
 numba-cuda or a GPU, and under the CUDA simulator (not a timing).
@@ -23,7 +27,7 @@ from vits_ref._bench import cuda as bc
 from .common import TIMEOUT
 
 POLICIES = ("lints", "linucb", "vits-i", "vits-ii", "vits-hf", "vits-hf-sym", "vits-hf-cv",
-            "lmc", "random")
+            "lmc", "random") + tuple(name for _, name in bc.LOGISTIC_POLICIES)
 #: figure -> its path in a row of ``bc.main``
 FIGURES = {"device": ("device",), "call": ("cuda",), "cpu": ("cpu",), "jax": ("jax",),
            "peak_percent": ("peak_fraction",), "block": ("block", "device"),
