@@ -442,9 +442,14 @@ def fill_vec(x, value):
 def scaled_identity(a, s):
     """``a = s I`` (square ``a``)."""
     d = a.shape[0]
+    # zeros, then the diagonal: a conditional expression here left a phi node that Numba's
+    # inliner carried out of scope in the prange drivers (NumbaIRAssumptionWarning, which
+    # asks users to report it)
     for i in range(d):
         for j in range(d):
-            a[i, j] = s if i == j else 0.0
+            a[i, j] = 0.0
+    for i in range(d):
+        a[i, i] = s
 
 
 @kernel(inline=True)

@@ -374,6 +374,6 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
         if bad.size:
             r, rnd = first_run + lo + int(bad[0]), int(first_bad[bad[0]])
             h = spec.step_size(rnd) if spec.step_size is not None else None
-            raise DivergenceError(name, rnd, h, run=r)
+            raise DivergenceError(name, rnd, h, run=r, detail=spec.divergence_detail)
         if progress:
             progress(hi, n_runs)

@@ -102,7 +102,7 @@ def _raise_first(first_bad, spec, name, first_index):
     if bad.size:
         r, rnd = first_index + int(bad[0]), int(first_bad[bad[0]])
         h = spec.step_size(rnd) if spec.step_size is not None else None
-        raise DivergenceError(name, rnd, h, run=r)
+        raise DivergenceError(name, rnd, h, run=r, detail=spec.divergence_detail)
 
 
 def run_streams_cpu(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, kl,

@@ -50,6 +50,10 @@ class FusedSpec:
         Bernoulli rewards): the drawn rewards are checked before each chunk runs
         (:func:`vits_ref._fused_draws.checked`), and ``stream="philox"`` needs an
         environment with ``reward="logistic"``.
+    divergence_detail : str
+        What a run's failed update means beyond a non-finite state (the piece's other
+        checks), appended to the :class:`~vits_ref.errors.DivergenceError` the fused
+        paths raise; empty when the piece checks only finiteness.
     """
 
     piece: object
@@ -60,6 +64,7 @@ class FusedSpec:
     n_draws_per_round: int = 1
     draw_chunks: Callable | None = None
     binary_rewards: bool = False
+    divergence_detail: str = ""
 
 
 def thompson_noise(policy_seed, n_rounds, dim, init=True, select=True, n_steps=0, n_mc=1):

@@ -491,4 +491,4 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
     if bad.size:
         r, rnd = first_index + int(bad[0]), int(first_bad[bad[0]])
         h = spec.step_size(rnd) if spec.step_size is not None else None
-        raise DivergenceError(name, rnd, h, run=r)
+        raise DivergenceError(name, rnd, h, run=r, detail=spec.divergence_detail)

@@ -150,7 +150,10 @@ class Laplace(GaussianEngine):
             piece=klogb.LAPLACE_PIECE, params=(self.eta, self.lam, self.tol, self.max_iter),
             draw=lambda seed, T, d: thompson_noise(seed, T, d, init=False),
             draw_chunks=lambda seed, T, d, c: thompson_noise_chunks(seed, T, d, c, init=False),
-            binary_rewards=True)
+            binary_rewards=True,
+            divergence_detail=f"The IRLS/Newton fit of the {self.model.name} model produced "
+                              f"a non-finite value or a Hessian that is not positive "
+                              f"definite: check the scale of the features or increase lam.")
 
     # -- the Gaussian ---------------------------------------------------------------------
     def _sample(self, n):

@@ -227,7 +227,11 @@ class VITS(GaussianEngine):
                                                                     n_steps=S, n_mc=M),
             step_size=lambda rnd: step_size(sched, h0, eta, rnd),
             gaussian=piece is kvits.PIECE, n_draws_per_round=1 + S * M,
-            binary_rewards=piece is klogb.VITS_PIECE)
+            binary_rewards=piece is klogb.VITS_PIECE,
+            divergence_detail="" if piece is kvits.PIECE else (
+                f"The state became non-finite or the square root B left its stable range "
+                f"(max |B| above {self._max_abs_B:.3g}, 1e6 times the prior's standard "
+                f"deviation; the covariance B B^T never exceeds the prior's)."))
 
     def _sample(self, n):
         eps = self._rng_sample.standard_normal((n, self.dim))
