@@ -20,9 +20,18 @@ tolerance of 1e-5 (at most 100 iterations, warm-started), the same in both panel
 the logistic one the Gaussian mixture is misspecified for Bernoulli rewards, as LinTS's
 model is). The claims that name "the other TS algorithms" include it. VTS has no fused
 loop (per-arm histories), so it runs in :func:`vits_ref.simulate`'s Python loop: 2.0-2.5 s
-per panel of 20 x 1000 rounds, two thirds of it CAVI on the played arm's history (d = 10,
-up to 1000 rows, 3.3-3.7 iterations per round on average); measured on 2 cores, the
-default run went from 12 s without VTS to 16.5-17 s with it.
+per panel of 20 x 1000 rounds when it was added, two thirds of it CAVI on the played arm's
+history (d = 10, up to 1000 rows, 3.3-3.7 iterations per round on average); measured on 2
+cores, the default run then went from 12 s without VTS to 16.5-17 s with it (2.0-3.9 s per
+panel in the less loaded runs of the re-measurement under "Cost").
+
+Loops: every other method of the figure runs in the fused compiled loop, in both panels.
+The logistic LMC-TS, VITS-I and VITS-II lines use the logistic model's pieces
+(:mod:`vits_ref.kernels.logistic_bandit`, which keep each run's history in the loop's
+state); before them (up to commit a78cbac) those three ran in the Python loop. The fused
+loop plays the Python loop's arms, so the results did not change: the default run's
+``summary.json`` (regrets, paired differences, arm pulls) and ``curves.csv`` are the same
+to the last bit before and after (checked 2026-11-23 on 6 runs of each).
 
 Reference of the paired differences: LinTS. In the linear panel it samples the exact
 posterior, the paper's reference. In the logistic panel LinTS is misspecified (a
@@ -68,11 +77,26 @@ intervals are wide (about +-100 in the linear panel) and most differences are no
 detected.
 
 Cost (2 cores). Grid search per panel on the 20 tuning runs: the linear panel runs in the
-fused compiled loop, about 45 s in all (LinTS 1 s, LMC-TS 3 s, VITS-I 28 s, VITS-II 11 s);
-the logistic panel has no fused loop (the Python loop, about 0.2 s per run of 1000 rounds
-per method), about 15 minutes with ``n_jobs = 2`` (LinTS 1 s, which is fused, LMC-TS
-196 s, VITS-I 375 s, VITS-II 325 s). A default run (20 x 1000, both panels, ``n_jobs = 1``)
-takes about 12 s without VTS, 17 s with it.
+fused compiled loop, about 45 s in all (LinTS 1 s, LMC-TS 3 s, VITS-I 28 s, VITS-II 11 s).
+The logistic panel was measured when its LMC-TS and VITS lines ran in the Python loop
+(about 0.2 s per run of 1000 rounds per method): about 15 minutes with ``n_jobs = 2``
+(LinTS 1 s, LMC-TS 196 s, VITS-I 375 s, VITS-II 325 s). They now run fused, about twice
+as fast per run (below); the grid search has not been re-timed. A default run (20 x 1000,
+both panels, ``n_jobs = 1``) took about 12 s without VTS, 17 s with it on idle cores, before
+the particle extras and the fused logistic lines.
+
+Re-measured 2026-11-23, ``time python -m vits_ref run vits-figG`` (the default size, VTS
+and the particle extras included, warm Numba cache), on the 2 cores shared with three other
+sessions (load average 3 to 7, so absolute times are rough), alternating runs of the code
+before the fused logistic lines (a78cbac) and after: before, 47.5-50.6 s wall (4 runs, load
+3.2-6.1; 123 s in a fifth at load 6.7); after, 39.1-42.9 s (2 runs, load 3.3-5.2; 62.8 s
+in a third at load 6.1). The logistic lines' own run times (``wall_time_s`` in the JSON,
+compilation apart) went from 2.9-4.0 s to 1.3-2.0 s for LMC-TS, 5.3-6.8 s to 2.7-4.2 s for
+VITS-I and 6.1-7.2 s to 2.4-3.9 s for VITS-II. Both loops run the same compiled step
+bodies, whose sums over the history grow with the round; the fused loop spreads the runs
+over the 2 threads and drops the Python loop's per-round overhead, so the process's CPU
+time fell less than its wall time (user time 31.1-31.4 s before, 26.6-26.8 s
+after).
 
 Arm histogram: :class:`vits_ref.envs.HardInstance` does not shuffle its arms, so arm 0
 is ``theta*`` (the optimal arm, expected reward 1 in the linear case) and arm 1 is
@@ -101,7 +125,9 @@ methods only (the extras are neither "VITS" nor among "the other TS algorithms" 
 figure); their pull fractions are under ``arm_pulls_particles``. Cost (Python loop, 2 cores,
 warm caches): SVGD-TS 0.45 ms a round (the logistic potential's gradient over all
 observations so far for 50 particles), OPVI-TS 0.15 ms (its mini-batch of ``t^0.55``); a
-default run took 16.5 s without them and 32 s with them (9 s and 3 s of it theirs).
+default run took 16.5 s without them and 32 s with them (9 s and 3 s of it theirs), on the
+2 cores before the fused logistic lines; in the less loaded runs of the re-measurement
+above they took 6.2-12.9 s and 2.6-4.5 s.
 """
 
 import os
