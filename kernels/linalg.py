@@ -419,6 +419,19 @@ def all_finite_mat(a):
     return s == 0.0
 
 
+@kernel
+def max_abs_mat(a):
+    """``max |a_ij|`` of a finite matrix (check :func:`all_finite_mat` first: a NaN entry
+    may be skipped)."""
+    m = 0.0
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            v = abs(a[i, j])
+            if v > m:
+                m = v
+    return m
+
+
 # --------------------------------------------------------------------------- in-place updates
 #
 # The bodies' element-wise stores, each written once here as the loop it replaces, so that

@@ -48,6 +48,7 @@ from .linalg import (
     div_vec,
     fill_vec,
     gemv,
+    max_abs_mat,
     scaled_identity,
     solve_lower_t,
 )
@@ -165,18 +166,6 @@ def vits_select(params, state, X, noise):
 
 
 @kernel(inline=True)
-def max_abs(a):
-    """``max |a_ij|`` (NaN propagates as "not <=")."""
-    m = 0.0
-    for i in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            v = abs(a[i, j])
-            if not v <= m:
-                m = v
-    return m
-
-
-@kernel(inline=True)
 def vits_update(params, state, x, r, n_obs, noise):
     """Append ``(x, r)``, then ``K_t`` VITS steps on the logistic potential of the history."""
     variant, symmetrize, schedule, eta, lam, h0_mu, h0, max_abs_B = params
@@ -191,7 +180,7 @@ def vits_update(params, state, x, r, n_obs, noise):
         return False
     if variant != VARIANT_I and not all_finite_mat(C):
         return False
-    return max_abs(B) <= max_abs_B
+    return max_abs_mat(B) <= max_abs_B
 
 
 @kernel(inline=True)

@@ -45,6 +45,7 @@ from .linalg import (
     gemv,
     gram,
     inv_transpose,
+    max_abs_mat,
     scaled_identity,
     sub_mat,
     sub_rows,
@@ -147,8 +148,10 @@ def make_vits_steps(potential):
 # --------------------------------------------------------------------------- bandit piece
 #
 # VITS on the linear potential inside the fused bandit loop. params: (variant,
-# symmetrize, schedule, eta, lam, h0_mu, h0); state: the statistics V, b, eta V, eta b,
-# the Gaussian (mu, B, C), the step's scratch and the KL scratch, carved from one buffer.
+# symmetrize, schedule, eta, lam, h0_mu, h0, max_abs_B), max_abs_B the engine's bound on
+# max |B| (an update beyond it fails, as the engine raises); state: the statistics V, b,
+# eta V, eta b, the Gaussian (mu, B, C), the step's scratch and the KL scratch, carved from
+# one buffer.
 
 _linear_steps = make_vits_steps(LINEAR)
 
@@ -205,8 +208,12 @@ def select(params, state, X, noise):
 
 @kernel(inline=True)
 def update(params, state, x, r, n_obs, noise):
-    """Add ``(x, r)`` to the statistics, then ``K_t`` VITS steps (``noise`` (S, M, d))."""
-    variant, symmetrize, schedule, eta, lam, h0_mu, h0 = params
+    """Add ``(x, r)`` to the statistics, then ``K_t`` VITS steps (``noise`` (S, M, d)).
+
+    False (the loop reports divergence) on a non-finite state or ``max |B| > max_abs_B``
+    (:class:`vits_ref.VITS`'s bound: the covariance ``B B^T`` never exceeds the prior's).
+    """
+    variant, symmetrize, schedule, eta, lam, h0_mu, h0, max_abs_B = params
     V, etaV, B, C, mats, klm, work2d, Z, T, G, vecs, scores = state
     b, eta_b, mu = vecs[0], vecs[1], vecs[2]
     stats_add(V, b, etaV, eta_b, x, r, eta, True)
@@ -218,7 +225,7 @@ def update(params, state, x, r, n_obs, noise):
         return False
     if variant != VARIANT_I and not all_finite_mat(C):
         return False
-    return True
+    return max_abs_mat(B) <= max_abs_B
 
 
 @kernel(inline=True)

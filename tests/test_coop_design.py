@@ -67,7 +67,7 @@ def k_update(params, buf, x, r, n_obs, noise, status):
 
 
 # VITS's update (statistics and S = 2 steps of M = 2 draws, d = 3), every variant
-UPDATE_PARAMS = [(v, sym, bandit.SCHEDULE_CONSTANT, 0.5, 2.0, 0.05, 0.02)
+UPDATE_PARAMS = [(v, sym, bandit.SCHEDULE_CONSTANT, 0.5, 2.0, 0.05, 0.02, 1e6)
                  for v, sym in ((kv.VARIANT_I, False), (kv.VARIANT_II, False),
                                 (kv.VARIANT_HF, True), (kv.VARIANT_HF_CV, False))]
 
@@ -99,9 +99,9 @@ PIECES = {
     "lints": (klints.PIECE, (0.5, 2.0, True), 1, 1, 3),
     "linucb": (klinucb.PIECE, (0.7, 2.0), 1, 1, 1),
     "vits-ii": (kv.PIECE, (kv.VARIANT_II, False, bandit.SCHEDULE_DECAYED, 0.5, 2.0, 0.5,
-                           0.2), 2, 1, 3),
+                           0.2, 1e6), 2, 1, 3),
     "vits-hf-cv": (kv.PIECE, (kv.VARIANT_HF_CV, True, bandit.SCHEDULE_CONSTANT, 0.5, 2.0,
-                              0.05, 0.02), 2, 2, 3),
+                              0.05, 0.02, 1e6), 2, 2, 3),
     "lmc": (klangevin.PIECE, (bandit.SCHEDULE_CONSTANT, 0.5, 2.0, 0.05), 2, 1, 0),
     "random": (bandit.RANDOM, (0.0,), 0, 1, 1),
 }

@@ -205,17 +205,18 @@ class VITS(GaussianEngine):
         The loop starts from the default prior ``N(0, I/(lam eta))`` and runs the
         ``constant`` or ``decayed`` schedule: :data:`vits_ref.kernels.vits.PIECE` on the
         linear model's statistics, :data:`vits_ref.kernels.logistic_bandit.VITS_PIECE` on
-        the logistic model's history (with this engine's bound on ``max |B|``).
+        the logistic model's history. Both fail a run at this engine's bound on
+        ``max |B|``, where :meth:`update` raises.
         """
         code = schedule_code(self.schedule)
         if not self.model.has_default_prior or code is None:
             return None
         params = (self.variant_code, self.symmetrize, code, self.eta, self.lam,
-                  self.step_size, self.cov_step_size)
+                  self.step_size, self.cov_step_size, self._max_abs_B)
         if self.model.potential is LINEAR_POTENTIAL:
             piece = kvits.PIECE
         elif self.model.potential is LOGISTIC_POTENTIAL:
-            piece, params = klogb.VITS_PIECE, params + (self._max_abs_B,)
+            piece = klogb.VITS_PIECE
         else:
             return None
         sched, h0, eta = self.schedule, self.cov_step_size, self.eta
@@ -228,7 +229,7 @@ class VITS(GaussianEngine):
             step_size=lambda rnd: step_size(sched, h0, eta, rnd),
             gaussian=piece is kvits.PIECE, n_draws_per_round=1 + S * M,
             binary_rewards=piece is klogb.VITS_PIECE,
-            divergence_detail="" if piece is kvits.PIECE else (
+            divergence_detail=(
                 f"The state became non-finite or the square root B left its stable range "
                 f"(max |B| above {self._max_abs_B:.3g}, 1e6 times the prior's standard "
                 f"deviation; the covariance B B^T never exceeds the prior's)."))

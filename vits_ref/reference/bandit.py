@@ -21,12 +21,12 @@ def linear_bandit_run(spec, contexts, means, rewards, init_noise, sel_noise, ste
     ``spec`` is a policy's :class:`vits_ref.fused.FusedSpec` (its piece's name says which
     algorithm, its ``params`` the hyperparameters in the piece's order); the arrays are
     those of the fused loop (:func:`vits_ref.kernels.bandit.make_bandit_run`). Raises
-    FloatingPointError on a non-finite state.
+    FloatingPointError on a non-finite state (or, for VITS, ``max |B|`` above the bound).
     """
     T, K, d = contexts.shape
     name, p = spec.piece.name, spec.params
     if name == "vits":
-        variant, symmetrize, schedule, eta, lam, h0_mu, h0 = p
+        variant, symmetrize, schedule, eta, lam, h0_mu, h0, max_abs_B = p
     elif name == "lmc":
         schedule, eta, lam, h0 = p
     elif name == "lints":
@@ -78,6 +78,8 @@ def linear_bandit_run(spec, contexts, means, rewards, init_noise, sel_noise, ste
                                      step_noise[t, s], h_mu, h, symmetrize)
             if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(B))):
                 raise FloatingPointError(f"non-finite state at round {n_obs}")
+            if np.abs(B).max() > max_abs_B:
+                raise FloatingPointError(f"max |B| above {max_abs_B:g} at round {n_obs}")
         elif name == "lmc":
             h = step_size(schedule, h0, eta, n_obs)
             mu = langevin_linear_naive(mu, eta * V, eta * b, step_noise[t, :, 0], h)
