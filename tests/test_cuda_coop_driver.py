@@ -226,7 +226,7 @@ def test_layout_choice_under_simulator(simulated):
     want = sim_n if simulated["safe"]["vits-ii"] else 1
     assert d["vits-ii"]["layout"] == "block" and d["vits-ii"]["threads_per_block"] == want
     b = simulated["bysize"]
-    assert b["lints"]["layout"] == "thread" and "no chain of d x d" in b["lints"]["reason"]
+    assert b["lints"]["layout"] == "thread" and "not in BLOCK_PIECES" in b["lints"]["reason"]
     if simulated["safe"]["vits-ii"]:
         assert b["vits-ii"]["layout"] == "block"
         assert b["vits-ii"]["threads_per_block"] == sim_n

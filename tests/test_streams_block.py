@@ -255,7 +255,7 @@ def test_layout_by_size(simulated):
     n = _cuda_simulate.SIMULATOR_BLOCK_THREADS
     assert v["layout"] == "block" and v["threads_per_block"] == n, v
     assert "O(S d^3)" in v["reason"] and v["layout_for_streams"] == ["block", n]
-    assert li["layout"] == "thread" and "no chain of d x d" in li["reason"], li
+    assert li["layout"] == "thread" and "not in BLOCK_PIECES" in li["reason"], li
     assert li["layout_for_streams"] == ["thread", _cuda_simulate.THREADS_PER_BLOCK]
     for name in ("vits-ii", "lints"):
         _assert_same(simulated["arrays"], name + "/bysize", _cpu(name, "pool"))

@@ -75,8 +75,11 @@ LAYOUT = None
 #: Override of the block layout's threads per block (None: :func:`block_threads` of ``d``).
 BLOCK_THREADS = None
 #: Pieces whose round is O(S d^3) (a chain of d x d products each inner step): one block
-#: per run when they are block-safe. The others (LinTS, LinUCB, random: O(K d + d^2);
-#: LMC: O(S (K d + d^2)) matrix-vector work) keep one run per thread.
+#: per run when they are block-safe. The others keep one run per thread: LinTS, LinUCB,
+#: random (O(K d + d^2)), LMC (O(S (K d + d^2)) matrix-vector work), and the logistic
+#: pieces (:mod:`vits_ref.kernels.logistic_bandit`), whose rounds are dominated by the
+#: potential's O(n d) sums over the history, which store outside the cooperative
+#: primitives (not block-safe).
 BLOCK_PIECES = frozenset({"vits"})
 #: Most threads of a run's block (:func:`block_threads`).
 MAX_BLOCK_THREADS = 256
@@ -140,8 +143,9 @@ def check_device():
 
 
 def _n_state(spec, d, K, T):
-    # the state's size for M = n_draws_per_round (an upper bound of the step noise's M)
-    return spec.piece.state_size(d, K, max(1, spec.n_draws_per_round), T)
+    # the state's size for the step noise's M, read from one round of the spec's draw
+    _, _, steps = spec.draw(np.random.SeedSequence(0), 1, d)
+    return spec.piece.state_size(d, K, max(1, np.shape(steps)[2]), T)
 
 
 def bytes_per_run(spec, T, d, K, n_kl=0):
@@ -229,7 +233,7 @@ def _choose_layout(spec, d, safety=None):
         return "thread", THREADS_PER_BLOCK, "LAYOUT='thread'"
     if LAYOUT is None and piece.name not in BLOCK_PIECES:
         return ("thread", THREADS_PER_BLOCK,
-                f"the {piece.name!r} round has no chain of d x d products (not in BLOCK_PIECES)")
+                f"the {piece.name!r} piece is not in BLOCK_PIECES (see there why)")
     if safety is None:
         from .drivers.cuda_coop import block_safe
 

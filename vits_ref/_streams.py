@@ -78,7 +78,8 @@ def bytes_per_run(spec, dims, T, n_kl=0):
     """Bytes a run holds on the device (or in the CPU's batch) for the whole horizon:
     state buffer, scratch (:func:`vits_ref.kernels.bandit_streams.scratch_size`), key
     (2 words), regret and arms (``T`` each), KL (``n_kl``) and status, 8 bytes each.
-    Nothing grows with the number of runs but these, and only the outputs with ``T``."""
+    Nothing grows with the number of runs but these; with ``T``, the outputs and the
+    state of a piece that keeps the history (the logistic pieces: ``T`` rows)."""
     return 8 * (state_size(spec, dims, T) + scratch_size(*dims) + 2 + 2 * T + n_kl + 1)
 
 

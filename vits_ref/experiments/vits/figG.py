@@ -282,7 +282,8 @@ def run(runs=20, rounds=1000, seed=0, out="results/vits-figG", progress=None,
     rewards : sequence of {"linear", "logistic"}
         The panels.
     n_jobs : int
-        Worker processes for the logistic panel's Python loop (results do not depend on it).
+        Worker processes for the methods without a fused loop (VTS and the particle
+        extras); the others run in the fused loop (results do not depend on it).
     tune : bool, default False
         Choose each method's point per panel on the whole appendix E grid (12 points for
         LinTS, 36 for the others) on ``tune_runs`` runs of ``rounds`` rounds with the seed
