@@ -48,15 +48,13 @@ from .linalg import (
     div_vec,
     fill_vec,
     gemv,
-    max_abs_mat,
     scaled_identity,
     solve_lower_t,
 )
 from .logistic import POTENTIAL as LOGISTIC
 from .newton import FAILED, make_newton
-from .potential import VARIANT_I
 from .views import take, take2, take3
-from .vits import gaussian_draw, make_vits_steps
+from .vits import gaussian_draw, make_vits_steps, state_ok
 
 # --------------------------------------------------------------------------- the history
 
@@ -176,11 +174,7 @@ def vits_update(params, state, x, r, n_obs, noise):
     ok = _vits_steps(variant, symmetrize, vecs[2], B, C,
                      logistic_data(X, y, n_obs, eta, lam, prior), noise, hm, h,
                      (mats, work2d, Z, Tm, G, vecs[0:2]), pscr)
-    if not (ok and all_finite_vec(vecs[2]) and all_finite_mat(B)):
-        return False
-    if variant != VARIANT_I and not all_finite_mat(C):
-        return False
-    return max_abs_mat(B) <= max_abs_B
+    return state_ok(ok, variant, vecs[2], B, C, max_abs_B)
 
 
 @kernel(inline=True)

@@ -102,6 +102,18 @@ def hessian_free_matrix(C, Z, G, CtC, D, A, symmetrize):
 
 
 @kernel(inline=True)
+def state_ok(ok, variant, mu, B, C, max_abs_B):
+    """Whether the steps left a usable state: they succeeded (``ok``), ``mu``, ``B`` (and
+    ``C`` but for VITS-I, which does not update it) are finite, and ``max |B| <=
+    max_abs_B`` (:class:`vits_ref.VITS`'s bound: the covariance never exceeds the prior's)."""
+    if not (ok and all_finite_vec(mu) and all_finite_mat(B)):
+        return False
+    if variant != VARIANT_I and not all_finite_mat(C):
+        return False
+    return max_abs_mat(B) <= max_abs_B
+
+
+@kernel(inline=True)
 def gaussian_draw(mu, B, eps, out):
     """``out = mu + B eps``."""
     gemv(B, eps, out)
@@ -221,11 +233,7 @@ def update(params, state, x, r, n_obs, noise):
     h = step_size(schedule, h0, eta, n_obs)
     ok = _linear_steps(variant, symmetrize, mu, B, C, (etaV, eta_b), noise, hm, h,
                        (mats, work2d, Z, T, G, vecs[4:6]), 0)
-    if not (ok and all_finite_vec(mu) and all_finite_mat(B)):
-        return False
-    if variant != VARIANT_I and not all_finite_mat(C):
-        return False
-    return max_abs_mat(B) <= max_abs_B
+    return state_ok(ok, variant, mu, B, C, max_abs_B)
 
 
 @kernel(inline=True)
