@@ -148,6 +148,17 @@ class Engine:
         return f"{type(self).__name__}({args})"
 
     # -- helpers ------------------------------------------------------------------------
+    def _fused_model(self):
+        """``"linear"`` or ``"logistic"`` when the model is the library's own of that name
+        (its name and its potential) with the default prior: the models the fused loop's
+        pieces implement (they bypass the model object, so a subclass that renames
+        itself, or a general prior, keeps the Python loop); else None."""
+        name = self.model.name
+        if (name in ("linear", "logistic") and self.model.potential is MODELS[name].potential
+                and self.model.has_default_prior):
+            return name
+        return None
+
     def _prior_start(self):
         """``(mean, B0)`` of the model's prior, ``B0 B0^T`` its covariance.
 

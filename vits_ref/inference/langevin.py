@@ -9,8 +9,6 @@ from ..drivers import cpu
 from ..fused import FusedSpec, thompson_noise, thompson_noise_chunks
 from ..kernels import langevin as klangevin
 from ..kernels import logistic_bandit as klogb
-from ..kernels.linear import POTENTIAL as LINEAR_POTENTIAL
-from ..kernels.logistic import POTENTIAL as LOGISTIC_POTENTIAL
 from ..schedules import schedule_code, step_size
 from .base import Engine
 
@@ -88,14 +86,10 @@ class Langevin(Engine):
         logistic model (:data:`vits_ref.kernels.logistic_bandit.LANGEVIN_PIECE`) with the
         default prior, else None."""
         code = schedule_code(self.schedule)
-        if not self.model.has_default_prior or code is None:
+        kind = self._fused_model()
+        if kind is None or code is None:
             return None
-        if self.model.potential is LINEAR_POTENTIAL:
-            piece = klangevin.PIECE
-        elif self.model.potential is LOGISTIC_POTENTIAL:
-            piece = klogb.LANGEVIN_PIECE
-        else:
-            return None
+        piece = klangevin.PIECE if kind == "linear" else klogb.LANGEVIN_PIECE
         sched, h0, eta, S = self.schedule, self.step_size, self.eta, self.n_steps
         return FusedSpec(
             piece=piece, params=(code, self.eta, self.lam, self.step_size),

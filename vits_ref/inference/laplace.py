@@ -14,7 +14,6 @@ from ..drivers import cpu
 from ..errors import DivergenceError
 from ..fused import FusedSpec, thompson_noise, thompson_noise_chunks
 from ..kernels import logistic_bandit as klogb
-from ..kernels.logistic import POTENTIAL as LOGISTIC_POTENTIAL
 from ..kernels.newton import CONVERGED, FAILED
 from .base import GaussianEngine
 
@@ -144,7 +143,7 @@ class Laplace(GaussianEngine):
         The loop runs the same Newton/IRLS body per round; a fit that stops at
         ``max_iter`` continues from its last iterate there too, without the warning.
         """
-        if self.model.potential is not LOGISTIC_POTENTIAL or not self.model.has_default_prior:
+        if self._fused_model() != "logistic":
             return None
         return FusedSpec(
             piece=klogb.LAPLACE_PIECE, params=(self.eta, self.lam, self.tol, self.max_iter),

@@ -13,8 +13,6 @@ from ..errors import DivergenceError
 from ..fused import FusedSpec, thompson_noise, thompson_noise_chunks
 from ..kernels import logistic_bandit as klogb
 from ..kernels import vits as kvits
-from ..kernels.linear import POTENTIAL as LINEAR_POTENTIAL
-from ..kernels.logistic import POTENTIAL as LOGISTIC_POTENTIAL
 from ..kernels.vits import VARIANT_HF, VARIANT_HF_CV, VARIANT_I, VARIANT_II
 from ..schedules import (
     SCHEDULES,
@@ -209,16 +207,12 @@ class VITS(GaussianEngine):
         ``max |B|``, where :meth:`update` raises.
         """
         code = schedule_code(self.schedule)
-        if not self.model.has_default_prior or code is None:
+        kind = self._fused_model()
+        if kind is None or code is None:
             return None
         params = (self.variant_code, self.symmetrize, code, self.eta, self.lam,
                   self.step_size, self.cov_step_size, self._max_abs_B)
-        if self.model.potential is LINEAR_POTENTIAL:
-            piece = kvits.PIECE
-        elif self.model.potential is LOGISTIC_POTENTIAL:
-            piece = klogb.VITS_PIECE
-        else:
-            return None
+        piece = kvits.PIECE if kind == "linear" else klogb.VITS_PIECE
         sched, h0, eta = self.schedule, self.cov_step_size, self.eta
         S, M = self.n_steps, self.n_mc
         return FusedSpec(
