@@ -400,6 +400,10 @@ def test_fig2_device_cuda_route_with_a_stand_in_cupy(tmp_path, monkeypatch):
     assert got == want
     assert calls and set(calls) == {"cupy"}  # LMC-TS (warm-ups, probes, chunks); not LinTS
     assert res["execution"]["device"] == "cuda"
+    # each method's entry says where it ran: LMC-TS on the GPU path, LinTS (no "device":
+    # the CPU) on the CPU
+    where = {e["method"]: e.get("device", "cpu") for e in res["results"]}
+    assert where == {"LinTS": "cpu", "LMC-TS": "cuda"}
 
 
 def test_stand_in_cupy_equals_python_loop(monkeypatch):

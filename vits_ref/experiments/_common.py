@@ -120,7 +120,9 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     result)`` is called with each method's :class:`vits_ref.SimulationResult` (e.g. to
     count the arms played) before it is reduced to the summary. ``simulate_fn``: a
     module-level function with :func:`vits_ref.simulate`'s arguments used instead of it
-    (e.g. the prior bandits' DiffTS driver); ``plot``: write ``regret.png``;
+    (e.g. the prior bandits' DiffTS driver); if it has a ``device_for(policy)`` attribute,
+    that names the device it runs ``policy`` on (recorded in the summary and passed as
+    ``device``; default ``"cpu"``); ``plot``: write ``regret.png``;
     ``depends_on``: JSON-able data the results also depend on that the policies' reprs
     do not show (e.g. a digest of learned priors), part of the chunks' fingerprint, so
     that chunks computed with other data are refused on resume.
@@ -185,8 +187,11 @@ def _panel_plan(panels, runs, rounds, seed, kl_rounds, simulate_fn, s):
             cands = []
             for c, (policy, cand_info) in enumerate(candidates):
                 kl = kl_rounds if has_kl(policy) else None
-                device = s.device if (simulate_fn is None and s.device != "cpu"
-                                      and fused_spec(policy) is not None) else "cpu"
+                if simulate_fn is not None:
+                    device = getattr(simulate_fn, "device_for", lambda _: "cpu")(policy)
+                else:
+                    device = s.device if (s.device != "cpu"
+                                          and fused_spec(policy) is not None) else "cpu"
                 base = {"policy": policy, "env": env, "rounds": rounds, "seed": seed,
                         "kl_rounds": kl, "device": device, "simulate_fn": simulate_fn,
                         "warm": _warm_key(p, m, c)}

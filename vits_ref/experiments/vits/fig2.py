@@ -101,6 +101,14 @@ def simulate_cuda(policy, env, n_rounds, **kwargs):
     return _simulate_batched(policy, env, n_rounds, "cupy", kwargs)
 
 
+def _cuda_device_for(policy):
+    """Where :func:`simulate_cuda` runs ``policy`` (the summary records it)."""
+    return "cuda" if _batched_mlp.supports(policy) else "cpu"
+
+
+simulate_cuda.device_for = _cuda_device_for
+
+
 def simulate_numpy_batched(policy, env, n_rounds, **kwargs):
     """``run(batched=True)`` on the CPU: the MLP methods on the batched path with NumPy,
     LinTS as with ``--device cpu``. The same arms and regret as the Python loop."""
