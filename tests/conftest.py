@@ -167,6 +167,24 @@ def result_under_cuda_simulator(script, *args):
     return json.loads(res.stdout.split("RESULT")[1])
 
 
+@pytest.fixture
+def fused_plans(monkeypatch):
+    """The ``(batch, chunk)`` plans :func:`vits_ref.simulate` makes for its fused runs, in
+    order (a spy on ``simulate._fused_plan``, which still plans)."""
+    import importlib
+
+    sim = importlib.import_module("vits_ref.simulate")  # the name is also the function
+    planned = []
+    plan = sim._fused_plan
+
+    def spy(*args):
+        planned.append(plan(*args))
+        return planned[-1]
+
+    monkeypatch.setattr(sim, "_fused_plan", spy)
+    return planned
+
+
 # ---------------------------------------------------------------------------------------
 # the Hypothesis fuzz suite (tests/test_fuzz_*.py): profiles, hang guard, case counts
 # ---------------------------------------------------------------------------------------

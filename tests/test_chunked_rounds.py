@@ -179,19 +179,12 @@ def test_chunked_rounds_equal_the_whole_horizon_run(name):
 @pytest.mark.parametrize("env_name", ["hard", "hard-logistic", "mixture", "prior-ball",
                                       "movielens", "renyi-mab"])
 @pytest.mark.parametrize("policy", ["lints", "vits-ii"])
-def test_simulate_with_a_tiny_memory_budget_chunks_bit_identically(monkeypatch, env_name,
-                                                                   policy):
+def test_simulate_with_a_tiny_memory_budget_chunks_bit_identically(monkeypatch, fused_plans,
+                                                                   env_name, policy):
     env = ENVS[env_name]()
     kl_rounds = [3, 9, T] if sim.has_kl(policy) else None
     whole = vr.simulate(policy, env, T, R, seed=4, kl_rounds=kl_rounds)
-    planned = []
-    plan = sim._fused_plan
-
-    def spy(*args):
-        planned.append(plan(*args))
-        return planned[-1]
-
-    monkeypatch.setattr(sim, "_fused_plan", spy)
+    planned = fused_plans
     for budget, chunk in ((1, 1), (7 * sim._bytes_per_round(
             sim.fused_spec(sim.make_policy(policy, env.dim)), env.dim, env.n_arms), 7)):
         monkeypatch.setattr(sim, "_MEMORY_BUDGET", budget)

@@ -146,7 +146,8 @@ def test_the_specs_are_the_logistic_pieces():
 
 
 @pytest.mark.parametrize("name", PIECES)
-def test_threads_chunks_and_blocks_give_the_same_rows(fused_runs, monkeypatch, name):
+def test_threads_chunks_and_blocks_give_the_same_rows(fused_runs, monkeypatch, fused_plans,
+                                                      name):
     whole = fused_runs(name)
     for n_threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
         res = _simulate(name, n_threads=n_threads)
@@ -159,14 +160,7 @@ def test_threads_chunks_and_blocks_give_the_same_rows(fused_runs, monkeypatch, n
     # chunks of 1 and of 7 rounds (7 divides no horizon here: the last chunk is short and
     # the history in the state buffer crosses every boundary), one run at a time
     spec = sim.fused_spec(POLICIES[name]())
-    planned = []
-    plan = sim._fused_plan
-
-    def spy(*args):
-        planned.append(plan(*args))
-        return planned[-1]
-
-    monkeypatch.setattr(sim, "_fused_plan", spy)
+    planned = fused_plans
     for budget, chunk in ((1, 1), (7 * sim._bytes_per_round(spec, D, K), 7)):
         monkeypatch.setattr(sim, "_MEMORY_BUDGET", budget)
         res = _simulate(name, n_threads=1)
