@@ -31,11 +31,11 @@ def checked(env, real, binary=False):
             raise ValueError(f"the environment {env!r} drew {err}: its scale is too large "
                              f"for the sufficient statistics") from None
     if binary:
-        bad = (real.rewards != 0.0) & (real.rewards != 1.0)
-        if bad.any():
-            raise ValueError(f"rewards must be 0 or 1 for the logistic model (Bernoulli "
-                             f"rewards); the environment {env!r} drew "
-                             f"{float(real.rewards[bad][0])!r}")
+        try:
+            val.bernoulli_rewards(real.rewards)
+        except ValueError as err:
+            raise ValueError(f"{err} (a flat index into the chunk's rounds x arms rewards "
+                             f"drawn by the environment {env!r})") from None
     return real
 
 

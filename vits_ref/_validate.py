@@ -85,6 +85,17 @@ def bounded_data(arr, name):
     return arr
 
 
+def bernoulli_rewards(rewards):
+    """Raise unless every entry of the float array ``rewards`` is 0 or 1 (the logistic
+    model's Bernoulli rewards); the message gives the first other value and its index."""
+    bad = (rewards != 0.0) & (rewards != 1.0)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad.ravel())[0])
+        raise ValueError(f"rewards must be 0 or 1 for the logistic model (Bernoulli "
+                         f"rewards), got {float(rewards.ravel()[i])!r} at index {i}")
+    return rewards
+
+
 def choice(value, name, options):
     """Return ``value`` if it is one of ``options`` (strings compared case-insensitively)."""
     if isinstance(value, str) and value.lower() in {o.lower() for o in options}:

@@ -139,12 +139,7 @@ class Logistic(History, Model):
             On a shape mismatch, non-finite features, or a reward other than 0 or 1.
         """
         features, rewards = val.observations(features, rewards, self.input_dim)
-        bad = (rewards != 0.0) & (rewards != 1.0)
-        if np.any(bad):
-            raise ValueError(f"rewards must be 0 or 1 for the logistic model (Bernoulli "
-                             f"rewards), got {float(rewards[bad][0])!r} at index "
-                             f"{int(np.flatnonzero(bad)[0])}")
-        self._append(features, rewards)
+        self._append(features, val.bernoulli_rewards(rewards))
 
     def _state(self):
         """What :meth:`add` changes, without copying the history: appended rows lie beyond
