@@ -29,7 +29,7 @@ EXTRAS = {
     # build/docs/html; myst-nb executes the notebooks, hence ipykernel and matplotlib
     "docs": ["sphinx>=7.3", "numpydoc>=1.7", "myst-nb>=1.1", "pydata-sphinx-theme>=0.15",
              "ipykernel>=6", "matplotlib>=3.7"],
-    # the batched MLP path of vits-fig2 --device cuda (vits_ref._batched_mlp): cuBLAS
+    # the batched MLP path of vits-fig2 --device cuda (vits_ref.bandit._batched_mlp): cuBLAS
     # batched d x d products through CuPy
     "cupy": ["cupy-cuda12x"],
 }

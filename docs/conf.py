@@ -84,7 +84,7 @@ autodoc_typehints = "none"  # the numpydoc "Parameters" sections give the types
 numpydoc_show_class_members = False  # autodoc documents members; no stub tables
 numpydoc_xref_param_type = False
 numpydoc_validation_checks = set()
-# numpydoc parses numba.vectorize's own docstring (imported by vits_ref.special) and warns
+# numpydoc parses numba.vectorize's own docstring (imported by vits_ref.gaussian.special) and warns
 # about its sections: Numba's markup, not ours, and not a Sphinx warning
 warnings.filterwarnings("ignore", category=UserWarning,
                         message=r"(?s)(potentially wrong underline length|Unknown section)"

@@ -4,7 +4,7 @@ One run is ``T`` rounds of: the policy selects an arm from its state, the loop r
 exact regret and looks up the pre-realised reward, the policy updates its state (for VITS
 and Langevin: the statistics ``V``, ``b`` and ``K_t`` inner steps), and on the requested
 rounds the KL to the exact posterior is recorded. Here all randomness comes in as arrays
-drawn beforehand with NumPy (:mod:`vits_ref.simulate` says in which order), so the CPU and
+drawn beforehand with NumPy (:mod:`vits_ref.bandit.simulate` says in which order), so the CPU and
 CUDA drivers and the NumPy reference (:mod:`vits_ref.reference`) consume the same numbers;
 :mod:`.bandit_streams` runs the same round body (:func:`make_round`) on inputs generated
 in the loop from counter-based streams (docs/streams.md).
@@ -153,7 +153,7 @@ def make_bandit_rounds(piece):
 
     This is what bounds the memory of a long run: the caller draws the realisation and the
     randomness a chunk of rounds at a time (:meth:`vits_ref.envs.Environment.realise_chunks`,
-    :func:`vits_ref.fused.draw_chunks`) and keeps only the state buffer between chunks.
+    :func:`vits_ref.drivers.fused.draw_chunks`) and keeps only the state buffer between chunks.
     """
     views, init = piece.views, piece.init
     one_round = make_round(piece)

@@ -1,7 +1,7 @@
-"""Bayesian neural network regression of the SVGD paper (seed 003, section 5.2) as bodies.
+"""Bayesian neural network regression of the SVGD paper (the OPVI paper, section 5.2) as bodies.
 
 The network of Liu & Wang (2016)'s BNN experiment (after Hernandez-Lobato & Adams 2015),
-which seed 003 reuses: one hidden layer of ``h = 50`` ReLU units,
+which the OPVI paper reuses: one hidden layer of ``h = 50`` ReLU units,
 ``f(x) = w_2 . relu(W_1 x + b_1) + b_2``; observation noise ``y ~ N(f(x), 1/gamma)``;
 weights ``~ N(0, 1/lambda)``; ``gamma, lambda ~ Gamma(a0, b0)`` (shape ``a0 = 1``, rate
 ``b0 = 0.1``). As in the SVGD reference code (``bayesian_nn.py``), the precisions are
@@ -51,7 +51,7 @@ import math
 
 from vits_ref.config import kernel
 
-from .mlp import layer_block, mlp_backprop, mlp_outputs, mlp_residuals, mlp_sensitivities
+from .mlp import mlp_backprop, mlp_outputs, mlp_residuals, mlp_sensitivities
 from .potential import Potential
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -129,12 +129,6 @@ def value(data, theta, scratch):
 def predict(data, theta, X, out, scratch):
     """Network outputs ``out[s] = f(X[s])`` (standardised units), ``c`` rows at a time."""
     mlp_outputs(theta, X, data[2], scratch[0][0], scratch[2].shape[1], out)
-
-
-@kernel
-def n_network_params(p, widths):
-    """``D = h (p + 2) + 1``: the network's entries before ``log gamma, log lambda``."""
-    return layer_block(p, widths, widths.shape[0])[1] + 1
 
 
 #: The BNN regression potential's bodies (the interface of :mod:`.potential`).

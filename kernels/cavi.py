@@ -1,6 +1,6 @@
 """Mean-field CAVI for a mixture of linear-Gaussian experts, and VTS's Thompson draws.
 
-Variational Thompson sampling (Urteaga & Wiggins, seed 002, section 3; docs/algorithms.md
+Variational Thompson sampling (Urteaga & Wiggins, section 3; docs/algorithms.md
 section 4) models each arm's reward as ``y ~ sum_k pi_k N(x w_k, s2_k)`` with priors
 ``pi ~ Dir(gamma0)`` and ``(w_k, s2_k) ~ NIG(u0_k, V0_k, alpha0_k, beta0_k)``, i.e.
 ``w | s2 ~ N(u0, s2 V0)``, ``s2 ~ InvGamma(alpha0, beta0)``, and fits the mean-field
@@ -80,7 +80,7 @@ from .linalg import chol_rank1_update, cholesky, gemm_nn, gemm_tn, solve_lower, 
 
 LOG_2PI = math.log(2.0 * math.pi)
 
-#: Scoring rules of the arms (seed 002 eqs. 15, 16, 17).
+#: Scoring rules of the arms (Urteaga & Wiggins, eqs. 15, 16, 17).
 SAMPLE_Z, SAMPLE_PI, EXPECTED_PI = 0, 1, 2
 
 # --------------------------------------------------------------------------- special functions
@@ -535,7 +535,7 @@ def expert_score(x, k, fac, sample_params, rng, w):
 
 @kernel
 def arm_score(x, fac, scoring, sample_params, rng, scr):
-    """The arm's Thompson score (seed 002 eqs. 15-17, ``x`` the arm's context).
+    """The arm's Thompson score (Urteaga & Wiggins, eqs. 15-17, ``x`` the arm's context).
 
     ``SAMPLE_Z`` (eq. 15): ``z ~ Cat(gamma / sum gamma)``, score ``x w_z``;
     ``SAMPLE_PI`` (eq. 16): ``pi ~ Dir(gamma)``, score ``sum_k pi_k x w_k``;

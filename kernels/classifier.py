@@ -1,7 +1,7 @@
-"""Two-layer Bayesian neural network classifier (seed 003, section 5.3) as potential bodies.
+"""Two-layer Bayesian neural network classifier (the OPVI paper, section 5.3) as potential bodies.
 
-Seed 003's image-classification model: "a two-layer BNN model with 100 hidden variables,
-with a sigmoid input layer and a softmax output layer" (MNIST there; the seed states no
+The OPVI paper's image-classification model: "a two-layer BNN model with 100 hidden variables,
+with a sigmoid input layer and a softmax output layer" (MNIST there; the paper states no
 prior). Here::
 
     a(x) = sigmoid(W_1 x + b_1)   (h,)       z(x) = W_2 a(x) + b_2   (K,)

@@ -1,12 +1,12 @@
 r"""The learned DDPM prior's per-stage regressors ``eps_t``: bodies for sampling and training.
 
-Kveton et al. (2024, seed 001), appendix B: one regressor ``eps_t(.; psi_t)`` per stage
+Kveton et al. (2024), appendix B: one regressor ``eps_t(.; psi_t)`` per stage
 ``t = 1..T`` of the diffusion, "a 2-layer neural network with ReLU activations", trained
 on the forward process ``s_t = sqrt(abar_t) s_0 + sqrt(1 - abar_t) eps``,
 ``eps ~ N(0, I_d)``, with the squared loss ``E ||eps - eps_t(s_t)||^2`` (eq. 14). Each stage
 has its own parameters, so the T problems are independent (the CPU driver trains them in
-``prange`` over stages). We read "2-layer" as two hidden ReLU layers (Ho et al.'s and the
-issue's reading; one hidden layer is ``hidden=(h,)``-shaped and not offered)::
+``prange`` over stages). We read "2-layer" as two hidden ReLU layers (Ho et al.'s and
+our reading; one hidden layer is ``hidden=(h,)``-shaped and not offered)::
 
     a_1 = relu(s W1 + b1)      (h1,)
     a_2 = relu(a_1 W2 + b2)    (h2,)

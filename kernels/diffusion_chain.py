@@ -1,7 +1,7 @@
 r"""Reverse chains of a diffusion prior: plain sampling, LaplaceDPS (linear, logistic), DPS.
 
-Seed 001 (Kveton et al., NeurIPS 2024), sections 3-4 and appendix D; docs/algorithms.md
-section 3 (``../shared/ALGORITHMS.md``). A diffusion prior hands the chains an
+Kveton et al. (NeurIPS 2024), sections 3-4 and appendix D; docs/algorithms.md
+section 3. A diffusion prior hands the chains an
 :class:`EpsBodies` (its noise regressor ``eps_t(s)`` and that regressor's vector-Jacobian
 product, as kernel bodies), the tuple of arrays those bodies read (``params``) and the
 per-stage arrays below; every factory here closes over an :class:`EpsBodies`, as the steps
@@ -134,7 +134,7 @@ def make_reverse_mean(bodies):
     receives ``eps_t(s)``.
 
     ``mu_t(s) = c0_t s0_hat + c1_t s``, ``s0_hat = (s - sqrt(1 - abar_t) eps_t(s)) /
-    sqrt(abar_t)`` (seed 001 section 3; Ho et al. 2020 eqs. 7 and 15). ``out`` must not
+    sqrt(abar_t)`` (Kveton et al., section 3; Ho et al. 2020 eqs. 7 and 15). ``out`` must not
     alias ``s``.
     """
     eps = bodies.eps
@@ -179,7 +179,7 @@ def make_chain(bodies):
 
 
 def make_laplace_linear(bodies):
-    """LaplaceDPS for the linear-Gaussian model (Algorithm 2 and Theorem 2 of seed 001).
+    """LaplaceDPS for the linear-Gaussian model (Algorithm 2 and Theorem 2 of Kveton et al.).
 
     ``laplace(coef, params, prec, start_prec, start_b, G, h, w, z, out, M, L, work,
     scratch) -> ok``. The evidence enters through sufficient statistics only,
@@ -237,7 +237,7 @@ def make_laplace_linear(bodies):
 
 
 def make_laplace_glm(bodies, potential):
-    """LaplaceDPS for a GLM (Theorem 4 of seed 001): one Newton/IRLS solve per stage.
+    """LaplaceDPS for a GLM (Theorem 4 of Kveton et al.): one Newton/IRLS solve per stage.
 
     ``laplace(coef, params, prec, start_mean, start_prec, start_b, data, tol, max_iter, z,
     out, nscr, work, scratch, pscratch) -> (failed_stage, not_converged, iterations)``.
@@ -316,7 +316,7 @@ def make_laplace_glm(bodies, potential):
 
 
 def make_dps(bodies):
-    """DPS (Chung et al. 2023; Algorithm 4 and appendix D of seed 001) for the linear model.
+    """DPS (Chung et al. 2023; Algorithm 4 and appendix D of Kveton et al.) for the linear model.
 
     ``dps(coef, params, start_mean, start_chol, G, h, syy, z, out, work, scratch) -> ok``.
     ``s_T = m0 + L0 z[T]``; for ``t = T..1``::

@@ -244,21 +244,6 @@ def fill_bounded(k0, k1, c0, c1, m, out):
 
 
 @kernel(inline=True)
-def uniform_at(k0, k1, c0, c1, i):
-    """Element ``i`` of :func:`fill_uniforms` alone (the same value)."""
-    w0, w1, w2, w3 = philox4x64(np.uint64(c0), np.uint64(c1), np.uint64(i // 4), _ZERO,
-                                k0, k1)
-    q = i % 4
-    if q == 0:
-        return uniform(w0)
-    if q == 1:
-        return uniform(w1)
-    if q == 2:
-        return uniform(w2)
-    return uniform(w3)
-
-
-@kernel(inline=True)
 def normal_at(k0, k1, c0, c1, i):
     """Element ``i`` of :func:`fill_normals` alone (the same value)."""
     w0, w1, w2, w3 = philox4x64(np.uint64(c0), np.uint64(c1), np.uint64(i // 4), _ZERO,

@@ -1,6 +1,6 @@
 """Numerically stable scalar functions of the logistic link, written once.
 
-Every compiled kernel calls these bodies; :mod:`vits_ref.special` compiles the same
+Every compiled kernel calls these bodies; :mod:`vits_ref.gaussian.special` compiles the same
 bodies into NumPy ufuncs for array code (environments, references), so the library has
 one implementation of each formula (docs/algorithms.md section 2, "numerical forms").
 """

@@ -1,6 +1,6 @@
 r"""The SVGD direction as kernel bodies: pairwise distances, the RBF kernel, its sums.
 
-Stein variational gradient descent (Liu & Wang 2016, eq. 8; seed 003, Algorithm 1;
+Stein variational gradient descent (Liu & Wang 2016, eq. 8; the OPVI paper, Algorithm 1;
 docs/algorithms.md section 5) moves ``n`` particles ``x_1..x_n`` (rows of ``X`` (n, d))
 along
 
@@ -22,7 +22,7 @@ one weighted sum of ``n`` rows per particle (``K Y`` as a matrix product). The b
 - :func:`sqdist_row`: row ``i`` of the squared distances from the differences, looping
   over the coordinates outside and the particles inside (``XT`` (d, n), the transposed
   particles): every iteration of the inner loop is independent, so it vectorises without
-  fast-math (a per-pair reduction over ``d`` would not: PERFORMANCE.md's slow prange).
+  fast-math (a per-pair reduction over ``d`` would not: docs/performance.md, the slow prange).
 - :func:`kernel_row`: the row's kernel values in place, ``exp(-D_ij / h)`` through
   :func:`exp_nonpos` (a branch-free exponential that LLVM vectorises; ``math.exp`` is a
   scalar libm call in Numba without SVML), and their sum ``S_i``.
@@ -129,21 +129,10 @@ def sqdist_row(X, XT, i, out):
 
 
 @kernel
-def sqdist_from_gram_row(sq, i, row):
-    """Row ``i`` of the squared distances from the Gram matrix's row ``row`` (in place):
-    ``|x_i|^2 + |x_j|^2 - 2 x_i.x_j``, clipped at 0 (rounding), and 0 on the diagonal."""
-    n = sq.shape[0]
-    si = sq[i]
-    for j in range(n):
-        v = si + sq[j] - 2.0 * row[j]
-        row[j] = v if v > 0.0 else 0.0
-    row[i] = 0.0
-
-
-@kernel
 def sqdist_from_gram_lower(sq, i, row):
-    """The strict lower part of :func:`sqdist_from_gram_row`: ``row[j]`` for ``j < i`` only
-    (what the median reads); the rest of the row keeps the Gram matrix's values."""
+    """Squared distances from the Gram matrix's row ``row`` (in place), for ``j < i`` only
+    (what the median reads): ``row[j] <- |x_i|^2 + |x_j|^2 - 2 x_i.x_j``, clipped at 0
+    (rounding); the rest of the row keeps the Gram matrix's values."""
     si = sq[i]
     for j in range(i):
         v = si + sq[j] - 2.0 * row[j]
@@ -225,16 +214,6 @@ def phi_finish_sums_row(acc, X, i, c, out):
     n, d = X.shape
     inv_n = 1.0 / n
     cs = c * acc[d]
-    for k in range(d):
-        out[k] = (acc[k] + cs * X[i, k]) * inv_n
-
-
-@kernel
-def phi_finish_row(acc, X, i, c, s, out):
-    """``out = (acc + c s x_i) / n`` (``acc`` = row ``i`` of ``K Y``, the BLAS form)."""
-    n, d = X.shape
-    inv_n = 1.0 / n
-    cs = c * s
     for k in range(d):
         out[k] = (acc[k] + cs * X[i, k]) * inv_n
 

@@ -1,6 +1,6 @@
-"""The Welling-Teh two-parameter mixture (seed 003, section 5.1) as potential bodies.
+"""The Welling-Teh two-parameter mixture (the OPVI paper, section 5.1) as potential bodies.
 
-Model (Welling & Teh 2011, section 5.1; seed 003, eq. 14)::
+Model (Welling & Teh 2011, section 5.1; the OPVI paper, eq. 14)::
 
     theta_1 ~ N(0, v_1),  theta_2 ~ N(0, v_2)                      (v = (10, 1))
     x_i | theta ~ 1/2 N(theta_1, s^2) + 1/2 N(theta_1 + theta_2, s^2)

@@ -169,11 +169,11 @@ def result_under_cuda_simulator(script, *args):
 
 @pytest.fixture
 def fused_plans(monkeypatch):
-    """The ``(batch, chunk)`` plans :func:`vits_ref.simulate` makes for its fused runs, in
+    """The ``(batch, chunk)`` plans :func:`vits_ref.bandit.simulate` makes for its fused runs, in
     order (a spy on ``simulate._fused_plan``, which still plans)."""
     import importlib
 
-    sim = importlib.import_module("vits_ref.simulate")  # the name is also the function
+    sim = importlib.import_module("vits_ref.bandit.simulate")  # the name is also the function
     planned = []
     plan = sim._fused_plan
 

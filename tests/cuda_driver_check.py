@@ -16,8 +16,8 @@ from vits_ref.kernels.linear import POTENTIAL as LINEAR  # noqa: E402
 from vits_ref.kernels.logistic import POTENTIAL as LOGISTIC  # noqa: E402
 
 import vits_ref as vr  # noqa: E402
+from vits_ref.bandit.simulate import make_policy  # noqa: E402
 from vits_ref.drivers import cpu, cuda  # noqa: E402
-from vits_ref.simulate import make_policy  # noqa: E402
 
 
 def rel(a, b):

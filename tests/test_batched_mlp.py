@@ -1,6 +1,6 @@
-"""The batched, lockstep MLP path (vits_ref._batched_mlp) against the Python loop.
+"""The batched, lockstep MLP path (vits_ref.bandit._batched_mlp) against the Python loop.
 
-Every test compares with :func:`vits_ref.simulate` (its Python loop, one run at a time) or
+Every test compares with :func:`vits_ref.bandit.simulate` (its Python loop, one run at a time) or
 with the same per-run loop (``simulate._run_python`` on the run's realisation and
 ``policy.fresh(child(run_seed, 1))``, what ``simulate`` runs), which also exposes the
 final states.
@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 
 import vits_ref as vr
-from vits_ref import _batched_mlp as bm
-from vits_ref._fused_draws import realise
 from vits_ref._seeding import child
+from vits_ref.bandit import _batched_mlp as bm
+from vits_ref.bandit._fused_draws import realise
+from vits_ref.bandit.simulate import _run_env, _run_python
 from vits_ref.errors import DivergenceError
 from vits_ref.models import MLP
-from vits_ref.simulate import _run_env, _run_python
 
 EPS = np.finfo(float).eps
 SEED = 3

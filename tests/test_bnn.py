@@ -1,4 +1,4 @@
-"""BNN regression and classifier (seed 003, sections 5.2-5.3): potentials and gradients.
+"""BNN regression and classifier (the OPVI paper, sections 5.2-5.3): potentials and gradients.
 
 References: plain-NumPy forward passes with the SVGD reference code's log-posterior (plus
 the normalising constants) and SciPy's ``logsumexp``; central finite differences for the

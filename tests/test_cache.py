@@ -1,6 +1,6 @@
 """Numba's on-disk cache: stamped with *every* kernel source, stored where Numba would.
 
-A cached kernel, driver or ``vits_ref.special`` ufunc is invalidated by an edit of any
+A cached kernel, driver or ``vits_ref.gaussian.special`` ufunc is invalidated by an edit of any
 kernel, driver, ``special.py`` or ``config.py`` source (bodies are inlined across
 files). Its directory is chosen as Numba chooses it: ``NUMBA_CACHE_DIR`` if set, else
 ``__pycache__`` next to the source if writable, else the user-wide cache directory.
@@ -64,7 +64,7 @@ def test_locator_is_registered_first():
 @pytest.mark.parametrize("module, stamped", [
     ("vits_ref.kernels", True), ("vits_ref.kernels.bandit", True),
     ("vits_ref.drivers", True), ("vits_ref.drivers.cpu", True), ("vits_ref.drivers.cuda", True),
-    ("vits_ref.special", True),
+    ("vits_ref.gaussian.special", True),
     ("vits_ref.kernelsx", False), ("vits_ref.special_x", False), ("vits_ref.inference.vits", False),
     ("vits_ref", False), ("somebody_else.kernels", False), ("", False)])
 def test_stamped_modules(sources, module, stamped):
@@ -76,7 +76,7 @@ def test_stamped_modules(sources, module, stamped):
 def test_stamp_covers_every_source_wherever_the_function_lives(sources):
     kernel = _function(sources / "kernels" / "linalg.py", "vits_ref.kernels.linalg")
     driver = _function(sources / "drivers" / "cpu.py", "vits_ref.drivers.cpu")
-    ufunc = _function(sources / "special.py", "vits_ref.special")
+    ufunc = _function(sources / "special.py", "vits_ref.gaussian.special")
     locs = [_KernelsCacheLocator.from_function(fn, fn.__code__.co_filename)
             for fn in (kernel, driver, ufunc)]
     before = locs[0].get_source_stamp()
@@ -224,7 +224,7 @@ SCRIPT = textwrap.dedent("""
     import vits_ref.config
     import vits_ref.kernels
     from vits_ref.kernels import scalars
-    from vits_ref.special import residual, sigmoid
+    from vits_ref.gaussian.special import residual, sigmoid
 
     assert float(sigmoid(0.0)) == 0.5 and float(residual(0.0, 1.0)) == -0.5
 

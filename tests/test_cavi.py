@@ -1,10 +1,10 @@
 """The CAVI kernels of VTS (kernels/cavi.py): special functions, random numbers, the fit.
 
-Four layers (DESIGN.md, "Tests"): the math against closed forms (digamma against SciPy,
-the K = 1 fit against the NIG posterior and its log evidence), the compiled CPU bodies
-against the plain-NumPy reference (:mod:`vits_ref.reference.cavi`), the CUDA drivers on
-the simulator against the CPU drivers, and the ELBO's monotonicity on many random
-problems.
+Four layers (docs/architecture.md, "Conventions", Tests): the math against closed forms
+(digamma against SciPy, the K = 1 fit against the NIG posterior and its log evidence), the
+compiled CPU bodies against the plain-NumPy reference (:mod:`vits_ref.reference.cavi`),
+the CUDA drivers on the simulator against the CPU drivers, and the ELBO's monotonicity on
+many random problems.
 """
 
 import math
@@ -18,8 +18,8 @@ from vits_ref.kernels import cavi as kc
 
 import vits_ref as vr
 from vits_ref.drivers import cpu
+from vits_ref.inference.vts import _covariance, _factors, _Prior, _rng_state
 from vits_ref.reference import cavi as ref
-from vits_ref.vts import _covariance, _factors, _Prior, _rng_state
 
 # --------------------------------------------------------------------------- digamma
 
@@ -267,7 +267,7 @@ warnings.simplefilter("ignore")
 import numpy as np
 import vits_ref as vr
 from vits_ref.drivers import cpu, cuda
-from vits_ref.vts import _Prior, _factors, _rng_state
+from vits_ref.inference.vts import _Prior, _factors, _rng_state
 
 def rel(a, b):
     a, b = np.asarray(a, float), np.asarray(b, float)

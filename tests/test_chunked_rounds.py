@@ -1,4 +1,4 @@
-"""Bounded memory over the horizon (issue 12 item 10): the fused loop by chunks of rounds.
+"""Bounded memory over the horizon: the fused loop by chunks of rounds.
 
 Every check here is exact (``assert_array_equal``): drawing a run's realisation and its
 policy randomness a chunk of rounds at a time, and running the rounds chunk by chunk with
@@ -21,10 +21,10 @@ import pytest
 import vits_ref as vr
 from vits_ref._seeding import child
 from vits_ref.drivers import cpu
+from vits_ref.drivers.fused import draw_chunks
 from vits_ref.envs.renyi_mab import renyi_mab
-from vits_ref.fused import draw_chunks
 
-sim = importlib.import_module("vits_ref.simulate")  # vits_ref.simulate is also the function
+sim = importlib.import_module("vits_ref.bandit.simulate")
 
 T, R = 23, 3
 CHUNKS = (1, 7, T)
@@ -243,8 +243,8 @@ _CUDA_SCRIPT = textwrap.dedent("""
     import numpy as np
     import vits_ref as vr
     from vits_ref.drivers import cuda
-    from vits_ref.fused import draw_chunks
-    from vits_ref.simulate import make_policy
+    from vits_ref.drivers.fused import draw_chunks
+    from vits_ref.bandit.simulate import make_policy
     R, T, d, K, chunk = 2, 8, 3, 4, 3
     env = vr.envs.pool(dim=d, n_arms=K, zeta=1.0, seed=1)
     kl_rounds = np.array([2, 3, 8])
@@ -288,7 +288,7 @@ def test_cuda_body_by_chunks_under_simulator():
 _MEMORY_SCRIPT = textwrap.dedent("""
     import importlib, json, resource, sys
     import vits_ref as vr
-    sim = importlib.import_module("vits_ref.simulate")
+    sim = importlib.import_module("vits_ref.bandit.simulate")
     T, budget = int(sys.argv[1]), int(sys.argv[2])
     if budget:
         sim._MEMORY_BUDGET = budget
@@ -330,7 +330,7 @@ def test_memory_does_not_grow_with_the_horizon():
 
 @pytest.mark.slow
 def test_a_million_rounds_under_a_gigabyte():
-    # the issue's goal: 1 000 000 fused LinTS rounds at d = 20, K = 50 with the default
+    # the goal: 1 000 000 fused LinTS rounds at d = 20, K = 50 with the default
     # budget (256 MB) peak under 1 GB of resident memory, library and Numba included
     got = _memory_run(1_000_000, 0)
     assert got["budget"] == 256 * 2 ** 20

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import vits_ref as vr
+from vits_ref.bandit.simulate import make_policy
 from vits_ref.experiments import _chunks
 from vits_ref.experiments._common import run_panels
 from vits_ref.experiments._tuning import grid_search
-from vits_ref.simulate import make_policy
 
 #: Keys of a summary that measure time or say how the work was executed: everything
 #: else must be bit-identical whatever the chunking, the executor or the interruptions.
@@ -119,7 +119,7 @@ _SCRIPT = textwrap.dedent("""
     import vits_ref as vr
     from vits_ref.experiments import _chunks
     from vits_ref.experiments._common import run_panels
-    from vits_ref.simulate import make_policy
+    from vits_ref.bandit.simulate import make_policy
 
     env = vr.envs.pool(dim=8, n_arms=20, zeta=1.0, seed=0)
     panels = [("p", env, [("VITS-II", make_policy("vits-ii", 8)),
@@ -258,7 +258,7 @@ _CUDA_SCRIPT = textwrap.dedent("""
     import vits_ref as vr
     from vits_ref.experiments import _chunks
     from vits_ref.experiments._common import run_panels
-    from vits_ref.simulate import make_policy
+    from vits_ref.bandit.simulate import make_policy
 
     env = vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=1)
     panels = [("p", env, [("LinTS", make_policy("lints", 3)),
@@ -281,7 +281,7 @@ def test_device_cuda_through_the_chunks_equals_the_cpu(tmp_path):
                        check=True, timeout=600, env=env, capture_output=True)
     cpu = json.loads((tmp_path / "cpu" / "summary.json").read_text())
     gpu = json.loads((tmp_path / "cuda" / "summary.json").read_text())
-    # regret and arms are bit-identical (vits_ref._cuda_simulate); the KL to 1e-10
+    # regret and arms are bit-identical (vits_ref.bandit._cuda_simulate); the KL to 1e-10
     assert (tmp_path / "cpu" / "curves.csv").read_text() == \
         (tmp_path / "cuda" / "curves.csv").read_text()
     for a, b in zip(cpu["results"], gpu["results"], strict=True):

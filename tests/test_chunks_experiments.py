@@ -1,4 +1,4 @@
-"""The experiments converted to resumable chunks (issue 12 item 1): diffts-*, vts-scenarios,
+"""The experiments converted to resumable chunks: diffts-*, vts-scenarios,
 vits-figF, vits-figI, opvi-*. At tiny sizes, the results with one run per chunk equal those
 of a single chunk bit for bit (summary without its timings, and the CSV files), and a
 rerun after a lost chunk recomputes only that chunk and gives the same results.
@@ -168,8 +168,8 @@ def test_vts_scenarios_blocks_equal_simulate_vts():
     import numpy as np
 
     import vits_ref as vr
+    from vits_ref.bandit.vts import simulate_vts
     from vits_ref.experiments.vts import scenarios
-    from vits_ref.vts import simulate_vts
 
     pol = vr.VTS(2, 2, n_components=2, seed=0)
     full = simulate_vts(pol, vr.envs.vts_scenario("A"), 10, 4, seed=5)

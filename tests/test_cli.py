@@ -70,7 +70,7 @@ def test_bad_arguments():
 
 @pytest.mark.slow
 def test_fig1_paper_size(tmp_path):
-    """Issue 7's checks at the defaults, 50 runs x 1000 rounds: the paired difference
+    """Figure 1's checks at the defaults, 50 runs x 1000 rounds: the paired difference
     VITS-II - LinTS has a 95% interval that contains 0 or lies below it at both zetas, and
     every method of the figure stays finite. (Whether the paper's Hessian-free line is
     within 15% of VITS-II is a claim of the report, ``fig1.claims``, not a test: a claim
@@ -177,7 +177,7 @@ def test_a_diverging_method_is_reported_and_the_next_candidate_runs(tmp_path):
 
 
 def test_run_panels_warmup_is_timed_apart_and_changes_nothing(tmp_path):
-    """Issue 12 item 3: run_panels warms each method up (1 run x 2 rounds, thrown away)
+    """run_panels warms each method up (1 run x 2 rounds, thrown away)
     before the timed call. The warm-up's time is in ``warmup_s``; ``us_per_round`` is the
     timed call's ``wall_time_s`` per run-round; and the results are exactly those of a
     plain simulate call with the same seed (every run starts from ``policy.fresh``)."""
@@ -201,7 +201,7 @@ def test_run_panels_warmup_is_timed_apart_and_changes_nothing(tmp_path):
 
 
 def test_fig2_default_is_small_and_paper_size_is_explicit(monkeypatch):
-    """Issue 12 item 1: the default of vits-fig2 is the small one (its cost, measured, in
+    """The default of vits-fig2 is the small one (its cost, measured, in
     the module docstring); ``paper=True`` asks for the paper's 50 runs x 1000 rounds, and
     explicit sizes win. run_panels is replaced so nothing runs."""
     from vits_ref.experiments.vits import fig2

@@ -1,5 +1,5 @@
 """The block-per-run CUDA driver (``vits_ref.drivers.cuda_coop.BlockRounds``) and the launch
-configuration by size (``vits_ref._cuda_simulate.layout_for``).
+configuration by size (``vits_ref.bandit._cuda_simulate.layout_for``).
 
 Under Numba's CUDA simulator (a subprocess: ``NUMBA_ENABLE_CUDASIM=1`` must be set before
 Numba is imported), ``simulate(..., device="cuda")`` in the block layout equals
@@ -32,8 +32,8 @@ import pytest
 from conftest import requires_gpu, result_under_cuda_simulator
 
 import vits_ref as vr
-from vits_ref import _cuda_simulate
-from vits_ref.simulate import POLICY_NAMES, has_kl, make_policy
+from vits_ref.bandit import _cuda_simulate
+from vits_ref.bandit.simulate import POLICY_NAMES, has_kl, make_policy
 
 # The CPU's products are BLAS calls, the simulator's the loops of kernels/linalg.py (and
 # their cooperative twins, which sum each entry in the same order): a few ulps per product,
@@ -55,7 +55,7 @@ SCRIPT = textwrap.dedent("""
     import vits_ref as vr
     from vits_ref import _cuda_simulate as cs
     from vits_ref.drivers import cuda_coop
-    from vits_ref.simulate import POLICY_NAMES, has_kl, make_policy
+    from vits_ref.bandit.simulate import POLICY_NAMES, has_kl, make_policy
 
     D, K, T, R, KL_ROUNDS, FIRST_RUN, THREADS, DIVERGE, out = json.loads(sys.argv[1])
     env = vr.envs.pool(dim=D, n_arms=K, zeta=1.0, seed=1)
@@ -357,7 +357,7 @@ PTX_SCRIPT = textwrap.dedent("""
     import numpy as np
     from numba import cuda, typeof
     from vits_ref.drivers import cuda_coop
-    from vits_ref.simulate import make_policy
+    from vits_ref.bandit.simulate import make_policy
 
     d, K, R, n = 20, 50, 4, 2
     spec = make_policy(sys.argv[1], d).fused(kl=True)

@@ -88,7 +88,7 @@ SCRIPT = textwrap.dedent(r'''
     import vits_ref as vr
     from vits_ref import _streams
     from vits_ref.drivers import cuda as dc
-    from vits_ref.simulate import make_policy
+    from vits_ref.bandit.simulate import make_policy
 
     d, K, R, n = 20, 50, 4, 2  # the paper's d and K (the VITS state > 48 KiB), 2 rounds
     KL = [1, 2]
@@ -168,7 +168,7 @@ SCRIPT = textwrap.dedent(r'''
                            np.zeros_like(P), np.zeros_like(P), np.zeros((R, 1)), pscr)
 
     def vts():
-        from vits_ref.vts import _Prior, _rng_state
+        from vits_ref.inference.vts import _Prior, _rng_state
         rng = np.random.default_rng(3)
         nd, dd = 8, 2
         prior = _Prior(dd, 2, 1.0, None, None, 1.0, 1.0, "spread").kernel

@@ -41,7 +41,7 @@ NS = (10, 100, 1000, 10000, 100000)
 
 
 def test_laplace_dps_concentrates_at_least_squares(prior):
-    """Theorem 3 of seed 001 (with the clipped btilde_1), by exact moment propagation:
+    """Theorem 3 of Kveton et al. (with the clipped btilde_1), by exact moment propagation:
     the LaplaceDPS law centres on the least-squares estimate and its spread shrinks like
     1/sqrt(N); its KL to the exact posterior falls as N grows."""
     spread, offset, kls = [], [], []
@@ -66,7 +66,7 @@ def test_laplace_dps_concentrates_at_least_squares(prior):
 
 
 def test_unclipped_btilde1_breaks_consistency(prior):
-    """Issue 8, trap 2: with btilde_1 -> 0 the last stage ignores the evidence and the
+    """With btilde_1 -> 0 the last stage ignores the evidence and the
     draws do not converge to the least-squares estimate. Relative error of the LaplaceDPS
     mean, N = 1e3, 1e4, 1e5: clipped 2.9e-3, 3.3e-4, 3.3e-5; btilde_1 = 1e-14: 0.033 at
     every N (the second coordinate converges to 0.926 times its estimate), 5 spreads off
@@ -132,7 +132,7 @@ def test_logistic_laplace_dps_matches_laplace_engine():
 
 
 def test_dps_error_grows_with_n_where_diffts_does_not(prior):
-    """Seed 001, section 6.2: 'DPS diverges as the number of rounds increases'. Error of
+    """Kveton et al., section 6.2: 'DPS diverges as the number of rounds increases'. Error of
     the sample mean in units of the exact posterior's standard deviation (2000 draws; the
     Monte Carlo error is about 0.03 of those units for DiffTS). Measured, DPS:
     0.69, 0.22, 39, 2600 for N = 10, 100, 1000, 10 000; DiffTS below 0.07 at every N."""

@@ -1,4 +1,4 @@
-"""The diffusion-prior paper's experiments (issue 8): diffts-synthetic, -ablation,
+"""The diffusion-prior paper's experiments: diffts-synthetic, -ablation,
 -movielens, -digits at tiny sizes, their shared pieces, and the claims' rules.
 
 The runs here are far too small for their verdicts to mean anything; they check that every
@@ -61,7 +61,7 @@ def test_late_slopes():
 
 def test_prange_driver_equals_simulate():
     # the linear DiffTS goes through the prange driver over runs; it must give the regret of
-    # vits_ref.simulate(new_instance_per_run=True) on the same seeds
+    # vits_ref.bandit.simulate(new_instance_per_run=True) on the same seeds
     prior = vr.diffusion.GaussianDiffusionPrior([0.2, -0.1], [[1.0, 0.3], [0.3, 0.5]],
                                                 n_stages=5, reverse_variance="ddpm",
                                                 start="standard")

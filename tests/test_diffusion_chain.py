@@ -53,7 +53,7 @@ def test_schedule_by_hand():
     # btilde_t = (1 - abar_{t-1}) / (1 - abar_t) beta_t
     np.testing.assert_allclose(s.btilde_raw, [0.0, 0.0, 0.5 / 0.75 * 0.5, 0.75 / 0.875 * 0.5],
                                rtol=1e-15)
-    assert s.btilde[1] == s.beta[1] == 0.5  # clipped (issue 8, trap 2)
+    assert s.btilde[1] == s.beta[1] == 0.5  # clipped (else the last stage ignores the evidence)
     np.testing.assert_array_equal(s.btilde[2:], s.btilde_raw[2:])
     c = s.coefficients()
     np.testing.assert_allclose(c[2], [0.25, 0.5, np.sqrt(0.75), np.sqrt(0.5) * 0.5 / 0.75,
@@ -122,7 +122,7 @@ def test_exact_prior_samples_reproduce_the_gaussian(d, seed):
 
 
 def test_ddpm_chain_covariance_shortfall():
-    """Issue 8, trap 1: the paper's chain (btilde_t I, start N(0, I), T = 100,
+    """The paper's chain (btilde_t I, start N(0, I), T = 100,
     alpha = 0.97) is biased. Exact propagation gives the chain's own law; the samples
     match it (so the code is right), and it falls short of S by a stated amount."""
     m, S = np.array([0.5, -0.5]), np.array([[1.0, 0.4], [0.4, 0.8]])

@@ -1,13 +1,14 @@
-"""The learned DDPM prior (issue 8): per-stage MLP bodies, training, the fitted prior.
+"""The learned DDPM prior: per-stage MLP bodies, training, the fitted prior.
 
-Layers (DESIGN.md "Tests"): the bodies' math against finite differences (the network is
-piecewise linear, so central differences are exact up to rounding away from the ReLU
-kinks); the compiled bodies, the Adam step and a whole training epoch against the
-plain-NumPy reference (:mod:`vits_ref.reference.ddpm`); thread-count invariance of the
-``prange`` trainer; the fitted prior against ground truths (the exact moments of the DDPM
-chain for Gaussian samples, :func:`vits_ref.reference.diffusion.chain_moments`, and the
-same chain run with the exact noise regressor of the cross shape, a closed form); save and
-load; the CUDA bodies under the simulator; the public API's validation.
+Layers (docs/architecture.md, "Conventions", Tests): the bodies' math against finite
+differences (the network is piecewise linear, so central differences are exact up to
+rounding away from the ReLU kinks); the compiled bodies, the Adam step and a whole
+training epoch against the plain-NumPy reference (:mod:`vits_ref.reference.ddpm`);
+thread-count invariance of the ``prange`` trainer; the fitted prior against ground truths
+(the exact moments of the DDPM chain for Gaussian samples,
+:func:`vits_ref.reference.diffusion.chain_moments`, and the same chain run with the exact
+noise regressor of the cross shape, a closed form); save and load; the CUDA bodies under
+the simulator; the public API's validation.
 """
 
 import os
@@ -249,7 +250,7 @@ def _gaussian_check(m, S, n_train, seed, check_gap=True):
     # Ground truth: the DDPM chain (btilde_t I, N(0, I) start, T = 100, alpha = 0.97) run
     # with the exact eps of the training samples' Gaussian (the network learns the
     # samples, so their moments, not (m, S), are what it can reproduce). Moments
-    # propagated exactly (the chain is linear-Gaussian): issue 8's trap 1 included.
+    # propagated exactly (the chain is linear-Gaussian): its shrinkage at finite T included.
     mh, Sh = x.mean(0), np.cov(x, rowvar=False)
     exact = GaussianDiffusionPrior(mh, Sh, reverse_variance="ddpm", start="standard")
     cm, cC = chain_moments(exact)
@@ -264,8 +265,8 @@ def _gaussian_check(m, S, n_train, seed, check_gap=True):
     tol_C = 4 * np.sqrt((np.outer(sd, sd) ** 2 + cC ** 2) / n) + 0.03 * np.outer(sd, sd)
     assert np.all(np.abs(got_m - cm) <= tol_m), (got_m, cm, tol_m)
     assert np.all(np.abs(got_C - cC) <= tol_C), (got_C, cC, tol_C)
-    # The learned prior reproduces trap 1: its variances sit with the chain's exact ones,
-    # short of the samples' (the gap is 6-8% here, Monte Carlo ~1%, learning ~1.5%).
+    # The learned prior reproduces the chain's shrinkage: its variances sit with the chain's
+    # exact ones, short of the samples' (the gap is 6-8% here, Monte Carlo ~1%, learning ~1.5%).
     gap = 1 - np.diag(cC) / np.diag(Sh)
     if check_gap:
         assert np.all(gap > 0.04)
@@ -276,7 +277,7 @@ def _gaussian_check(m, S, n_train, seed, check_gap=True):
 
 def test_learned_prior_on_gaussian_samples_2d():
     prior, gap, short = _gaussian_check([0.5, -1.0], [[1.0, 0.0], [0.0, 0.3]], 4000, 11)
-    # the learned variances sit below the samples' (trap 1), by about the chain's gap
+    # the learned variances sit below the samples' (the chain's shrinkage), by about the chain's gap
     assert prior.dim == 2 and np.all(gap > 0.04) and np.all(short < 0)
 
 
@@ -290,7 +291,7 @@ def test_learned_prior_on_correlated_gaussian_samples():
 def test_learned_prior_on_8d_gaussian_samples_paper_size():
     # the digits problem's dimension (appendix C.2) with the paper's 10 000 samples; 8
     # means and 36 distinct covariances at 4 sd: family-wise false alarm < 3e-3. Some
-    # variances here lose only 2% to the chain (trap 1 depends on the variance), too
+    # variances here lose only 2% to the chain (the shrinkage depends on the variance), too
     # little to separate from the learning allowance: no gap check.
     rng = np.random.default_rng(30)
     A = rng.standard_normal((8, 8)) / np.sqrt(8)
@@ -370,7 +371,7 @@ def test_learned_cross_against_the_exact_chain(cross_prior):
 
     The learned prior's draws against true draws [0.0029], two independent true samples
     [0.0007: the O(1/n) floor], the chain with the exact regressor [0.0018: what the DDPM
-    chain at T = 100 itself loses, trap 1 and the blurred thin bars], and the moment-matched
+    chain at T = 100 itself loses, its shrinkage and the blurred thin bars], and the moment-matched
     Gaussian (TunedTS's prior) [0.015]. Asserted: learned < 6 x the true-vs-true floor
     (the exact chain alone is 2.6x, the learned one 4.2x: 6x lets the learning add at most
     about 1.3 times the chain's own excess over the floor; a fit at lr = 3e-3, 0.005 = 7x,

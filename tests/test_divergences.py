@@ -1,4 +1,4 @@
-"""The alpha-divergence family between Gaussians (vits_ref.divergences, re-exported in
+"""The alpha-divergence family between Gaussians (vits_ref.gaussian.divergences, re-exported in
 vits_ref.gaussian) against quadrature, Monte Carlo, a naive closed form and its own limits.
 
 Tolerance policy. Quadrature: ``scipy.integrate.quad``/``dblquad`` are asked for
@@ -19,8 +19,8 @@ import pytest
 from scipy import integrate
 
 import vits_ref as vr
-from vits_ref import divergences as dv
 from vits_ref import gaussian as g
+from vits_ref.gaussian import divergences as dv
 
 FUNCS = (dv.i_divergence, dv.log_i_divergence, dv.renyi, dv.tsallis, dv.amari)
 

@@ -1,8 +1,9 @@
 """Bad input raises ValueError/TypeError naming the argument; divergence raises DivergenceError.
 
-DESIGN.md: "Bad input raises ValueError or TypeError with a message that names the argument
-and the fix. A run that diverges (non-finite state) stops with a dedicated error naming
-the round, the engine and the step size, never a silent NaN regret curve."
+docs/architecture.md, "Conventions": "Bad input raises ValueError or TypeError with a
+message that names the argument and the fix. A run that diverges (non-finite state) stops
+with a dedicated error naming the round, the engine and the step size, never a silent NaN
+regret curve."
 """
 
 import re
@@ -237,7 +238,7 @@ def test_vits_divergence_engine_api(env, variant, name):
         for t in range(50):
             eng.update(real.contexts[t, :1], real.rewards[t, :1])
     _check_divergence(info.value, name, 1.0, None)
-    # the failed update was rolled back (issue 12, 9.2): n_obs is that of the round before
+    # the failed update was rolled back: n_obs is that of the round before
     assert info.value.round == eng.n_obs + 1
 
 
@@ -275,3 +276,60 @@ def test_divergence_error_pickles():
     back = pickle.loads(pickle.dumps(err))
     assert (back.engine, back.round, back.step_size, back.run) == ("VITS-II", 3, 0.1, 2)
     assert str(back) == str(err)
+
+
+# ---------------------------------------------------------------------------------------
+# policies and simulate: arguments at the edges
+# ---------------------------------------------------------------------------------------
+
+
+def test_per_arm_out_of_range_arm_or_rows():
+    pol = vr.PerArm(vr.LinTS(2), 3, seed=0)
+    with pytest.raises(ValueError, match=r"arm must be in \[0, 3\)"):
+        pol.update(np.ones((3, 2)), 5, 1.0)
+    with pytest.raises(ValueError, match="one row per arm"):
+        pol.update(np.ones((1, 2)), 2, 1.0)  # was an IndexError
+    assert pol.n_obs == 0
+
+
+def test_random_policy_contexts():
+    pol = vr.RandomPolicy(seed=0)
+    with pytest.raises(ValueError, match="contexts must be 2-D"):
+        pol.select(1.0)
+    with pytest.raises(ValueError, match="at least one row"):
+        pol.select(np.empty((0, 2)))
+    assert 0 <= pol.select(np.ones((4, 2))) < 4
+
+
+def test_thompson_select_on_zero_rows_uses_no_draw():
+    pol = vr.ThompsonSampling(vr.LinTS(2, seed=0))
+    with pytest.raises(ValueError, match="at least one row"):
+        pol.select(np.empty((0, 2)))
+    # the sampling stream is untouched: the next draw is the fresh engine's first
+    assert np.array_equal(pol.engine.sample(1), vr.LinTS(2, seed=0).sample(1))
+    with pytest.raises(ValueError, match="at least one row"):
+        vr.LinUCB(2).select(np.empty((0, 2)))
+
+
+def test_empty_kl_rounds_means_no_kl():
+    env = vr.envs.pool(dim=2, n_arms=3, seed=0)
+    a = vr.simulate("lints", env, 5, seed=0, kl_rounds=[])
+    b = vr.simulate("lints", env, 5, seed=0)
+    assert a.kl.shape == b.kl.shape == (1, 0) and np.array_equal(a.regret, b.regret)
+    assert vr.simulate("linucb", env, 5, seed=0, kl_rounds=[]).kl is None
+
+
+def test_n_jobs_is_checked_on_every_path():
+    env = vr.envs.pool(dim=2, n_arms=3, seed=0)
+    for fused in (True, False):
+        for bad, exc in (("2", TypeError), (2.0, TypeError), (0, ValueError),
+                         (-1, ValueError), (True, TypeError)):
+            with pytest.raises(exc, match="n_jobs"):
+                vr.simulate("lints", env, 5, seed=0, n_jobs=bad, fused=fused)
+
+
+@pytest.mark.parametrize("name", ["linucb", "lmc", "random"])
+def test_kl_rounds_without_a_kl_names_the_policy(name):
+    env = vr.envs.pool(dim=2, n_arms=3, seed=0)
+    with pytest.raises(ValueError, match="kl_rounds needs a Gaussian posterior.*policy"):
+        vr.simulate(name, env, 5, seed=0, kl_rounds=[5])

@@ -93,7 +93,7 @@ def test_smaller_steps_are_the_grid_steps_below_the_default(name):
         assert steps[0]["cov_step_size"] == pytest.approx(0.0005)
 
 
-# -- the particle extras (issue 10): SVGD-TS and OPVI-TS --------------------------------
+# -- the particle extras (not in the paper): SVGD-TS and OPVI-TS -----------------------
 
 PARTICLES = [fig1.SVGD_TS, fig1.OPVI_TS]
 

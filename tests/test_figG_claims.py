@@ -163,7 +163,7 @@ def test_rules_untestable_with_one_run():
     assert set(_verdicts(res).values()) == {_claims.NOT_TESTABLE}
 
 
-# -- the particle extras (issue 10): SVGD-TS and OPVI-TS in the logistic panel ----------
+# -- the particle extras (not in the paper): SVGD-TS and OPVI-TS in the logistic panel
 
 def test_particle_lines_in_the_logistic_panel_only(tmp_path):
     labels = list(figG.PARTICLE_LABELS)

@@ -1,4 +1,4 @@
-"""The figures the experiments draw themselves (issue 12 item 6) and one run's standard error.
+"""The figures the experiments draw themselves and one run's standard error.
 
 Every figure: each legend's box (display pixels, after the PNG is written) overlaps no axes'
 data area and lies inside the figure, so it never covers a curve; where bands or error bars
@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from vits_ref import plotting  # noqa: E402
+from vits_ref.experiments import plotting  # noqa: E402
 from vits_ref.experiments.diffts import _shared, ablation  # noqa: E402
 from vits_ref.experiments.opvi import bnn, classifier, mixture  # noqa: E402
 from vits_ref.experiments.vits import figF, figI  # noqa: E402

@@ -1,4 +1,4 @@
-"""Hypothesis fuzz suite over the public API: engines and policies (issue 12, item 5).
+"""Hypothesis fuzz suite over the public API: engines and policies.
 
 Property (every test): a call either raises a documented ``ValueError``/``TypeError``
 (naming the bad argument) or ``DivergenceError``, or returns finite output of the right

@@ -1,5 +1,4 @@
-"""Hypothesis fuzz of the command line, through ``vits_ref.__main__.main(argv)`` only
-(issue 12, item 5).
+"""Hypothesis fuzz of the command line, through ``vits_ref.__main__.main(argv)`` only.
 
 Every experiment's ``run`` (and ``table``), the report builder and the benchmark are
 replaced by recorders that keep their signatures (the parser checks them), so nothing
@@ -21,11 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vits_ref._bench
-import vits_ref.report
+import vits_ref.experiments.report
 from vits_ref.__main__ import MAX_COUNT, CLIError, main
 from vits_ref.experiments import EXPERIMENTS
 
-PAPERS = sorted(vits_ref.report.PAPERS)
+PAPERS = sorted(vits_ref.experiments.report.PAPERS)
 NAMES = sorted(EXPERIMENTS)
 
 #: text without line breaks (a line break inside an argument is the separate, known
@@ -110,7 +109,7 @@ def patched_cli(tmp_path_factory):
         for mod in EXPERIMENTS.values():
             mp.setattr(mod, "run", rec.experiment(mod.run))
             mp.setattr(mod, "table", lambda result: "table")
-        mp.setattr(vits_ref.report, "build", rec.build)
+        mp.setattr(vits_ref.experiments.report, "build", rec.build)
         mp.setattr(vits_ref._bench, "main", rec.bench)
         mp.chdir(workdir)  # default output folders land here
         yield rec, workdir

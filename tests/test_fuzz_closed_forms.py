@@ -1,4 +1,4 @@
-"""Hypothesis fuzz of the closed forms of :mod:`vits_ref.gaussian` (issue 12, item 5).
+"""Hypothesis fuzz of the closed forms of :mod:`vits_ref.gaussian`.
 
 Each closed form gets Gaussians of dimension 1-4 whose covariances span scales 1e-300 to
 1e300 and condition numbers 1 to 1e300, in random presentations (wrong dtypes, shapes,

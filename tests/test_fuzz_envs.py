@@ -1,5 +1,4 @@
-"""Hypothesis fuzz of the environments (:mod:`vits_ref.envs`) and :func:`vits_ref.simulate`
-(issue 12, item 5).
+"""Hypothesis fuzz of the environments (:mod:`vits_ref.envs`) and :func:`vits_ref.bandit.simulate`.
 
 Property: constructors and ``realise`` either raise a documented ValueError/TypeError
 naming the bad argument or return finite draws of the documented shapes; ``simulate``

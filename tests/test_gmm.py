@@ -1,11 +1,11 @@
-"""EM for Gaussian mixtures (vits_ref.gmm): exact cases, scikit-learn cross-check, API."""
+"""EM for Gaussian mixtures (vits_ref.inference.gmm): exact cases, scikit-learn cross-check, API."""
 
 import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 from scipy.stats import multivariate_normal
 
-from vits_ref.gmm import GMMResult, fit_gmm
+from vits_ref.inference.gmm import GMMResult, fit_gmm
 
 
 def three_clusters(n=(400, 300, 300), seed=1):

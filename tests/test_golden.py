@@ -1,4 +1,4 @@
-"""The restructuring of issue 6 changed no result: every golden output is reproduced.
+"""The restructuring into layers changed no result: every golden output is reproduced.
 
 ``tests/golden/golden.npz`` was written by ``tests/golden/make_golden.py`` on main before
 the move (b6d5d19). Every entry must be bit-identical (the kernels run the same floating
@@ -22,7 +22,7 @@ ROUNDING = {
     # (loops): the same iteration, another summation order (max difference 2.2e-16).
     "engine/linear/laplace/": (1e-12, "Newton kernel instead of NumPy/LAPACK"),
     # The logistic environments' expected rewards use the library's one stable sigmoid
-    # (1/(1 + exp(-|z|)) forms, vits_ref.special) instead of 0.5 (1 + tanh(z/2)): the
+    # (1/(1 + exp(-|z|)) forms, vits_ref.gaussian.special) instead of 0.5 (1 + tanh(z/2)): the
     # means differ in the last bit (max 2.2e-16), every arm played is the same.
     "perarm/": (1e-12, "one sigmoid for the environments and the kernels"),
     "logistic-bandit/": (1e-12, "one sigmoid for the environments and the kernels"),

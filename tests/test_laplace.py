@@ -274,7 +274,7 @@ def test_non_convergence_warns_and_flags(logit_data):
 
 
 def test_divergence_raises():
-    # features of 1e150 (the largest accepted, issue 12 9.1): the fit still overflows
+    # features of 1e150 (the largest accepted): the fit still overflows
     X = np.full((3, 2), 1e150)
     y = np.array([1.0, 0.0, 1.0])
     with pytest.raises(vr.DivergenceError, match="Laplace.*round 3"):

@@ -1,7 +1,7 @@
 """The logistic model's pieces of the fused bandit loop (:mod:`vits_ref.kernels.logistic_bandit`).
 
 ``vr.VITS(d, model="logistic")``, ``vr.Langevin(..., model="logistic")`` and
-``vr.Laplace(d, model="logistic")`` return a :class:`vits_ref.fused.FusedSpec` whose piece
+``vr.Laplace(d, model="logistic")`` return a :class:`vits_ref.drivers.fused.FusedSpec` whose piece
 keeps the run's history in its state buffer and runs the engine's own step body on it, so:
 
 * the fused loop equals the Python loop (``fused=False``) exactly: arms equal, regret
@@ -35,13 +35,13 @@ from conftest import requires_gpu, result_under_cuda_simulator
 from vits_ref.kernels import logistic_bandit as klogb
 
 import vits_ref as vr
-from vits_ref import _cuda_simulate, _streams
 from vits_ref._seeding import child
+from vits_ref.bandit import _cuda_simulate, _streams
+from vits_ref.bandit.simulate import make_policy
 from vits_ref.drivers import cpu
 from vits_ref.reference import streams as ref
-from vits_ref.simulate import make_policy
 
-sim = importlib.import_module("vits_ref.simulate")  # vits_ref.simulate is also the function
+sim = importlib.import_module("vits_ref.bandit.simulate")
 
 D, K, T, R, SEED = 3, 4, 30, 3, 5
 #: eta != lam (and != 1) so that a confusion of the two in a piece changes the bits

@@ -7,8 +7,8 @@ from scipy.special import expit, logsumexp
 from scipy.stats import norm
 
 import vits_ref as vr
-from vits_ref.divergences import linear_gaussian_log_evidence
 from vits_ref.gaussian import linear_posterior_general
+from vits_ref.gaussian.divergences import linear_gaussian_log_evidence
 from vits_ref.inference.mixts import TunedLaplace, TunedLinTS
 
 WEIGHTS = np.array([0.3, 0.7])

@@ -1,4 +1,4 @@
-"""The notebooks under ``notebooks/`` execute cleanly (DESIGN.md, "Benchmarks and notebooks").
+"""The notebooks under ``notebooks/`` execute cleanly (docs/architecture.md, "Conventions").
 
 Each notebook runs in a fresh ``python3`` kernel with ``notebooks/`` as its working directory,
 with its own defaults (``SMALL = True``). The kernelspec comes from the ``ipykernel`` package:

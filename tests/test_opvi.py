@@ -1,4 +1,4 @@
-"""OPVI (seed 003, Algorithm 1) and the models' mini-batch hook."""
+"""OPVI (Algorithm 1 of the OPVI paper) and the models' mini-batch hook."""
 
 import math
 

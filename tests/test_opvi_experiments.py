@@ -1,4 +1,4 @@
-"""The OPVI paper's experiments (seed 003): schedules, the energy distance, small runs.
+"""The OPVI paper's experiments: schedules, the energy distance, small runs.
 
 Small runs (a few particles, a few dozen rounds) check the files, the JSON keys, that the
 numbers are finite and that every claim gets a valid verdict; the pieces with a closed form
@@ -20,7 +20,7 @@ def test_registered():
     for name in ("opvi-mixture", "opvi-bnn", "opvi-classifier"):
         mod = get(name)
         assert set(mod.DEFAULTS) == {"runs", "rounds", "seed"}
-    from vits_ref.report import EXPERIMENTS, PAPERS
+    from vits_ref.experiments.report import EXPERIMENTS, PAPERS
     assert "opvi" in PAPERS and EXPERIMENTS["opvi"][0] == "opvi-mixture"
 
 

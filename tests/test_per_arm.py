@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import vits_ref as vr
-from vits_ref.policies import PerArm
+from vits_ref.bandit.policies import PerArm
 
 
 def test_only_the_played_arm_learns_and_posteriors_are_exact():

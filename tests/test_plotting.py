@@ -1,4 +1,4 @@
-"""vits_ref.plotting: legends outside the data area, the shaded bands explained.
+"""vits_ref.experiments.plotting: legends outside the data area, the shaded bands explained.
 
 The legend's box (in display pixels, after the figure is drawn to a PNG) must not
 overlap any axes' data area, so it can never cover a curve; the regret figure's legend
@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from vits_ref import plotting  # noqa: E402
+from vits_ref.experiments import plotting  # noqa: E402
 
 METHODS = ("LinTS", "LinUCB", "VITS-I", "VITS-II", "extra: LMC-TS")
 

@@ -20,8 +20,8 @@ from scipy.stats import gamma as gamma_dist
 from scipy.stats import multivariate_normal
 
 import vits_ref as vr
-from vits_ref import divergences as dv
 from vits_ref import gaussian as g
+from vits_ref.gaussian import divergences as dv
 
 LOG_2PI = math.log(2 * math.pi)
 

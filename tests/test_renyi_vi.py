@@ -1,10 +1,11 @@
 """RenyiVI: the Monte Carlo Rényi bound's gradient kernel and the engine.
 
-Layers (DESIGN.md "Tests"): the compiled gradient and Adam steps against the plain-NumPy
-reference (``vits_ref.reference.renyi``) to 1e-12 and against finite differences of the
-Monte Carlo bound with the draws fixed; the engine against the closed-form linear-Gaussian
-posterior for alpha = 0.5, 1 and 2; the CUDA driver under the simulator against the CPU
-driver; the public API (validation, reproducibility, warm start, divergence).
+Layers (docs/architecture.md, "Conventions", Tests): the compiled gradient and Adam steps
+against the plain-NumPy reference (``vits_ref.reference.renyi``) to 1e-12 and against
+finite differences of the Monte Carlo bound with the draws fixed; the engine against the
+closed-form linear-Gaussian posterior for alpha = 0.5, 1 and 2; the CUDA driver under the
+simulator against the CPU driver; the public API (validation, reproducibility, warm start,
+divergence).
 """
 
 import os

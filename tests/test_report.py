@@ -6,8 +6,7 @@ import sys
 
 import pytest
 
-from vits_ref import report
-from vits_ref.experiments import get
+from vits_ref.experiments import get, report
 from vits_ref.experiments._claims import VERDICTS, claim
 
 
@@ -69,6 +68,6 @@ def test_paper_size_report(tmp_path):
     """The whole report at the paper's sizes (tens of minutes on 2 cores)."""
     rep = report.build("vits", size="paper", out=str(tmp_path))
     _check(rep, report.EXPERIMENTS["vits"])
-    # at paper size the VITS-II claim of Figure 1 holds (the issue's check)
+    # at paper size the VITS-II claim of Figure 1 holds
     verdicts = {c["id"]: c["verdict"] for c in rep["claims"]}
     assert verdicts["fig1-vits-ii-like-lints"] == "reproduced"

@@ -16,8 +16,8 @@ import vits_ref as vr
 from vits_ref import reference
 from vits_ref._bench import linear as bench
 from vits_ref._seeding import child
+from vits_ref.bandit.simulate import draw_policy_noise, fused_spec, has_kl, make_policy
 from vits_ref.drivers import cpu
-from vits_ref.simulate import draw_policy_noise, fused_spec, has_kl, make_policy
 
 T = 60
 
@@ -45,7 +45,7 @@ def _gen(ss):
 def test_fused_equals_python_loop(pool_env, hard_env, name, env_name):
     env = pool_env if env_name == "pool" else hard_env
     kl_rounds = [1, 7, 30, T]
-    # kl_rounds only where there is a KL (issue 12 item 5: the others raise a ValueError)
+    # kl_rounds only where there is a KL (the others raise a ValueError)
     kw = dict(n_rounds=T, n_runs=2, seed=123,
               kl_rounds=kl_rounds if has_kl(name) else None)
     fused = vr.simulate(name, env, fused=True, **kw)
@@ -190,7 +190,7 @@ def test_kl_lints_is_zero_and_others_none(pool_env):
     assert np.all(np.abs(res.kl) < 1e-10)
     for name in ("linucb", "lmc", "random"):
         for fused in (True, False):
-            # issue 12 item 5: a KL asked of a policy without one is an error naming it
+            # a KL asked of a policy without one is an error naming it
             with pytest.raises(ValueError, match="kl_rounds"):
                 vr.simulate(name, pool_env, n_rounds=10, seed=1, kl_rounds=[5], fused=fused)
             assert vr.simulate(name, pool_env, n_rounds=10, seed=1, fused=fused).kl is None
@@ -328,7 +328,7 @@ def test_divergence_names_the_lowest_diverging_run_whatever_the_plan(monkeypatch
     # detect the divergence of this borderline run 0 differently: a known difference)
     import sys
 
-    sim_mod = sys.modules["vits_ref.simulate"]  # vits_ref.simulate is also the function
+    sim_mod = sys.modules["vits_ref.bandit.simulate"]
     env = vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=1)
     pol = make_policy("vits-ii", 3, step_size=0.0035, schedule="constant")
     seen = []

@@ -6,7 +6,7 @@ batches of one run and a diverging run; the CPU side runs in this process. On a 
 with a GPU the gated tests repeat the comparison at full size (d = 20, K = 50,
 256 runs x 50 rounds).
 
-What "equal" means (see :mod:`vits_ref._cuda_simulate`): arms and the divergence
+What "equal" means (see :mod:`vits_ref.bandit._cuda_simulate`): arms and the divergence
 (run, round, step) are equal, ``regret`` is bit-identical (a look-up of the pre-realised
 means at the played arm), ``kl`` agrees to ``KL_TOL`` relative.
 """
@@ -22,8 +22,8 @@ import pytest
 from conftest import requires_gpu
 
 import vits_ref as vr
-from vits_ref import _cuda_simulate
-from vits_ref.simulate import POLICY_NAMES, has_kl, make_policy
+from vits_ref.bandit import _cuda_simulate
+from vits_ref.bandit.simulate import POLICY_NAMES, has_kl, make_policy
 
 # The KL is computed from the Gaussian state after t rounds of inner steps: on the CPU the
 # products are BLAS calls, on CUDA (and the simulator) the loops of kernels/linalg.py, and
@@ -54,7 +54,7 @@ SCRIPT = textwrap.dedent("""
     import numpy as np
     import vits_ref as vr
     from vits_ref import _cuda_simulate
-    from vits_ref.simulate import POLICY_NAMES, has_kl, make_policy
+    from vits_ref.bandit.simulate import POLICY_NAMES, has_kl, make_policy
 
     D, K, T, R, KL_ROUNDS, FIRST_RUN, DIVERGE, out = json.loads(sys.argv[1])
     env = vr.envs.pool(dim=D, n_arms=K, zeta=1.0, seed=1)
@@ -215,7 +215,7 @@ def test_cuda_divergence_of_two_runs_under_simulator(simulated, monkeypatch):
     its first diverging round, with its default plan and with chunks of one round; the
     device, one batch of the 3 runs in chunks of 2 rounds (run 7 diverges in the fourth
     chunk, run 5 only in the fifth), names the same, found after the batch's last chunk."""
-    sim = sys.modules["vits_ref.simulate"]  # the module (vits_ref.simulate is the function)
+    sim = sys.modules["vits_ref.bandit.simulate"]
     pol = make_policy(DIVERGE["policy"], D, step_size=DIVERGE["step_size"],
                       schedule=DIVERGE["schedule"])
     with pytest.raises(vr.errors.DivergenceError) as whole:
@@ -276,12 +276,12 @@ def test_cuda_needs_a_fused_loop():
 
 @pytest.mark.parametrize("name", ["lints", "linucb", "vits-hf", "lmc", "random"])
 def test_batch_chunks_are_the_whole_draws(name):
-    """The device's host draws (vits_ref._fused_draws.batch_chunks) are the rows of each
+    """The device's host draws (vits_ref.bandit._fused_draws.batch_chunks) are the rows of each
     run's whole realisation and policy noise, bit for bit, for any chunk and number of
     drawing threads (7 runs x 11 rounds; chunks of 1, 4, 11 and 20 rounds; 1, 3 and 10
     threads)."""
-    from vits_ref._fused_draws import batch_chunks, realise
     from vits_ref._seeding import child
+    from vits_ref.bandit._fused_draws import batch_chunks, realise
 
     env = _env(4, 5)
     spec = make_policy(name, 4).fused()
@@ -379,7 +379,7 @@ def test_bench_peak_table():
     assert bc.peak_fp64("NVIDIA A100-SXM4-80GB")[0] == 9.7
     assert bc.peak_fp64("NVIDIA GeForce RTX 4090") is None
     # VITS-II at d = 20, 10 steps: 3 products of 2 d^3 per step = 480 000 flops (the
-    # issue's 0.5 MFLOP per round)
+    # 0.5 MFLOP per round of docs/performance.md)
     assert bc.flops_per_round("vits-ii", 20, 10) == 480_000
     assert bc.flops_per_round("lints", 20, 0) is None
 

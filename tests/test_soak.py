@@ -1,10 +1,10 @@
-"""The soak (issue 12 item 6): long fused runs of LinTS, VITS-II and LinUCB stay accurate.
+"""The soak: long fused runs of LinTS, VITS-II and LinUCB stay accurate.
 
 Each run (pool environment, d = 20, K = 50, the documented defaults) is driven chunk by
 chunk (``vits_ref._bench.soak``, through the loop ``simulate`` runs) and its state is read
 at checkpoints and compared with a fresh factorisation of ``V = lam I + sum x x^T``
 rebuilt independently in NumPy from the played arms. The default test runs 10 000 rounds,
-the slow one the issue's 1 000 000.
+the slow one 1 000 000.
 
 Rounding bounds: every round applies one rank-one update (Cholesky factor, Sherman-Morrison
 inverse, the statistics ``V``), each with a relative rounding error of a few units in the

@@ -29,11 +29,11 @@ import numpy as np
 import pytest
 
 import vits_ref as vr
-from vits_ref import _streams
 from vits_ref._seeding import child
+from vits_ref.bandit import _streams
+from vits_ref.bandit.simulate import POLICY_NAMES, has_kl, make_policy
 from vits_ref.drivers import cpu
 from vits_ref.reference import streams as ref
-from vits_ref.simulate import POLICY_NAMES, has_kl, make_policy
 
 D, K, T = 3, 5, 12
 
@@ -300,7 +300,7 @@ def test_plan_and_memory_of_issue_11():
 
 
 def _streams_fraction():
-    from vits_ref._cuda_simulate import DEVICE_FRACTION
+    from vits_ref.bandit._cuda_simulate import DEVICE_FRACTION
 
     return DEVICE_FRACTION
 
@@ -322,7 +322,7 @@ PTX_SCRIPT = textwrap.dedent("""
     from vits_ref import _streams
     from vits_ref.drivers import cuda as dcuda
     from vits_ref.kernels.bandit_streams import scratch_size
-    from vits_ref.simulate import make_policy
+    from vits_ref.bandit.simulate import make_policy
 
     d, K, R, T = 20, 50, 4, 3
     for name, env in (("lints", vr.envs.pool(dim=d, n_arms=K, seed=0)),

@@ -36,8 +36,8 @@ import pytest
 from conftest import result_under_cuda_simulator
 
 import vits_ref as vr
-from vits_ref import _cuda_simulate
-from vits_ref.simulate import POLICY_NAMES, has_kl, make_policy
+from vits_ref.bandit import _cuda_simulate
+from vits_ref.bandit.simulate import POLICY_NAMES, has_kl, make_policy
 
 KL_TOL = 1e-10
 D, K, T, R = 3, 4, 6, 3
@@ -65,7 +65,7 @@ SCRIPT = textwrap.dedent("""
     import vits_ref as vr
     from vits_ref import _cuda_simulate as cs, _streams
     from vits_ref.kernels import bandit_streams as bs, coop_philox as cp
-    from vits_ref.simulate import has_kl, make_policy
+    from vits_ref.bandit.simulate import has_kl, make_policy
 
     D, K, T, R, KL_ROUNDS, FIRST_RUN, THREADS, BLOCK_N, CASES, out = json.loads(sys.argv[1])
     times, info, res = {}, {"prim": []}, {}

@@ -1,4 +1,4 @@
-"""The SVGD direction (vits_ref.svgd, kernels/svgd.py) and the SVGD engine.
+"""The SVGD direction (vits_ref.inference.svgd, kernels/svgd.py) and the SVGD engine.
 
 Layers: the vectorised exponential against NumPy's; the compiled direction (loop and
 BLAS forms, fixed and median bandwidth, repulsion 0 and 1) against the naive O(n^2 d)

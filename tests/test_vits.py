@@ -19,7 +19,7 @@ from vits_ref import reference
 from vits_ref._seeding import engine_streams
 from vits_ref.drivers import cpu
 from vits_ref.gaussian import kl
-from vits_ref.schedules import step_size, theoretical_eta, theoretical_step
+from vits_ref.inference.schedules import step_size, theoretical_eta, theoretical_step
 
 VARIANT_CODES = {"I": kv.VARIANT_I, "II": kv.VARIANT_II, "hessian_free": kv.VARIANT_HF}
 _LINEAR_STEPS = kv.make_vits_steps(LINEAR)  # the step body on the linear potential

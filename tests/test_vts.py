@@ -1,4 +1,4 @@
-"""The VTS policy and its one-component baseline NIG-TS (vits_ref.vts).
+"""The VTS policy and its one-component baseline NIG-TS (vits_ref.inference.vts).
 
 - K = 1 is the exact NIG posterior after any sequence of updates (an independent closed
   form by explicit inverses, 1e-10);
@@ -13,8 +13,8 @@ import pytest
 from scipy import stats
 
 import vits_ref as vr
+from vits_ref.bandit.vts import simulate_vts
 from vits_ref.reference import cavi as ref
-from vits_ref.vts import simulate_vts
 
 
 def _nig_closed_form(X, y, u0, V0, a0, b0):

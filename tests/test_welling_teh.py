@@ -1,4 +1,4 @@
-"""The Welling-Teh mixture (seed 003, section 5.1): potential, gradients, Hessian, grid.
+"""The Welling-Teh mixture (the OPVI paper, section 5.1): potential, gradients, Hessian, grid.
 
 References: SciPy's normal log-density for the potential's value, central finite
 differences for the gradient and the Hessian, the closed-form posterior of one observation

@@ -4,33 +4,38 @@ Engines (:mod:`vits_ref.inference`, one protocol: ``update``, ``sample``, ``fres
 ``diagnostics``): :class:`LinTS` (exact), :class:`VITS` (variants "I", "II",
 "hessian_free"), :class:`Langevin`, :class:`Laplace`, :class:`RenyiVI`; diffusion-model
 priors (:mod:`vits_ref.diffusion`): :class:`DiffTS` (LaplaceDPS), :class:`DPS`, and the
-baselines :class:`MixTS` (Gaussian-mixture prior, EM in :mod:`vits_ref.gmm`) and
+baselines :class:`MixTS` (Gaussian-mixture prior, EM in :mod:`vits_ref.inference.gmm`) and
 :func:`TunedTS`; particles: :class:`SVGD`, :class:`OPVI` (the direction in
-:mod:`vits_ref.svgd`), :class:`SGLD`; variational mixtures: :class:`VTS`, :class:`NIGTS`.
+:mod:`vits_ref.inference.svgd`), :class:`SGLD`; variational mixtures: :class:`VTS`, :class:`NIGTS`.
 Policies: :class:`ThompsonSampling`, :class:`LinUCB`, :class:`RandomPolicy`,
 :class:`PerArm`. Environments: :mod:`vits_ref.envs`. Many seeded runs: :func:`simulate`.
 Closed forms: :mod:`vits_ref.gaussian`. Data loaders: :mod:`vits_ref.data`.
 """
 
-from . import data, diffusion, envs, gaussian, gmm, models, schedules, svgd
+from . import data, diffusion, envs, gaussian, models
+from .bandit.policies import LinUCB, PerArm, RandomPolicy, ThompsonSampling
+from .bandit.simulate import POLICY_NAMES, SimulationResult, make_policy, simulate
+from .bandit.vts import simulate_vts
 from .errors import DivergenceError
 from .inference import (
-           DPS,
-           OPVI,
-           SGLD,
-           SVGD,
-           VITS,
-           DiffTS,
-           Langevin,
-           Laplace,
-           LinTS,
-           MixTS,
-           RenyiVI,
-           TunedTS,
+    DPS,
+    OPVI,
+    SGLD,
+    SVGD,
+    VITS,
+    DiffTS,
+    Langevin,
+    Laplace,
+    LinTS,
+    MixTS,
+    RenyiVI,
+    TunedTS,
+    gmm,
+    schedules,
+    svgd,
+    vts,
 )
-from .policies import LinUCB, PerArm, RandomPolicy, ThompsonSampling
-from .simulate import POLICY_NAMES, SimulationResult, make_policy, simulate
-from .vts import NIGTS, VTS
+from .inference.vts import NIGTS, VTS
 
 __version__ = "0.1.0"
 
@@ -38,4 +43,4 @@ __all__ = ["DPS", "DiffTS", "DivergenceError", "Laplace", "LinTS", "LinUCB", "La
            "MixTS", "NIGTS", "OPVI", "POLICY_NAMES", "PerArm", "RandomPolicy", "RenyiVI",
            "SGLD", "SVGD", "SimulationResult", "ThompsonSampling", "TunedTS", "VITS", "VTS",
            "data", "diffusion", "envs", "gaussian", "gmm", "make_policy", "models",
-           "schedules", "simulate", "svgd"]
+           "schedules", "simulate", "simulate_vts", "svgd", "vts"]

@@ -357,7 +357,7 @@ def _sweep(args):
 
 
 def _report(args):
-    from .report import build
+    from .experiments.report import build
 
     if args.out is None:
         out = check_out(_default_out(os.path.join("results", f"report-{args.paper}"),
@@ -378,7 +378,7 @@ def _report(args):
 def main(argv=None):
     """Entry point of ``python -m vits_ref`` and the ``vits-ref`` script."""
     from .experiments import EXPERIMENTS
-    from .report import PAPERS as REPORT_PAPERS
+    from .experiments.report import PAPERS as REPORT_PAPERS
 
     parser = _build_parser(EXPERIMENTS, REPORT_PAPERS)
     args = parser.parse_args(argv)

@@ -96,6 +96,44 @@ def bernoulli_rewards(rewards):
     return rewards
 
 
+def contexts(contexts, dim):
+    """``(K, dim)`` features, ``K >= 1``, finite and of magnitude at most
+    :data:`MAX_ABS_DATA` (checked before any draw is used up)."""
+    X = float_array(contexts, "contexts", ndim=2, shape=(None, dim), finite=False)
+    if X.shape[0] == 0:
+        raise ValueError(f"contexts must have at least one row (one per arm), got shape "
+                         f"{X.shape}")
+    return bounded_data(X, "contexts")
+
+
+def arm_index(arm, n_arms):
+    """An arm index in ``[0, n_arms)`` (a Python or NumPy integer, not a bool)."""
+    if isinstance(arm, (bool, np.bool_)) or not isinstance(arm, (int, np.integer)):
+        raise TypeError(f"arm must be an integer index, got {type(arm).__name__}")
+    if not 0 <= arm < n_arms:
+        raise ValueError(f"arm must be in [0, {n_arms}), got {arm}")
+    return int(arm)
+
+
+def reward_value(reward):
+    """One finite real reward of magnitude at most :data:`MAX_ABS_DATA`, as a float."""
+    if isinstance(reward, np.ndarray) and reward.ndim == 0 and reward.dtype.kind in "iuf":
+        reward = reward.item()  # a 0-D real array is a number
+    if isinstance(reward, (bool, np.bool_)) or not isinstance(reward, numbers.Real):
+        # float() of None, a list or a 1-element array raised a TypeError not naming it
+        raise TypeError(f"reward must be a real number, got {type(reward).__name__}")
+    try:
+        reward = float(reward)
+    except OverflowError:  # an int beyond the largest float (was an OverflowError)
+        raise ValueError(f"reward must have magnitude <= {MAX_ABS_DATA:g}, got an "
+                         f"integer of {len(str(abs(int(reward))))} digits") from None
+    if not np.isfinite(reward):
+        raise ValueError(f"reward must be finite, got {reward}")
+    if abs(reward) > MAX_ABS_DATA:
+        raise ValueError(f"reward must have magnitude <= {MAX_ABS_DATA:g}, got {reward!r}")
+    return reward
+
+
 def choice(value, name, options):
     """Return ``value`` if it is one of ``options`` (strings compared case-insensitively)."""
     if isinstance(value, str) and value.lower() in {o.lower() for o in options}:

@@ -39,7 +39,7 @@ ERROR_MODEL = "numpy"
 # any of them must invalidate every cached driver. ``__module__`` is the defining module,
 # also for the closures that the kernel factories build.
 _STAMPED_PACKAGES = ("vits_ref.kernels", "vits_ref.drivers")
-_STAMPED_MODULES = ("vits_ref.special",)
+_STAMPED_MODULES = ("vits_ref.gaussian.special",)
 
 
 def _is_stamped(module):
@@ -107,7 +107,7 @@ class _KernelsCacheLocator:
 
     Numba stamps a cached function with its own file only, so a driver would keep
     running a stale copy of a body edited in another file. For functions defined in
-    ``vits_ref.kernels``, ``vits_ref.drivers`` and ``vits_ref.special`` the stamp is the
+    ``vits_ref.kernels``, ``vits_ref.drivers`` and ``vits_ref.gaussian.special`` the stamp is the
     hash of every source file listed by :func:`_stamp_sources`, wherever the function
     lives. The directory is chosen as Numba chooses it: ``NUMBA_CACHE_DIR`` if set, else
     the in-tree ``__pycache__`` if writable, else the user-wide cache directory (a
@@ -170,7 +170,7 @@ def kernel(fn=None, *, inline=False):
     The body stays a Python function (so the CUDA simulator and tests can call it),
     and is compiled into whichever target calls it: CPU drivers built with
     :func:`cpu_jit`, or CUDA kernels built with :func:`cuda_jit`. This is the
-    "one body, two targets" rule of DESIGN.md.
+    "one body, two targets" rule of docs/architecture.md, "Conventions".
 
     ``inline=True`` inlines the body into its caller at Numba's IR level. The glue of
     the generic steps and loops (a piece's select/update, a potential's hooks) is small

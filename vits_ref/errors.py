@@ -16,7 +16,7 @@ class DivergenceError(FloatingPointError):
     step_size : float or None
         Step size in force at that round (None for engines without one, e.g. Laplace).
     run : int or None
-        Index of the simulated run, when raised by :func:`vits_ref.simulate`.
+        Index of the simulated run, when raised by :func:`vits_ref.bandit.simulate`.
     """
 
     def __init__(self, engine, round, step_size, run=None, detail=""):

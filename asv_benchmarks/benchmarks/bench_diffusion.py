@@ -1,4 +1,4 @@
-"""The learned diffusion prior (issue 8): reverse chain, one training epoch, one DiffTS round.
+"""The learned diffusion prior: reverse chain, one training epoch, one DiffTS round.
 
 The problems of ``vits_ref._bench.diffusion``: a :class:`vits_ref.diffusion.DiffusionPrior`
 with ``T = 100`` stages, ``d = 2``, hidden (32, 32), briefly fitted in ``setup`` (the

@@ -134,7 +134,7 @@ class TrackParallelSpeedup:
     """Time on 1 thread / time on all Numba threads, 8 VITS-II runs of 500 rounds.
 
     ``vits_ref._bench.linear.parallel_speedup`` (medians of 3); 1.0 on a one-core machine.
-    PERFORMANCE.md: two cores gave 1.75x.
+    docs/performance.md: two cores gave 1.75x.
     """
 
     unit = "x"

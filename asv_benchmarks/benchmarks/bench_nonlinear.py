@@ -1,4 +1,4 @@
-"""Non-linear models (issue 3): logistic and MLP VITS-II rounds, IRLS to convergence.
+"""Non-linear models: logistic and MLP VITS-II rounds, IRLS to convergence.
 
 Every figure compares the library's path with a plain NumPy implementation of the same
 algorithm (``vits_ref.reference``, which ``tests/test_reference.py`` checks computes the

@@ -1,10 +1,10 @@
-"""Rényi VI (issue 9): one RenyiVI update, compiled against plain NumPy, and its accuracy.
+"""Rényi VI: one RenyiVI update, compiled against plain NumPy, and its accuracy.
 
 The problem of ``vits_ref._bench.renyi``: ``RenyiVI(20, model="linear")`` with 100
 observations, one update = 10 Adam steps on 300 Monte Carlo draws (the appendix C
 setting, at d = 20). The library side is the engine's ``_refit`` (draws the (10, 300, 20)
-normals from its stream, runs the compiled steps, commits the state), restored to the same
-state before each call; the NumPy side is ``vits_ref.reference.renyi.renyi_steps`` from
+normals from its stream, runs the compiled steps on its state in place), restored to the
+same state before each call; the NumPy side is ``vits_ref.reference.renyi.renyi_steps`` from
 the same state. ``time_steps_*`` time the steps alone on the same pre-drawn normals (the
 normals, about 0.6 ms of NumPy's Generator, are the same work on both sides).
 ``TrackRenyiUpdate`` reports the ratios from interleaved medians in one process.

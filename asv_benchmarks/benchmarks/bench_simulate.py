@@ -1,4 +1,4 @@
-"""Peak memory of ``vits_ref.simulate`` at the paper's size.
+"""Peak memory of ``vits_ref.bandit.simulate`` at the paper's size.
 
 8 runs of T = 1000 rounds, K = 50 arms, d = 20, VITS-II (the fused compiled loop), one
 Numba thread. asv's ``peakmem_*`` is the process's peak resident memory, so it includes
@@ -22,7 +22,7 @@ class PeakmemSimulate:
     def setup(self):
         single_thread()
         self.env = vits_ref.envs.pool(dim=20, n_arms=50, zeta=0.1, seed=0)
-        vits_ref.simulate("vits-ii", self.env, n_rounds=5, n_runs=1, seed=0)  # compile
+        vits_ref.bandit.simulate("vits-ii", self.env, n_rounds=5, n_runs=1, seed=0)  # compile
 
     def peakmem_simulate_vits_ii(self):
-        vits_ref.simulate("vits-ii", self.env, n_rounds=1000, n_runs=8, seed=0)
+        vits_ref.bandit.simulate("vits-ii", self.env, n_rounds=1000, n_runs=8, seed=0)

@@ -1,4 +1,4 @@
-"""The soak (issue 12 items 6 and 10): long fused runs by chunks of rounds.
+"""The soak: long fused runs by chunks of rounds.
 
 ``TimeSoak.time_soak``: one run of 20 000 rounds (pool environment, d = 20, K = 50, the
 documented defaults) of LinTS, VITS-II or LinUCB through ``vits_ref._bench.soak.soak``:
@@ -7,7 +7,7 @@ the environment), the state read and checked against a fresh factorisation at ro
 10 000 and 20 000 (per round = time / 20 000; the checks are a few milliseconds).
 ``PeakmemSoak.peakmem_simulate_lints_long``: ``simulate("lints", ...)`` over 100 000 rounds,
 whose realisation drawn whole would be 880 MB (2.5 GB with the transient copies): chunked
-within ``vits_ref.simulate._MEMORY_BUDGET`` (256 MB), so the peak is the library's
+within ``vits_ref.bandit.simulate._MEMORY_BUDGET`` (256 MB), so the peak is the library's
 baseline plus at most the budget. The full 1 000 000-round soak is
 ``python -c "from vits_ref._bench import soak; soak.main()"`` (about 20 minutes).
 """
@@ -45,7 +45,7 @@ class PeakmemSoak:
     def setup(self):
         single_thread()
         self.env = soak.environment()
-        vits_ref.simulate("lints", self.env, n_rounds=5, n_runs=1, seed=0)  # compile
+        vits_ref.bandit.simulate("lints", self.env, n_rounds=5, n_runs=1, seed=0)  # compile
 
     def peakmem_simulate_lints_long(self):
-        vits_ref.simulate("lints", self.env, n_rounds=100_000, n_runs=1, seed=0)
+        vits_ref.bandit.simulate("lints", self.env, n_rounds=100_000, n_runs=1, seed=0)

@@ -1,4 +1,4 @@
-"""SVGD (issue 10): one step of the direction at n in {100, 1000, 5000}, d = 50.
+"""SVGD: one step of the direction at n in {100, 1000, 5000}, d = 50.
 
 The problem of ``vits_ref._bench.svgd``: a 50-d Gaussian target, median bandwidth,
 repulsion 1, the move ``x + eps phi``. ``time_step_*``: the compiled direction in its

@@ -89,6 +89,6 @@ class TrackHessianFreeKL:
         self.env = vits_ref.envs.pool(dim=20, n_arms=50, zeta=0.1, seed=0)
 
     def track_hf_kl(self, policy):
-        res = vits_ref.simulate(policy, self.env, n_rounds=300, n_runs=4, seed=0,
+        res = vits_ref.bandit.simulate(policy, self.env, n_rounds=300, n_runs=4, seed=0,
                                 kl_rounds=[300], new_instance_per_run=True)
         return float(res.kl.mean())

@@ -5,9 +5,9 @@ scenario B's arm 1 (``K = 2`` experts, ``d = 2``), CAVI runs from the factors co
 the first ``t - 1`` (the warm start) to a relative ELBO tolerance of 1e-5; the compiled
 driver (``vits_ref.drivers.cpu.cavi_fit``, kernels/cavi.py) against the plain-NumPy
 reference (``vits_ref.reference.cavi.cavi``), the same iterations from the same factors.
-``t`` in {100, 500, 2000}; the issue's figure is ``t = 500`` (goal: 10x).
+``t`` in {100, 500, 2000}; the goal is stated at ``t = 500`` (10x).
 
-Whole runs: ``vits_ref.vts.simulate_vts`` on scenario B, 16 runs of 500 rounds
+Whole runs: ``vits_ref.bandit.vts.simulate_vts`` on scenario B, 16 runs of 500 rounds
 (``prange`` over runs, one Numba thread here), for K = 1 (closed form) and K = 2.
 Accuracy: the K = 1 fit's ELBO against the NIG log evidence (SciPy's multivariate t).
 """
@@ -74,11 +74,11 @@ class TimeVtsRuns:
         single_thread()
         self.env = vr.envs.vts_scenario("B")
         self.pol = vr.VTS(2, 2, n_components=K, seed=0)
-        vr.vts.simulate_vts(self.pol, self.env, 20, 2, seed=0)  # compile untimed
+        vr.simulate_vts(self.pol, self.env, 20, 2, seed=0)  # compile untimed
 
     def time_runs(self, K):
         """``simulate_vts``: 16 runs x 500 rounds (realisations drawn inside, as in use)."""
-        vr.vts.simulate_vts(self.pol, self.env, 500, 16, seed=0)
+        vr.simulate_vts(self.pol, self.env, 500, 16, seed=0)
 
 
 class TrackNigEvidence:

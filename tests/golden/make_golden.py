@@ -1,4 +1,4 @@
-"""Golden outputs recorded before the house restructuring (issue 6), asserted after it.
+"""Golden outputs recorded before the restructuring into layers (b6d5d19), asserted after it.
 
 ``python tests/golden/make_golden.py`` writes ``tests/golden/golden.npz`` from the public
 API (only the experiments' import lines changed with the move to experiments/vits/):
@@ -24,7 +24,7 @@ PATH = os.path.join(HERE, "golden.npz")
 
 NAMED = ("lints", "linucb", "vits-i", "vits-ii", "vits-hf", "vits-hf-cv", "lmc", "random")
 GAUSSIAN = ("lints", "vits-i", "vits-ii", "vits-hf", "vits-hf-cv")
-#: The named policies' defaults when the outputs were recorded (b6d5d19). Issue 7 moved the
+#: The named policies' defaults when the outputs were recorded (b6d5d19). A later change moved the
 #: defaults onto the paper's grid (a change of hyperparameters, not of kernels): the golden
 #: runs keep the recorded ones, so they still check that the code computes the same numbers.
 LEGACY_DEFAULTS = {
@@ -158,7 +158,7 @@ def _per_arm(out):
 def _targets(out):
     """The Gaussian-target entries, computed as ``vits-figF``/``vits-figI`` did at b6d5d19.
 
-    Both studies have since moved to the paper's settings (issue 7: the covariance-scaled
+    Both studies have since moved to the paper's settings (the covariance-scaled
     target, absolute steps); the recorded numbers are those of the earlier convention, so
     the earlier loops are replayed here on the library's lower-level functions: the
     precision-scaled target (``scale="precision"``), relative steps ``c / lmax(P)`` and the

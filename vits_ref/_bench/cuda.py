@@ -18,7 +18,7 @@
   block-safe runs there with 1 thread per block, labelled so);
 * every policy through the public call with the device-side streams,
   ``simulate(..., device="cuda", stream="philox")`` (:func:`measure_streams`: nothing
-  drawn on the host, the layout by size), the path the issue's goals are about;
+  drawn on the host, the layout by size), the path the GPU goals are about;
 * the logistic model's pieces (:mod:`vits_ref.kernels.logistic_bandit`: VITS-II, LMC-TS
   and Laplace at :mod:`vits_ref._bench.logistic_loop`'s points) on appendix G's hard
   instance with logistic rewards at d = K = 10 (:func:`measure_logistic`), one run per
@@ -105,7 +105,7 @@ def device_mode():
     if importlib.util.find_spec("numba_cuda") is None:
         return None, ("numba-cuda is not installed (pip install 'vits_ref[cuda]'): no CUDA "
                       "figures on this machine")
-    from .._cuda_simulate import simulator_enabled
+    from ..bandit._cuda_simulate import simulator_enabled
 
     if simulator_enabled():
         return "simulator", "Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1): " + SIM_LABEL
@@ -124,8 +124,8 @@ def device_mode():
 
 def _inputs(env, spec, R, T, d, root):
     """The runs' stacked inputs, ``N_UNIQUE`` distinct runs tiled to ``R``."""
-    from .._cuda_simulate import _realise
     from .._seeding import child
+    from ..bandit._cuda_simulate import _realise
 
     n = min(R, N_UNIQUE)
     reals, noises = [], []
@@ -142,7 +142,7 @@ def _inputs(env, spec, R, T, d, root):
 
 def dcuda_threads():
     """Threads per block of the one-run-per-thread launch."""
-    from .._cuda_simulate import THREADS_PER_BLOCK
+    from ..bandit._cuda_simulate import THREADS_PER_BLOCK
 
     return THREADS_PER_BLOCK
 
@@ -169,10 +169,10 @@ def measure(name, env, sizes, mode, root, cpu_runs=None, spec=None):
     (default: the named policy's, at its documented defaults); ``name`` labels the row."""
     import numba
 
-    from .. import _cuda_simulate
+    from ..bandit import _cuda_simulate
+    from ..bandit.simulate import make_policy
     from ..drivers import cpu
     from ..drivers import cuda as dcuda
-    from ..simulate import make_policy
 
     d, K, T = sizes["d"], sizes["K"], sizes["T"]
     spec = make_policy(name, d).fused() if spec is None else spec
@@ -227,7 +227,7 @@ def measure(name, env, sizes, mode, root, cpu_runs=None, spec=None):
     if spec.piece.name in _cuda_simulate.BLOCK_PIECES:
         row["block"] = measure_block(spec, (C, M, W, i0, sel, st), sizes, mode, t_copy,
                                      cpu_out[1])
-    from ..simulate import POLICY_DEFAULTS
+    from ..bandit.simulate import POLICY_DEFAULTS
 
     row["flops_per_round"] = flops_per_round(
         name, d, POLICY_DEFAULTS.get(name, {}).get("n_steps", 0))
@@ -249,12 +249,11 @@ def measure_logistic(sizes, mode, root):
     one run per thread (the pieces are not block-safe), CPU ``prange`` against numba-cuda,
     as :func:`measure` (no JAX peer, no block row); a list of rows named
     ``"<policy>/logistic"`` with ``"sizes"``."""
-    import vits_ref as vr
-
+    from .. import envs
     from . import logistic_loop
 
     ls = logistic_sizes(sizes, mode)
-    env = vr.envs.hard_instance(dim=ls["d"], n_arms=ls["K"], reward="logistic", seed=0)
+    env = envs.hard_instance(dim=ls["d"], n_arms=ls["K"], reward="logistic", seed=0)
     rows = []
     for label, name in LOGISTIC_POLICIES:
         spec = logistic_loop.policy(label, ls["d"]).fused()
@@ -267,11 +266,11 @@ def measure_logistic(sizes, mode, root):
 
 def block_threads(spec, d, mode):
     """``(threads, why)``: the block layout's threads per block in the benchmark: what
-    :func:`vits_ref._cuda_simulate.layout_for` gives a block-safe piece (its
-    :func:`~vits_ref._cuda_simulate.block_threads` on a GPU, ``SIMULATOR_BLOCK_THREADS``
+    :func:`vits_ref.bandit._cuda_simulate.layout_for` gives a block-safe piece (its
+    :func:`~vits_ref.bandit._cuda_simulate.block_threads` on a GPU, ``SIMULATOR_BLOCK_THREADS``
     on the simulator), 1 for a piece that is not block-safe (correct, and slow: the loop
     of one thread, one run per block)."""
-    from .. import _cuda_simulate as cs
+    from ..bandit import _cuda_simulate as cs
     from ..drivers.cuda_coop import block_safe
 
     if not block_safe(spec.piece)[0]:
@@ -313,20 +312,19 @@ def measure_streams(name, env, sizes, mode, cpu_rate):
     """The whole public call with the device-side streams: ``simulate(name, env, T, R,
     seed=0, device="cuda", stream="philox")`` (docs/streams.md), timed end to end (its
     launches, the copies of the outputs back, the layout by size of
-    :func:`vits_ref._cuda_simulate.layout_for_streams`); nothing is drawn on the host, so
-    this is the path the issue's goals are about. Compiled by a 2-run call first. Returns
+    :func:`vits_ref.bandit._cuda_simulate.layout_for_streams`); nothing is drawn on the host, so
+    this is the path the GPU goals are about. Compiled by a 2-run call first. Returns
     a dict (rounds/s, the layout used, the CPU prange rate of the same row for the ratio)
     or None when the environment has no counter stream."""
-    import vits_ref as vr
-
-    from .. import _cuda_simulate as cs
+    from ..bandit import _cuda_simulate as cs
+    from ..bandit.simulate import simulate
 
     R, T = sizes["R"], sizes["T"]
     try:
-        vr.simulate(name, env, T, 2, seed=0, device="cuda", stream="philox")
+        simulate(name, env, T, 2, seed=0, device="cuda", stream="philox")
     except ValueError:
         return None
-    t, res = _median(lambda: vr.simulate(name, env, T, R, seed=0, device="cuda",
+    t, res = _median(lambda: simulate(name, env, T, R, seed=0, device="cuda",
                                          stream="philox"), sizes["repeats"])
     layout = dict(cs.last_layout or {})
     return {"rate": R * T / t, "layout": layout.get("layout"),
@@ -340,7 +338,7 @@ def measure_jax(row, env, sizes, root):
     Run after every numba-cuda measurement: JAX keeps the device memory it has used, so
     measuring it in between would starve the next numba-cuda batch.
     """
-    from ..simulate import make_policy
+    from ..bandit.simulate import make_policy
     from . import jax_peer
 
     name, R, T, d = row["policy"], row["runs"], sizes["T"], sizes["d"]
@@ -376,9 +374,8 @@ def main(quick=False):
     there is no GPU (and no simulator)."""
     import numba
 
-    import vits_ref as vr
-
-    from ..simulate import POLICY_NAMES
+    from .. import envs
+    from ..bandit.simulate import POLICY_NAMES
 
     mode, text = device_mode()
     print("GPU benchmark: the fused bandit loop, rounds per second (float64)")
@@ -401,7 +398,7 @@ def main(quick=False):
     print(f"d = {d}, K = {K} arms, {sizes['T']} rounds, up to {sizes['R']} runs (inputs of "
           f"{min(sizes['R'], N_UNIQUE)} runs tiled), VITS/LMC 10 inner steps; median of "
           f"{sizes['repeats']}")
-    env = vr.envs.pool(dim=d, n_arms=K, zeta=1.0, seed=0)
+    env = envs.pool(dim=d, n_arms=K, zeta=1.0, seed=0)
     root = np.random.SeedSequence(0)
     rows = []
     head = (f"{'policy':12s} {'runs':>6s} {'CPU prange':>12s} {'CUDA call':>12s} "
@@ -466,7 +463,7 @@ def main(quick=False):
     print("Layouts: a row named after its policy runs one run per thread "
           f"({dcuda_threads()} threads a block, vits_ref.drivers.cuda.bandit_runs); a row "
           "'<policy>/block' one block per run (vits_ref.drivers.cuda_coop.BlockRounds, "
-          "threads per block by vits_ref._cuda_simulate.block_threads) on the same inputs.")
+          "threads per block by vits_ref.bandit._cuda_simulate.block_threads) on the same inputs.")
     peers = [r for r in rows if r["jax"] is not None]
     if peers:
         print("JAX peer (vits_ref/_bench/jax_peer.py, vmap + lax.scan, backend "

@@ -1,4 +1,4 @@
-"""The learned diffusion prior (issue 8): compiled chain, training and DiffTS vs NumPy.
+"""The learned diffusion prior: compiled chain, training and DiffTS vs NumPy.
 
 Measured in one process, calls interleaved (:func:`vits_ref._bench.timing.median_times`),
 so the machine's drift hits both sides:
@@ -118,12 +118,12 @@ class EpochNumpy:
 
 def diffts_engine(p, n_obs=20, sigma=2.0, seed=0):
     """A linear :class:`vits_ref.DiffTS` on ``p`` with ``n_obs`` observations."""
-    import vits_ref as vr
+    from ..inference import DiffTS
 
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n_obs, p.dim)) / np.sqrt(p.dim)
     y = X @ np.full(p.dim, 0.5) + sigma * rng.standard_normal(n_obs)
-    return vr.DiffTS(p, model="linear", sigma=sigma, seed=seed).update(X, y)
+    return DiffTS(p, model="linear", sigma=sigma, seed=seed).update(X, y)
 
 
 class DiffTSRound:

@@ -9,7 +9,7 @@ The floor of a VITS-II round (:func:`floor_rounds`) is the BLAS work the algorit
 avoid: per inner step three d x d products (``C^T C``, ``A B``, ``C (C^T C - A)``), and
 scoring the K arms (one (K, d) x (d,) product), each ``np.dot`` into a preallocated
 buffer inside one compiled function, as :func:`vits_ref.kernels.linalg.gemm_nn` makes
-them. ``compiled round / floor`` says how far the fused loop is from it (PERFORMANCE.md:
+them. ``compiled round / floor`` says how far the fused loop is from it (docs/performance.md:
 the products are about half of the round).
 """
 
@@ -22,10 +22,10 @@ import numpy as np
 
 from .. import reference
 from .._seeding import child
+from ..bandit.simulate import draw_policy_noise, fused_spec, make_policy
 from ..config import cpu_jit
 from ..drivers import cpu
 from ..envs import pool
-from ..simulate import draw_policy_noise, fused_spec, make_policy
 from .timing import median_times, ratio_text
 
 #: the policies of the linear section of ``python -m vits_ref bench``, in print order
@@ -37,7 +37,7 @@ def problem(policy, n_rounds=1000, dim=20, n_arms=50, zeta=0.1, seed=0, n_runs=1
     """``(spec, runs)``: ``n_runs`` runs of ``policy`` (a name, with ``overrides`` of its
     defaults) on the pool environment.
 
-    ``spec`` is the policy's :class:`vits_ref.fused.FusedSpec`; each run is the tuple
+    ``spec`` is the policy's :class:`vits_ref.drivers.fused.FusedSpec`; each run is the tuple
     ``(contexts, means, rewards, init_noise, sel_noise, step_noise)`` that the fused loop
     and the NumPy reference consume.
     """

@@ -33,11 +33,11 @@ import time
 import numba
 import numpy as np
 
-from .._fused_draws import batch_chunks
 from .._seeding import child
+from ..bandit._fused_draws import batch_chunks
+from ..bandit.simulate import fused_spec, make_policy, simulate
 from ..drivers import cpu
 from ..envs import hard_instance
-from ..simulate import fused_spec, make_policy, simulate
 from .timing import median_times, ratio_text
 
 #: appendix G's instance: d = K = 10
@@ -53,7 +53,8 @@ LABELS = ("VITS-II", "LMC-TS", "Laplace")
 
 def policy(label, dim=DIM):
     """The policy of ``label`` on the logistic model (:data:`POINTS`, :data:`LAPLACE_POINT`)."""
-    from .. import Laplace, ThompsonSampling
+    from ..bandit.policies import ThompsonSampling
+    from ..inference import Laplace
 
     if label == "Laplace":
         return ThompsonSampling(Laplace(dim, model="logistic", **LAPLACE_POINT))
@@ -102,7 +103,7 @@ def phase_times(label, n_rounds=1000, width=100, n_runs=None, repeats=5, seed=1,
     """Microseconds per round of the fused loop over rounds ``[0, width)`` and
     ``[n_rounds - width, n_rounds)``: ``(early, late)``.
 
-    The inputs are pre-drawn (:func:`vits_ref._fused_draws.batch_chunks`, chunks of
+    The inputs are pre-drawn (:func:`vits_ref.bandit._fused_draws.batch_chunks`, chunks of
     ``width`` rounds) and the driver is :func:`vits_ref.drivers.cpu.bandit_rounds` over
     ``n_runs`` runs (default: Numba's threads), as ``simulate`` runs it, without the host
     draws. The late rounds start each time from the state buffers saved after round

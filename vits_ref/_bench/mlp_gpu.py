@@ -3,9 +3,9 @@
 The VITS paper's Figure 2 (:mod:`vits_ref.experiments.vits.fig2`): the 861-parameter MLP,
 50 runs x 1000 rounds x 2 panels, VITS-II, VITS-II Hessian-free (20 draws) and LMC-TS on
 the MLP (LinTS, the fourth method, is the fused linear loop: seconds). The batched path
-(:mod:`vits_ref._batched_mlp`) runs a chunk of runs in lockstep with NumPy or CuPy.
+(:mod:`vits_ref.bandit._batched_mlp`) runs a chunk of runs in lockstep with NumPy or CuPy.
 
-Cost model (:func:`vits_ref._batched_mlp.flops_per_round`, per run and round at ``t``
+Cost model (:func:`vits_ref.bandit._batched_mlp.flops_per_round`, per run and round at ``t``
 observations, ``d = 861``, 10 steps):
 
 - VITS-II: three d x d products per step (``C^T C``, ``A B``, ``C (C^T C - A)``: ``6 d^3
@@ -21,7 +21,7 @@ Besides the flops, the Hessian-free method draws ``10 x 20 x 861`` normals per r
 round on the host (NumPy's generators, as the engines draw them): 8.6 M normals per
 round for 50 runs, about 0.26 s on one core of this machine (33 M normals/s), more than
 the GPU's 47 ms of products at 42 TFLOP/s; the GPU path draws them in a thread pool, a
-round ahead (:func:`vits_ref._batched_mlp.run_block`).
+round ahead (:func:`vits_ref.bandit._batched_mlp.run_block`).
 
 Run::
 
@@ -29,7 +29,7 @@ Run::
     python -m vits_ref._bench.mlp_gpu --quick    # R = 2, 1 round
     OPENBLAS_NUM_THREADS=2 python -m vits_ref._bench.mlp_gpu
 
-It prints the cost model, the projection of the paper-size figure from the issue's
+It prints the cost model, the projection of the paper-size figure from the measured
 42 TFLOP/s (CuPy's batched 861 x 861 float64 product over 400 matrices on an H100), the
 per-run Python loop against the batched NumPy path here (seconds per round and GFLOP/s),
 and the same on a GPU through CuPy when one is present (else one line saying so).
@@ -40,16 +40,16 @@ import time
 
 import numpy as np
 
-from .. import _batched_mlp as bm
+from ..bandit import _batched_mlp as bm
+from ..bandit.policies import ThompsonSampling
+from ..bandit.simulate import simulate
 from ..envs import pool
 from ..inference import VITS, Langevin
 from ..models import MLP
-from ..policies import ThompsonSampling
-from ..simulate import simulate
 from .timing import blas_threads
 
-#: The issue's measured rate of CuPy's batched 861 x 861 float64 product (H100, 400
-#: matrices), in flop/s.
+#: The measured rate of CuPy's batched 861 x 861 float64 product (H100, 400
+#: matrices; docs/performance.md), in flop/s.
 H100_BATCHED_GEMM = 42e12
 #: The paper's size.
 RUNS, ROUNDS, PANELS = 50, 1000, 2
@@ -147,7 +147,7 @@ def measure(R, rounds, array="numpy", labels=None, python=True):
 def main(quick=False):
     """Print the cost model, the projection, and the measured rates."""
     print("vits-fig2's MLP methods (861 parameters, 10 steps a round), batched over runs "
-          "(vits_ref._batched_mlp)")
+          "(vits_ref.bandit._batched_mlp)")
     print(f"Cost model, per run and round; the paper's figure = {RUNS} runs x {ROUNDS} "
           f"rounds x {PANELS} panels; time at {H100_BATCHED_GEMM / 1e12:.0f} TFLOP/s, the "
           f"rate measured for CuPy's batched 861^3 float64 products on an H100 "

@@ -1,6 +1,6 @@
 """Non-linear rounds against plain NumPy versions of the same algorithms, in one process.
 
-The Performance section of issue 3 states three goals as ratios measured in the same run:
+The library sets three performance goals, as ratios measured in the same run:
 
 1. a logistic VITS-II round (d = 20, 1000 observations, 10 inner steps, one draw per
    step) at least 10x faster than plain NumPy;

@@ -1,11 +1,11 @@
 """One RenyiVI update, compiled against plain NumPy, measured in one process.
 
-The problem (issue 9, performance): ``RenyiVI(20, model="linear")`` with 100 observations
+The problem: ``RenyiVI(20, model="linear")`` with 100 observations
 in its statistics, one update = 10 Adam steps on 300 Monte Carlo draws. The library side is
 the engine's own ``_refit`` (draws the ``(10, 300, 20)`` normals from its stream, runs the
-compiled :func:`vits_ref.drivers.cpu.renyi_steps` on copies of its state and commits them);
-each call first restores the engine's state, so every call does the same work. The NumPy
-side is :func:`vits_ref.reference.renyi.renyi_steps` (the same algorithm with array
+compiled :func:`vits_ref.drivers.cpu.renyi_steps` on its state in place); each call first
+restores the engine's state, so every call does the same work. The NumPy side is
+:func:`vits_ref.reference.renyi.renyi_steps` (the same algorithm with array
 expressions: two (300, 20) x (20, 20) products for the draws and their gradients, the
 potential's values, the weighted gradient product, Adam) from the same state, drawing its
 normals from its own generator. Calls are interleaved and the medians compared

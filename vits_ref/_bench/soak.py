@@ -1,9 +1,9 @@
-"""The long-horizon soak (issue 12 item 6): 1 000 000 rounds of LinTS, VITS-II and LinUCB.
+"""The long-horizon soak: 1 000 000 rounds of LinTS, VITS-II and LinUCB.
 
 One fused run per policy on the pool environment of appendix H (``d = 20``, ``K = 50``,
 ``zeta = 0.1``, linear rewards; :func:`vits_ref.envs.pool`) with the documented defaults
-(:data:`vits_ref.simulate.POLICY_DEFAULTS`), driven by chunks of rounds through
-:func:`vits_ref.simulate._fused_batch`, the loop :func:`vits_ref.simulate` runs: the
+(:data:`vits_ref.bandit.simulate.POLICY_DEFAULTS`), driven by chunks of rounds through
+:func:`vits_ref.bandit.simulate._fused_batch`, the loop :func:`vits_ref.bandit.simulate` runs: the
 realisation and the policy's randomness are drawn a chunk at a time, so the memory stays
 bounded whatever the horizon. After each checkpoint (every 100 000 rounds by default) the
 run's state buffer is read (the piece's ``views``) and compared with a fresh computation
@@ -40,7 +40,7 @@ import numpy as np
 
 from .. import envs
 from .._seeding import child
-from ..simulate import POLICY_DEFAULTS, _fused_batch, fused_spec, has_kl, make_policy
+from ..bandit.simulate import POLICY_DEFAULTS, _fused_batch, fused_spec, has_kl, make_policy
 
 DIM, N_ARMS, ZETA = 20, 50, 0.1
 N_ROUNDS, EVERY = 1_000_000, 100_000
@@ -83,7 +83,7 @@ def _measure(name, state, V_ref, lam):
 
 
 def soak(name, n_rounds=N_ROUNDS, every=EVERY, env=None, seed=0, chunk=None):
-    """One fused run of ``name`` (a name of :data:`vits_ref.simulate.POLICY_NAMES` with a
+    """One fused run of ``name`` (a name of :data:`vits_ref.bandit.simulate.POLICY_NAMES` with a
     fused loop) for ``n_rounds`` rounds, checked every ``every`` rounds.
 
     ``chunk`` (rounds drawn and run at a time) must divide ``every``; default the largest

@@ -1,7 +1,7 @@
 """One SVGD step (n = 1000 particles, d = 50, a 50-d Gaussian target), compiled against
 NumPy, BlackJAX and the floor, measured in one process.
 
-The step (issue 10, performance): the gradients of ``log p`` for the Gaussian target
+The step: the gradients of ``log p`` for the Gaussian target
 ``N(0, S)`` (``grad log p(x) = -S^-1 x``, one (n, d) x (d, d) product), the SVGD
 direction with the median bandwidth and repulsion 1, and the move ``x + eps phi``. Sides:
 
@@ -9,7 +9,7 @@ direction with the median bandwidth and repulsion 1, and the move ``x + eps phi`
   choice at this size) and in the loop form, each single-thread (compiled serial, Numba
   and OpenBLAS 1 thread) and with the ``prange`` over particles on every core (BLAS on
   every core too);
-- ``numpy gemm``: :func:`vits_ref.reference.svgd.phi_gemm` (the issue's prototype: 33 ms),
+- ``numpy gemm``: :func:`vits_ref.reference.svgd.phi_gemm` (an early prototype: 33 ms),
   BLAS on 1 thread and on every core;
 - ``numpy broadcast``: :func:`vits_ref.reference.svgd.phi_broadcast` (prototype: 423 ms);
 - ``blackjax``: BlackJAX's ``svgd`` step (``blackjax.svgd`` with its ``rbf_kernel`` and

@@ -1,7 +1,7 @@
 """Timing helpers of the benchmarks: interleaved medians and BLAS thread control.
 
 The machine these benchmarks run on is shared and drifts by about 1.5x from minute to
-minute (PERFORMANCE.md): every figure is a ratio of medians of calls interleaved in one
+minute (docs/performance.md): every figure is a ratio of medians of calls interleaved in one
 process, so drift hits both sides alike.
 """
 

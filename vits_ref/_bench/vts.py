@@ -4,7 +4,7 @@ The round is what :class:`vits_ref.VTS` does after an observation: the played ar
 ``t = 500`` observations (``K = 2`` experts, ``d = 2``: scenario B's arm 1,
 ``0.3 N(x (0, 0), 1) + 0.7 N(x (3, 3), 1)``, contexts ``U(0, 1)^2``), and CAVI runs from
 the factors converged on the first 499 (the warm start) until the ELBO's relative
-improvement is at most ``1e-5`` (:data:`vits_ref.vts.DEFAULT_TOL`). Both sides run the
+improvement is at most ``1e-5`` (:data:`vits_ref.inference.vts.DEFAULT_TOL`). Both sides run the
 same iterations (checked) from the same factors:
 
 - compiled: :func:`vits_ref.drivers.cpu.cavi_fit` (kernels/cavi.py), called from Python
@@ -21,8 +21,8 @@ import numba
 import numpy as np
 
 from ..drivers import cpu
+from ..inference.vts import DEFAULT_MAX_ITER, DEFAULT_TOL, _covariance, _factors, _Prior
 from ..reference import cavi as ref
-from ..vts import DEFAULT_MAX_ITER, DEFAULT_TOL, _covariance, _factors, _Prior
 from .timing import median_times, pin_blas_threads, ratio_text
 
 

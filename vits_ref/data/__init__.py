@@ -22,7 +22,7 @@ from .standin import synthetic_ratings
 __all__ = ["DOWNLOAD_HINT", "ML1M_MOVIES", "ML1M_USERS", "Ratings", "clear_cache",
            "factorization", "factorize", "load_ratings", "synthetic_ratings"]
 
-# the particle experiments' data (seed 003): Kin8nm from a user file, scikit-learn's sets
+# the particle experiments' data (the OPVI paper): Kin8nm from a user file, scikit-learn's sets
 from .uci import Dataset, classification_dataset, load_kin8nm, regression_dataset  # noqa: E402
 
 __all__ += ["Dataset", "classification_dataset", "load_kin8nm", "regression_dataset"]

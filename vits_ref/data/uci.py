@@ -1,6 +1,6 @@
-"""Data sets of the particle experiments (seed 003, section 5.2-5.3): loaders and splits.
+"""Data sets of the particle experiments (the OPVI paper, section 5.2-5.3): loaders and splits.
 
-Seed 003 runs its BNN regression on Kin8nm (8 inputs, 8192 rows) and its classifier on
+The OPVI paper runs its BNN regression on Kin8nm (8 inputs, 8192 rows) and its classifier on
 MNIST. Neither can be downloaded where this library is developed, so:
 
 - :func:`load_kin8nm` reads a user-supplied Kin8nm file (CSV or whitespace-separated,
@@ -11,7 +11,7 @@ MNIST. Neither can be downloaded where this library is developed, so:
   inputs, 2 classes) or ``"digits"`` (1797 rows of 8 x 8 images, 10 classes; the bundled
   small cousin of MNIST).
 
-Splits are seeded random permutations (seed 003: 90% train, 10% test). Inputs are
+Splits are seeded random permutations (the OPVI paper: 90% train, 10% test). Inputs are
 standardised with the *training* split's mean and standard deviation (as the SVGD code
 does; a constant column keeps scale 1); regression targets too, with the test targets
 kept in original units so that RMSE and log-likelihood are reported in those units
@@ -181,11 +181,11 @@ def regression_dataset(name="diabetes", path=None, test_fraction=0.1, seed=None)
     name : {"diabetes", "kin8nm"}, default "diabetes"
         ``"diabetes"``: scikit-learn's ``load_diabetes`` (442 rows, 10 inputs; a real data
         set that ships with scikit-learn, used by default because Kin8nm cannot be
-        downloaded here). ``"kin8nm"``: seed 003's data set, from ``path``.
+        downloaded here). ``"kin8nm"``: the OPVI paper's data set, from ``path``.
     path : str or None
         The Kin8nm file (:func:`load_kin8nm`); required for ``"kin8nm"``.
     test_fraction : float, default 0.1
-        Seed 003: 90% train, 10% test.
+        The OPVI paper: 90% train, 10% test.
     seed : int, SeedSequence, Generator or None
         The split's permutation.
 

@@ -1,4 +1,4 @@
-"""Diffusion-model priors (seed 001, Kveton et al., NeurIPS 2024; issue 8).
+"""Diffusion-model priors (Kveton et al., NeurIPS 2024).
 
 :class:`Schedule` (the forward noise), :class:`DiffusionPriorBase` (what every prior
 exposes to the compiled reverse chains), :class:`GaussianDiffusionPrior` (the exact

@@ -1,6 +1,6 @@
 r"""What every diffusion prior exposes: the interface the compiled reverse chains read.
 
-Seed 001 (Kveton et al., NeurIPS 2024), section 3; docs/algorithms.md section 3. A prior
+Kveton et al. (NeurIPS 2024), section 3; docs/algorithms.md section 3. A prior
 is its noise regressor ``eps_t(s)`` as kernel bodies (:attr:`eps_bodies`, an
 :class:`~vits_ref.kernels.diffusion_chain.EpsBodies`) with the arrays they read
 (:attr:`eps_params`), the reverse-step precisions and the start of the chain; the chains
@@ -62,7 +62,7 @@ class DiffusionPriorBase:
 
     Notes
     -----
-    The reverse mean (seed 001, section 3; Ho et al. 2020):
+    The reverse mean (Kveton et al., section 3; Ho et al. 2020):
 
     .. math::
 

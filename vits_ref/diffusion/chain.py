@@ -88,7 +88,7 @@ def sample(prior, n, seed=None):
 
 
 def laplace_linear(prior, G, h, w, z):
-    """LaplaceDPS draws for the linear model (Theorem 2 of seed 001).
+    """LaplaceDPS draws for the linear model (Theorem 2 of Kveton et al.).
 
     ``G = sum phi phi^T`` (d, d), ``h = sum phi y`` (d,), ``w = sigma^-2``; ``z``
     (n, T + 1, d). Returns ``(draws (n, d), ok (n,))``.
@@ -106,7 +106,7 @@ def laplace_linear(prior, G, h, w, z):
 
 
 def laplace_glm(prior, potential, data, pscratch, z, tol=1e-8, max_iter=100):
-    """LaplaceDPS draws for a GLM (Theorem 4 of seed 001), one Newton solve per stage.
+    """LaplaceDPS draws for a GLM (Theorem 4 of Kveton et al.), one Newton solve per stage.
 
     ``data``: the likelihood's part of the potential (``model.kernel_data(prior=False)``),
     ``pscratch``: the potential's scratch for one parameter vector (copied per sample).
@@ -128,7 +128,7 @@ def laplace_glm(prior, potential, data, pscratch, z, tol=1e-8, max_iter=100):
 
 
 def dps_linear(prior, G, h, syy, z):
-    """DPS draws for the linear model (Algorithm 4 of seed 001) from the statistics
+    """DPS draws for the linear model (Algorithm 4 of Kveton et al.) from the statistics
     ``G = sum phi phi^T``, ``h = sum phi y``, ``syy = sum y^2``. Returns ``(draws, ok)``."""
     z = _z(prior, z)
     n = z.shape[0]
@@ -203,11 +203,11 @@ def run_linear_bandit(prior, contexts, means, rewards, sigma=1.0, z=None, seeds=
 
 
 def simulate_linear_bandit(prior, env, n_rounds, n_runs=1, seed=None, sigma=1.0):
-    """``vits_ref.simulate(ThompsonSampling(DiffTS(prior, sigma=sigma)), env, ...)`` for the
+    """``vits_ref.bandit.simulate(ThompsonSampling(DiffTS(prior, sigma=sigma)), env, ...)`` for the
     linear model, with the compiled ``prange`` driver over runs.
 
     Realises each run's environment and draws the policy's normals exactly as
-    :func:`vits_ref.simulate` does (run ``r``: child ``r`` of ``SeedSequence(seed)``; its
+    :func:`vits_ref.bandit.simulate` does (run ``r``: child ``r`` of ``SeedSequence(seed)``; its
     child 0 realises the environment, its child 1 seeds the policy), so the regret equals
     the Python loop's bit for bit. Returns ``(regret (R, n), arms (R, n))``, per-round
     regret.

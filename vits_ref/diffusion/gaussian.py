@@ -2,7 +2,7 @@ r"""The exact diffusion of a Gaussian prior: the ground truth of every diffusion
 
 For samples ``s_0 ~ N(m, S)`` the forward process gives ``s_t ~ N(sqrt(abar_t) m, C_t)``,
 ``C_t = abar_t S + (1 - abar_t) I``, and the optimal noise regressor is affine in ``s_t``;
-everything is in closed form, no learning (issue 8; docs/algorithms.md section 3).
+everything is in closed form, no learning (docs/algorithms.md section 3).
 """
 
 import numpy as np
@@ -29,10 +29,10 @@ class GaussianDiffusionPrior(DiffusionPriorBase):
     reverse_variance : {"exact", "ddpm"}, default "exact"
         ``"exact"``: the true ``Cov(s_{t-1} | s_t)`` of the diffused Gaussian;
         ``"ddpm"``: the DDPM's ``btilde_t I`` (clipped ``btilde_1 = beta_1``), what a learned
-        prior uses (seed 001).
+        prior uses (Kveton et al.).
     start : {"exact", "standard"}, default "exact"
         ``"exact"``: ``s_T ~ N(sqrt(abar_T) m, C_T)``, the true marginal at stage T;
-        ``"standard"``: ``N(0, I)``, the DDPM's (and seed 001's) start.
+        ``"standard"``: ``N(0, I)``, the DDPM's (and Kveton et al.'s) start.
 
     Notes
     -----
@@ -56,7 +56,7 @@ class GaussianDiffusionPrior(DiffusionPriorBase):
 
     ``reverse_variance="ddpm"`` with ``start="standard"`` is the paper's chain. At
     ``T = 100``, ``alpha = 0.97`` its output covariance falls about 8-9% short of ``S``
-    (issue 8, trap 1; ``vits_ref.reference.diffusion.chain_moments`` propagates the
+    (``vits_ref.reference.diffusion.chain_moments`` propagates the
     moments exactly): a property of the DDPM reverse process at finite T, not of this code.
 
     Attributes

@@ -1,6 +1,6 @@
 r"""The learned DDPM prior: one two-hidden-layer ReLU network ``eps_t`` per stage, Adam.
 
-Seed 001 (Kveton et al., NeurIPS 2024), section 3 and appendix B; issue 8; docs/algorithms.md
+Kveton et al. (NeurIPS 2024), section 3 and appendix B; docs/algorithms.md
 section 3. The bodies (network, hand-written gradients, Adam) are in
 :mod:`vits_ref.kernels.ddpm_mlp`, the training driver (``prange`` over stages) in
 :mod:`vits_ref.drivers.cpu`, the NumPy reference in :mod:`vits_ref.reference.ddpm`.
@@ -32,19 +32,19 @@ BETA1, BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
 
 
 class DiffusionPrior(DiffusionPriorBase):
-    r"""A diffusion-model prior learned from samples (DDPM; seed 001, appendix B).
+    r"""A diffusion-model prior learned from samples (DDPM; Kveton et al., appendix B).
 
     Parameters
     ----------
     dim : int
         Dimension ``d`` of ``theta``.
     n_stages : int, default 100
-        Diffusion stages ``T`` (seed 001: 100).
+        Diffusion stages ``T`` (Kveton et al.: 100).
     alpha : float or (T,) array, default 0.97
-        The schedule's ``alpha_t`` (:class:`~vits_ref.diffusion.Schedule`; seed 001: 0.97).
+        The schedule's ``alpha_t`` (:class:`~vits_ref.diffusion.Schedule`; Kveton et al.: 0.97).
     hidden : pair of int, default (32, 32)
-        Widths ``(h1, h2)`` of the two hidden ReLU layers of every stage's network. Seed 001
-        says "a 2-layer neural network with ReLU activations" without widths; 32 is the
+        Widths ``(h1, h2)`` of the two hidden ReLU layers of every stage's network. Kveton et al.
+        say "a 2-layer neural network with ReLU activations" without widths; 32 is the
         smallest width at which the cross shape of the paper is learned to the accuracy of
         the exact noise regressor (see Notes), and keeps the training of 10 000 samples
         within seconds.
@@ -53,7 +53,7 @@ class DiffusionPrior(DiffusionPriorBase):
         (child 1): :meth:`fit` gives the same network for the same seed and data, whatever
         the number of threads.
     start : {"standard", "matched"}, default "standard"
-        ``"standard"``: ``s_T ~ N(0, I)`` (seed 001, Ho et al.). ``"matched"``: the Gaussian
+        ``"standard"``: ``s_T ~ N(0, I)`` (Kveton et al., Ho et al.). ``"matched"``: the Gaussian
         with the first two moments of the forward marginal ``q(s_T)`` of the training
         samples, ``N(sqrt(abar_T) m, abar_T S + (1 - abar_T) I)`` (``m``, ``S`` the
         samples' mean and covariance), set by :meth:`fit`; it matters when the samples are
@@ -83,7 +83,7 @@ class DiffusionPrior(DiffusionPriorBase):
     -----
     Forward process ``s_t = sqrt(abar_t) s_0 + sqrt(1 - abar_t) eps``, ``eps ~ N(0, I)``;
     stage ``t``'s network minimises ``E ||eps - eps_t(s_t)||^2`` over ``s_0`` drawn from the
-    training samples (seed 001, eq. 14). The stages are independent problems (each
+    training samples (Kveton et al., eq. 14). The stages are independent problems (each
     ``eps_t`` has its own parameters): one epoch of stage ``t`` is one pass over a fresh
     permutation of the samples in mini-batches, each paired with fresh noise, one Adam step
     per mini-batch; the T stages run in parallel (``prange``). The learning rate decays
@@ -100,7 +100,7 @@ class DiffusionPrior(DiffusionPriorBase):
     The samples of :meth:`sample` come from the reverse chain with ``Sigma_t = btilde_t I``
     and the ``N(0, I)`` start (the DDPM's and the paper's). That chain is biased at finite
     T even with the exact noise regressor: for Gaussian samples at ``T = 100``,
-    ``alpha = 0.97`` its covariance falls about 8-9% short (issue 8, trap 1). The tests
+    ``alpha = 0.97`` its covariance falls about 8-9% short. The tests
     compare this prior with that exact propagated value
     (:func:`vits_ref.reference.diffusion.chain_moments`), and on the cross shape with the
     same chain run with the cross's exact noise regressor (a Gaussian mixture, closed form).
@@ -165,7 +165,7 @@ class DiffusionPrior(DiffusionPriorBase):
         Parameters
         ----------
         samples : (N, dim) array
-            Draws of the prior to learn (finite; N >= 2). Seed 001 uses N = 10 000.
+            Draws of the prior to learn (finite; N >= 2). Kveton et al. use N = 10 000.
         epochs : int, default 20
             Passes over the samples, per stage.
         batch_size : int, default 128

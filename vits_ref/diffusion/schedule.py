@@ -1,6 +1,6 @@
 r"""The forward-noise schedule of a diffusion prior (DDPM; Ho et al. 2020).
 
-Seed 001 (Kveton et al., NeurIPS 2024), section 3; docs/algorithms.md section 3.
+Kveton et al. (NeurIPS 2024), section 3; docs/algorithms.md section 3.
 """
 
 import numpy as np
@@ -14,10 +14,10 @@ class Schedule:
     Parameters
     ----------
     n_stages : int, default 100
-        The number of diffusion stages ``T`` (100 in seed 001).
+        The number of diffusion stages ``T`` (100 in Kveton et al.).
     alpha : float or (T,) array, default 0.97
         ``alpha_t`` for ``t = 1..T``, each in (0, 1): one float for a constant schedule
-        (0.97 in seed 001, so ``abar_T = 0.97^100 ~ 0.048``), or one value per stage.
+        (0.97 in Kveton et al., so ``abar_T = 0.97^100 ~ 0.048``), or one value per stage.
 
     Attributes
     ----------
@@ -35,8 +35,8 @@ class Schedule:
     ``s_{t-1} | s_t ~ N(mu_t(s_t), btilde_t I)`` uses the posterior variance of
     ``q(s_{t-1} | s_t, s_0)``, which is exactly 0 at ``t = 1`` (``abar_0 = 1``). With that
     zero the last LaplaceDPS stage has an infinite prior precision and ignores the evidence
-    (issue 8, trap 2: samples then converge to ``sqrt(alpha_1)`` times the least-squares
-    estimate instead of the estimate, breaking Theorem 3 of seed 001). ``btilde[1]`` is
+    (samples then converge to ``sqrt(alpha_1)`` times the least-squares
+    estimate instead of the estimate, breaking Theorem 3 of Kveton et al.). ``btilde[1]`` is
     therefore clipped to ``beta[1]``, as Ho et al. (2020) do for their
     ``sigma_1^2 = beta_1`` choice; ``btilde_raw`` keeps the unclipped value.
 

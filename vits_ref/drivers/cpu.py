@@ -757,7 +757,7 @@ def diffts_linear_runs(bodies):
 # "loop", the row bodies in a prange over particles (distances, exponentials and the
 # weighted sum of one particle per iteration); "gemm", the BLAS form: the Gram matrix
 # X X^T and the product K [Y | 1] by np.dot (BLAS beats the loops on the CPU once n d is
-# large, see vits_ref.svgd.choose_form) and the n^2 exponentials by NumPy's vectorised
+# large, see vits_ref.inference.svgd.choose_form) and the n^2 exponentials by NumPy's vectorised
 # np.exp (about 5x faster than the compiled exp_nonpos loop on AVX-512: NumPy's SIMD exp,
 # which Numba has no way to emit without SVML), called from an object-mode block (about
 # 2 us); the CUDA path keeps the compiled bodies. Numba warns at compile and cache load
@@ -794,7 +794,7 @@ def svgd_phi(parallel=False):
     the number of Numba threads. ``parallel=False`` compiles the same code with the
     ``prange`` loops serial: each parallel region costs a launch (about 2 us on an idle
     machine, milliseconds on a loaded one), which small problems do not repay
-    (:func:`vits_ref.svgd.use_parallel`).
+    (:func:`vits_ref.inference.svgd.use_parallel`).
 
     The BLAS form, per step: ``sq_i = |x_i|^2``; ``D = X X^T`` (BLAS); the strict lower
     triangle of the squared distances (only when the median needs it) and the median by

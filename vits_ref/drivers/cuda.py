@@ -10,7 +10,7 @@ products are the loops of :mod:`vits_ref.kernels.linalg`). Tests run them on Num
 simulator (``NUMBA_ENABLE_CUDASIM=1``) and on a real GPU when one is present.
 
 One thread per problem is right for O(d^2) work such as a LinTS round; the VITS round's
-serial chain of d x d products wants a block per run (the next CUDA issue).
+serial chain of d x d products wants a block per run (:mod:`vits_ref.drivers.cuda_coop`).
 
 Every launcher takes and returns host NumPy arrays (it copies to and from the device
 explicitly) and accepts ``threads_per_block``.
@@ -95,7 +95,7 @@ def bandit_runs(piece, params, contexts, means, rewards, init_noise, sel_noise, 
 
 
 def run_fused(spec, realisations, noises, kl_rounds, threads_per_block=THREADS_PER_BLOCK):
-    """A policy's fused runs on the GPU from its :class:`~vits_ref.fused.FusedSpec`.
+    """A policy's fused runs on the GPU from its :class:`~vits_ref.drivers.fused.FusedSpec`.
 
     ``realisations``: the runs' :class:`~vits_ref.envs.Realisation`; ``noises``: their
     ``spec.draw(...)`` triples. Returns what :func:`bandit_runs` returns.
@@ -141,12 +141,12 @@ class BanditRounds:
     (:func:`vits_ref.kernels.bandit.make_bandit_rounds`, the body of the CPU driver
     :func:`vits_ref.drivers.cpu.bandit_rounds`), so the host memory is bounded by the chunk
     whatever ``T`` (the chunks come from :meth:`vits_ref.envs.Environment.realise_chunks`
-    and :func:`vits_ref.fused.draw_chunks`). The results equal :func:`bandit_runs` over
+    and :func:`vits_ref.drivers.fused.draw_chunks`). The results equal :func:`bandit_runs` over
     the whole horizon bit for bit.
 
     Parameters
     ----------
-    piece, params : the policy's :class:`~vits_ref.fused.FusedSpec` ``piece`` and ``params``
+    piece, params : the policy's :class:`~vits_ref.drivers.fused.FusedSpec` ``piece`` and ``params``
     n_runs, n_rounds, dim, n_arms, n_mc : int
         ``R``, ``T``, ``d``, ``K`` and ``M`` (the step noise's third axis).
     kl_rounds : (n_kl,) int array
@@ -774,11 +774,11 @@ class BanditStreams:
     inputs are generated on the device (:func:`vits_ref.kernels.bandit_streams.make_bandit_streams`,
     the body of the CPU driver :func:`vits_ref.drivers.cpu.bandit_streams`). The state
     buffers, scratch and outputs stay on the device; :meth:`advance` runs the next ``n``
-    rounds (one launch). Orchestrated by :func:`vits_ref._streams.run_streams_cuda`.
+    rounds (one launch). Orchestrated by :func:`vits_ref.bandit._streams.run_streams_cuda`.
 
     Parameters
     ----------
-    piece, params : the policy's :class:`~vits_ref.fused.FusedSpec` ``piece`` and ``params``
+    piece, params : the policy's :class:`~vits_ref.drivers.fused.FusedSpec` ``piece`` and ``params``
     env_round, env_params : :meth:`vits_ref.envs.Environment.counter_piece`
     keys : (R, 2) uint64 array
     dims : tuple ``(d, K, n_init, n_sel, S, M)``

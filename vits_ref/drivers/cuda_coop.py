@@ -1,7 +1,7 @@
 """Cooperative CUDA kernels: the fused bandit loop with one block of threads per run.
 
-Issue 11 item 2 asks for a block per run in which the threads split the products of the
-O(d^3) VITS round while "the body stays the one the CPU compiles" (docs/cuda.md,
+The VITS round is run by a block of threads per run, which split the products of the
+O(d^3) round while "the body stays the one the CPU compiles" (docs/cuda.md,
 "Cooperative kernels"):
 
 * :func:`rebind` rebuilds a kernel body, and every body it calls, with the cooperative
@@ -20,8 +20,9 @@ O(d^3) VITS round while "the body stays the one the CPU compiles" (docs/cuda.md,
   (:func:`vits_ref.kernels.bandit.make_bandit_rounds`) rebuilt by :func:`rebind`, one
   block per run, the run's state in the block's dynamic
   shared memory when it fits (else in global memory): the interface of
-  :class:`vits_ref.drivers.cuda.BanditRounds`, so :func:`vits_ref._cuda_simulate.run_fused_cuda`
-  drives either (:func:`vits_ref._cuda_simulate.layout_for` chooses).
+  :class:`vits_ref.drivers.cuda.BanditRounds`, so
+  :func:`vits_ref.bandit._cuda_simulate.run_fused_cuda` drives either
+  (:func:`vits_ref.bandit._cuda_simulate.layout_for` chooses).
 
 Verified on Numba's CUDA simulator (``tests/test_coop_design.py``,
 ``tests/test_cuda_coop_driver.py``) and compiled to sm_90 PTX without a GPU
@@ -401,7 +402,7 @@ def _block_rounds_kernel(piece):
 class BlockRounds(_BlockLayout, BanditRounds):
     """``R`` fused runs of ``T`` rounds on the GPU, one block of threads per run, advanced
     a chunk of rounds at a time: the interface of :class:`vits_ref.drivers.cuda.BanditRounds`
-    (so :func:`vits_ref._cuda_simulate.run_fused_cuda` drives either).
+    (so :func:`vits_ref.bandit._cuda_simulate.run_fused_cuda` drives either).
 
     The kernel runs ``piece``'s chunked loop (:func:`~vits_ref.kernels.bandit.make_bandit_rounds`,
     the body the CPU compiles) :func:`rebind`-ed with the cooperative primitives: every
@@ -516,7 +517,7 @@ def _block_streams_kernel(piece, env_round):
 class BlockStreams(_BlockLayout, BanditStreams):
     """``R`` streamed fused runs of ``T`` rounds, one block of threads per run: the
     interface of :class:`vits_ref.drivers.cuda.BanditStreams` (so
-    :func:`vits_ref._streams.run_streams_cuda` can drive either).
+    :func:`vits_ref.bandit._streams.run_streams_cuda` can drive either).
 
     The streamed loop (:func:`vits_ref.kernels.bandit_streams.make_bandit_streams`)
     rebuilt by :func:`rebind`, the Philox fills and the linear algebra split over the

@@ -5,7 +5,7 @@ the environment's own seed) plus the per-round randomness of a run, drawn by
 :meth:`Environment.realise` from the run's generator. Every realisation carries the
 expected reward of every arm, so regret is exact (no noisy rewards enter it).
 
-Logistic rewards use the library's one stable sigmoid, :func:`vits_ref.special.sigmoid`
+Logistic rewards use the library's one stable sigmoid, :func:`vits_ref.gaussian.special.sigmoid`
 (the kernels' scalar body compiled as a ufunc), so an environment's expected rewards are
 exactly the probabilities the kernels compute.
 """
@@ -65,7 +65,7 @@ class Environment:
             return z * z
         # imported on first use: loading the compiled ufuncs takes about 0.3 s, which
         # ``import vits_ref`` does not pay
-        from ..special import sigmoid
+        from ..gaussian.special import sigmoid
 
         return sigmoid(z)
 
@@ -102,7 +102,7 @@ class Environment:
 
         The chunks are the rows of ``realise(n_rounds, rng)``, bit for bit, while only one
         chunk's draws are held at a time, so a run's memory does not grow with the horizon
-        (:func:`vits_ref.simulate` draws its fused runs this way). ``rng`` is left where
+        (:func:`vits_ref.bandit.simulate` draws its fused runs this way). ``rng`` is left where
         :meth:`realise` leaves it.
 
         Why two passes: a run's draws come from one Generator in *stream order*: all the

@@ -4,7 +4,7 @@ Every problem of the paper's section 6 draws the unknown parameter from a "true 
 that the algorithms only know through samples: "All algorithms are evaluated on theta_*
 sampled from the true prior". :class:`PriorBandit` is that environment:
 
-- the *instance* (``seed``) is one draw ``theta_* ~ prior``; run :func:`vits_ref.simulate`
+- the *instance* (``seed``) is one draw ``theta_* ~ prior``; run :func:`vits_ref.bandit.simulate`
   with ``new_instance_per_run=True`` so that every run draws its own ``theta_*``;
 - each round shows ``K`` arms: feature vectors uniform in the unit ball (synthetic
   problems, section 6.2), or ``K`` distinct rows of a finite pool (MovieLens, section

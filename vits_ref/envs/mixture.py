@@ -1,12 +1,12 @@
-"""Mixture-of-linear-Gaussians bandits: scenarios A and B of the VTS paper (seed 002).
+"""Mixture-of-linear-Gaussians bandits: scenarios A and B of the VTS paper (Urteaga & Wiggins).
 
 Each arm ``a`` pays ``y ~ sum_k pi_ak N(x w_ak, s2_ak)`` for the round's context ``x``; the
-context is shared by the arms (seed 002 section 2: "the given context x_{t+1}") and drawn
+context is shared by the arms (Urteaga & Wiggins, section 2: "the given context x_{t+1}") and drawn
 ``U(0, 1)^d`` each round. A realisation's ``contexts`` (T, A, d) repeat it on every arm's
 row, which is how the library's per-arm policies (:class:`vits_ref.VTS`,
 :class:`vits_ref.PerArm`) read contexts: arm ``a`` is scored at row ``a``.
 
-Scenarios (seed 002 section 4, eqs. 18-19), ``d = 2``, two arms, unit variances:
+Scenarios (Urteaga & Wiggins, section 4, eqs. 18-19), ``d = 2``, two arms, unit variances:
 
 - A: arm 0 = 0.5 N(x (0, 0), 1) + 0.5 N(x (1, 1), 1);
   arm 1 = 0.5 N(x (2, 2), 1) + 0.5 N(x (3, 3), 1).

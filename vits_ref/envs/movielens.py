@@ -164,7 +164,7 @@ class MovieLensEnvironment(Environment):
         z = np.einsum("...kd,kd->...k", x, self.theta_star)
         if self.reward == "linear":
             return z
-        from ..special import sigmoid  # on first use, as in Environment.expected_reward
+        from ..gaussian.special import sigmoid  # on first use, as in Environment.expected_reward
 
         return sigmoid(z)
 

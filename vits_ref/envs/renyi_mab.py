@@ -1,6 +1,6 @@
 """The Rényi appendix's multi-armed bandit: three arms paying Gaussian mixtures (Table 4).
 
-Seed 004, appendix C, Table 4 ("MAB multi-modal generative process"): arm 1 pays
+Li & Turner, appendix C, Table 4 ("MAB multi-modal generative process"): arm 1 pays
 ``0.97 N(10, 1) + 0.03 N(22, 1)``, arm 2 ``N(16, 3)``, arm 3 ``0.97 N(10, 1) + 0.03 N(10, 1)``
 (the table's Sigma column read as variances, as Sigma is a covariance everywhere in the
 appendix). Expected rewards 10.36, 16 and 10: arm 2 (index 1) is optimal, arm 1 has a rare

@@ -9,7 +9,7 @@ diffusion priors), one module per figure or table;
 out, progress)`` which writes a CSV, a JSON summary and a PNG plot into ``out`` and
 returns the summary dict (its ``files`` lists what was written), ``table(result)`` for the
 terminal, and ``claims(result)``: the paper's claims that it tests, each with a verdict
-(:mod:`vits_ref.experiments._claims`, gathered by :mod:`vits_ref.report`).
+(:mod:`vits_ref.experiments._claims`, gathered by :mod:`vits_ref.experiments.report`).
 """
 
 from . import diffts, opvi, renyi, vits, vts

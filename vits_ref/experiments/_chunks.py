@@ -3,7 +3,7 @@
 An experiment's work is cut into independent **chunks** (for the regret experiments: a
 method's candidate on a panel, for a block of runs). A chunk carries everything it needs,
 including its seeds: run ``r`` of a panel is always seeded by child ``r`` of the
-experiment's seed (:func:`vits_ref.simulate`'s ``first_run``), so the results do not
+experiment's seed (:func:`vits_ref.bandit.simulate`'s ``first_run``), so the results do not
 depend on how the runs are cut into chunks, nor on where the chunks run:
 
 * in this process (the default),
@@ -66,7 +66,7 @@ class Session:
     chunk_runs : int
         Runs per chunk.
     device : {"cpu", "cuda"}
-        Device of the fused loops (:func:`vits_ref.simulate`).
+        Device of the fused loops (:func:`vits_ref.bandit.simulate`).
     options : dict or None
         The command's options, stored in the manifest and compared on resume.
     executor_name : str

@@ -2,7 +2,7 @@
 
 Every experiment module may define ``claims(result)``: from the JSON summary its ``run``
 returned, a list of :func:`claim` dicts, one per claim of the paper that the experiment
-tests. :mod:`vits_ref.report` gathers them into one page.
+tests. :mod:`vits_ref.experiments.report` gathers them into one page.
 """
 
 REPRODUCED = "reproduced"

@@ -119,7 +119,7 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     (:func:`vits_ref.experiments._paired.paired_difference`). ``on_result(panel, label,
     result)`` is called with each method's :class:`vits_ref.SimulationResult` (e.g. to
     count the arms played) before it is reduced to the summary. ``simulate_fn``: a
-    module-level function with :func:`vits_ref.simulate`'s arguments used instead of it
+    module-level function with :func:`vits_ref.bandit.simulate`'s arguments used instead of it
     (e.g. the prior bandits' DiffTS driver); if it has a ``device_for(policy)`` attribute,
     that names the device it runs ``policy`` on (recorded in the summary and passed as
     ``device``; default ``"cpu"``); ``plot``: write ``regret.png``;
@@ -177,7 +177,7 @@ def _warm_key(p, m, c):
 
 def _panel_plan(panels, runs, rounds, seed, kl_rounds, simulate_fn, s):
     """Per panel and method, the candidates as chunk arguments (one per block of runs)."""
-    from ..simulate import fused_spec, has_kl
+    from ..bandit.simulate import fused_spec, has_kl
 
     plan = []
     for p, (panel, env, methods, info) in enumerate(panels):
@@ -255,8 +255,8 @@ def _warm_up(arg, sim):
 
 def _panel_chunk(arg):
     """Compute one chunk: a block of runs of one candidate (module level: picklable)."""
+    from ..bandit.simulate import simulate
     from ..errors import DivergenceError
-    from ..simulate import simulate
 
     sim = arg["simulate_fn"] or simulate
     warmup = 0.0 if arg["warm"] in _WARMED else _warm_up(arg, sim)
@@ -274,8 +274,8 @@ def _panel_chunk(arg):
 def _probe(plan, store, runs, rounds, say):
     """Report the planned work and an estimate of its cost from a timed probe (a warm-up,
     then one run of :func:`_probe_rounds` rounds per pending method, in this process)."""
+    from ..bandit.simulate import simulate
     from ..errors import DivergenceError
-    from ..simulate import simulate
 
     s = _chunks.current()
     pending = [(e, e["candidates"][0]) for e in plan
@@ -353,7 +353,7 @@ def _run_plan(plan, store, runs, rounds, say):
 
 def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out, title,
                extra, reference, on_result, say, plot, s, t0):
-    from ..simulate import SimulationResult
+    from ..bandit.simulate import SimulationResult
 
     rows, summary, curves = [], [], {}
     for panel, _, _, _ in panels:
@@ -415,7 +415,7 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
     write_json(files[1], result)
     if plot:
         try:
-            from ..plotting import regret_panels
+            from .plotting import regret_panels
 
             regret_panels(curves, files[2], title=title)
         except ImportError as exc:

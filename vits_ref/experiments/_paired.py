@@ -1,7 +1,7 @@
 """Paired comparisons of two methods run on the same seeds (common random numbers).
 
 Every method of a panel meets the same contexts, reward noise and problem instances run
-by run (:func:`vits_ref.simulate` seeds run ``r`` identically for every policy), so the
+by run (:func:`vits_ref.bandit.simulate` seeds run ``r`` identically for every policy), so the
 per-run difference of two methods' final regrets removes the environment's share of the
 variance: its interval is far narrower than the two marginal standard errors suggest.
 The statistics are SciPy's: the paired t interval (``scipy.stats.ttest_1samp`` on the

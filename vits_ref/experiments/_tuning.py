@@ -13,7 +13,7 @@ import numpy as np
 
 #: Offset of the tuning runs' seed from the evaluation seed.
 TUNE_SEED_OFFSET = 10_000
-#: The issue's minimum number of tuning runs (20); the experiments default to it.
+#: The minimum number of tuning runs (20); the experiments default to it.
 TUNE_RUNS = 20
 
 

@@ -44,8 +44,8 @@ def vits_grid(runs=TUNE_RUNS, rounds=1000, seed=0, out="results/sweep-vits-grid"
     dict
         The summary written to ``summary.json``.
     """
+    from ..bandit.simulate import make_policy
     from ..envs import pool
-    from ..simulate import make_policy
     from .vits import fig1
 
     chosen = [m for m in fig1.METHODS if m[3] is not None

@@ -12,10 +12,11 @@ An engine holds a posterior over ``theta`` (dimension ``dim``) for one reward mo
     a dict of what the last update did (step size, steps, ...).
 ``fresh(seed)``
     a new engine with the same hyperparameters, at the prior, with its own seed: how
-    :func:`vits_ref.simulate` starts each run.
+    :func:`vits_ref.bandit.simulate` starts each run.
 ``fused(kl=False)``
-    the engine's part of the fused compiled bandit loop (a :class:`vits_ref.fused.FusedSpec`),
-    or None where it has none (non-linear models, general priors, some schedules).
+    the engine's part of the fused compiled bandit loop (a
+    :class:`vits_ref.drivers.fused.FusedSpec`), or None where it has none (non-linear
+    models, general priors, some schedules).
 
 Every engine's constructor starts ``(dim, model="linear", eta=1.0, lam=1.0, ...)`` and
 ends with ``seed=None``; arguments with the same name mean the same thing everywhere.

@@ -1,6 +1,6 @@
 r"""Posterior sampling with a diffusion-model prior: DiffTS (LaplaceDPS) and DPS.
 
-Seed 001 (Kveton et al., NeurIPS 2024): LaplaceDPS, Algorithm 2 with Theorems 2 (linear)
+Kveton et al. (NeurIPS 2024): LaplaceDPS, Algorithm 2 with Theorems 2 (linear)
 and 4 (GLM), and the DPS baseline of Chung et al. (Algorithm 4, appendix D);
 docs/algorithms.md section 3. The chains are compiled kernels
 (:mod:`vits_ref.kernels.diffusion_chain`) closing over the prior's noise-regressor bodies;
@@ -71,11 +71,6 @@ class _DiffusionEngine(Engine):
             raise DivergenceError(self.name, self.n_obs, None,
                                   detail=f"{int((~ok).sum())} of {ok.size} {what}")
 
-    def sample_moments(self, n=10000):
-        """Mean and covariance of ``n`` draws (from the sampling stream)."""
-        x = self.sample(n)
-        return x.mean(axis=0), np.cov(x, rowvar=False)
-
 
 class DiffTS(_DiffusionEngine):
     r"""LaplaceDPS posterior sampling with a diffusion prior: the engine of DiffTS.
@@ -99,7 +94,7 @@ class DiffTS(_DiffusionEngine):
 
     Notes
     -----
-    Algorithm 2 of seed 001 (docs/algorithms.md section 3). Linear model (Theorem 2), with
+    Algorithm 2 of Kveton et al. (docs/algorithms.md section 3). Linear model (Theorem 2), with
     ``Sbar^-1 = sigma^-2 sum phi phi^T`` and ``Sbar^-1 thetabar = sigma^-2 sum phi y``:
 
     .. math::
@@ -193,7 +188,7 @@ class DiffTS(_DiffusionEngine):
 
 
 class DPS(_DiffusionEngine):
-    r"""Diffusion posterior sampling (Chung et al. 2023) as in seed 001's appendix D.
+    r"""Diffusion posterior sampling (Chung et al. 2023) as in Kveton et al.'s appendix D.
 
     Parameters
     ----------
@@ -210,7 +205,7 @@ class DPS(_DiffusionEngine):
 
     Notes
     -----
-    Algorithm 4 of seed 001 (its line 5 with the sign typo fixed), for ``t = T..1``:
+    Algorithm 4 of Kveton et al. (its line 5 with the sign typo fixed), for ``t = T..1``:
 
     .. math::
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..drivers import cpu
-from ..fused import FusedSpec, thompson_noise, thompson_noise_chunks
+from ..drivers.fused import FusedSpec, thompson_noise, thompson_noise_chunks
 from ..kernels import lints as klints
 from .base import GaussianEngine
 

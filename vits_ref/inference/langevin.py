@@ -6,11 +6,11 @@ import numpy as np
 
 from .. import _validate as val
 from ..drivers import cpu
-from ..fused import FusedSpec, thompson_noise, thompson_noise_chunks
+from ..drivers.fused import FusedSpec, thompson_noise, thompson_noise_chunks
 from ..kernels import langevin as klangevin
 from ..kernels import logistic_bandit as klogb
-from ..schedules import schedule_code, step_size
 from .base import Engine
+from .schedules import schedule_code, step_size
 
 
 class Langevin(Engine):

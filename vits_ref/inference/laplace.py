@@ -11,8 +11,8 @@ from scipy.linalg import solve_triangular
 
 from .. import _validate as val
 from ..drivers import cpu
+from ..drivers.fused import FusedSpec, thompson_noise, thompson_noise_chunks
 from ..errors import DivergenceError
-from ..fused import FusedSpec, thompson_noise, thompson_noise_chunks
 from ..kernels import logistic_bandit as klogb
 from ..kernels.newton import CONVERGED, FAILED
 from .base import GaussianEngine

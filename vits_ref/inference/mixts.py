@@ -169,18 +169,18 @@ class MixTS(Engine):
         seed : int, SeedSequence, Generator or None
             Seed of the engine's sampling stream.
         fit_seed : int, default 0
-            Seed of EM's restarts (:func:`vits_ref.gmm.fit_gmm`), separate from ``seed``
+            Seed of EM's restarts (:func:`vits_ref.inference.gmm.fit_gmm`), separate from ``seed``
             so engines with different seeds share one fitted prior.
         **gmm_kwargs
             ``n_init``, ``max_iter``, ``tol``, ``reg_covar``, ``init`` of
-            :func:`vits_ref.gmm.fit_gmm`.
+            :func:`vits_ref.inference.gmm.fit_gmm`.
 
         Returns
         -------
         MixTS
-            With the fit in ``prior_fit`` (a :class:`vits_ref.gmm.GMMResult`).
+            With the fit in ``prior_fit`` (a :class:`vits_ref.inference.gmm.GMMResult`).
         """
-        from ..gmm import fit_gmm
+        from .gmm import fit_gmm
 
         fit = fit_gmm(samples, n_components, seed=fit_seed, **gmm_kwargs)
         eng = cls(fit.weights, fit.means, fit.covs, sigma=sigma, seed=seed)
@@ -316,7 +316,7 @@ class StandardTS(LinTS):
 
     ``LinTS(dim, eta=1/sigma^2, lam=sigma^2)``: its default prior ``N(0, I/(lam eta))`` is
     ``N(0, I)``, so the posterior is eq. 3 of the diffusion paper with that prior and
-    :func:`vits_ref.simulate` runs it in the fused compiled loop (a general prior, as in
+    :func:`vits_ref.bandit.simulate` runs it in the fused compiled loop (a general prior, as in
     :class:`TunedLinTS`, has none). What :func:`TunedTS.standard` returns for
     ``model="linear"``.
     """

@@ -1,7 +1,7 @@
-r"""Particle engines: SVGD (Liu & Wang 2016) and online particle VI (OPVI, seed 003).
+r"""Particle engines: SVGD (Liu & Wang 2016) and online particle VI (the OPVI paper's OPVI).
 
 Both move ``n_particles`` particles along the SVGD direction
-(:func:`vits_ref.svgd.phi`; compiled steps :func:`vits_ref.drivers.cpu.svgd_steps`, which
+(:func:`vits_ref.inference.svgd.phi`; compiled steps :func:`vits_ref.drivers.cpu.svgd_steps`, which
 take the gradients from the model's compiled potential for all particles at once) and
 follow the engine protocol of :mod:`~vits_ref.inference.base`: :meth:`~SVGD.sample` draws
 particles with replacement, :attr:`~SVGD.mean` and :attr:`~SVGD.cov` are the particles' moments, and
@@ -15,9 +15,9 @@ import math
 import numpy as np
 
 from .. import _validate as val
-from .. import svgd as _svgd
 from ..drivers import cpu
 from ..errors import DivergenceError
+from . import svgd as _svgd
 from .base import GaussianEngine
 
 OPTIMIZERS = ("adagrad", "sgd")
@@ -25,7 +25,7 @@ OPTIMIZERS = ("adagrad", "sgd")
 #: gradient), ``fudge_factor = 1e-6``
 ADAGRAD_ALPHA = 0.9
 ADAGRAD_FUDGE = 1e-6
-#: OPVI's prior weight ``eta_t = 6 / (pi^2 t^2)`` (seed 003, section 3; sums to 1 over t)
+#: OPVI's prior weight ``eta_t = 6 / (pi^2 t^2)`` (the OPVI paper, section 3; sums to 1 over t)
 PAPER_PRIOR_WEIGHT = "6/(pi^2 t^2)"
 
 
@@ -59,7 +59,7 @@ class SVGD(GaussianEngine):
         order around the fixed point; ``"sgd"`` converges to the fixed point itself when
         ``step_size`` is below ``2 / L`` (``L`` the Hessian's largest eigenvalue).
     form : {"auto", "loop", "gemm"}, default "auto"
-        The direction's form (:func:`vits_ref.svgd.choose_form`).
+        The direction's form (:func:`vits_ref.inference.svgd.choose_form`).
     seed : int, SeedSequence, Generator or None
         Seeds the two streams: :meth:`sample`'s draws and the initial particles.
 
@@ -189,7 +189,7 @@ class SVGD(GaussianEngine):
 
 
 def batch_size(t, batch="power", batch_power=0.55, N=None, rho=None):
-    r"""OPVI's mini-batch size ``B_t`` at round ``t >= 1`` (seed 003).
+    r"""OPVI's mini-batch size ``B_t`` at round ``t >= 1`` (the OPVI paper).
 
     ``"power"``: ``ceil(t^batch_power)`` (the paper's experiments: ``t^0.55``);
     ``"saturating"``: ``ceil(N t^rho / (N + t^rho))`` (section 4, the schedule of its
@@ -202,7 +202,7 @@ def batch_size(t, batch="power", batch_power=0.55, N=None, rho=None):
 
 
 class OPVI(SVGD):
-    r"""Online particle-based variational inference (seed 003, Algorithm 1).
+    r"""Online particle-based variational inference (the OPVI paper, Algorithm 1).
 
     Parameters
     ----------

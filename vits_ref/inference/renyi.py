@@ -1,7 +1,7 @@
 r"""Rényi variational inference: a Gaussian fitted by Adam on the Monte Carlo Rényi bound.
 
-Li & Turner (2016), "Rényi divergence variational inference", eqs. (13)-(14); the Rényi
-appendix (seed 004), appendix C (its bandit's inner loop) and eq. (68) (the bound);
+Li & Turner (2016), "Rényi divergence variational inference", eqs. (13)-(14); its Rényi
+appendix, appendix C (the appendix's bandit's inner loop) and eq. (68) (the bound);
 docs/algorithms.md section 6. The compiled steps are :mod:`vits_ref.kernels.renyi`.
 """
 
@@ -136,7 +136,7 @@ class RenyiVI(GaussianEngine):
                 "init_mean": None if self.init_cov is None else self.init_mean,
                 "init_cov": self.init_cov}
 
-    # -- pickling (worker processes of vits_ref.simulate): the compiled steps are rebuilt
+    # -- pickling (worker processes of vits_ref.bandit.simulate): the compiled steps are rebuilt
     def __getstate__(self):
         state = dict(self.__dict__)
         del state["_steps"]
@@ -147,41 +147,12 @@ class RenyiVI(GaussianEngine):
         self._steps = cpu.renyi_steps(self.model.potential)
 
     # -- protocol -----------------------------------------------------------------------
-    def update(self, features, rewards):
-        """Append observations and run ``n_steps`` Adam steps (see the class Notes).
-
-        Parameters
-        ----------
-        features : (n, dim) array
-        rewards : (n,) array
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        DivergenceError
-            On a non-finite bound, gradient or state; the engine (its ``q``, Adam state,
-            random stream and the model's observations) is then left as it was.
-        """
-        model_state = {k: (v.copy() if isinstance(v, np.ndarray) else v)
-                       for k, v in vars(self.model).items()}
-        rng_state = self._rng_update.bit_generator.state
-        n_obs = self.diagnostics["n_obs"]
-        try:
-            return super().update(features, rewards)
-        except DivergenceError:
-            vars(self.model).update(model_state)
-            self._rng_update.bit_generator.state = rng_state
-            self.diagnostics["n_obs"] = n_obs
-            raise
-
     def _refit(self, features, rewards):
+        # the steps run in place on q and Adam's state: a DivergenceError is rolled back by
+        # Engine.update's transaction (q, Adam state, streams, the model's observations)
         S, M, d = self.n_steps, self.n_mc, self.dim
         eps = self._rng_update.standard_normal((S, M, d))
-        # the steps run on copies, committed only when the whole update stayed finite
-        P, m, v, t = self._P.copy(), self._m.copy(), self._v.copy(), self._t.copy()
+        P, m, v, t = self._P, self._m, self._v, self._t
         trace = np.empty((S, 2))
         b1, b2 = self.betas
         ok = self._steps(self.alpha, P, self.model.kernel_data(), eps, self.learning_rate,
@@ -194,7 +165,6 @@ class RenyiVI(GaussianEngine):
                        "or its gradient became non-finite (a learning rate too large for "
                        "the log-diagonal of L, or draws where the model's potential "
                        "overflows). The engine is unchanged.")
-        self._P, self._m, self._v, self._t = P, m, v, t
         self._L = self._scratch[0].copy()
         self.trace = trace
         self.diagnostics.update(step_size=self.learning_rate, n_steps=S,

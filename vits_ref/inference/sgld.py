@@ -1,6 +1,6 @@
 """Stochastic-gradient Langevin dynamics (Welling & Teh 2011): the particle papers' baseline.
 
-Seed 003 compares OPVI with "LD" at a fixed mini-batch of 20 and at full batch; this is
+The OPVI paper compares OPVI with "LD" at a fixed mini-batch of 20 and at full batch; this is
 that baseline, as an engine of the common protocol (:mod:`~vits_ref.inference.base`).
 """
 

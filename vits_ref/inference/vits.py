@@ -9,19 +9,19 @@ import numpy as np
 
 from .. import _validate as val
 from ..drivers import cpu
+from ..drivers.fused import FusedSpec, thompson_noise, thompson_noise_chunks
 from ..errors import DivergenceError
-from ..fused import FusedSpec, thompson_noise, thompson_noise_chunks
 from ..kernels import logistic_bandit as klogb
 from ..kernels import vits as kvits
 from ..kernels.vits import VARIANT_HF, VARIANT_HF_CV, VARIANT_I, VARIANT_II
-from ..schedules import (
+from .base import GaussianEngine
+from .schedules import (
     SCHEDULES,
     check_theoretical,
     schedule_code,
     step_size,
     theoretical_step,
 )
-from .base import GaussianEngine
 
 VARIANTS = {"I": VARIANT_I, "II": VARIANT_II, "hessian_free": VARIANT_HF}
 _NAMES = {"I": "VITS-I", "II": "VITS-II", "hessian_free": "VITS-II-HF"}
@@ -56,7 +56,7 @@ class VITS(GaussianEngine):
     n_mc : int, default 1
         Monte Carlo draws per step, averaged (20 in the paper for Hessian-free).
     schedule : {"decayed", "constant", "theoretical"}, default "decayed"
-        See :mod:`vits_ref.schedules`.
+        See :mod:`vits_ref.inference.schedules`.
     symmetrize : bool, default False
         Hessian-free only: use ``(A + A^T)/2``. Off by default to follow Algorithm 3; on,
         the estimator's variance is lower (see ``tests/test_vits.py``).

@@ -62,7 +62,7 @@ MODELS["mlp"] = MLP
 
 __all__ = ["MODELS", "Linear", "Logistic", "MLP", "Model"]
 
-# particle models (seed 003): the Welling-Teh mixture, the BNN regression and classifier
+# particle models (the OPVI paper): the Welling-Teh mixture, the BNN regression and classifier
 from .bnn import BNNRegression, regression_metrics  # noqa: E402
 from .classifier import BNNClassifier, accuracy  # noqa: E402
 from .welling_teh import WellingTeh, posterior_grid, welling_teh_data  # noqa: E402

@@ -1,9 +1,9 @@
-"""Bayesian neural network regression (seed 003, section 5.2; Liu & Wang 2016, section 5).
+"""Bayesian neural network regression (the OPVI paper, section 5.2; Liu & Wang 2016, section 5).
 
 One hidden layer of 50 ReLU units, Gaussian noise with precision ``gamma``, Gaussian
 weights with precision ``lambda``, ``gamma, lambda ~ Gamma(1, rate 0.1)``, the precisions
 carried in log space: the model of the SVGD paper's UCI experiments (its code,
-``bayesian_nn.py``, uses ReLU and 50 units), which seed 003 reuses on Kin8nm with 20
+``bayesian_nn.py``, uses ReLU and 50 units), which the OPVI paper reuses on Kin8nm with 20
 particles. The potential, its gradient and the parameter layout are documented in
 :mod:`vits_ref.kernels.bnn`.
 
@@ -36,7 +36,7 @@ class BNNRegression(NetworkModel):
     hidden : int, default 50
         Hidden ReLU units.
     a0, b0 : float, default 1.0, 0.1
-        ``Gamma(a0, rate b0)`` prior of both precisions (the SVGD paper's and seed 003's
+        ``Gamma(a0, rate b0)`` prior of both precisions (the SVGD paper's and the OPVI paper's
         ``Gamma(1, 0.1)``).
     eta : float, default 1.0
         Inverse temperature: multiplies the whole potential.

@@ -1,6 +1,6 @@
-"""Two-layer Bayesian neural network classifier (seed 003, section 5.3).
+"""Two-layer Bayesian neural network classifier (the OPVI paper, section 5.3).
 
-Seed 003 classifies MNIST with "a two-layer BNN model with 100 hidden variables, with a
+The OPVI paper classifies MNIST with "a two-layer BNN model with 100 hidden variables, with a
 sigmoid input layer and a softmax output layer" and 20 particles; it states no prior.
 The choice here: sigmoid hidden units, softmax over ``K`` classes, and a Gaussian prior
 ``N(0, I/alpha)`` with a *fixed* precision ``alpha`` (default 1) on every weight and bias
@@ -36,7 +36,7 @@ class BNNClassifier(NetworkModel):
     n_classes : int, default 2
         ``K >= 2``; labels are ``0 .. K-1``.
     hidden : int, default 100
-        Hidden sigmoid units (seed 003: 100).
+        Hidden sigmoid units (the OPVI paper: 100).
     alpha : float, default 1.0
         Prior precision: ``theta ~ N(0, I/alpha)``.
     eta : float, default 1.0

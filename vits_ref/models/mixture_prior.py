@@ -1,6 +1,6 @@
 r"""Linear-Gaussian rewards under a Gaussian-mixture prior: the Rényi bandit's arm model.
 
-The Rényi appendix (seed 004) models an arm's reward as ``p(o | s) = N(s x, Sigma_l)``
+Li & Turner's Rényi appendix models an arm's reward as ``p(o | s) = N(s x, Sigma_l)``
 (appendix B, eqs. 48 and 66; ``x = 1`` for a multi-armed bandit) and gives each arm a
 two-component prior (appendix C, Table 3). With noise variance ``1/eta`` and the prior
 ``sum_k w_k N(m_k, diag(v_k))``:

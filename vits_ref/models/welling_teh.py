@@ -1,6 +1,6 @@
-"""The Welling-Teh two-parameter Gaussian mixture (seed 003, section 5.1).
+"""The Welling-Teh two-parameter Gaussian mixture (the OPVI paper, section 5.1).
 
-Welling & Teh (2011, section 5.1) and seed 003 (eq. 14)::
+Welling & Teh (2011, section 5.1) and the OPVI paper (eq. 14)::
 
     (theta_1, theta_2) ~ N(0, diag(v_1, v_2)),  v = (10, 1)
     x_i ~ 1/2 N(theta_1, sigma_x^2) + 1/2 N(theta_1 + theta_2, sigma_x^2)
@@ -8,7 +8,7 @@ Welling & Teh (2011, section 5.1) and seed 003 (eq. 14)::
 with data drawn at ``theta = (0, 1)``. The posterior is bimodal: ``(0, 1)`` and its mirror
 ``(1, -1)`` (swapping the components' roles) explain the data almost equally well.
 
-``sigma_x``: seed 003 states ``sigma_x = 2`` (``sigma_x^2 = 4``, also ALGORITHMS.md
+``sigma_x``: the OPVI paper states ``sigma_x = 2`` (``sigma_x^2 = 4``, also docs/algorithms.md
 section 5), which is the default here; Welling & Teh's own paper used ``sigma_x^2 = 2``
 (``sigma_x = sqrt 2``), available as ``sigma_x="welling_teh"`` (or the float). With
 ``sigma_x = 2`` the two modes are less separated than in Welling & Teh's figure.
@@ -26,7 +26,7 @@ from ..drivers import cpu
 from ..kernels.welling_teh import POTENTIAL
 from .base import Model
 
-#: seed 003's ``sigma_x`` (section 5.1: "sigma_x = 2")
+#: the OPVI paper's ``sigma_x`` (section 5.1: "sigma_x = 2")
 SIGMA_X_SEED = 2.0
 #: Welling & Teh (2011)'s ``sigma_x`` (their section 5.1: ``sigma_x^2 = 2``)
 SIGMA_X_WELLING_TEH = math.sqrt(2.0)
@@ -53,10 +53,10 @@ def welling_teh_data(n=10000, theta=(0.0, 1.0), sigma_x=SIGMA_X_SEED, seed=None)
     Parameters
     ----------
     n : int, default 10000
-        Seed 003 uses "approximately 10,000" points, Welling & Teh 100.
+        The OPVI paper uses "approximately 10,000" points, Welling & Teh 100.
     theta : (2,) array, default (0, 1)
     sigma_x : float or {"seed", "welling_teh"}, default 2.0
-        2.0 is seed 003's value, ``sqrt 2`` Welling & Teh's.
+        2.0 is the OPVI paper's value, ``sqrt 2`` Welling & Teh's.
     seed : int, SeedSequence, Generator or None
 
     Returns
@@ -170,7 +170,7 @@ class WellingTeh(Model):
     x : (n,) array or None
         Observations to start with (more come through :meth:`add`).
     sigma_x : float or {"seed", "welling_teh"}, default 2.0
-        The components' standard deviation: 2.0 as seed 003 states, ``sqrt 2``
+        The components' standard deviation: 2.0 as the OPVI paper states, ``sqrt 2``
         (``"welling_teh"``) as Welling & Teh (2011) used.
     prior_var : (2,) array, default (10, 1)
         Prior variances of ``theta_1`` and ``theta_2``.

@@ -7,7 +7,7 @@ subject: :mod:`.vits` (the VITS steps: linear, and VITS-II on any potential),
 IRLS), :mod:`.mlp` (the network potential), :mod:`.naive` (closed forms by explicit
 inverses and determinants: Gaussians, LinTS and LinUCB scores, Langevin). The references
 compute what the kernels compute; they share the kernels' constants (variant codes,
-schedules, status codes) and the stable scalar functions of :mod:`vits_ref.special`.
+schedules, status codes) and the stable scalar functions of :mod:`vits_ref.gaussian.special`.
 """
 
 from . import logistic, mlp, naive

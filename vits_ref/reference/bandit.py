@@ -18,7 +18,7 @@ from .vits import vits_step
 def linear_bandit_run(spec, contexts, means, rewards, init_noise, sel_noise, step_noise):
     """One linear-bandit run in plain NumPy; returns ``(regret (T,), arms (T,))``.
 
-    ``spec`` is a policy's :class:`vits_ref.fused.FusedSpec` (its piece's name says which
+    ``spec`` is a policy's :class:`vits_ref.drivers.fused.FusedSpec` (its piece's name says which
     algorithm, its ``params`` the hyperparameters in the piece's order); the arrays are
     those of the fused loop (:func:`vits_ref.kernels.bandit.make_bandit_run`). Raises
     FloatingPointError on a non-finite state (or, for VITS, ``max |B|`` above the bound).

@@ -1,10 +1,11 @@
 """Plain-NumPy CAVI for a mixture of linear-Gaussian experts, and the NIG closed forms.
 
-The same algorithm as :mod:`vits_ref.kernels.cavi` (seed 002 eqs. 12-13, docs/algorithms.md
-section 4), written with whole-array NumPy operations over the observations and SciPy's
-special functions: responsibilities by a log-sum-exp (``scipy.special.logsumexp``), the
-M-step by explicit inverses, the ELBO from the same terms. Tests compare the compiled
-kernels with it; ``vits_ref._bench.vts`` times one CAVI round of both in one process.
+The same algorithm as :mod:`vits_ref.kernels.cavi` (Urteaga & Wiggins, eqs. 12-13,
+docs/algorithms.md section 4), written with whole-array NumPy operations over the
+observations and SciPy's special functions: responsibilities by a log-sum-exp
+(``scipy.special.logsumexp``), the M-step by explicit inverses, the ELBO from the same
+terms. Tests compare the compiled kernels with it; ``vits_ref._bench.vts`` times one CAVI
+round of both in one process.
 
 The NIG closed forms (:func:`nig_posterior`, :func:`nig_log_evidence`) are the exact
 posterior and marginal likelihood of Bayesian linear regression with unknown noise

@@ -8,7 +8,7 @@ yardstick the tests compare the compiled bodies against (to ~1e-12) and the benc
 row vectors times weights); the prior's
 ``params`` stack them over stages (leading axis T, indexed by ``t - 1``).
 
-The reverse chain (:func:`reverse_chain`) is the DDPM's (Ho et al. 2020; seed 001,
+The reverse chain (:func:`reverse_chain`) is the DDPM's (Ho et al. 2020; Kveton et al.,
 section 3 and appendix B), vectorised over samples, one stage at a time::
 
     s0_hat = (s_t - sqrt(1 - abar_t) eps_t(s_t)) / sqrt(abar_t)

@@ -1,7 +1,7 @@
 """Plain-NumPy reverse chains of a diffusion prior: the naive loops the tests and
 benchmarks compare the compiled chains (:mod:`vits_ref.kernels.diffusion_chain`) against.
 
-Each function follows the equations of seed 001 (docs/algorithms.md section 3) literally:
+Each function follows the equations of Kveton et al. (docs/algorithms.md section 3) literally:
 explicit ``s0_hat`` and ``mu_t``, products of Gaussians by ``np.linalg.solve``, IRLS by
 :func:`vits_ref.reference.logistic.irls`, DPS's residuals from the history itself (not
 from sufficient statistics). The noise regressor is the Gaussian prior's closed form
@@ -129,7 +129,7 @@ def laplace_logistic(prior, X, y, z, eta=1.0, tol=1e-8, max_iter=100, eps=None):
 
 
 def dps_linear(prior, X, y, z, eps=None, jac=None):
-    """One DPS draw (Algorithm 4 of seed 001, line 5's sign fixed) from the history
+    """One DPS draw (Algorithm 4 of Kveton et al., line 5's sign fixed) from the history
     ``X`` (N, d), ``y`` (N,): residuals ``y - X s0_hat``, gradient with respect to ``s_t``
     through the Jacobian ``jac(t)`` of ``eps_t`` (default: the Gaussian prior's)."""
     if eps is None or jac is None:
@@ -177,7 +177,7 @@ def chain_moments(prior):
     ``inv(reverse_prec[t])``), so ``m <- M_t m + k_t``, ``C <- M_t C M_t^T + Sigma_t``
     from the start's moments. With ``reverse_variance="exact"`` and ``start="exact"`` this
     returns ``(prior.mean, prior.cov)`` (to rounding); with ``"ddpm"`` and ``"standard"``
-    it measures the DDPM chain's bias (issue 8, trap 1).
+    it measures the DDPM chain's bias at finite T (its covariance falls short).
     """
     T = prior.n_stages
     m0, L0 = _start(prior)

@@ -7,7 +7,7 @@ On a history ``X`` (n, d), ``y`` (n,) in {0, 1} (docs/algorithms.md section 2)::
     hess U   = eta ( X^T diag(sigmoid'(z)) X + lam I )
 
 One array expression per line of the algorithm; the stable scalar forms are the library's
-single implementation, :mod:`vits_ref.special` (``bernoulli_nll``, ``residual``,
+single implementation, :mod:`vits_ref.gaussian.special` (``bernoulli_nll``, ``residual``,
 ``sigmoid_prime``, the ufuncs of the kernels' own bodies), so this reference differs from
 the kernels (:mod:`vits_ref.kernels.logistic`) only in the order of its sums. IRLS is the
 damped Newton iteration of :mod:`vits_ref.kernels.newton` on ``U`` plus a Gaussian prior
@@ -27,8 +27,8 @@ True
 
 import numpy as np
 
+from ..gaussian.special import bernoulli_nll, residual, sigmoid_prime
 from ..kernels.newton import CONVERGED, FAILED, MAX_HALVINGS, MAX_ITER
-from ..special import bernoulli_nll, residual, sigmoid_prime
 
 __all__ = ["CONVERGED", "FAILED", "MAX_ITER", "grads_hessian", "irls", "prior_term",
            "value"]

@@ -1,4 +1,4 @@
-r"""Plain-NumPy Rényi variational inference (Li & Turner 2016; seed 004 appendix C).
+r"""Plain-NumPy Rényi variational inference (Li & Turner 2016, appendix C).
 
 The same algorithm as :mod:`vits_ref.kernels.renyi`, written with array expressions: the
 yardstick the tests compare the compiled bodies against (to 1e-12) and the benchmark

@@ -126,7 +126,7 @@ def _means(X, theta, code):
     if code == ks.REWARD_QUADRATIC:
         return z * z
     if code == ks.REWARD_LOGISTIC:
-        from ..special import sigmoid
+        from ..gaussian.special import sigmoid
 
         return sigmoid(z)
     return z

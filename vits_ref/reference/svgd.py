@@ -9,12 +9,13 @@ kernel ``k(x, x') = exp(-|x - x'|^2 / h)`` and repulsion weight ``r``:
     \qquad \nabla_{x_j} k(x_j, x_i) = \tfrac2h (x_i - x_j) k(x_j, x_i).
 
 :func:`phi_naive` is the definition term by term (O(n^2 d), a Python loop over ``i``);
-:func:`phi_broadcast` the (n, n, d) broadcast that a NumPy user writes first (the
-prototype of issue 10: 423 ms at n = 1000, d = 50); :func:`phi_gemm` the matrix-product
-form (squared distances from ``X X^T``, ``K G`` and ``K X`` by BLAS: 33 ms there), the
-form of Liu & Wang's ``svgd.py`` and of BlackJAX's vmapped kernel. The median heuristic
-:func:`median_bandwidth` is BlackJAX's ``median_heuristic``: ``h = med^2 / log n`` with
-``med`` the median of the ``n (n - 1) / 2`` distances ``|x_i - x_j|``, ``i > j``.
+:func:`phi_broadcast` the (n, n, d) broadcast that a NumPy user writes first (an early
+prototype of the library's SVGD: 423 ms at n = 1000, d = 50); :func:`phi_gemm` the
+matrix-product form (squared distances from ``X X^T``, ``K G`` and ``K X`` by BLAS: 33 ms
+there), the form of Liu & Wang's ``svgd.py`` and of BlackJAX's vmapped kernel. The median
+heuristic :func:`median_bandwidth` is BlackJAX's ``median_heuristic``:
+``h = med^2 / log n`` with ``med`` the median of the ``n (n - 1) / 2`` distances
+``|x_i - x_j|``, ``i > j``.
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Online posterior sampling with a diffusion prior (Kveton et al., NeurIPS 2024, seed 001):
+"""Online posterior sampling with a diffusion prior (Kveton et al., NeurIPS 2024):
 one module per experiment.
 
 - :mod:`~vits_ref.experiments.diffts.synthetic` (``diffts-synthetic``): section 6.2 and

@@ -1,7 +1,7 @@
 """What the diffusion-prior experiments share: the methods, trained priors and their cache,
 the two-sample statistic, the late-regret slopes and the two-row figure.
 
-The methods of seed 001, section 6.1, all built from the same prior samples:
+The methods of Kveton et al., section 6.1, all built from the same prior samples:
 
 - ``TS``: linear Thompson sampling with the uninformative prior ``N(0, I)`` (exact,
   :class:`vits_ref.LinTS`) or, for logistic rewards, Laplace TS with that prior;
@@ -56,7 +56,7 @@ def trained_prior(samples, n_stages=100, alpha=0.97, seed=0, cache_dir=None, nam
     samples : (n, d) array
         Samples of the prior to learn.
     n_stages, alpha : int, float
-        The diffusion's ``T`` and ``alpha_t`` (seed 001: 100 and 0.97).
+        The diffusion's ``T`` and ``alpha_t`` (Kveton et al.: 100 and 0.97).
     seed : int
         Seeds the network's initialisation and the training's mini-batches.
     cache_dir : str or None
@@ -170,7 +170,7 @@ def late_slopes(cumulative, start=None):
 
 def prior_and_regret_figure(scatter, curves, path, title=None, labels=("true prior",
                                                                           "diffusion prior")):
-    """Figures 2 and 4 of seed 001: a row of prior scatter plots over a row of regret curves.
+    """Figures 2 and 4 of Kveton et al.: a row of prior scatter plots over a row of regret curves.
 
     ``scatter``: ``{panel: (true (n, 2), learned (m, 2))}`` (2-D samples; higher
     dimensions are drawn on their first two coordinates); ``curves``: ``{panel: {method:
@@ -179,7 +179,7 @@ def prior_and_regret_figure(scatter, curves, path, title=None, labels=("true pri
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from ...plotting import BAND_NOTE, band, has_band, outside_legend, save
+    from ..plotting import BAND_NOTE, band, has_band, outside_legend, save
 
     panels = list(curves)
     n = len(panels)
@@ -224,8 +224,8 @@ def prior_and_regret_figure(scatter, curves, path, title=None, labels=("true pri
 
 def _is_linear_diffts(policy):
     eng = getattr(policy, "engine", None)
+    from ...bandit.policies import ThompsonSampling
     from ...inference.diffts import DiffTS
-    from ...policies import ThompsonSampling
 
     return (isinstance(policy, ThompsonSampling) and isinstance(eng, DiffTS)
             and eng.model.name == "linear")
@@ -253,18 +253,18 @@ class one_thread:
 
 
 def simulate_method(policy, env, rounds, runs, seed, n_jobs=1, first_run=0):
-    """:func:`vits_ref.simulate` with a new problem instance per run (``theta_*`` drawn
+    """:func:`vits_ref.bandit.simulate` with a new problem instance per run (``theta_*`` drawn
     from the prior in every run); Thompson sampling over the linear DiffTS goes through the
     compiled ``prange`` driver over runs (:func:`vits_ref.diffusion.chain.run_linear_bandit`),
-    with the same seeds as :func:`vits_ref.simulate` (run ``r``: child ``r`` of the root;
+    with the same seeds as :func:`vits_ref.bandit.simulate` (run ``r``: child ``r`` of the root;
     its child 0 realises the run, child 1 seeds the policy, child 2 draws the instance), so
     both give the same regret bit for bit (``tests/test_diffts_experiments.py``).
     ``first_run``: the runs are ``first_run, ..., first_run + runs - 1`` (a block of a
-    longer experiment, as :func:`vits_ref.simulate`'s ``first_run``)."""
-    from ...simulate import SimulationResult, simulate
+    longer experiment, as :func:`vits_ref.bandit.simulate`'s ``first_run``)."""
+    from ...bandit.simulate import SimulationResult, simulate
 
     if not _is_linear_diffts(policy):
-        from ...simulate import fused_spec
+        from ...bandit.simulate import fused_spec
 
         # the Python loop draws one sample per round: with several Numba threads the
         # engines' prange launch per draw costs far more than the draw (about 15 ms against

@@ -1,4 +1,4 @@
-r"""Appendix C.3 of seed 001 (Figure 6): DiffTS on "cross" against the number of stages T
+r"""Appendix C.3 of Kveton et al. (Figure 6): DiffTS on "cross" against the number of stages T
 and the number of training samples.
 
 Setup: the "cross" problem of :mod:`~vits_ref.experiments.diffts.synthetic` (linear
@@ -170,7 +170,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-ablation", progress=No
     curves = result.pop("curves")
     files = result["files"]
     try:
-        from ...plotting import regret_panels
+        from ..plotting import regret_panels
 
         regret_panels(curves, os.path.join(out, "regret.png"),
                       title=f"DiffTS on '{SHAPE}' ({runs} runs)")
@@ -200,7 +200,7 @@ def _linear_fit(x, y):
 
 
 def _figure(result, path):
-    from ...plotting import CI95_BARS, figure, outside_legend, save
+    from ..plotting import CI95_BARS, figure, outside_legend, save
 
     fig, (a, b, c) = figure(3, width=4.5, height=3.6)
     eT = panel_entries(result, PANEL_STAGES)
@@ -231,7 +231,7 @@ def _figure(result, path):
     c.set_ylabel("ms per draw")
     c.grid(alpha=0.3)
     outside_legend([a, b, c])  # one legend right of the draw-time panel
-    fig.suptitle(f"Seed 001 Figure 6, '{SHAPE}' ({result['runs']} runs)")
+    fig.suptitle(f"Kveton et al., Figure 6, '{SHAPE}' ({result['runs']} runs)")
     save(fig, path)
     return fig
 

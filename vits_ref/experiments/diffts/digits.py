@@ -1,4 +1,4 @@
-r"""Appendix C.2 of seed 001 (Figure 5) on scikit-learn's handwritten digits.
+r"""Appendix C.2 of Kveton et al. (Figure 5) on scikit-learn's handwritten digits.
 
 **Data.** The paper uses MNIST; this experiment uses the 1797 8 x 8 digits that
 scikit-learn ships (``sklearn.datasets.load_digits``: real data, no download), which
@@ -61,7 +61,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-digits", progress=None
     return _shared.run_embedding_experiment(
         NAME, DESCRIPTION, first.prior_pool, lambda r: envs[r], rewards, SIGMA, runs,
         rounds, seed, out, progress, methods, n_stages, alpha, n_train, train_kwargs,
-        n_energy, n_jobs, extra, "Seed 001 Figure 5 on sklearn digits")
+        n_energy, n_jobs, extra, "Kveton et al., Figure 5, on sklearn digits")
 
 
 def table(result):

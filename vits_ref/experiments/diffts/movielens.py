@@ -1,4 +1,4 @@
-r"""Section 6.3 of seed 001 (Figure 3): MovieLens with a diffusion prior, linear and logistic.
+r"""Section 6.3 of Kveton et al. (Figure 3): MovieLens with a diffusion prior, linear and logistic.
 
 Setup, as the paper states it: the ratings minus their mean, completed by alternating
 least squares with rank ``d = 5`` (``M = U V^T``); ``K = 10`` random actions per round;
@@ -80,7 +80,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-movielens", progress=N
     return _shared.run_embedding_experiment(
         NAME, DESCRIPTION, first.prior_pool, lambda r: envs[r], rewards, SIGMA, runs,
         rounds, seed, out, progress, methods, n_stages, alpha, n_train, train_kwargs,
-        n_energy, n_jobs, extra, f"Seed 001 Figure 3, MovieLens ({source} data)")
+        n_energy, n_jobs, extra, f"Kveton et al., Figure 3, MovieLens ({source} data)")
 
 
 def table(result):

@@ -1,4 +1,4 @@
-r"""Section 6.2 and appendix C.1 of seed 001 (Figures 2 and 4): six 2-D synthetic priors.
+r"""Section 6.2 and appendix C.1 of Kveton et al. (Figures 2 and 4): six 2-D synthetic priors.
 
 Setup, as the paper states it: a linear bandit with ``K = 100`` arms in ``d = 2``
 dimensions, the arms' features drawn uniformly from the unit ball, reward noise
@@ -163,7 +163,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
     try:
         _shared.prior_and_regret_figure(
             {k: (v[0][:500], v[1][:500]) for k, v in scatter.items()}, curves, plot_path,
-            title=f"Seed 001 Figures 2 and 4: {runs} runs x {rounds} rounds")
+            title=f"Kveton et al., Figures 2 and 4: {runs} runs x {rounds} rounds")
         result["files"].append(plot_path)
     except ImportError as exc:
         if progress:
@@ -354,7 +354,7 @@ def claims(result):
         "statistic's noise floor; the moment-matched Gaussian (TunedTS's prior) is shown "
         "for scale"
         + (f". It is not on {', '.join(failing)}: the DDPM reverse chain at finite T "
-           "shrinks the spread (issue 8, trap 1; see the trace ratio), and the regressor's "
+           "shrinks the spread (see the trace ratio), and the regressor's "
            "error adds to it." if failing else ".")))
 
     # 4. cost: 12 s for 100 DiffTS runs against 0.1 s for TS; DiffTS T times costlier

@@ -1,4 +1,4 @@
-"""Online particle-based variational inference (seed 003): one module per experiment.
+"""Online particle-based variational inference (the OPVI paper): one module per experiment.
 
 ``MODULES`` lists the experiment modules registered in
 :data:`vits_ref.experiments.EXPERIMENTS`: ``opvi-mixture`` (section 5.1, Figure 2),

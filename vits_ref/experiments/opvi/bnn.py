@@ -1,4 +1,4 @@
-r"""Seed 003 (online particle VI), section 5.2 and Table 1: Bayesian neural network regression.
+r"""The OPVI paper, section 5.2 and Table 1: Bayesian neural network regression.
 
 Setup, as the paper states it: "a single hidden layer BNN with 50 hidden units", a
 "Gamma(1, 0.1)" prior (on the noise and weight precisions, as in the SVGD paper, carried
@@ -55,7 +55,7 @@ from .._paired import format_difference, paired_difference
 from .mixture import model_gradient, particle_run, record_rounds, se_text
 
 NAME = "opvi-bnn"
-DESCRIPTION = ("OPVI paper (seed 003) section 5.2: BNN regression (50 hidden, 20 particles), "
+DESCRIPTION = ("OPVI paper section 5.2: BNN regression (50 hidden, 20 particles), "
                "test RMSE and log-likelihood over rounds; diabetes by default, --data "
                "kin8nm.csv for the paper's data")
 DEFAULTS = {"runs": 20, "rounds": 500, "seed": 0}
@@ -68,7 +68,7 @@ OPVI, OPVI_STATIC = "OPVI (B_t = t^0.55)", "OPVI (B = 20)"
 SVGD_B, SVGD_FULL = "SVGD (B = 20)", "SVGD (full batch)"
 METHODS = {OPVI: ("opvi", "growing"), OPVI_STATIC: ("opvi", BATCH),
            SVGD_B: ("svgd", BATCH), SVGD_FULL: ("svgd", "full")}
-#: Table 1 of seed 003 (Kin8nm, 20 tries): method -> (RMSE, +-, LL, +-, time)
+#: Table 1 of the OPVI paper (Kin8nm, 20 tries): method -> (RMSE, +-, LL, +-, time)
 PAPER_TABLE1 = {OPVI: (0.127, 0.008, 0.653, 0.060, 2.4),
                 OPVI_STATIC: (0.145, 0.003, 0.516, 0.021, 2.4),
                 SVGD_B: (0.144, 0.003, 0.525, 0.019, 2.4),
@@ -324,7 +324,7 @@ def write_outputs(result, out, rec, metric_names, labels, title, progress):
 def plot_curves(result, metric_names, labels, path, title):
     """The mean curves with bands of +-1 standard error over runs (none for one run),
     one panel per metric, one legend right of the last panel; returns the Figure."""
-    from ...plotting import BAND_NOTE, band, figure, outside_legend, save
+    from ..plotting import BAND_NOTE, band, figure, outside_legend, save
 
     fig, axes = figure(len(metric_names), width=5.0)
     rec = np.asarray(result["record_rounds"])

@@ -1,4 +1,4 @@
-r"""Seed 003 (online particle VI), section 5.3 and Figure 3: a two-layer BNN classifier.
+r"""The OPVI paper, section 5.3 and Figure 3: a two-layer BNN classifier.
 
 The paper: MNIST, "a two-layer BNN model with 100 hidden variables, with a sigmoid input
 layer and a softmax output layer", 20 particles, test accuracy over the training steps
@@ -58,7 +58,7 @@ from .bnn import (
 )
 
 NAME = "opvi-classifier"
-DESCRIPTION = ("OPVI paper (seed 003) section 5.3: two-layer BNN classifier (100 hidden, "
+DESCRIPTION = ("OPVI paper section 5.3: two-layer BNN classifier (100 hidden, "
                "20 particles) on breast cancer (or digits), test accuracy over rounds")
 DEFAULTS = {"runs": 5, "rounds": 500, "seed": 0}
 #: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).

@@ -1,4 +1,4 @@
-r"""Seed 003 (online particle VI), section 5.1 and Figure 2: the Welling-Teh mixture.
+r"""The OPVI paper, section 5.1 and Figure 2: the Welling-Teh mixture.
 
 Setup, as the paper states it: ``(theta1, theta2) ~ N(0, diag(10, 1))``, ``x_i ~ 0.5
 N(theta1, sigma_x^2) + 0.5 N(theta1 + theta2, sigma_x^2)`` with ``sigma_x = 2`` ("about
@@ -32,7 +32,7 @@ the evaluation seeds), final energy distance: SGLD step 1e-3 / 3e-4 / 1e-4 / 3e-
 gave 0.71 / 0.37 / **0.26** / 0.33 / 0.39; the particle step was chosen on the baseline
 SVGD (B = 20), not on OPVI: 0.01 / 0.03 / **0.05** / 0.1 gave 0.51 / 0.30 / 0.30 / 0.38
 (OPVI: 0.50 / 0.34 / 0.35 / 0.39).
-Every method uses the library's compiled SVGD direction :func:`vits_ref.svgd.phi` with the
+Every method uses the library's compiled SVGD direction :func:`vits_ref.inference.svgd.phi` with the
 median bandwidth.
 
 Measure: the **energy distance** between the particles and the exact posterior, the
@@ -74,7 +74,7 @@ from .._common import environment_info, write_json
 from .._paired import format_difference, paired_difference
 
 NAME = "opvi-mixture"
-DESCRIPTION = ("OPVI paper (seed 003) section 5.1: Welling-Teh mixture, OPVI vs SVGD/SGLD at "
+DESCRIPTION = ("OPVI paper section 5.1: Welling-Teh mixture, OPVI vs SVGD/SGLD at "
                "B = 20 and full-batch SVGD, energy distance to the grid posterior")
 DEFAULTS = {"runs": 10, "rounds": 500, "seed": 0}
 #: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
@@ -236,7 +236,7 @@ def particle_run(kind, batch, grad, x0, n_data, rounds, rng, step_size, sgld_ste
     DivergenceError
         When the particles become non-finite.
     """
-    from ...svgd import phi
+    from ...inference.svgd import phi
 
     X = np.array(x0, dtype=float, copy=True)
     sizes = batch_sizes(batch, rounds, n_data)
@@ -411,7 +411,7 @@ def run(runs=10, rounds=500, seed=0, out="results/opvi-mixture", progress=None,
     progress : callable or None
     n_data : int, default 10 000
     n_particles : int, default 100
-    sigma_x2 : float, default 4 (``sigma_x = 2``, seed 003); 2 is Welling and Teh's.
+    sigma_x2 : float, default 4 (``sigma_x = 2``, the OPVI paper); 2 is Welling and Teh's.
     methods : sequence of labels of :data:`METHODS`, optional
     step_size, sgld_step : float
         AdaGrad master step of the particle methods; SGLD's constant step.
@@ -586,7 +586,7 @@ def se_text(se, spec):
 
 
 def _plot_energy(result, path):
-    from ...plotting import band, figure, outside_legend, quartile_note, save
+    from ..plotting import band, figure, outside_legend, quartile_note, save
 
     fig, (ax,) = figure(1, width=6.5)
     rec = np.asarray(result["record_rounds"])
@@ -612,7 +612,7 @@ def _plot_energy(result, path):
 def _plot_particles(grid, snapshots, snaps, path, sigma_x2):
     """Figure 2's layout: one row per method, one column per snapshot round, the
     particles of run 0 over the posterior's contours."""
-    from ...plotting import figure, save
+    from ..plotting import figure, save
 
     methods = [m for m in snapshots if snapshots[m]]
     if not methods:
@@ -672,7 +672,7 @@ def claims(result):
     size = (f"{result['runs']} runs x {result['rounds']} rounds, N = {result['n_data']}, "
             f"{result['n_particles']} particles, sigma_x^2 = {result['sigma_x2']:g}")
     out = []
-    # 1. both modes (the check the issue asks for)
+    # 1. both modes
     quote = ("Fig. 2 shows the results for the OPVI, SVGD, and LD with 100 particles, where "
              "the true posteriors are shown as contour and the inference results are "
              "represented by the particles.")

@@ -1,4 +1,4 @@
-"""Rényi-divergence variational inference (seed 004): one module per experiment.
+"""Rényi-divergence variational inference (Li & Turner): one module per experiment.
 
 ``MODULES`` lists the experiment modules registered in
 :data:`vits_ref.experiments.EXPERIMENTS`.

@@ -1,4 +1,4 @@
-r"""The Rényi appendix's multi-armed bandit (seed 004, appendix C, Algorithm 1, Tables 3-4).
+r"""The Rényi appendix's multi-armed bandit (Li & Turner, appendix C, Algorithm 1, Tables 3-4).
 
 Setup, as the appendix states it: three arms; each arm ``i`` has a Gaussian ``q_i(s)``
 over its mean reward ``s``, initialised at ``N(25, 1e-8)`` (Table 3, the ``q(s)`` row);
@@ -228,7 +228,7 @@ def run(runs=20, rounds=4000, seed=0, out="results/renyi-mab", progress=None, al
     n_mc, n_steps, learning_rate
         Appendix C: 300 draws, 10 Adam steps, 2e-2.
     n_jobs : int, default 1
-        Worker processes over runs (:func:`vits_ref.simulate`).
+        Worker processes over runs (:func:`vits_ref.bandit.simulate`).
 
     Returns
     -------
@@ -262,7 +262,7 @@ def run(runs=20, rounds=4000, seed=0, out="results/renyi-mab", progress=None, al
     result["pulls"] = pulls
     path = os.path.join(os.path.dirname(result["files"][0]), "arms.png")
     try:
-        from ...plotting import arm_fractions
+        from ..plotting import arm_fractions
 
         bars = {p: {m: {"arm1": f["all"][0], "arm2": f["all"][1], "arm3": f["all"][2]}
                     for m, f in ms.items()} for p, ms in pulls.items()}
@@ -299,8 +299,8 @@ def claims(result):
 
     The appendix reports no results of its simulations (Tables 3-4 are settings), so the
     only stated outcome is Algorithm 1's "Output: Optimal arm selection"; a comparison of
-    the alphas is not made anywhere in the seed (its main text, "Section 4", is not part
-    of it), which the second entry records as not testable, with the measured paired
+    the alphas is not made anywhere in the appendix (the main text it cites, "Section 4",
+    is not part of it), which the second entry records as not testable, with the measured paired
     differences for the reader.
     """
     size = f"{result['runs']} runs x {result['rounds']} rounds"
@@ -332,7 +332,7 @@ def claims(result):
             + (f"; failing: {', '.join(failing)}. The variance-scaled score favours the "
                "arm whose q is narrowest, i.e. the most pulled one, so a run that pulls a "
                "suboptimal arm early can lock onto it." if failing else ".")))
-    # the alphas: no comparison is stated in the seed
+    # the alphas: no comparison is stated in the appendix
     measured = []
     for panel in (SCORES["sample"], SCORES["variance-scaled"]):
         entries = panel_entries(result, panel)
@@ -346,8 +346,8 @@ def claims(result):
         _claims.NOT_TESTABLE,
         f"({size}) final regret, paired difference against {REFERENCE} [95% t interval]: "
         + (" | ".join(measured) if measured else "n/a"),
-        "The appendix (the whole of seed 004) describes the simulation but reports none of "
+        "Li & Turner's appendix describes the simulation but reports none of "
         "its results and makes no statement about how the alphas compare; the main text it "
-        "refers to ('the system described in Section 4') is not in the seed. The measured "
+        "refers to ('the system described in Section 4') is not part of the appendix. The measured "
         "differences are reported, not judged."))
     return out

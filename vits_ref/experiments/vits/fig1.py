@@ -18,7 +18,7 @@ Hyperparameters (appendix E gives only grids, :mod:`vits_ref.experiments.vits.gr
 by default every method runs at the grid point ``eta = 10``, ``lam = 10`` with the
 decayed step ``h_t = h0/(eta t)``, ``h0 = 0.01`` (VITS-I/II, LMC-TS, the two extras)
 and ``h0 = 0.001`` for the paper's Hessian-free variant, the only grid step at which it
-does not diverge (:data:`vits_ref.simulate.POLICY_DEFAULTS` says why each). With
+does not diverge (:data:`vits_ref.bandit.simulate.POLICY_DEFAULTS` says why each). With
 ``tune=True`` (``--tune``) each method's point is chosen per panel on the whole grid
 (12 points for LinTS/LinUCB, 36 for the others) on ``tune_runs`` (default 20) runs with
 the seed ``seed + 10 000``, separate from the evaluation runs; points that diverge are
@@ -27,12 +27,12 @@ tuned point that diverges on the evaluation runs is replaced by the next candida
 next smaller grid step, or the next best tuned point), recorded in the JSON. All methods see
 the same contexts and noise in each run (common random numbers).
 
-Particle extras (issue 10, not in the paper): ``"extra: SVGD-TS"`` and
+Particle extras (not in the paper): ``"extra: SVGD-TS"`` and
 ``"extra: OPVI-TS"``, Thompson sampling over :class:`vits_ref.SVGD` and
 :class:`vits_ref.OPVI` (:data:`PARTICLE_METHODS`): one Thompson draw is one particle of the
 set, and the particles (and AdaGrad's history) persist across rounds, warm-started, from
 ``n`` prior draws at the start of each run. Tempering as the other lines: ``eta = 10``,
-``lam = 10``; median bandwidth; OPVI with seed 003's Algorithm 1 (``B_t = t^0.55`` drawn
+``lam = 10``; median bandwidth; OPVI with the OPVI paper's Algorithm 1 (``B_t = t^0.55`` drawn
 from all observations so far, summed batch likelihood, prior weight ``6/(pi^2 t^2)``,
 repulsion 0.1). Their point (``n_particles = 50``, one AdaGrad step of 0.01 per round,
 for both) comes from a short stated tuning, :func:`tune_particles`: the 12 points of
@@ -50,7 +50,7 @@ the posterior (regret 2-4x). With ``n = 50 > d = 20`` the particles' covariance 
 nonsingular, so ``kl_rounds`` records ``KL(q || p)`` of the Gaussian with the particles'
 mean and covariance against the exact posterior (:meth:`vits_ref.SVGD.kl_to_posterior`);
 SVGD's variance underestimation with few particles in 20 dimensions makes it large. They
-have no fused loop and run in :func:`vits_ref.simulate`'s Python loop (``n_jobs``
+have no fused loop and run in :func:`vits_ref.bandit.simulate`'s Python loop (``n_jobs``
 processes). Measured at the default size (50 runs x 1000 rounds, both panels, ``n_jobs =
 1``, 2 cores shared with other jobs): SVGD-TS 0.7-1.4 ms a round, OPVI-TS 0.7-0.9 ms (the
 one SVGD step of 50 particles in 20 dimensions, the Python loop's select/update and the
@@ -60,8 +60,8 @@ sys) of the whole command 158 s without them and 219 s with them (+38%). Five st
 round, which the tuning did not favour, would cost about four times as much.
 """
 
+from ...bandit.simulate import POLICY_DEFAULTS, make_policy
 from ...envs import pool
-from ...simulate import POLICY_DEFAULTS, make_policy
 from .. import _claims
 from .._common import regret_table, run_panels
 from .._paired import format_difference, pair, panel_entries
@@ -93,9 +93,9 @@ METHODS = (
     (SAME_STEP, "vits-ii", {"step_size": 0.001}, None, False),
 )
 SVGD_TS, OPVI_TS = "extra: SVGD-TS", "extra: OPVI-TS"
-#: The particle Thompson samplers (issue 10, not in the paper): ``(label, engine,
+#: The particle Thompson samplers (not in the paper): ``(label, engine,
 #: hyperparameters)``, engine ``"svgd"`` (:class:`vits_ref.SVGD`) or ``"opvi"``
-#: (:class:`vits_ref.OPVI`, Algorithm 1 of seed 003 with its defaults: ``B_t = t^0.55``,
+#: (:class:`vits_ref.OPVI`, Algorithm 1 of the OPVI paper with its defaults: ``B_t = t^0.55``,
 #: prior weight ``6/(pi^2 t^2)``, repulsion 0.1). The point of :data:`PARTICLE_GRID`
 #: chosen by :func:`tune_particles` (module docstring); not searched by ``--tune``.
 PARTICLE_METHODS = (
@@ -119,8 +119,8 @@ PARTICLE_TUNE_RUNS = 10
 def particle_policy(engine, dim=DIM, **params):
     """Thompson sampling over a particle engine (``"svgd"`` or ``"opvi"``) with ``params``;
     the particles persist across rounds (warm start), re-drawn from the prior per run."""
+    from ...bandit.policies import ThompsonSampling
     from ...inference import OPVI, SVGD
-    from ...policies import ThompsonSampling
 
     cls = {"svgd": SVGD, "opvi": OPVI}[engine]
     return ThompsonSampling(cls(dim, **params))
@@ -193,7 +193,7 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, me
         reference, is always run).
     n_jobs : int
         Worker processes for policies without a fused loop: the particle lines (SVGD-TS,
-        OPVI-TS) run in :func:`vits_ref.simulate`'s Python loop; results do not depend on it.
+        OPVI-TS) run in :func:`vits_ref.bandit.simulate`'s Python loop; results do not depend on it.
     tune : bool, default False
         Choose each method's hyperparameters per zeta on the whole appendix E grid
         (:func:`tuning_grid`), on ``tune_runs`` runs of ``rounds`` rounds with the seed

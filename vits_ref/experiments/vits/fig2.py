@@ -32,7 +32,7 @@ shows the pipeline works. ``--runs`` and ``--rounds`` scale it up; the paper's s
 runs in resumable chunks: see :mod:`vits_ref.experiments._chunks`).
 
 On a GPU (docs/mlp_gpu.md): ``--device cuda`` runs VITS-II, HF and LMC-TS on the batched
-path :mod:`vits_ref._batched_mlp` with CuPy (the extra ``vits_ref[cupy]``), a chunk of
+path :mod:`vits_ref.bandit._batched_mlp` with CuPy (the extra ``vits_ref[cupy]``), a chunk of
 runs in lockstep as one batch (every 861 x 861 product one batched cuBLAS call over the
 runs; the default chunk is 10 runs, ``--chunk-runs 50`` puts a method and panel's 50
 runs in one batch); LinTS stays on the CPU. The arms and regret are those of the Python
@@ -41,7 +41,7 @@ or a GPU it stops with one line before any run. Cost model
 (:mod:`vits_ref._bench.mlp_gpu`): 38 GFLOP per VITS round and run (three products per
 step; the Gauss-Newton ``J^T J`` over the history adds 39% at round 1000, 19% on
 average), 8.5 PFLOP for the paper's figure, about 3.4 minutes at the 42 TFLOP/s measured
-for CuPy's batched product on an H100 (issue 11), not yet run on a GPU.
+for CuPy's batched product on an H100 (docs/performance.md), not yet run on a GPU.
 ``run(batched=True)`` runs the batched path with NumPy on the CPU: the same results,
 no faster than the per-run loop on this 2-core machine (0.85x to 1.4x, measured), so
 not the default.
@@ -52,12 +52,12 @@ figure's two claims only at the paper's size (50 runs x 1000 rounds, about 28 CP
 here); below it, they are "not testable here" with the small run's numbers given.
 """
 
-from ... import _batched_mlp
+from ...bandit import _batched_mlp
+from ...bandit.policies import ThompsonSampling
+from ...bandit.simulate import simulate
 from ...envs import pool
 from ...inference import VITS, Langevin, LinTS
 from ...models import MLP
-from ...policies import ThompsonSampling
-from ...simulate import simulate
 from .. import _chunks, _claims
 from .._common import regret_table, run_panels
 from .._paired import format_difference, pair, paired_difference, panel_entries
@@ -96,8 +96,8 @@ def policies():
 
 def simulate_cuda(policy, env, n_rounds, **kwargs):
     """``--device cuda``: the MLP methods on the batched path with CuPy
-    (:mod:`vits_ref._batched_mlp`, a chunk of runs one batch), LinTS on the CPU (its fused
-    loop, as with ``--device cpu``). :func:`vits_ref.simulate`'s arguments and result."""
+    (:mod:`vits_ref.bandit._batched_mlp`, a chunk of runs one batch), LinTS on the CPU (its fused
+    loop, as with ``--device cpu``). :func:`vits_ref.bandit.simulate`'s arguments and result."""
     return _simulate_batched(policy, env, n_rounds, "cupy", kwargs)
 
 

@@ -117,7 +117,7 @@ def run(runs=100, rounds=50000, seed=0, out="results/vits-figF", progress=None,
         default ``"covariance"`` (``lmax(P) = 1``), or ``"precision"`` with
         ``step_factors``.
     step_factors : sequence of float, optional
-        The study before issue 7 (notebook 02 runs it): steps relative to the target,
+        The study's earlier convention (notebook 02 runs it): steps relative to the target,
         ``h = c / lmax(P)``, instead of ``step_sizes``, on ``"precision"``-scaled targets
         unless ``scale`` says otherwise. Entries then carry ``step_factor``.
 
@@ -235,7 +235,7 @@ def _step_text(result, value):
 
 
 def _plot(result, path):
-    from ...plotting import band, figure, outside_legend, quartile_note, save
+    from ..plotting import band, figure, outside_legend, quartile_note, save
 
     key = _step_key(result)
     values = sorted({e[key] for e in result["results"]})

@@ -19,7 +19,7 @@ authors' defaults (``K = 2`` experts, ``gamma0 = 1``, ``u0_k = k 1_d``, ``V0 = I
 tolerance of 1e-5 (at most 100 iterations, warm-started), the same in both panels (in
 the logistic one the Gaussian mixture is misspecified for Bernoulli rewards, as LinTS's
 model is). The claims that name "the other TS algorithms" include it. VTS has no fused
-loop (per-arm histories), so it runs in :func:`vits_ref.simulate`'s Python loop: 2.0-2.5 s
+loop (per-arm histories), so it runs in :func:`vits_ref.bandit.simulate`'s Python loop: 2.0-2.5 s
 per panel of 20 x 1000 rounds when it was added, two thirds of it CAVI on the played arm's
 history (d = 10, up to 1000 rows, 3.3-3.7 iterations per round on average); measured on 2
 cores, the default run then went from 12 s without VTS to 16.5-17 s with it (2.0-3.9 s per
@@ -104,13 +104,13 @@ is ``theta*`` (the optimal arm, expected reward 1 in the linear case) and arm 1 
 largest mean and counts the runs in which arm 1 has the second largest. The arms played
 are taken from each method's simulation as it runs (``run_panels(on_result=...)``).
 
-Particle extras (issue 10, not in the paper), in the logistic panel only: ``"extra:
+Particle extras (not in the paper), in the logistic panel only: ``"extra:
 SVGD-TS"`` and ``"extra: OPVI-TS"``, Thompson sampling over :class:`vits_ref.SVGD` and
 :class:`vits_ref.OPVI` on the logistic model (:data:`PARTICLE_METHODS`; the policies of
 :func:`vits_ref.experiments.vits.fig1.particle_policy`): one Thompson draw is one particle,
 the particles and AdaGrad's history persist across rounds (warm start) from prior draws at
 the start of each run; ``eta = lam = 10`` (the VITS lines' logistic point), median
-bandwidth, OPVI with seed 003's Algorithm 1 (``B_t = t^0.55`` from all observations so far,
+bandwidth, OPVI with the OPVI paper's Algorithm 1 (``B_t = t^0.55`` from all observations so far,
 summed batch likelihood, prior weight ``6/(pi^2 t^2)``, repulsion 0.1). Their points come
 from a short stated tuning, :func:`tune_particles`: the 12 points of
 :data:`~vits_ref.experiments.vits.fig1.PARTICLE_GRID` (``n`` in {30, 50}, 1 or 5 steps a
@@ -137,8 +137,8 @@ import numpy as np
 
 from ..._seeding import child
 from ..._validate import as_seed_sequence
+from ...bandit.simulate import POLICY_DEFAULTS, make_policy
 from ...envs import hard_instance
-from ...simulate import POLICY_DEFAULTS, make_policy
 from .. import _claims
 from .._common import regret_table, run_panels, write_json
 from .._paired import format_difference, paired_difference
@@ -154,7 +154,7 @@ CHUNKED = True
 DIM = N_ARMS = 10
 REWARDS = ("linear", "logistic")
 REFERENCE = "LinTS"
-#: (label, policy name of :func:`vits_ref.simulate.make_policy`, grid kind of
+#: (label, policy name of :func:`vits_ref.bandit.simulate.make_policy`, grid kind of
 #: :func:`grid.points`)
 METHODS = (
     ("LinTS", "lints", "lints"),
@@ -193,7 +193,7 @@ VTS_NOTE = ("VTS (Urteaga & Wiggins; the paper's Figures 5 and 6 also show it) r
             "under arm_pulls_vts.")
 
 
-#: The particle Thompson samplers (issue 10, not in the paper): labelled extras of the
+#: The particle Thompson samplers (not in the paper): labelled extras of the
 #: logistic panel, ``(label, engine, hyperparameters)`` (module docstring: how chosen).
 PARTICLE_METHODS = (
     (SVGD_TS, "svgd", {"model": "logistic", "eta": 10.0, "lam": 10.0, "n_particles": 50,
@@ -234,7 +234,7 @@ def tune_particles(runs=PARTICLE_TUNE_RUNS, rounds=1000, seed=0, progress=None, 
 
 def vts_policy():
     """VTS at :data:`VTS_PARAMS` (per-arm contexts: arm ``a`` at its feature vector)."""
-    from ...vts import VTS
+    from ...inference.vts import VTS
 
     p = {k: v for k, v in VTS_PARAMS.items() if k not in ("u0", "V0")}
     return VTS(DIM, N_ARMS, **p)  # u0 and V0 at VTS's defaults, as VTS_PARAMS says
@@ -372,7 +372,7 @@ def run(runs=20, rounds=1000, seed=0, out="results/vits-figG", progress=None,
     result["total_wall_time_s"] += result["arm_pulls_wall_time_s"]
     path = os.path.join(os.path.dirname(result["files"][0]), "arms.png")
     try:
-        from ...plotting import arm_fractions
+        from ..plotting import arm_fractions
 
         arm_fractions({p: {**m, **pulls_vts.get(p, {}), **pulls_particles.get(p, {})}
                        for p, m in pulls.items()}, path,
@@ -391,13 +391,13 @@ def arm_pulls(arms, env, seed):
     Parameters
     ----------
     arms : (n_runs, n_rounds) int array
-        The arms played (:attr:`vits_ref.simulate.SimulationResult.arms`), each run on the
-        new instance :func:`vits_ref.simulate` drew for it (``new_instance_per_run``).
+        The arms played (:attr:`vits_ref.bandit.simulate.SimulationResult.arms`), each run on the
+        new instance :func:`vits_ref.bandit.simulate` drew for it (``new_instance_per_run``).
     env : HardInstance
         The environment simulated.
     seed : int
         The simulation's seed: run ``r``'s instance is drawn from the run seed's child 2
-        (:mod:`vits_ref.simulate`), so the instances are rebuilt here to check them.
+        (:mod:`vits_ref.bandit.simulate`), so the instances are rebuilt here to check them.
 
     Returns
     -------

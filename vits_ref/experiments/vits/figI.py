@@ -238,7 +238,7 @@ def _at_time(q, cost, t):
 
 
 def _plot(curves, costs, result, path):
-    from ...plotting import band, figure, outside_legend, quartile_note, save
+    from ..plotting import band, figure, outside_legend, quartile_note, save
 
     fig, (ax,) = figure(1, width=6.5)
     for label, q in curves.items():

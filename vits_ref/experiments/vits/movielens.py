@@ -34,10 +34,10 @@ runs on a user's MovieLens-1M ``ratings.dat`` (:data:`REAL_DATA_COMMAND`,
 ``python -m vits_ref run vits-movielens --data /path/to/ratings.dat``).
 """
 
+from ...bandit.policies import PerArm
 from ...envs import movielens
 from ...inference import VITS, Langevin, Laplace, LinTS
 from ...models import Linear, Logistic
-from ...policies import PerArm
 from .. import _claims
 from .._common import regret_table, run_panels
 from .._paired import format_difference, paired_difference

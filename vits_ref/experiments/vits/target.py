@@ -21,7 +21,7 @@ METHODS = {"LMC": (METHOD_LMC, 1), "VI-I": (VARIANT_I, 1), "VI-II": (VARIANT_II,
 
 #: Sigma* has eigenvalues log-spaced in [1, kappa]; lmax(P) = 1 (the default)
 SCALE_COVARIANCE = "covariance"
-#: P has eigenvalues log-spaced in [1, kappa] (the convention before issue 7)
+#: P has eigenvalues log-spaced in [1, kappa] (the library's earlier convention)
 SCALE_PRECISION = "precision"
 SCALES = (SCALE_COVARIANCE, SCALE_PRECISION)
 

@@ -1,4 +1,4 @@
-"""Variational Thompson sampling (Urteaga and Wiggins, seed 002): one module per figure.
+"""Variational Thompson sampling (Urteaga and Wiggins): one module per figure.
 
 - :mod:`~vits_ref.experiments.vts.scenarios` (``vts-scenarios``): Figures 2 and 3,
   scenarios A and B with K = 1, 2, 3 mixture components.

@@ -1,6 +1,6 @@
 """Figures 2 and 3 of the VTS paper: scenarios A and B with K = 1, 2, 3 mixture components.
 
-Setup (seed 002 section 4, eqs. 18-19; :func:`vits_ref.envs.vts_scenario`): two arms, a
+Setup (Urteaga & Wiggins, section 4, eqs. 18-19; :func:`vits_ref.envs.vts_scenario`): two arms, a
 context ``x ~ U(0, 1)^2`` shared by the arms each round, every arm's reward a mixture of
 two linear-Gaussian experts with unit variances. VTS (:class:`vits_ref.VTS`) models each
 arm with ``K`` experts, ``K`` in {1, 2, 3}; ``K = 1`` is NIG Thompson sampling, the exact
@@ -11,7 +11,7 @@ reference of the paired differences.
 The paper reports means over 2000 realisations of 500 rounds (the defaults here) and, at
 ``t = 500``, a cumulative-regret reduction of ``K = 2`` against ``K = 1`` of 14% (A) and
 28% (B). Every ``K`` meets the same contexts and rewards run by run (common random numbers,
-the seeding of :func:`vits_ref.simulate`), so the per-run differences give paired 95%
+the seeding of :func:`vits_ref.bandit.simulate`), so the per-run differences give paired 95%
 intervals (:func:`vits_ref.experiments._paired.paired_difference`); the relative reduction
 ``1 - mean(K = 2)/mean(K = 1)`` gets a paired BCa bootstrap interval (resampling runs).
 
@@ -26,7 +26,7 @@ Hyperparameters (the paper states none; the authors' code,
 ``gamma0 = 1``, ``alpha0 = beta0 = 1``, ``V0 = I``, ``u0_k = k (1, 1)``; scoring by sampled
 proportions (eq. 16) with ``(w, s2)`` drawn from the factors. CAVI stops at a relative
 ELBO improvement of ``1e-5`` or 100 iterations, warm-started from the previous round
-(:data:`vits_ref.vts.DEFAULT_TOL`).
+(:data:`vits_ref.inference.vts.DEFAULT_TOL`).
 
 Findings at the paper size (seed 0; the report's numbers come from ``claims``): in B,
 K = 2 cuts the regret of K = 1 by 31% [26, 36] (the paper: 28%); in A it *raises* it by
@@ -42,7 +42,7 @@ worse in both (regret +140% and +133%), against the paper's "no significant
 differences between the three approaches". The MSE panels also depend on the prior:
 ``u0_k = k (1, 1)`` puts K = 2's prior experts exactly on scenario A's arm 0.
 
-Cost: every run is compiled (:func:`vits_ref.vts.simulate_vts`, ``prange`` over runs). The
+Cost: every run is compiled (:func:`vits_ref.bandit.vts.simulate_vts`, ``prange`` over runs). The
 paper size, 2000 runs x 500 rounds x 3 K x 2 scenarios (6 million rounds), took 148 s on
 the 2-core development machine, 17 s of it the first call's compilation, while another
 process held one of the two cores (146 s of CPU time: the runs had one core): K = 1
@@ -53,7 +53,7 @@ per round on average, the 100-iteration cap reached in fewer than 3 rounds in 10
 Execution: every scenario and ``K`` runs in resumable chunks of runs
 (:func:`vits_ref.experiments._chunks.map_runs`, ``out/chunks/<scenario>-K<K>`` and
 ``out/manifest.json``; :func:`run_block` computes a block with the seeds
-:func:`vits_ref.vts.simulate_vts` gives those runs): rerunning the same command reuses
+:func:`vits_ref.bandit.vts.simulate_vts` gives those runs): rerunning the same command reuses
 the finished chunks, and the results are bit-identical whatever the chunking or the
 executor (``--jobs``, Dask).
 """
@@ -65,8 +65,9 @@ import time
 
 import numpy as np
 
+from ...bandit.vts import VTSSimulationResult, simulate_vts
 from ...envs import vts_scenario
-from ...vts import VTS, VTSSimulationResult, simulate_vts
+from ...inference.vts import VTS
 from .. import _chunks, _claims
 from .._common import environment_info, regret_table, write_curves_csv, write_json
 from .._paired import (
@@ -160,7 +161,7 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
     components : sequence of int
         The ``K`` to run (1, the reference, is always run).
     scoring : {"sample_pi", "sample_z", "expected_pi"}
-        Seed 002 eq. (16), (15) or (17).
+        Urteaga & Wiggins eq. (16), (15) or (17).
     n_threads : int or None
         Numba threads of the ``prange`` driver (results do not depend on it).
 
@@ -174,7 +175,7 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
         the relative ``reduction`` with its interval; the per-arm MSE curves and final
         per-run MSEs; CAVI iterations; wall times. ``claims`` evaluates the paper's claims.
     """
-    from ...plotting import regret_panels
+    from ..plotting import regret_panels
 
     Ks = sorted(set(components) | {1})
     os.makedirs(out, exist_ok=True)
@@ -251,13 +252,13 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
 
 def run_block(scenario, K, scoring, rounds, seed, n_threads, lo, hi):
     """Runs ``lo, ..., hi - 1`` of scenario ``scenario`` with ``K`` experts, in the
-    compiled ``prange`` driver of :func:`vits_ref.vts.simulate_vts` and with its seeds (run
+    compiled ``prange`` driver of :func:`vits_ref.bandit.vts.simulate_vts` and with its seeds (run
     ``r``: child ``r`` of ``seed``), so that the blocks equal one call over all runs, bit
     for bit (a chunk of :func:`vits_ref.experiments._chunks.map_runs`).
 
     Returns ``{"regret", "arms", "reward_sq_error", "cavi_iterations"}`` (leading axis the
     runs) and ``wall_time_s``. Raises :class:`vits_ref.DivergenceError` (with the run's
-    index) as :func:`~vits_ref.vts.simulate_vts` does.
+    index) as :func:`~vits_ref.bandit.vts.simulate_vts` does.
     """
     policy = VTS(DIM, N_ARMS, n_components=K, scoring=scoring, seed=0)
     res = simulate_vts(policy, vts_scenario(scenario), rounds, hi - lo, seed=seed,
@@ -279,7 +280,7 @@ def _write_mse_csv(path, mse_curves):
 
 def mse_panels(mse_curves, path, title=None):
     """Figure 3: one panel per scenario and arm, ``MSE_a(t)`` of every ``K`` (log scale)."""
-    from ...plotting import figure, outside_legend, save
+    from ..plotting import figure, outside_legend, save
 
     keys = [(panel, a) for panel, by_method in mse_curves.items()
             for a in range(next(iter(by_method.values())).shape[1])]

@@ -1,5 +1,5 @@
 """Cholesky helpers shared by the closed forms (:mod:`vits_ref.gaussian`,
-:mod:`vits_ref.divergences`), for matrices their callers have already validated as
+:mod:`vits_ref.gaussian.divergences`), for matrices their callers have already validated as
 symmetric positive definite. A module of its own because ``gaussian`` re-exports
 ``divergences``: neither may import the other's helpers."""
 

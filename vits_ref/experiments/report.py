@@ -24,14 +24,14 @@ import html
 import os
 import time
 
-from .experiments import get
-from .experiments._claims import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, VERDICTS
+from . import get
+from ._claims import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, VERDICTS
 
 PAPERS = {"vits": "VITS: Variational Inference Thompson Sampling for contextual bandits "
                   "(Clavier, Huix and Durmus, ICML 2024)",
           "vts": "Variational inference for the multi-armed contextual bandit (Urteaga and "
                  "Wiggins, AISTATS 2018)",
-          "renyi": "The Rényi-divergence appendix (seed 004: divergences indexed by alpha, "
+          "renyi": "The Rényi-divergence appendix (Li & Turner: divergences indexed by alpha, "
                    "the linear-Gaussian bound, the multi-armed bandit of appendix C)"}
 
 #: size -> experiment name -> keyword arguments of its ``run`` (besides ``out``, ``progress``)
@@ -40,7 +40,7 @@ SIZES = {
         "vits-fig1": {},
         # the paper's size is about 28 CPU-hours here (an 861-parameter VITS step costs three
         # 861^3 products); its claims are "not testable here" below it, so a short run
-        # illustrates the experiment (issue 11's GPU path is the way to the paper's size)
+        # illustrates the experiment (the GPU path, docs/cuda.md, is the way to the paper's size)
         "vits-fig2": {"runs": 2, "rounds": 20},
         "vits-figF": {},
         "vits-figG": {},
@@ -67,8 +67,8 @@ EXPERIMENTS = {"vits": ("vits-fig1", "vits-fig2", "vits-figG", "vits-movielens",
                "vts": ("vts-scenarios",),
                "renyi": ("renyi-mab",)}
 
-# seed 003 (online particle VI, issue 10): its experiments and sizes
-PAPERS["opvi"] = ("Online particle-based variational inference (seed 003: OPVI, Algorithm 1; "
+# the OPVI paper (online particle VI): its experiments and sizes
+PAPERS["opvi"] = ("Online particle-based variational inference (the OPVI paper: OPVI, Algorithm 1; "
                   "the Welling-Teh mixture, BNN regression and classification)")
 # the classifier's default (5 splits) is cut for time; the report runs the paper-like 10
 SIZES["paper"].update({"opvi-mixture": {}, "opvi-bnn": {},
@@ -78,8 +78,8 @@ SIZES["small"].update({"opvi-mixture": {"runs": 2, "rounds": 60, "n_data": 2000}
                        "opvi-classifier": {"runs": 2, "rounds": 30, "hidden": 20}})
 EXPERIMENTS["opvi"] = ("opvi-mixture", "opvi-bnn", "opvi-classifier")
 
-# seed 001 (diffusion-model priors, issue 8): its experiments and sizes
-PAPERS["diffts"] = ("Online posterior sampling with a diffusion prior (seed 001: DiffTS / "
+# Kveton et al. (diffusion-model priors): its experiments and sizes
+PAPERS["diffts"] = ("Online posterior sampling with a diffusion prior (Kveton et al.: DiffTS / "
                     "LaplaceDPS, DPS, TunedTS and MixTS; synthetic priors, ablation, "
                     "MovieLens, digits)")
 SIZES["paper"].update({"diffts-synthetic": {}, "diffts-ablation": {},

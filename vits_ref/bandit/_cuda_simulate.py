@@ -1,6 +1,6 @@
-"""The ``device="cuda"`` path of :func:`vits_ref.simulate` (imported lazily).
+"""The ``device="cuda"`` path of :func:`vits_ref.bandit.simulate` (imported lazily).
 
-:func:`run_fused_cuda` mirrors :func:`vits_ref.simulate._run_fused`: per batch of runs and
+:func:`run_fused_cuda` mirrors :func:`vits_ref.bandit.simulate._run_fused`: per batch of runs and
 chunk of rounds, the realisations and the policy's noise are drawn on the host from the
 same seeds and by the same chunked draws (run ``r`` of ``root``: child 0 for the
 environment, child 1 for the policy), then the fused loop of
@@ -28,11 +28,11 @@ scores within 1e-15 could choose another arm on the device; the tests would show
 Memory: the runs of a batch advance together a chunk of rounds at a time
 (:class:`vits_ref.drivers.cuda.BanditRounds`: the state buffers and the outputs stay on
 the device between chunks), each chunk's realisations and noise drawn on the host by the
-CPU path's chunked draws (:func:`vits_ref._fused_draws.batch_chunks`), so the host holds
+CPU path's chunked draws (:func:`vits_ref.bandit._fused_draws.batch_chunks`), so the host holds
 two chunks (the one on the device and the next, drawn meanwhile by a helper thread) and
 the device one batch's state and outputs plus two chunks. :func:`plan` sizes the batch
-(as many runs as fit, so that the whole 16 384 runs of issue 11 make one batch) and the
-chunk (as many rounds as then fit); see its docstring for the formulas and the
+(as many runs as fit, so that 16 384 runs, the size the GPU path is built for, make one
+batch) and the chunk (as many rounds as then fit); see its docstring for the formulas and the
 16 384 x 1000 plan. The results do not depend on the plan.
 """
 
@@ -42,10 +42,10 @@ import os
 
 import numpy as np
 
+from .._seeding import child
+from ..errors import DivergenceError
 from ._fused_draws import batch_chunks
 from ._fused_draws import realise as _realise  # noqa: F401 (the benchmark's inputs)
-from ._seeding import child
-from .errors import DivergenceError
 
 #: Bytes of host memory the chunks of one batch may hold: two chunks at once (the one on
 #: the device and the next, drawn meanwhile). At d = 20, K = 50 (VITS-II) a run's round
@@ -62,7 +62,7 @@ DEVICE_FRACTION = 0.5
 #: rounds, measured on this 2-core machine), so 4 rounds keep that pass under a fifth
 #: of the drawing while 16 384 runs of every policy still fit one batch.
 MIN_CHUNK = 4
-#: Host threads drawing a chunk's runs (:func:`vits_ref._fused_draws.batch_chunks`: the
+#: Host threads drawing a chunk's runs (:func:`vits_ref.bandit._fused_draws.batch_chunks`: the
 #: rows do not depend on it). The host's drawing, about 35 us a run per round on one core
 #: at d = 20, K = 50, is likely the bottleneck of a large batch (docs/cuda.md).
 DRAW_THREADS = min(16, os.cpu_count() or 1)
@@ -119,7 +119,7 @@ def check_device():
     numba-cuda and NumPy do not work together (:func:`vits_ref.config.check_cuda_stack`),
     or when no GPU is visible and the simulator is off. Does no work on the device.
     """
-    from .config import check_cuda_stack
+    from ..config import check_cuda_stack
 
     if not _numba_cuda_installed():
         raise RuntimeError("device='cuda' needs numba-cuda (the 'cuda' extra), which is not "
@@ -136,7 +136,7 @@ def check_device():
             f"GPU, no driver or no CUDA runtime; {_INSTALL} brings the runtime). To run the "
             "CUDA path on the CPU at small sizes, set NUMBA_ENABLE_CUDASIM=1 in the "
             "environment before Python starts (Numba's CUDA simulator: for tests, not speed)")
-    from .drivers import cuda as driver
+    from ..drivers import cuda as driver
 
     return driver
 
@@ -235,7 +235,7 @@ def _choose_layout(spec, d, safety=None):
         return ("thread", THREADS_PER_BLOCK,
                 f"the {piece.name!r} piece is not in BLOCK_PIECES (see there why)")
     if safety is None:
-        from .drivers.cuda_coop import block_safe
+        from ..drivers.cuda_coop import block_safe
 
         safety = block_safe(piece)
     safe, stores = safety
@@ -290,8 +290,8 @@ def layout_for_streams(spec, env_round, d):
 
 def choose_layout_streams(spec, env_round, d):
     """``(layout, threads_per_block, reason)``: :func:`layout_for_streams`' choice with
-    the reason :func:`vits_ref._streams.run_streams_cuda` records."""
-    from .drivers.cuda_coop import block_safe_streams
+    the reason :func:`vits_ref.bandit._streams.run_streams_cuda` records."""
+    from ..drivers.cuda_coop import block_safe_streams
 
     return _choose_layout(spec, d, block_safe_streams(spec.piece, env_round))
 
@@ -317,7 +317,7 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
     ``threads_per_block`` to a block) or :class:`vits_ref.drivers.cuda_coop.BlockRounds`
     (one block per run), as :func:`layout_for` chooses (the choice is left in
     :data:`last_layout` and logged); each chunk's inputs are drawn on the host
-    (:func:`vits_ref._fused_draws.batch_chunks`, the CPU path's chunked draws, on
+    (:func:`vits_ref.bandit._fused_draws.batch_chunks`, the CPU path's chunked draws, on
     :data:`DRAW_THREADS` threads) by a helper thread while the device runs the previous
     chunk. ``progress(runs_done, n_runs)`` is called after each batch.
 
@@ -337,7 +337,7 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
     name = getattr(policy, "name", type(policy).__name__)
     layout, tpb, why = _choose_layout(spec, d)
     if layout == "block":
-        from .drivers.cuda_coop import BlockRounds
+        from ..drivers.cuda_coop import BlockRounds
 
         def make_rounds(*args):
             return BlockRounds(*args, threads_per_block=tpb, shared_budget=SHARED_BUDGET)

@@ -1,12 +1,12 @@
 r"""The SVGD direction: ``vr.svgd.phi``, the median bandwidth, the choice of form.
 
-Stein variational gradient descent (Liu & Wang 2016, eq. 8; seed 003, Algorithm 1;
+Stein variational gradient descent (Liu & Wang 2016, eq. 8; the OPVI paper, Algorithm 1;
 docs/algorithms.md section 5). The compiled bodies are :mod:`vits_ref.kernels.svgd`, the
 CPU drivers :func:`vits_ref.drivers.cpu.svgd_phi` (and :func:`~vits_ref.drivers.cpu.svgd_steps`
 for the engines :class:`vits_ref.SVGD` and :class:`vits_ref.OPVI`), the NumPy references
 :mod:`vits_ref.reference.svgd`.
 
-Performance (issue 10): one step at ``n = 1000`` particles, ``d = 50`` (Gaussian target,
+Performance: one step at ``n = 1000`` particles, ``d = 50`` (Gaussian target,
 median bandwidth, repulsion 1), measured in one process with calls interleaved, medians of
 15 calls, median of 3 rounds, on the project's shared 2-core machine under a load average
 of about 5 (absolute times drift 2x; the ratios are the figures)::
@@ -41,8 +41,8 @@ speed-up could be measured here.
 
 import numpy as np
 
-from . import _validate as val
-from .drivers import cpu
+from .. import _validate as val
+from ..drivers import cpu
 
 FORMS = ("auto", "loop", "gemm")
 #: ``form="auto"`` takes the BLAS form from this many particles on (and ``d >= GEMM_MIN_D``)
@@ -115,7 +115,7 @@ def median_bandwidth(particles):
     ``h``. The median is found by exact selection on the ``n (n - 1) / 2`` squared
     distances (:func:`vits_ref.kernels.svgd.median_sqdist`: a strided sample brackets the
     middle, one pass gathers the pairs inside the bracket, quickselect on those), ``O(n^2)``
-    and no sort (PERFORMANCE.md: the median over ``n^2`` distances dominated a prototype's
+    and no sort (docs/performance.md: the median over ``n^2`` distances dominated a prototype's
     step; at ``n = 1000`` this one costs 1.3 ms, ``np.partition`` 5.4 ms).
 
     Examples
@@ -168,7 +168,7 @@ def phi(particles, grads, bandwidth="median", repulsion=1.0, form="auto", parall
 
     Notes
     -----
-    Liu & Wang (2016), eq. (8); seed 003 (Algorithm 1, with the repulsive term weighted);
+    Liu & Wang (2016), eq. (8); the OPVI paper (Algorithm 1, with the repulsive term weighted);
     ``grad_{x_j} k(x_j, x_i) = (2/h)(x_i - x_j) k(x_j, x_i)``, so
     ``n phi(x_i) = sum_j k_ij (g_j - c x_j) + c (sum_j k_ij) x_i`` with ``c = 2 r / h``:
     one weighted sum per particle (the loop form) or the product ``K (G - c X)`` (BLAS).

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from . import _validate as val
-from ._seeding import child
+from .. import _validate as val
+from .._seeding import child
 
 __all__ = ["GMMResult", "fit_gmm"]
 
@@ -240,7 +240,7 @@ def fit_gmm(samples, n_components, seed=0, n_init=5, max_iter=500, tol=1e-6, reg
     Examples
     --------
     >>> import numpy as np
-    >>> from vits_ref.gmm import fit_gmm
+    >>> from vits_ref.inference.gmm import fit_gmm
     >>> rng = np.random.default_rng(0)
     >>> x = np.vstack([rng.normal(-5.0, 1.0, (500, 1)), rng.normal(5.0, 1.0, (500, 1))])
     >>> fit = fit_gmm(x, 2, seed=0)

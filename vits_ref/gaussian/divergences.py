@@ -38,10 +38,10 @@ import numpy as np
 from scipy.linalg import eigh, solve_triangular
 from scipy.special import gammaln
 
+from .._validate import float_array, positive_float, spd_matrix
 from ._spd import chol as _chol
 from ._spd import inv_from_chol as _inv_from_chol
 from ._spd import logdet as _logdet
-from ._validate import float_array, positive_float, spd_matrix
 
 __all__ = [
     "amari",

@@ -9,7 +9,7 @@ input.
 Examples
 --------
 >>> import numpy as np
->>> from vits_ref.special import sigmoid, softplus
+>>> from vits_ref.gaussian.special import sigmoid, softplus
 >>> sigmoid(np.array([-800.0, 0.0, 800.0]))
 array([0. , 0.5, 1. ])
 >>> float(softplus(800.0))
@@ -18,8 +18,8 @@ array([0. , 0.5, 1. ])
 
 from numba import vectorize
 
-from .config import CACHE
-from .kernels import scalars as _s
+from ..config import CACHE
+from ..kernels import scalars as _s
 
 _OPTS = {"cache": CACHE, "nopython": True}
 

@@ -1,6 +1,6 @@
 """Variational Thompson sampling (VTS) and its one-component case, NIG Thompson sampling.
 
-Urteaga & Wiggins, "Variational inference for the multi-armed contextual bandit" (seed 002,
+Urteaga & Wiggins, "Variational inference for the multi-armed contextual bandit" (AISTATS 2018,
 sections 3-4; docs/algorithms.md section 4). Every arm ``a`` has its own reward model, a
 mixture of ``K`` linear-Gaussian experts::
 
@@ -15,9 +15,8 @@ arm drawn from the variational factors (eqs. 15-17).
 - :class:`NIGTS`: ``VTS`` with ``K = 1``, the exact conjugate posterior (linear Thompson
   sampling with an unknown noise variance): the baseline;
 - :func:`fit_mixture`: one CAVI fit of a mixture to data (Algorithm 1's inner loop);
-- :func:`simulate_vts`: many seeded runs in one compiled ``prange`` driver, with the
-  per-arm error of the estimated expected reward (Figure 3), the same numbers as
-  :func:`vits_ref.simulate`'s Python loop over :class:`VTS`.
+- many seeded runs of VTS in one compiled ``prange`` driver are
+  :func:`vits_ref.bandit.vts.simulate_vts`.
 
 Choices (each stated where it is made):
 
@@ -43,21 +42,18 @@ Choices (each stated where it is made):
   arm (:func:`vits_ref.envs.vts_scenario` repeats it on the rows).
 """
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as val
-from ._seeding import child, engine_streams
-from .drivers import cpu
-from .errors import DivergenceError
-from .kernels.cavi import EXPECTED_PI, SAMPLE_PI, SAMPLE_Z
-from .policies import _arm, _reward
-from .simulate import SimulationResult
+from .. import _validate as val
+from .._seeding import engine_streams
+from ..drivers import cpu
+from ..errors import DivergenceError
+from ..kernels.cavi import EXPECTED_PI, SAMPLE_PI, SAMPLE_Z
 
 __all__ = ["DEFAULT_MAX_ITER", "DEFAULT_TOL", "SCORINGS", "MixtureFit", "NIGTS",
-           "VTS", "VTSSimulationResult", "fit_mixture", "simulate_vts"]
+           "VTS", "fit_mixture"]
 
 #: Scoring rules: eq. (15) sampled assignment, eq. (16) sampled proportions, eq. (17)
 #: mean proportions.
@@ -204,7 +200,7 @@ def fit_mixture(X, y, n_components=2, *, gamma0=1.0, u0=None, V0=None, alpha0=1.
 
     Notes
     -----
-    Seed 002 eqs. (12)-(13); the ELBO and the stopping rule are those of
+    Urteaga & Wiggins eqs. (12)-(13); the ELBO and the stopping rule are those of
     :func:`vits_ref.kernels.cavi.cavi_iterate`. With ``n_components=1`` one iteration gives
     the exact NIG posterior and the ELBO equals the log marginal likelihood.
 
@@ -286,7 +282,7 @@ class VTS:
     Notes
     -----
     ``select`` draws, for every arm ``a`` at its context ``x_a``, a score from the factors
-    (seed 002 eqs. 15-17; :func:`vits_ref.kernels.cavi.arm_score`) and plays the argmax
+    (Urteaga & Wiggins, eqs. 15-17; :func:`vits_ref.kernels.cavi.arm_score`) and plays the argmax
     (ties: lowest index). ``update`` appends ``(x_arm, reward)`` to the played arm's
     history and refits that arm only: with ``K = 1`` the exact NIG posterior by one
     rank-one update (O(d^2), no iteration), with ``K > 1`` CAVI warm-started from the
@@ -387,8 +383,8 @@ class VTS:
     def update(self, contexts, arm, reward):
         """Append ``(contexts[arm], reward)`` to the arm's history and refit the arm."""
         X = self._contexts(contexts)
-        arm = _arm(arm, self.n_arms)
-        reward = _reward(reward)
+        arm = val.arm_index(arm, self.n_arms)
+        reward = val.reward_value(reward)
         n = int(self.counts[arm])
         # transactional: a diverging refit leaves the policy exactly as it was (the arm's
         # factors, statistics, history and responsibilities, O(cap (d + K)) copies, small
@@ -457,7 +453,7 @@ class VTS:
 
     # -- helpers ---------------------------------------------------------------------------
     def _arm_index(self, arm):
-        return _arm(arm, self.n_arms)
+        return val.arm_index(arm, self.n_arms)
 
     def _grow(self):
         """Double the histories' capacity (amortised O(1) per observation)."""
@@ -530,122 +526,3 @@ class NIGTS(VTS):
 
     def __repr__(self):
         return f"NIGTS(dim={self.dim}, n_arms={self.n_arms})"
-
-
-# --------------------------------------------------------------------------- many runs
-
-
-@dataclass
-class VTSSimulationResult(SimulationResult):
-    """:class:`vits_ref.SimulationResult` of :func:`simulate_vts`, with two more arrays.
-
-    Attributes
-    ----------
-    reward_sq_error : (n_runs, n_rounds, n_arms) array
-        ``(mu_hat_at - mu_at)^2``: the squared error of every arm's posterior-mean expected
-        reward (before the round's draw) against the true one.
-    cavi_iterations : (n_runs, n_rounds) int array
-        CAVI iterations of each round's update (0: the closed form of ``K = 1``).
-    """
-
-    reward_sq_error: np.ndarray | None = None
-    cavi_iterations: np.ndarray | None = None
-
-    def mse(self):
-        """Seed 002 eq. (21) along the run: ``MSE_a(t) = 1/t sum_{s <= t} (mu_hat_as -
-        mu_as)^2``, mean over runs, shape (n_rounds, n_arms)."""
-        t = np.arange(1, self.n_rounds + 1)[:, None]
-        return (np.cumsum(self.reward_sq_error, axis=1) / t).mean(axis=0)
-
-
-def simulate_vts(policy, env, n_rounds, n_runs=1, seed=None, new_instance_per_run=False,
-                 n_threads=None, progress=None, first_run=0):
-    """``n_runs`` seeded runs of a :class:`VTS` policy in one compiled ``prange`` driver.
-
-    Seeds exactly as :func:`vits_ref.simulate` (run ``r``: child ``r`` of ``seed``; its
-    child 0 draws the environment, child 1 seeds the policy, child 2 the instance), so the
-    regret and arms equal those of ``simulate(policy, env, ...)``'s Python loop, number
-    for number; the driver also records the per-arm squared error of the estimated
-    expected reward and the CAVI iterations.
-
-    Parameters
-    ----------
-    policy : VTS
-        The specification (its state is not used: every run starts at the prior).
-    env : Environment
-    n_rounds, n_runs : int
-    seed : int, SeedSequence or None
-    new_instance_per_run : bool, default False
-    n_threads : int or None
-        Numba threads (default: Numba's current setting).
-    progress : callable or None
-        ``progress(runs_done, n_runs)`` after each batch.
-    first_run : int, default 0
-        Index of the first run (runs ``first_run, ..., first_run + n_runs - 1``, as
-        :func:`vits_ref.simulate`'s ``first_run``): a block of runs equals the same rows
-        of one call over all runs.
-
-    Returns
-    -------
-    VTSSimulationResult
-
-    Examples
-    --------
-    >>> import vits_ref as vr
-    >>> res = vr.vts.simulate_vts(vr.VTS(2, 2, seed=0), vr.envs.vts_scenario("A"),
-    ...                           n_rounds=20, n_runs=3, seed=1)
-    >>> res.cumulative_regret.shape, res.reward_sq_error.shape
-    ((3, 20), (3, 20, 2))
-    """
-    import numba
-
-    from .envs import Environment
-    from .simulate import _realise, _run_env
-
-    if not isinstance(policy, VTS):
-        raise TypeError(f"policy must be a vits_ref.VTS, got {type(policy).__name__}")
-    if not isinstance(env, Environment):
-        raise TypeError(f"env must be a vits_ref environment, got {type(env).__name__}")
-    if env.dim != policy.dim or env.n_arms != policy.n_arms:
-        raise ValueError(f"policy (dim {policy.dim}, {policy.n_arms} arms) does not match "
-                         f"env (dim {env.dim}, {env.n_arms} arms)")
-    T = val.positive_int(n_rounds, "n_rounds")
-    R = val.positive_int(n_runs, "n_runs")
-    first_run = val.positive_int(first_run, "first_run", minimum=0)
-    root = val.as_seed_sequence(seed)
-    A, d, K = env.n_arms, env.dim, policy.n_components
-    regret, arms = np.empty((R, T)), np.empty((R, T), dtype=np.int64)
-    sqerr, iters = np.empty((R, T, A)), np.empty((R, T), dtype=np.int64)
-    per_run = 8 * T * A * (4 * d + 3 + K)  # realisation + histories
-    batch = int(max(1, min(R, _MEMORY_BUDGET // per_run)))
-    run = cpu.vts_runs()
-    old = numba.get_num_threads()
-    if n_threads is not None:
-        numba.set_num_threads(val.positive_int(n_threads, "n_threads"))
-    start = time.perf_counter()
-    try:
-        for lo in range(0, R, batch):
-            hi = min(R, lo + batch)
-            reals, rngs = [], []
-            for r in range(lo, hi):
-                run_seed = child(root, first_run + r)
-                reals.append(_realise(_run_env(env, new_instance_per_run, run_seed),
-                                      run_seed, T))
-                rngs.append(_rng_state(child(run_seed, 1)))  # as policy.fresh(...) seeds
-            status = np.zeros(hi - lo, dtype=np.int64)
-            run(policy.params, policy._prior.kernel,
-                np.stack([x.contexts for x in reals]), np.stack([x.means for x in reals]),
-                np.stack([x.rewards for x in reals]), np.stack(rngs), regret[lo:hi],
-                arms[lo:hi], sqerr[lo:hi], iters[lo:hi], status)
-            bad = np.flatnonzero(status)
-            if bad.size:
-                raise DivergenceError(policy.name, int(status[bad[0]]), None,
-                                      run=first_run + lo + int(bad[0]))
-            if progress:
-                progress(hi, R)
-    finally:
-        numba.set_num_threads(old)
-    wall = time.perf_counter() - start
-    return VTSSimulationResult(policy.name, repr(env), regret, arms, np.zeros(0, np.int64),
-                               None, wall, True, seed, reward_sq_error=sqerr,
-                               cavi_iterations=iters)

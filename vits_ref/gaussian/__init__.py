@@ -13,11 +13,11 @@ shape ``(d, d)``, symmetric positive definite. ``d = 1`` uses shapes ``(1,)`` an
 import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
 
+from .._validate import float_array, positive_float, spd_matrix
 from ._spd import chol as _chol
 from ._spd import finite_result as _finite
 from ._spd import inv_from_chol as _inv_from_chol
 from ._spd import logdet as _logdet
-from ._validate import float_array, positive_float, spd_matrix
 from .divergences import (
     amari,
     i_divergence,
@@ -390,7 +390,7 @@ def linear_posterior_general(features, rewards, prior_mean, prior_cov, noise_var
     ``prior_cov = I/(lam eta)`` and ``noise_var = 1/eta`` it equals
     :func:`linear_posterior` ``(features, rewards, eta, lam)``. Because the posterior
     of one batch is the prior of the next, sequential updates reproduce the batch
-    posterior. (The seed's Assumption 1 writes the likelihood as
+    posterior. (Kveton et al.'s Assumption 1 writes the likelihood as
     ``exp(-sigma^-2 sum (y - phi theta)^2)``, missing a factor 1/2; eq. 3 is right.)
 
     Examples

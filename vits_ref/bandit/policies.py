@@ -6,57 +6,20 @@ Online use::
     policy.update(contexts, arm, reward)   # the features played are contexts[arm]
 
 ``policy.fresh(seed)`` returns the same policy at its prior with a new seed, which is how
-:func:`vits_ref.simulate` starts each run.
+:func:`vits_ref.bandit.simulate` starts each run.
 """
 
-import numbers
 
 import numpy as np
 
-from . import _validate as val
-from ._seeding import child, engine_streams
-from .drivers import cpu
-from .errors import DivergenceError
-from .fused import FusedSpec
-from .inference.base import Engine
-from .kernels import bandit as kbandit
-from .kernels import linucb as klinucb
-
-
-def _contexts(contexts, dim):
-    """``(K, dim)`` features, ``K >= 1``, finite and of magnitude at most
-    :data:`vits_ref._validate.MAX_ABS_DATA` (checked before any draw is used up)."""
-    X = val.float_array(contexts, "contexts", ndim=2, shape=(None, dim), finite=False)
-    if X.shape[0] == 0:
-        raise ValueError(f"contexts must have at least one row (one per arm), got shape "
-                         f"{X.shape}")
-    return val.bounded_data(X, "contexts")
-
-
-def _arm(arm, n_arms):
-    if isinstance(arm, (bool, np.bool_)) or not isinstance(arm, (int, np.integer)):
-        raise TypeError(f"arm must be an integer index, got {type(arm).__name__}")
-    if not 0 <= arm < n_arms:
-        raise ValueError(f"arm must be in [0, {n_arms}), got {arm}")
-    return int(arm)
-
-
-def _reward(reward):
-    if isinstance(reward, np.ndarray) and reward.ndim == 0 and reward.dtype.kind in "iuf":
-        reward = reward.item()  # a 0-D real array is a number
-    if isinstance(reward, (bool, np.bool_)) or not isinstance(reward, numbers.Real):
-        # float() of None, a list or a 1-element array raised a TypeError not naming it
-        raise TypeError(f"reward must be a real number, got {type(reward).__name__}")
-    try:
-        reward = float(reward)
-    except OverflowError:  # an int beyond the largest float (was an OverflowError)
-        raise ValueError(f"reward must have magnitude <= {val.MAX_ABS_DATA:g}, got an "
-                         f"integer of {len(str(abs(int(reward))))} digits") from None
-    if not np.isfinite(reward):
-        raise ValueError(f"reward must be finite, got {reward}")
-    if abs(reward) > val.MAX_ABS_DATA:
-        raise ValueError(f"reward must have magnitude <= {val.MAX_ABS_DATA:g}, got {reward!r}")
-    return reward
+from .. import _validate as val
+from .._seeding import child, engine_streams
+from ..drivers import cpu
+from ..drivers.fused import FusedSpec
+from ..errors import DivergenceError
+from ..inference.base import Engine
+from ..kernels import bandit as kbandit
+from ..kernels import linucb as klinucb
 
 
 def _no_noise(policy_seed, n_rounds, dim):
@@ -109,15 +72,15 @@ class ThompsonSampling:
 
     def select(self, contexts):
         """Index of the arm to play for the ``(K, d)`` features ``contexts``."""
-        X = _contexts(contexts, self.dim)
+        X = val.contexts(contexts, self.dim)
         theta = self.engine.sample(1)[0]
         return int(np.argmax(self.engine.model.predict(theta, X)))
 
     def update(self, contexts, arm, reward):
         """Feed back the reward of ``contexts[arm]``."""
-        X = _contexts(contexts, self.dim)
-        arm = _arm(arm, X.shape[0])
-        self.engine.update(X[arm][None, :], np.array([_reward(reward)]))
+        X = val.contexts(contexts, self.dim)
+        arm = val.arm_index(arm, X.shape[0])
+        self.engine.update(X[arm][None, :], np.array([val.reward_value(reward)]))
         return self
 
     def fresh(self, seed=None):
@@ -168,7 +131,7 @@ class LinUCB:
 
     def scores(self, contexts):
         """Upper confidence bounds of the arms."""
-        X = _contexts(contexts, self.dim)
+        X = val.contexts(contexts, self.dim)
         out = np.empty(X.shape[0])
         cpu.linucb_scores(self.Vinv, self.b, self.alpha, X, out)
         return out
@@ -179,9 +142,9 @@ class LinUCB:
 
     def update(self, contexts, arm, reward):
         """Sherman-Morrison update of ``inv(V)`` with ``x = contexts[arm]``; ``b += r x``."""
-        X = _contexts(contexts, self.dim)
-        x = np.ascontiguousarray(X[_arm(arm, X.shape[0])])
-        reward = _reward(reward)
+        X = val.contexts(contexts, self.dim)
+        x = np.ascontiguousarray(X[val.arm_index(arm, X.shape[0])])
+        reward = val.reward_value(reward)
         saved = self.Vinv.copy(), self.b.copy()
         self.b += reward * x
         cpu.sherman_morrison(self.Vinv, x)
@@ -196,7 +159,7 @@ class LinUCB:
 
     def fresh(self, seed=None):
         """A new LinUCB at the prior (``seed`` is accepted for the policy protocol, which
-        :func:`vits_ref.simulate` calls with one; LinUCB draws nothing)."""
+        :func:`vits_ref.bandit.simulate` calls with one; LinUCB draws nothing)."""
         return LinUCB(self.dim, alpha=self.alpha, lam=self.lam)
 
     def fused(self, kl=False):
@@ -227,7 +190,7 @@ class RandomPolicy:
 
     def select(self, contexts):
         """A uniformly random arm index."""
-        X = (_contexts(contexts, self.dim) if self.dim
+        X = (val.contexts(contexts, self.dim) if self.dim
              else val.float_array(contexts, "contexts", ndim=2, finite=False))
         K = X.shape[0]
         if K == 0:
@@ -297,7 +260,7 @@ class PerArm:
 
     def select(self, contexts):
         """Index of the arm whose own posterior draw scores highest."""
-        X = _contexts(contexts, self.dim)
+        X = val.contexts(contexts, self.dim)
         if X.shape[0] != self.n_arms:
             raise ValueError(f"contexts must have one row per arm ({self.n_arms}), "
                              f"got {X.shape[0]}")
@@ -307,12 +270,12 @@ class PerArm:
 
     def update(self, contexts, arm, reward):
         """Update the played arm's engine with ``(contexts[arm], reward)``."""
-        X = _contexts(contexts, self.dim)
+        X = val.contexts(contexts, self.dim)
         if X.shape[0] != self.n_arms:
             raise ValueError(f"contexts must have one row per arm ({self.n_arms}), "
                              f"got {X.shape[0]}")
-        arm = _arm(arm, self.n_arms)
-        self.engines[arm].update(X[arm][None, :], np.array([_reward(reward)]))
+        arm = val.arm_index(arm, self.n_arms)
+        self.engines[arm].update(X[arm][None, :], np.array([val.reward_value(reward)]))
         return self
 
     def fresh(self, seed=None):

@@ -1,21 +1,21 @@
 """The host-side draws of the fused loop, shared by the CPU and CUDA paths of ``simulate``.
 
 A run ``r`` of a root seed is seeded by child ``r``; its child 0 drives the environment's
-realisation, its child 1 the policy's randomness (:mod:`vits_ref.simulate`). The helpers
+realisation, its child 1 the policy's randomness (:mod:`vits_ref.bandit.simulate`). The helpers
 here draw them whole (:func:`realise`) or a chunk of rounds at a time
 (:func:`realise_chunks`, :func:`batch_chunks`), the chunks equal to the rows of the whole
 draws bit for bit (:meth:`vits_ref.envs.Environment.realise_chunks`,
-:func:`vits_ref.fused.draw_chunks`), so both devices see the same inputs whatever their
-plans of batches and chunks. This module exists so that :mod:`vits_ref._cuda_simulate`
-can use the same code without importing :mod:`vits_ref.simulate` (which imports it: an
+:func:`vits_ref.drivers.fused.draw_chunks`), so both devices see the same inputs whatever their
+plans of batches and chunks. This module exists so that :mod:`vits_ref.bandit._cuda_simulate`
+can use the same code without importing :mod:`vits_ref.bandit.simulate` (which imports it: an
 import cycle).
 """
 
 import numpy as np
 
-from . import _validate as val
-from ._seeding import child
-from .fused import draw_chunks
+from .. import _validate as val
+from .._seeding import child
+from ..drivers.fused import draw_chunks
 
 
 def checked(env, real, binary=False):
@@ -62,7 +62,7 @@ def batch_chunks(spec, envs, run_seeds, n_rounds, chunk, n_threads=1):
     sel_noise (R, n, ·), step_noise (R, n, S, M, d))`` for rounds ``[t0, t0 + n)``,
     ``n = min(chunk, n_rounds - t0)``: run ``i``'s rows are those of its whole realisation
     (:func:`realise_chunks` of ``envs[i]`` and ``run_seeds[i]``) and its policy's randomness
-    (:func:`vits_ref.fused.draw_chunks` from child 1 of ``run_seeds[i]``), bit for bit.
+    (:func:`vits_ref.drivers.fused.draw_chunks` from child 1 of ``run_seeds[i]``), bit for bit.
     The stacked arrays are filled run by run, so one run's chunk (per thread) is held twice
     at most (a lone run's chunk is yielded as drawn); each yield allocates new arrays (a
     consumer may keep the previous chunk while the next is drawn).

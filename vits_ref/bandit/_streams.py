@@ -11,10 +11,10 @@ reference (:mod:`vits_ref.reference.streams`).
 :func:`run_streams_cpu` runs batches of runs, ``prange`` over the runs, the whole horizon a
 call (:func:`vits_ref.drivers.cpu.bandit_streams`); :func:`run_streams_cuda` chunks of
 :data:`CHUNK_ROUNDS` rounds a launch in the layout
-:func:`vits_ref._cuda_simulate.layout_for_streams` chooses (one run per GPU thread,
+:func:`vits_ref.bandit._cuda_simulate.layout_for_streams` chooses (one run per GPU thread,
 :class:`vits_ref.drivers.cuda.BanditStreams`, or one block of threads per run for the
 VITS rounds, :class:`vits_ref.drivers.cuda_coop.BlockStreams`), as many runs a batch as
-:data:`vits_ref._cuda_simulate.DEVICE_FRACTION` of the device's free memory holds
+:data:`vits_ref.bandit._cuda_simulate.DEVICE_FRACTION` of the device's free memory holds
 (:func:`plan`). Both raise DivergenceError by the CPU path's rule: the lowest-numbered
 diverging run of the first batch with one, at its first diverging round.
 """
@@ -22,9 +22,9 @@ diverging run of the first batch with one, at its first diverging round.
 import numba
 import numpy as np
 
-from ._seeding import child
-from .errors import DivergenceError
-from .kernels.bandit_streams import scratch_size
+from .._seeding import child
+from ..errors import DivergenceError
+from ..kernels.bandit_streams import scratch_size
 
 #: Rounds a launch of the CUDA path runs (a kernel of bounded duration; progress and the
 #: divergence status are read between launches). The results do not depend on it.
@@ -110,7 +110,7 @@ def run_streams_cpu(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, k
                     n_threads, progress, first_run=0):
     """The streamed runs ``first_run .. first_run + n_runs - 1`` on the CPU into rows
     ``0 .. n_runs - 1`` of ``regret``, ``arms`` and ``kl``."""
-    from .drivers import cpu
+    from ..drivers import cpu
 
     env_round, env_params, dims = check(spec, name, env, False)
     run = cpu.bandit_streams(spec.piece, env_round)
@@ -139,14 +139,14 @@ def run_streams_cuda(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, 
     """The streamed runs on the GPU (:func:`plan`'s batches, chunks of
     :data:`CHUNK_ROUNDS` rounds a launch); the same rows as :func:`run_streams_cpu`.
 
-    The launch layout is :func:`vits_ref._cuda_simulate.layout_for_streams`' choice, with
+    The launch layout is :func:`vits_ref.bandit._cuda_simulate.layout_for_streams`' choice, with
     its overrides (``_cuda_simulate.LAYOUT``, ``BLOCK_THREADS``, ``SHARED_BUDGET``): one
     run per thread (:class:`vits_ref.drivers.cuda.BanditStreams`, ``threads_per_block``
     to a block, default ``_cuda_simulate.THREADS_PER_BLOCK``) for the O(K d + d^2)
     rounds, one block of threads per run (:class:`vits_ref.drivers.cuda_coop.BlockStreams`)
     for the VITS rounds. The choice and its reason are left in
     ``_cuda_simulate.last_layout`` (with ``"stream": "philox"``) and logged, as
-    :func:`vits_ref._cuda_simulate.run_fused_cuda` does. Both layouts give the same rows.
+    :func:`vits_ref.bandit._cuda_simulate.run_fused_cuda` does. Both layouts give the same rows.
     """
     from . import _cuda_simulate as cs
 
@@ -154,7 +154,7 @@ def run_streams_cuda(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, 
     driver = cs.check_device()  # a clear RuntimeError before any work
     layout, tpb, why = cs.choose_layout_streams(spec, env_round, dims[0])
     if layout == "block":
-        from .drivers.cuda_coop import BlockStreams
+        from ..drivers.cuda_coop import BlockStreams
 
         def make_runs(*args):
             return BlockStreams(*args, threads_per_block=tpb, shared_budget=cs.SHARED_BUDGET)

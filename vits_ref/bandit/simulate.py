@@ -6,14 +6,14 @@ the environment's draws (so every policy meets the same contexts and noise for t
 when ``new_instance_per_run``. Results are bit-identical for the same seed whatever the
 number of threads: runs are independent and each is computed by one thread.
 
-A policy whose ``fused(kl=...)`` returns a :class:`vits_ref.fused.FusedSpec` runs in the
+A policy whose ``fused(kl=...)`` returns a :class:`vits_ref.drivers.fused.FusedSpec` runs in the
 fused compiled loop (:mod:`vits_ref.kernels.bandit`, generic over the policy's piece):
 today LinTS, LinUCB, random, and Thompson sampling over VITS or Langevin on the linear
 model with the ``constant`` or ``decayed`` schedule. Their per-run randomness is drawn in
 bulk in the same order as the engines draw it online, so the fused loop and the Python
 loop give the same regret (``tests/test_simulate.py``). With ``stream="philox"`` the fused
 loop generates its randomness itself from counter-based streams under each run's key
-(:mod:`vits_ref._streams`, docs/streams.md): other numbers, the same distributions,
+(:mod:`vits_ref.bandit._streams`, docs/streams.md): other numbers, the same distributions,
 nothing pre-drawn.
 """
 
@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-from . import _validate as val
+from .. import _validate as val
+from .._seeding import child
+from ..drivers import cpu
+from ..envs import Environment
+from ..errors import DivergenceError
+from ..inference import VITS, Langevin, LinTS
+from ..inference.base import GaussianEngine
 from ._fused_draws import batch_chunks  # shared with the CUDA path
 from ._fused_draws import realise as _realise
-from ._seeding import child
-from .drivers import cpu
-from .envs import Environment
-from .errors import DivergenceError
-from .inference import VITS, Langevin, LinTS
-from .inference.base import GaussianEngine
 from .policies import LinUCB, RandomPolicy, ThompsonSampling
 
 #: Documented defaults of the named policies: the point of the VITS paper's appendix E grid
@@ -88,7 +88,7 @@ def make_policy(name, dim, seed=None, **overrides):
 
     Examples
     --------
-    >>> from vits_ref.simulate import make_policy
+    >>> from vits_ref.bandit.simulate import make_policy
     >>> make_policy("vits-hf", 20).engine.n_mc
     20
     """
@@ -171,7 +171,7 @@ def _policy_name(policy):
 
 
 def fused_spec(policy, kl=False):
-    """The policy's :class:`vits_ref.fused.FusedSpec`, or None if it has no fused loop."""
+    """The policy's :class:`vits_ref.drivers.fused.FusedSpec`, or None if it has no fused loop."""
     fused = getattr(policy, "fused", None)
     return fused(kl=kl) if fused is not None else None
 
@@ -452,7 +452,7 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
     """A batch of fused runs, ``chunk`` rounds at a time.
 
     Each run's realisation and policy randomness are drawn a chunk at a time
-    (:func:`vits_ref._fused_draws.batch_chunks`, shared with the CUDA path) from the same
+    (:func:`vits_ref.bandit._fused_draws.batch_chunks`, shared with the CUDA path) from the same
     streams as one whole draw, and :func:`vits_ref.drivers.cpu.bandit_rounds` runs the chunk's
     rounds, the runs' state buffers carrying the state between chunks, so the results
     equal those of whole-horizon runs bit for bit. ``regret``, ``arms`` (R, T) and ``kl``

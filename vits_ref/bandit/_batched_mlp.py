@@ -1,7 +1,7 @@
 """The VITS paper's Figure 2 methods on the MLP, batched over runs in lockstep (NumPy or CuPy).
 
 VITS-II, VITS-II Hessian-free and LMC-TS on :class:`vits_ref.models.MLP` run in the Python
-loop of :func:`vits_ref.simulate`, one run at a time; a VITS step on the 861-parameter
+loop of :func:`vits_ref.bandit.simulate`, one run at a time; a VITS step on the 861-parameter
 network is three 861 x 861 products. This module runs a block of ``R`` runs in lockstep
 (round ``t`` of every run, then round ``t + 1``): the runs' states are stacked arrays
 (``mu`` (R, d), ``B``, ``C`` (R, d, d); LMC's chain (R, d)), every d x d product is one
@@ -14,7 +14,7 @@ an (R, T, p) buffer and a length). ``xp`` is NumPy or CuPy, chosen by the caller
 It computes what the Python loop computes for each run (``tests/test_batched_mlp.py``):
 
 - the same environment realisation (run ``r`` seeded by child ``r`` of the root, its child
-  0 the environment's draws, child 2 the instance, as in :func:`vits_ref.simulate`);
+  0 the environment's draws, child 2 the instance, as in :func:`vits_ref.bandit.simulate`);
 - the same policy randomness in the same order: each run's engine is built by
   ``policy.fresh(child(run_seed, 1))`` exactly as the Python loop builds it, its initial
   state (``mu, B, C`` or LMC's ``theta``) taken from it, and its own two generators
@@ -22,7 +22,7 @@ It computes what the Python loop computes for each run (``tests/test_batched_mlp
   the engines draw (``(1, d)`` per Thompson draw from the sampling stream; ``(K_t, M, d)``
   for VITS and ``(K_t, d)`` for LMC per update from the update stream), copied to the
   device;
-- the same step sizes (:func:`vits_ref.schedules.step_size` of the engine's schedule,
+- the same step sizes (:func:`vits_ref.inference.schedules.step_size` of the engine's schedule,
   ``h0``, ``eta`` and ``t``, the number of observations);
 - the same divergence rule and error: after each update, a run whose state is not finite
   (VITS: ``mu``, ``B``, ``C``; LMC: ``theta``) raises :class:`~vits_ref.DivergenceError`
@@ -39,7 +39,7 @@ bit; the measured differences are in the tests.
 Formulas (docs/algorithms.md section 2; each batched function's docstring names its
 equation): the flat layout comes from :func:`vits_ref.kernels.mlp.layer_block`, the
 variant codes from :mod:`vits_ref.kernels.potential`, the step sizes from
-:mod:`vits_ref.schedules`, the initial states and streams from the engines themselves.
+:mod:`vits_ref.inference.schedules`, the initial states and streams from the engines themselves.
 Supported: Thompson sampling over :class:`~vits_ref.VITS` (variants ``"II"`` and
 ``"hessian_free"``, with or without ``symmetrize`` and the control variate) and
 :class:`~vits_ref.Langevin`, on an MLP with the default prior ``N(0, I/(eta lam))``, the
@@ -53,18 +53,18 @@ import time
 
 import numpy as np
 
+from .._seeding import child
+from ..errors import DivergenceError
+from ..inference import VITS, Langevin
+from ..inference.schedules import step_size
+from ..kernels.mlp import layer_block
+from ..kernels.potential import VARIANT_HF, VARIANT_HF_CV, VARIANT_II, is_hessian_free
+from ..models.mlp import MLP, _finite_or_raise
 from ._fused_draws import realise_chunks
-from ._seeding import child
-from .errors import DivergenceError
-from .inference import VITS, Langevin
-from .kernels.mlp import layer_block
-from .kernels.potential import VARIANT_HF, VARIANT_HF_CV, VARIANT_II, is_hessian_free
-from .models.mlp import MLP, _finite_or_raise
 from .policies import ThompsonSampling
-from .schedules import step_size
 
 #: Rounds of the environments' realisations held at once (drawn by
-#: :func:`vits_ref._fused_draws.realise_chunks`: the same rows as one whole draw).
+#: :func:`vits_ref.bandit._fused_draws.realise_chunks`: the same rows as one whole draw).
 REAL_CHUNK = 128
 
 _BATCHED_VARIANTS = (VARIANT_II, VARIANT_HF, VARIANT_HF_CV)
@@ -446,7 +446,7 @@ def run_block(policy, envs, run_seeds, n_rounds, xp=np, first_index=0, return_st
     ----------
     policy : ThompsonSampling
         Over VITS or Langevin on an MLP (:func:`supports`); every run starts from
-        ``policy.fresh(child(run_seed, 1))`` as in :func:`vits_ref.simulate`.
+        ``policy.fresh(child(run_seed, 1))`` as in :func:`vits_ref.bandit.simulate`.
     envs : list of Environment
         Run ``i``'s environment (the instance of the run).
     run_seeds : list of SeedSequence
@@ -585,15 +585,15 @@ def run_block(policy, envs, run_seeds, n_rounds, xp=np, first_index=0, return_st
 def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
              new_instance_per_run=False, first_run=0, device="cpu", array="numpy",
              **ignored):
-    """:func:`vits_ref.simulate` of an MLP policy (:func:`supports`) on the batched path.
+    """:func:`vits_ref.bandit.simulate` of an MLP policy (:func:`supports`) on the batched path.
 
     The runs ``first_run, ..., first_run + n_runs - 1`` form one lockstep block; ``array``
     is ``"numpy"`` or ``"cupy"`` (:func:`array_module`). Same arguments and result as
-    :func:`vits_ref.simulate` (``device`` and the other execution options, e.g.
+    :func:`vits_ref.bandit.simulate` (``device`` and the other execution options, e.g.
     ``n_jobs``, are accepted and ignored: the array module decides where it runs), and the
     same regret and arms as its Python loop.
     """
-    from . import _validate as val
+    from .. import _validate as val
     from .simulate import SimulationResult, _run_env
 
     n_rounds = val.positive_int(n_rounds, "n_rounds")

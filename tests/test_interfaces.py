@@ -1,4 +1,4 @@
-"""The house rules of issue 6: pieces, factories, engine signatures, clear errors.
+"""The library's shared interfaces: pieces, factories, engine signatures, clear errors.
 
 - every policy's fused-loop piece carves exactly ``state_size`` entries from its buffer;
 - steps are built once per (step, potential) and loops once per piece (cached factories);

@@ -1,7 +1,7 @@
 """What a policy hands the fused compiled bandit loop: its piece, parameters and noise.
 
 A policy (or the engine behind a Thompson-sampling policy) that has a fused loop returns
-a :class:`FusedSpec` from ``fused(kl=...)``; :func:`vits_ref.simulate` runs any of them
+a :class:`FusedSpec` from ``fused(kl=...)``; :func:`vits_ref.bandit.simulate` runs any of them
 through one generic driver (:func:`vits_ref.drivers.cpu.bandit_runs`), with no list of
 policies anywhere. The randomness a run consumes is drawn in bulk with NumPy, in the
 order the online ``select``/``update`` API draws it, so the fused loop, the Python loop
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._seeding import engine_streams
+from .._seeding import engine_streams
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class FusedSpec:
     binary_rewards : bool
         Whether the piece's model takes rewards 0 or 1 only (the logistic model's
         Bernoulli rewards): the drawn rewards are checked before each chunk runs
-        (:func:`vits_ref._fused_draws.checked`), and ``stream="philox"`` needs an
+        (:func:`vits_ref.bandit._fused_draws.checked`), and ``stream="philox"`` needs an
         environment with ``reward="logistic"``.
     divergence_detail : str
         What a run's failed update means beyond a non-finite state (the piece's other

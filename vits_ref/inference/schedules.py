@@ -20,9 +20,9 @@ import math
 
 import numpy as np
 
-from . import _validate as val
-from .kernels.bandit import SCHEDULE_CONSTANT, SCHEDULE_DECAYED
-from .kernels.bandit import step_size as _step_size
+from .. import _validate as val
+from ..kernels.bandit import SCHEDULE_CONSTANT, SCHEDULE_DECAYED
+from ..kernels.bandit import step_size as _step_size
 
 SCHEDULES = ("constant", "decayed", "theoretical")
 _CODES = {"constant": SCHEDULE_CONSTANT, "decayed": SCHEDULE_DECAYED}
