@@ -21,13 +21,19 @@ A policy contributes a :class:`BanditPiece`: five kernel bodies with one signatu
 ``init(params, state, init_noise)``, ``select(params, state, X, noise) -> arm``,
 ``update(params, state, x, r, n_obs, noise) -> ok``, ``kl(params, state) -> float``
 
-where ``params`` is the policy's tuple of hyperparameters. :func:`make_bandit_rounds`
+where ``params`` is the policy's hyperparameters, an instance of the piece's
+:class:`typing.NamedTuple` (``piece.params_type``, defined beside the piece in its module:
+:class:`~vits_ref.kernels.lints.LinTSParams`, :class:`~vits_ref.kernels.vits.VITSParams`,
+...). Numba compiles a NamedTuple as a tuple with named fields, so the bodies read it by
+position or by name alike. :func:`make_bandit_rounds`
 closes over a piece and runs a chunk of rounds ``[t0, t1)`` from the state buffer (so a
 long run is fed a chunk of pre-drawn rounds at a time, with bounded memory);
 :func:`make_bandit_run` is the same body over the whole horizon. The drivers
 (:mod:`vits_ref.drivers`) cache one compiled loop per piece. No list of policies exists
 anywhere: a new policy brings its own piece.
 """
+
+from typing import NamedTuple
 
 from vits_ref.config import kernel
 
@@ -66,17 +72,25 @@ class BanditPiece:
     ``tests/test_bandit_pieces.py`` checks that ``views`` uses exactly that many entries.
     ``select_noise`` says what the entries of ``select``'s noise are: standard normals
     (the default) or uniforms in (0, 1); the counter-based streams
-    (:mod:`.bandit_streams`) draw them accordingly. Hashed by identity: one compiled loop
-    per piece.
+    (:mod:`.bandit_streams`) draw them accordingly. ``params_type`` is the
+    :class:`typing.NamedTuple` of the hyperparameters the bodies read (None: any tuple);
+    :class:`vits_ref.drivers.fused.FusedSpec` checks that a spec's ``params`` is one.
+    Hashed by identity: one compiled loop per piece.
     """
 
     def __init__(self, name, state_size, views, init, select, update, kl,
-                 select_noise="normal"):
+                 select_noise="normal", params_type=None):
         if select_noise not in ("normal", "uniform"):
             raise ValueError(f"select_noise must be 'normal' or 'uniform', got "
                              f"{select_noise!r}")
+        if params_type is not None and not (isinstance(params_type, type)
+                                            and issubclass(params_type, tuple)
+                                            and hasattr(params_type, "_fields")):
+            raise TypeError(f"params_type must be a NamedTuple class or None, got "
+                            f"{params_type!r}")
         self.name = name
         self.select_noise = select_noise
+        self.params_type = params_type
         self.state_size = state_size
         self.views = views
         self.init = init
@@ -202,6 +216,14 @@ def make_bandit_run(piece):
 # --------------------------------------------------------------------------- random policy
 
 
+class RandomParams(NamedTuple):
+    """The parameters of :data:`RANDOM`: none is read. The one field keeps the tuple
+    non-empty (the drivers pass every piece's parameters the same way)."""
+
+    #: unused (0.0)
+    unused: float = 0.0
+
+
 def _random_size(d, K, M, T):
     return 0
 
@@ -238,4 +260,5 @@ def _random_kl(params, state):
 
 #: The uniformly random policy: arm ``floor(u K)`` for the round's uniform ``u``.
 RANDOM = BanditPiece("random", _random_size, _random_views, _random_init, _random_select,
-                     _random_update, _random_kl, select_noise="uniform")
+                     _random_update, _random_kl, select_noise="uniform",
+                     params_type=RandomParams)

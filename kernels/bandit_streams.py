@@ -166,7 +166,9 @@ def make_bandit_streams(piece, env_round):
     environment whose round body is ``env_round``.
 
     ``rounds(params, env, key, dims, buf, scratch, t0, n, kl_rounds, regret, arms, kl_out)
-    -> status``: ``params`` the policy's tuple, ``env`` the environment's; ``key`` (2,)
+    -> status``: ``params`` the policy's (the piece's NamedTuple,
+    :attr:`BanditPiece.params_type <vits_ref.kernels.bandit.BanditPiece>`), ``env`` the
+    environment's tuple; ``key`` (2,)
     uint64 the run's key; ``dims = (d, K, n_init, n_sel, S, M)`` the sizes of the contexts
     and of the policy's noise (initial, selection, steps ``(S, M, d)``); ``buf`` the run's
     state buffer (``piece.state_size(d, K, M, T)``, ``T = regret.shape[0]``), carrying the

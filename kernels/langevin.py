@@ -13,6 +13,7 @@ same results.
 """
 
 import math
+from typing import NamedTuple
 
 from vits_ref.config import kernel
 
@@ -42,7 +43,23 @@ def make_langevin_steps(potential):
 
 
 # --------------------------------------------------------------------------- bandit piece
-# params: (schedule, eta, lam, h0); the chain's current state is what LMC-TS plays.
+# params: a LangevinParams; the chain's current state is what LMC-TS plays.
+
+
+class LangevinParams(NamedTuple):
+    """The hyperparameters the Langevin pieces' bodies read: :data:`PIECE` and
+    :data:`vits_ref.kernels.logistic_bandit.LANGEVIN_PIECE` (built by
+    :meth:`vits_ref.Langevin.fused`)."""
+
+    #: the schedule's code (:data:`vits_ref.kernels.bandit.SCHEDULE_CONSTANT` or
+    #: ``SCHEDULE_DECAYED``)
+    schedule: int
+    #: inverse temperature of the potential
+    eta: float
+    #: ridge (prior ``N(0, I/(lam eta))``)
+    lam: float
+    #: the base step size (the engine's ``step_size``)
+    h0: float
 
 _linear_steps = make_langevin_steps(LINEAR)
 
@@ -102,4 +119,5 @@ def kl(params, state):
 
 
 #: LMC-TS's part of the fused linear-bandit loop.
-PIECE = BanditPiece("lmc", state_size, views, init, select, update, kl)
+PIECE = BanditPiece("lmc", state_size, views, init, select, update, kl,
+                    params_type=LangevinParams)

@@ -13,6 +13,7 @@ same results.
 """
 
 import math
+from typing import NamedTuple
 
 from vits_ref.config import kernel
 
@@ -41,7 +42,18 @@ def lints_draw(L, b, eta, z, out):
 
 
 # --------------------------------------------------------------------------- bandit piece
-# params: (eta, lam, track); track: keep V (and eta V, eta b) for the KL diagnostic.
+
+
+class LinTSParams(NamedTuple):
+    """The hyperparameters :data:`PIECE`'s bodies read (built by
+    :meth:`vits_ref.LinTS.fused`)."""
+
+    #: inverse temperature: the posterior is ``N(V^-1 b, inv(eta V))``
+    eta: float
+    #: ridge: ``V = lam I + sum x x^T``
+    lam: float
+    #: keep ``V`` (and ``eta V``, ``eta b``) for the KL diagnostic (O(d^2) a round)
+    track: bool
 
 
 def state_size(d, K, M, T):
@@ -107,4 +119,5 @@ def kl(params, state):
 
 
 #: LinTS's part of the fused linear-bandit loop.
-PIECE = BanditPiece("lints", state_size, views, init, select, update, kl)
+PIECE = BanditPiece("lints", state_size, views, init, select, update, kl,
+                    params_type=LinTSParams)

@@ -10,6 +10,8 @@ cooperative primitives (:mod:`.coop_linalg`); the CPU compiles the same bodies, 
 same results.
 """
 
+from typing import NamedTuple
+
 from vits_ref.config import kernel
 
 from .bandit import BanditPiece, argmax
@@ -48,7 +50,16 @@ def sherman_morrison(Vinv, x, u):
 
 
 # --------------------------------------------------------------------------- bandit piece
-# params: (alpha, lam)
+
+
+class LinUCBParams(NamedTuple):
+    """The hyperparameters :data:`PIECE`'s bodies read (built by
+    :meth:`vits_ref.LinUCB.fused`)."""
+
+    #: width of the confidence bonus (>= 0)
+    alpha: float
+    #: ridge: ``V = lam I + sum x x^T``
+    lam: float
 
 
 def state_size(d, K, M, T):
@@ -100,4 +111,5 @@ def kl(params, state):
 
 
 #: LinUCB's part of the fused linear-bandit loop.
-PIECE = BanditPiece("linucb", state_size, views, init, select, update, kl)
+PIECE = BanditPiece("linucb", state_size, views, init, select, update, kl,
+                    params_type=LinUCBParams)

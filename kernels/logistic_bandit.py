@@ -12,18 +12,20 @@ features and reward at row ``n - 1`` and runs the engine's own step body on the 
 ``model="logistic"``), so the fused loop and the Python loop play the same arms
 (``tests/test_logistic_bandit.py``). Only the default prior ``N(0, I/(lam eta))``.
 
-The pieces, with their ``params``:
+The pieces, with their ``params`` (a :class:`typing.NamedTuple` each, fields in this
+order):
 
-:data:`VITS_PIECE` ``(variant, symmetrize, schedule, eta, lam, h0_mu, h0, max_abs_B)``
-    VITS-I, VITS-II or Hessian-free (:func:`.vits.make_vits_steps` on the logistic
-    potential), Thompson draw ``mu + B z``. An update fails (the loop reports divergence)
+:data:`VITS_PIECE`, :class:`~vits_ref.kernels.vits.VITSParams`
+    ``(variant, symmetrize, schedule, eta, lam, h0_mu, h0, max_abs_B)``: VITS-I, VITS-II
+    or Hessian-free (:func:`.vits.make_vits_steps` on the logistic potential), Thompson
+    draw ``mu + B z``. An update fails (the loop reports divergence)
     on a non-finite state or when ``max |B|`` exceeds ``max_abs_B`` (the engine's bound:
     ``1e6`` times the prior's standard deviation, beyond which ``B B^T`` has left the
     stable range, since the covariance never exceeds the prior's).
-:data:`LANGEVIN_PIECE` ``(schedule, eta, lam, h0)``
-    ``K_t`` Langevin steps on the chain (:func:`.langevin.make_langevin_steps`), which is
-    what LMC-TS plays.
-:data:`LAPLACE_PIECE` ``(eta, lam, tol, max_iter)``
+:data:`LANGEVIN_PIECE`, :class:`~vits_ref.kernels.langevin.LangevinParams`
+    ``(schedule, eta, lam, h0)``: ``K_t`` Langevin steps on the chain
+    (:func:`.langevin.make_langevin_steps`), which is what LMC-TS plays.
+:data:`LAPLACE_PIECE`, :class:`LaplaceParams` ``(eta, lam, tol, max_iter)``
     Damped Newton, which for the logit link is IRLS (:func:`.newton.make_newton`), on the
     likelihood with the prior as the explicit Gaussian term ``P0 = eta lam I``, ``b0 = 0``,
     warm-started from the last MAP; Thompson draw ``theta_MAP + L^-T z`` with ``L L^T``
@@ -37,11 +39,12 @@ say ``gaussian=False``). They are not block-safe (the potential's sums store out
 """
 
 import math
+from typing import NamedTuple
 
 from vits_ref.config import kernel
 
 from .bandit import BanditPiece, argmax, step_size
-from .langevin import make_langevin_steps
+from .langevin import LangevinParams, make_langevin_steps
 from .linalg import (
     all_finite_mat,
     all_finite_vec,
@@ -54,7 +57,7 @@ from .linalg import (
 from .logistic import POTENTIAL as LOGISTIC
 from .newton import FAILED, make_newton
 from .views import take, take2, take3
-from .vits import gaussian_draw, make_vits_steps, state_ok
+from .vits import VITSParams, gaussian_draw, make_vits_steps, state_ok
 
 # --------------------------------------------------------------------------- the history
 
@@ -185,7 +188,7 @@ def no_kl(params, state):
 
 #: VITS on the logistic model in the fused bandit loop.
 VITS_PIECE = BanditPiece("vits-logistic", vits_state_size, vits_views, vits_init,
-                         vits_select, vits_update, no_kl)
+                         vits_select, vits_update, no_kl, params_type=VITSParams)
 
 # --------------------------------------------------------------------------- LMC-TS
 # state: H (1, 1) (the gradient hook leaves it untouched), vecs (2, d): theta, gradient;
@@ -242,11 +245,26 @@ def langevin_update(params, state, x, r, n_obs, noise):
 
 #: LMC-TS on the logistic model in the fused bandit loop.
 LANGEVIN_PIECE = BanditPiece("lmc-logistic", langevin_state_size, langevin_views,
-                             langevin_init, langevin_select, langevin_update, no_kl)
+                             langevin_init, langevin_select, langevin_update, no_kl,
+                             params_type=LangevinParams)
 
 # --------------------------------------------------------------------------- Laplace (IRLS)
 # state: H, L, P0 (d, d), theta2, g2, trial2 (1, d), vecs (3, d): b0, Newton's step, the
 # Thompson draw; scores (K,); the history. theta2[0] is the MAP.
+
+
+class LaplaceParams(NamedTuple):
+    """The hyperparameters :data:`LAPLACE_PIECE`'s bodies read (built by
+    :meth:`vits_ref.Laplace.fused`)."""
+
+    #: inverse temperature of the likelihood
+    eta: float
+    #: ridge (prior ``N(0, I/(lam eta))``)
+    lam: float
+    #: the Newton/IRLS fit's tolerance
+    tol: float
+    #: the Newton/IRLS fit's iteration cap per round
+    max_iter: int
 
 _newton = make_newton(LOGISTIC)
 
@@ -314,4 +332,5 @@ def laplace_update(params, state, x, r, n_obs, noise):
 
 #: Laplace (IRLS) on the logistic model in the fused bandit loop.
 LAPLACE_PIECE = BanditPiece("laplace-logistic", laplace_state_size, laplace_views,
-                            laplace_init, laplace_select, laplace_update, no_kl)
+                            laplace_init, laplace_select, laplace_update, no_kl,
+                            params_type=LaplaceParams)

@@ -33,7 +33,7 @@ Derived hooks, built from ``grads_hessian`` unless the potential supplies its ow
 
 import hashlib
 
-from vits_ref.config import kernel
+from vits_ref.config import kernel, sources_stamp
 
 from .linalg import gemm_nn, gemm_nt, gemv
 
@@ -116,13 +116,14 @@ class Potential:
 
 
 def fingerprint(*bodies):
-    """A 63-bit hash of the bodies' compiled bytecode and constants.
+    """A 63-bit hash of the bodies' compiled bytecode and constants, and of the library's
+    kernel and driver sources (:func:`vits_ref.config.sources_stamp`).
 
     The drivers close over it, so Numba's on-disk cache (keyed by the closure's contents)
-    recompiles when a body defined outside ``kernels/`` (a user's own potential or piece)
-    is edited; the library's own bodies are also covered by the cache's source stamp.
+    recompiles when a body is edited: one defined outside ``kernels/`` (a user's own
+    potential or piece, by its bytecode), or any of the library's (by the sources stamp).
     """
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(sources_stamp().to_bytes(8, "little"))
     for fn in bodies:
         code = getattr(fn, "__code__", None)
         if code is None:

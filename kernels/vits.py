@@ -25,6 +25,7 @@ same results.
 """
 
 import math
+from typing import NamedTuple
 
 from vits_ref.config import kernel
 
@@ -159,11 +160,34 @@ def make_vits_steps(potential):
 
 # --------------------------------------------------------------------------- bandit piece
 #
-# VITS on the linear potential inside the fused bandit loop. params: (variant,
-# symmetrize, schedule, eta, lam, h0_mu, h0, max_abs_B), max_abs_B the engine's bound on
-# max |B| (an update beyond it fails, as the engine raises); state: the statistics V, b,
-# eta V, eta b, the Gaussian (mu, B, C), the step's scratch and the KL scratch, carved from
-# one buffer.
+# VITS on the linear potential inside the fused bandit loop. params: a VITSParams;
+# state: the statistics V, b, eta V, eta b, the Gaussian (mu, B, C), the step's scratch
+# and the KL scratch, carved from one buffer.
+
+
+class VITSParams(NamedTuple):
+    """The hyperparameters the VITS pieces' bodies read: :data:`PIECE` and
+    :data:`vits_ref.kernels.logistic_bandit.VITS_PIECE` (built by
+    :meth:`vits_ref.VITS.fused`)."""
+
+    #: the variant's code (:data:`VARIANT_I`, :data:`VARIANT_II`, :data:`VARIANT_HF`,
+    #: :data:`VARIANT_HF_CV`)
+    variant: int
+    #: symmetrise ``A`` before the square-root step
+    symmetrize: bool
+    #: the schedule's code (:data:`vits_ref.kernels.bandit.SCHEDULE_CONSTANT` or
+    #: ``SCHEDULE_DECAYED``)
+    schedule: int
+    #: inverse temperature of the potential
+    eta: float
+    #: ridge (prior ``N(0, I/(lam eta))``)
+    lam: float
+    #: the mean's base step size (the engine's ``step_size``)
+    h0_mu: float
+    #: the square root's base step size (the engine's ``cov_step_size``)
+    h0: float
+    #: the engine's bound on ``max |B|``: an update beyond it fails, as the engine raises
+    max_abs_B: float
 
 _linear_steps = make_vits_steps(LINEAR)
 
@@ -247,4 +271,5 @@ def kl(params, state):
 
 
 #: VITS's part of the fused linear-bandit loop.
-PIECE = BanditPiece("vits", state_size, views, init, select, update, kl)
+PIECE = BanditPiece("vits", state_size, views, init, select, update, kl,
+                    params_type=VITSParams)

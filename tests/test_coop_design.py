@@ -67,7 +67,8 @@ def k_update(params, buf, x, r, n_obs, noise, status):
 
 
 # VITS's update (statistics and S = 2 steps of M = 2 draws, d = 3), every variant
-UPDATE_PARAMS = [(v, sym, bandit.SCHEDULE_CONSTANT, 0.5, 2.0, 0.05, 0.02, 1e6)
+UPDATE_PARAMS = [kv.VITSParams(variant=v, symmetrize=sym, schedule=bandit.SCHEDULE_CONSTANT,
+                                eta=0.5, lam=2.0, h0_mu=0.05, h0=0.02, max_abs_B=1e6)
                  for v, sym in ((kv.VARIANT_I, False), (kv.VARIANT_II, False),
                                 (kv.VARIANT_HF, True), (kv.VARIANT_HF_CV, False))]
 
@@ -96,14 +97,18 @@ def run_update(nt):
 
 # every fused piece's rounds body: (piece, params, S, M, selection noise length)
 PIECES = {
-    "lints": (klints.PIECE, (0.5, 2.0, True), 1, 1, 3),
-    "linucb": (klinucb.PIECE, (0.7, 2.0), 1, 1, 1),
-    "vits-ii": (kv.PIECE, (kv.VARIANT_II, False, bandit.SCHEDULE_DECAYED, 0.5, 2.0, 0.5,
-                           0.2, 1e6), 2, 1, 3),
-    "vits-hf-cv": (kv.PIECE, (kv.VARIANT_HF_CV, True, bandit.SCHEDULE_CONSTANT, 0.5, 2.0,
-                              0.05, 0.02, 1e6), 2, 2, 3),
-    "lmc": (klangevin.PIECE, (bandit.SCHEDULE_CONSTANT, 0.5, 2.0, 0.05), 2, 1, 0),
-    "random": (bandit.RANDOM, (0.0,), 0, 1, 1),
+    "lints": (klints.PIECE, klints.LinTSParams(eta=0.5, lam=2.0, track=True), 1, 1, 3),
+    "linucb": (klinucb.PIECE, klinucb.LinUCBParams(alpha=0.7, lam=2.0), 1, 1, 1),
+    "vits-ii": (kv.PIECE, kv.VITSParams(variant=kv.VARIANT_II, symmetrize=False,
+                                        schedule=bandit.SCHEDULE_DECAYED, eta=0.5, lam=2.0,
+                                        h0_mu=0.5, h0=0.2, max_abs_B=1e6), 2, 1, 3),
+    "vits-hf-cv": (kv.PIECE, kv.VITSParams(variant=kv.VARIANT_HF_CV, symmetrize=True,
+                                           schedule=bandit.SCHEDULE_CONSTANT, eta=0.5,
+                                           lam=2.0, h0_mu=0.05, h0=0.02, max_abs_B=1e6),
+                   2, 2, 3),
+    "lmc": (klangevin.PIECE, klangevin.LangevinParams(schedule=bandit.SCHEDULE_CONSTANT,
+                                                      eta=0.5, lam=2.0, h0=0.05), 2, 1, 0),
+    "random": (bandit.RANDOM, bandit.RandomParams(unused=0.0), 0, 1, 1),
 }
 ROUNDS = {name: rebind(bandit.make_bandit_rounds(p[0])) for name, p in PIECES.items()}
 SERIAL = {name: bandit.make_bandit_rounds(p[0]) for name, p in PIECES.items()}

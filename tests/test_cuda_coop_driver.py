@@ -53,7 +53,7 @@ SCRIPT = textwrap.dedent("""
     warnings.simplefilter("ignore")
     import numpy as np
     import vits_ref as vr
-    from vits_ref import _cuda_simulate as cs
+    from vits_ref.bandit import _cuda_simulate as cs
     from vits_ref.drivers import cuda_coop
     from vits_ref.bandit.simulate import POLICY_NAMES, has_kl, make_policy
 
@@ -134,7 +134,7 @@ SCRIPT = textwrap.dedent("""
     # the streamed loop (stream="philox") one block per run against one run per thread:
     # 1 thread per block (no environment's round body is block-safe yet), chunks of 2
     # rounds, the state in shared and in global memory
-    from vits_ref import _streams
+    from vits_ref.bandit import _streams
     streams = {}
     cs.LAYOUT, cs.BLOCK_THREADS = "block", None
     for name in ("vits-ii", "lints", "random"):

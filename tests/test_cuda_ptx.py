@@ -72,8 +72,9 @@ SCRIPT = textwrap.dedent(r'''
     def _plain(a):
         if isinstance(a, np.ndarray):
             return a.view(np.ndarray)
-        if isinstance(a, tuple):
-            return tuple(_plain(x) for x in a)
+        if isinstance(a, tuple):  # a NamedTuple (a piece's params) keeps its type
+            items = [_plain(x) for x in a]
+            return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
         return a
 
     LAUNCHES, LABEL = [], [""]
@@ -86,7 +87,7 @@ SCRIPT = textwrap.dedent(r'''
     disp.CUDADispatcher.__getitem__ = _getitem
 
     import vits_ref as vr
-    from vits_ref import _streams
+    from vits_ref.bandit import _streams
     from vits_ref.drivers import cuda as dc
     from vits_ref.bandit.simulate import make_policy
 

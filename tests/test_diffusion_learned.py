@@ -488,8 +488,8 @@ def test_constructor_validation(kwargs, exc, match):
     (np.full((10, 2), np.nan), {}, ValueError, "NaN"),
     (np.zeros((10, 2)), {"epochs": 0}, ValueError, "epochs must be >= 1"),
     (np.zeros((10, 2)), {"batch_size": 1.5}, TypeError, "batch_size must be an integer"),
-    (np.zeros((10, 2)), {"lr": -1.0}, ValueError, "lr must be > 0"),
-    (np.zeros((10, 2)), {"lr_decay": "yes"}, TypeError, "lr_decay must be a bool"),
+    (np.zeros((10, 2)), {"step_size": -1.0}, ValueError, "step_size must be > 0"),
+    (np.zeros((10, 2)), {"cosine_decay": "yes"}, TypeError, "cosine_decay must be a bool"),
     (np.zeros((10, 2)), {"progress": None}, TypeError, "progress must be a bool"),
 ])
 def test_fit_validation(samples, kwargs, exc, match):
@@ -507,9 +507,27 @@ def test_unfitted_prior_refuses_to_sample_or_save(tmp_path):
 
 def test_divergence_is_reported():
     x = np.random.default_rng(0).standard_normal((50, 2))
-    with pytest.raises(DivergenceError, match="lower lr"):
-        DiffusionPrior(2, n_stages=3, hidden=(4, 4)).fit(x, epochs=2, lr=1e300,
+    with pytest.raises(DivergenceError, match="lower step_size"):
+        DiffusionPrior(2, n_stages=3, hidden=(4, 4)).fit(x, epochs=2, step_size=1e300,
                                                           progress=False)
+
+
+def test_fit_accepts_the_deprecated_lr_names():
+    """``lr`` and ``lr_decay`` (the former names of ``step_size`` and ``cosine_decay``)
+    still work for one release, with a DeprecationWarning, and fit the same weights."""
+    x = np.random.default_rng(0).standard_normal((40, 2))
+    new = DiffusionPrior(2, n_stages=3, hidden=(4, 4), seed=1).fit(
+        x, epochs=2, step_size=3e-3, cosine_decay=False, progress=False)
+    with pytest.warns(DeprecationWarning, match="lr is deprecated.*use step_size"):
+        old = DiffusionPrior(2, n_stages=3, hidden=(4, 4), seed=1).fit(
+            x, epochs=2, lr=3e-3, cosine_decay=False, progress=False)
+    for a, b in zip(new.eps_params, old.eps_params, strict=True):
+        np.testing.assert_array_equal(a, b)
+    with pytest.warns(DeprecationWarning, match="use cosine_decay"):
+        DiffusionPrior(2, n_stages=3, hidden=(4, 4)).fit(x, epochs=1, lr_decay=False,
+                                                          progress=False)
+    with pytest.raises(TypeError, match="give step_size only"):
+        DiffusionPrior(2, n_stages=3).fit(x, step_size=1e-3, lr=1e-3, progress=False)
 
 
 def test_progress_output(capsys, monkeypatch):

@@ -165,7 +165,7 @@ def test_particle_policy_keeps_its_particles_across_rounds():
     assert not np.array_equal(after_one, before)
     step = np.abs(eng.particles - after_one).max()
     assert 0 < step <= params["step_size"] / np.sqrt(0.1) * (1 + 1e-9)
-    assert eng.round == 2 and eng.diagnostics["steps"] == 2
+    assert eng.round == 2 and eng.diagnostics["total_steps"] == 2
 
 
 def test_tune_particles_scores_on_the_tuning_seed():

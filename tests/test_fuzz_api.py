@@ -94,7 +94,7 @@ ENGINES = {
                                  max_iter=int_hyper(1, 30))),
     "RenyiVI": (vr.RenyiVI, dict(_COMMON, alpha=real_hyper(0.0, 2.0, allow_zero=True),
                                  n_mc=int_hyper(1, 8), n_steps=int_hyper(1, 3),
-                                 learning_rate=real_hyper(1e-4, 0.1))),
+                                 step_size=real_hyper(1e-4, 0.1))),
     "SVGD": (vr.SVGD, dict(_COMMON, n_particles=int_hyper(1, 6), n_steps=int_hyper(1, 3),
                            step_size=real_hyper(1e-4, 0.1))),
     "SGLD": (vr.SGLD, dict(_COMMON, model=_model(("logistic",)), step_size=real_hyper(1e-5, 1e-2),

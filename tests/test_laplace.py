@@ -146,7 +146,7 @@ def test_irls_vs_statsmodels_ridge(logit_data):
 def test_map_vs_bfgs_and_cov_vs_fd_hessian(logit_data, eta, lam):
     X, y = logit_data
     eng = vr.Laplace(4, model="logistic", eta=eta, lam=lam).update(X, y)
-    assert eng.diagnostics["converged"] and 2 <= eng.diagnostics["irls_iterations"] <= 10
+    assert eng.diagnostics["converged"] and 2 <= eng.diagnostics["newton_iterations"] <= 10
     # U is (eta lam)-strongly convex
     check_vs_bfgs(eng.mean, lambda th: u_np(th, X, y, eta, lam),
                   lambda th: grad_np(th, X, y, eta, lam), eta * lam, np.zeros(4))
@@ -219,7 +219,7 @@ def test_linear_model_is_exact(ill_conditioned):
     mean, cov = linear_posterior(p.X, p.r, eta=p.eta, lam=p.lam)
     # one Newton step is exact for a quadratic potential; the second confirms (|step| at
     # rounding level, cond ~ 110 times eps): 1e-10 is 1000x that
-    assert eng.diagnostics["converged"] and eng.diagnostics["irls_iterations"] == 2
+    assert eng.diagnostics["converged"] and eng.diagnostics["newton_iterations"] == 2
     assert rel_err(eng.mean, mean) < 1e-10
     assert rel_err(eng.cov, cov) < 1e-10
     assert eng.kl_to_posterior() == pytest.approx(0.0, abs=1e-10)
@@ -246,7 +246,7 @@ def test_prior_and_warm_start(logit_data):
     its = []
     for i in range(0, 300, 10):
         eng.update(X[i:i + 10], y[i:i + 10])
-        its.append(eng.diagnostics["irls_iterations"])
+        its.append(eng.diagnostics["newton_iterations"])
     assert eng.diagnostics["n_obs"] == 300 and eng.diagnostics["converged"]
     # the same MAP (both converged to tol 1e-8; quadratic convergence leaves ~1e-16)
     assert rel_err(eng.mean, batch.mean) < 1e-8 and rel_err(eng.cov, batch.cov) < 1e-8
@@ -259,7 +259,7 @@ def test_non_convergence_warns_and_flags(logit_data):
     eng = vr.Laplace(4, model="logistic", max_iter=1)
     with pytest.warns(RuntimeWarning, match=r"round 300 within max_iter=1"):
         eng.update(X, y)
-    assert eng.diagnostics == {"n_obs": 300, "irls_iterations": 1, "converged": False}
+    assert eng.diagnostics == {"n_obs": 300, "newton_iterations": 1, "converged": False}
     # the state is the last iterate, with its own Hessian (one Newton step from 0)
     assert np.all(np.isfinite(eng.mean)) and not np.allclose(eng.mean, 0.0)
     s = expit(X @ eng.mean)

@@ -377,7 +377,7 @@ _SIM_SCRIPT = textwrap.dedent("""
     import json, sys, time, warnings
     warnings.simplefilter("ignore")
     import vits_ref as vr
-    from vits_ref import _cuda_simulate
+    from vits_ref.bandit import _cuda_simulate
 
     cfg = json.loads(sys.argv[1])
     env = vr.envs.hard_instance(cfg["D"], cfg["K"], reward="logistic", seed=0)

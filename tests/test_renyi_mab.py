@@ -39,9 +39,9 @@ def test_policy_updates_every_arm_and_scores():
     X = np.ones((3, 1))
     pol.update(X, 1, 16.0)
     assert [e.n_obs for e in pol.engines] == [0, 1, 0]
-    assert [e.diagnostics["adam_steps"] for e in pol.engines] == [2, 2, 2]
+    assert [e.diagnostics["total_steps"] for e in pol.engines] == [2, 2, 2]
     lazy = mab.RenyiArms(engines, update_all=False, seed=0).update(X, 1, 16.0)
-    assert [e.diagnostics["adam_steps"] for e in lazy.engines] == [0, 2, 0]
+    assert [e.diagnostics["total_steps"] for e in lazy.engines] == [0, 2, 0]
     # the appendix's score divides each arm's draw by its variance
     scaled = mab.RenyiArms(engines, score="variance-scaled", seed=3)
     plain = mab.RenyiArms(engines, score="sample", seed=3)
@@ -58,6 +58,18 @@ def test_policy_updates_every_arm_and_scores():
         mab.RenyiArms([vr.LinTS(1)])
     # Table 3's start: q = N(25, 1e-8) for every arm
     assert all(np.allclose(e.mean, [25.0]) and np.allclose(e.cov, [[1e-8]]) for e in engines)
+
+
+def test_learning_rate_is_a_deprecated_alias_of_step_size():
+    """``arm_engines``' and ``run``'s ``learning_rate`` (the former name of ``step_size``,
+    Adam's step size) still works for one release, with a DeprecationWarning."""
+    assert all(e.step_size == mab.STEP_SIZE == 2e-2 for e in mab.arm_engines(alpha=1.0))
+    with pytest.warns(DeprecationWarning, match="learning_rate is deprecated.*use step_size"):
+        engines = mab.arm_engines(alpha=1.0, learning_rate=1e-3)
+    assert [e.step_size for e in engines] == [1e-3] * 3
+    assert [e.step_size for e in mab.arm_engines(1.0, 1.0, 20, 2, 1e-3)] == [1e-3] * 3
+    with pytest.raises(TypeError, match="give step_size only"):
+        mab.arm_engines(alpha=1.0, step_size=1e-3, learning_rate=1e-3)
 
 
 def test_policy_is_reproducible_in_simulate():

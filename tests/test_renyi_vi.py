@@ -279,11 +279,11 @@ def test_converges_to_the_exact_linear_gaussian_posterior(small_problem, alpha):
     eng = vr.RenyiVI(p.dim, alpha=alpha, eta=p.eta, lam=p.lam, n_steps=2000, seed=3)
     kl_prior = vr.gaussian.kl(eng.mean, eng.cov, p.mean, p.cov)
     eng.update(p.X, p.r)
-    eng.learning_rate, eng.n_steps = 1e-3, 3000  # a smaller step to shrink the jitter
+    eng.step_size, eng.n_steps = 1e-3, 3000  # a smaller step to shrink the jitter
     eng.update(np.empty((0, p.dim)), np.empty(0))
     assert kl_prior > 1.0
     assert eng.kl_to_posterior() < 5e-3
-    assert eng.diagnostics["adam_steps"] == 5000 and eng.diagnostics["n_obs"] == p.X.shape[0]
+    assert eng.diagnostics["total_steps"] == 5000 and eng.diagnostics["n_obs"] == p.X.shape[0]
 
 
 def test_samples_follow_the_engine_gaussian(small_problem):
@@ -313,7 +313,7 @@ def test_reproducible_and_fresh(small_problem):
     assert np.array_equal(a.params, b.params) and np.array_equal(a.sample(3), b.sample(3))
     assert not np.array_equal(a.params, c.params)
     f = a.fresh(7)
-    assert f.n_obs == 0 and f.diagnostics["adam_steps"] == 0
+    assert f.n_obs == 0 and f.diagnostics["total_steps"] == 0
     assert np.array_equal(f.update(p.X[:5], p.r[:5]).update(p.X[5:], p.r[5:]).params,
                           b.params)
     # sampling uses its own stream: extra draws do not change the optimisation
@@ -341,12 +341,12 @@ def test_divergence_names_engine_round_step_and_leaves_the_engine_unchanged(smal
     eng = vr.RenyiVI(p.dim, alpha=0.5, n_mc=50, n_steps=10, seed=6).update(p.X[:4], p.r[:4])
     before = (eng.params, eng.adam_state, eng.model.V.copy(), eng.model.b.copy(),
               eng.n_obs, eng._rng_update.bit_generator.state, dict(eng.diagnostics))
-    eng.learning_rate = 1e3  # exp(log diag L) overflows after one Adam step of ~1000
+    eng.step_size = 1e3  # exp(log diag L) overflows after one Adam step of ~1000
     with pytest.raises(vr.DivergenceError) as info:
         eng.update(p.X[4:], p.r[4:])
     err = info.value
     assert err.engine == "Renyi-VI (alpha=0.5)" and err.round == p.X.shape[0]
-    assert err.step_size == 1e3 and "learning_rate" in str(err)
+    assert err.step_size == 1e3 and "Adam's step_size" in str(err)
     after = (eng.params, eng.adam_state, eng.model.V, eng.model.b, eng.n_obs,
              eng._rng_update.bit_generator.state, eng.diagnostics)
     assert np.array_equal(before[0], after[0])
@@ -355,7 +355,7 @@ def test_divergence_names_engine_round_step_and_leaves_the_engine_unchanged(smal
     assert np.array_equal(before[2], after[2]) and np.array_equal(before[3], after[3])
     assert before[4] == after[4] and before[5] == after[5] and before[6] == after[6]
     # and it carries on as if the failed update never happened
-    eng.learning_rate = 2e-2
+    eng.step_size = 2e-2
     ref_eng = vr.RenyiVI(p.dim, alpha=0.5, n_mc=50, n_steps=10, seed=6).update(p.X[:4],
                                                                                p.r[:4])
     assert np.array_equal(eng.update(p.X[4:], p.r[4:]).params,
@@ -394,8 +394,8 @@ def test_validation():
         vr.RenyiVI(2, alpha=-0.5)
     with pytest.raises(ValueError, match="n_mc"):
         vr.RenyiVI(2, n_mc=0)
-    with pytest.raises(ValueError, match="learning_rate"):
-        vr.RenyiVI(2, learning_rate=0.0)
+    with pytest.raises(ValueError, match="step_size"):
+        vr.RenyiVI(2, step_size=0.0)
     with pytest.raises(ValueError, match="betas"):
         vr.RenyiVI(2, betas=(0.9, 1.0))
     with pytest.raises(TypeError, match="betas"):
@@ -492,3 +492,23 @@ def test_every_engine_runs_on_the_mixture_prior_model():
         for cls in (vr.VITS, vr.Langevin, vr.Laplace, vr.RenyiVI):
             draws = cls(1, model=arm, seed=0).update(X, r).sample(3)
             assert draws.shape == (3, 1) and np.all(np.isfinite(draws)), cls.__name__
+
+
+def test_learning_rate_is_a_deprecated_alias_of_step_size(small_problem):
+    """``learning_rate`` (keyword and attribute), RenyiVI's former name of ``step_size``,
+    still works for one release, with a DeprecationWarning naming ``step_size``."""
+    p = small_problem
+    new = vr.RenyiVI(p.dim, n_mc=20, n_steps=3, step_size=5e-3, seed=2)
+    with pytest.warns(DeprecationWarning, match="learning_rate is deprecated.*use step_size"):
+        old = vr.RenyiVI(p.dim, n_mc=20, n_steps=3, learning_rate=5e-3, seed=2)
+    assert old.step_size == 5e-3 and "learning_rate" not in repr(old)
+    assert np.array_equal(old.update(p.X, p.r).params, new.update(p.X, p.r).params)
+    with pytest.warns(DeprecationWarning, match="use step_size"):
+        assert old.learning_rate == 5e-3
+    with pytest.warns(DeprecationWarning, match="use step_size"):
+        old.learning_rate = 1e-3
+    assert old.step_size == 1e-3 and old.fresh(0).step_size == 1e-3
+    with pytest.raises(TypeError, match="give step_size only"):
+        vr.RenyiVI(p.dim, step_size=1e-3, learning_rate=1e-3)
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="step_size"):
+        vr.RenyiVI(p.dim, learning_rate=0.0)

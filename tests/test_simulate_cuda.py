@@ -53,7 +53,7 @@ SCRIPT = textwrap.dedent("""
     warnings.simplefilter("ignore")
     import numpy as np
     import vits_ref as vr
-    from vits_ref import _cuda_simulate
+    from vits_ref.bandit import _cuda_simulate
     from vits_ref.bandit.simulate import POLICY_NAMES, has_kl, make_policy
 
     D, K, T, R, KL_ROUNDS, FIRST_RUN, DIVERGE, out = json.loads(sys.argv[1])
@@ -269,7 +269,7 @@ def test_error_without_gpu(monkeypatch):
 
 
 def test_cuda_needs_a_fused_loop():
-    pol = vr.policies.ThompsonSampling(vr.inference.LinTS(D, seed=0))
+    pol = vr.bandit.policies.ThompsonSampling(vr.inference.LinTS(D, seed=0))
     with pytest.raises(ValueError, match="device='cuda' needs a fused loop"):
         vr.simulate(pol, _env(), 5, 2, seed=0, device="cuda", fused=False)
 

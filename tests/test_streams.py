@@ -216,7 +216,7 @@ SIM_SCRIPT = textwrap.dedent("""
     warnings.simplefilter("ignore")
     import numpy as np
     import vits_ref as vr
-    from vits_ref import _streams
+    from vits_ref.bandit import _streams
 
     cases, T, out = json.loads(sys.argv[1])
     res = {}
@@ -319,7 +319,7 @@ PTX_SCRIPT = textwrap.dedent("""
     import numpy as np
     from numba import cuda, typeof
     import vits_ref as vr
-    from vits_ref import _streams
+    from vits_ref.bandit import _streams
     from vits_ref.drivers import cuda as dcuda
     from vits_ref.kernels.bandit_streams import scratch_size
     from vits_ref.bandit.simulate import make_policy

@@ -63,7 +63,7 @@ SCRIPT = textwrap.dedent("""
     import numpy as np
     from numba import cuda
     import vits_ref as vr
-    from vits_ref import _cuda_simulate as cs, _streams
+    from vits_ref.bandit import _cuda_simulate as cs, _streams
     from vits_ref.kernels import bandit_streams as bs, coop_philox as cp
     from vits_ref.bandit.simulate import has_kl, make_policy
 

@@ -246,7 +246,7 @@ def test_engine_steps_match_svgd_py_in_numpy(bandwidth):
     # 5 steps of the 1e-12-accurate direction, each divided by sqrt(hist) ~ |phi|: the
     # relative rounding of phi (~1e-15) carries to x at step_size scale
     np.testing.assert_allclose(eng.particles, want, rtol=0, atol=1e-11)
-    assert eng.diagnostics["steps"] == 5 and eng.diagnostics["n_obs"] == 30
+    assert eng.diagnostics["total_steps"] == 5 and eng.diagnostics["n_obs"] == 30
 
 
 @pytest.mark.parametrize("n", [40, 160])

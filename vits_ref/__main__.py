@@ -187,7 +187,7 @@ def _build_parser(experiments, papers):
     return parser
 
 
-def _execution(args, chunked, name):
+def _execution(args):
     """Check the execution options: ``(executor kwargs, session kwargs)``."""
     ex = {}
     for opt, key in (("--jobs", "jobs"), ("--dask-local", "dask_local")):
@@ -204,9 +204,6 @@ def _execution(args, chunked, name):
     sess = {"quiet": args.quiet}
     if args.chunk_runs is not None:
         sess["chunk_runs"] = _count(args.chunk_runs, "--chunk-runs")
-    if not chunked and (set(ex) - {"jobs"} or args.chunk_runs is not None):
-        raise CLIError(f"{name} does not run in chunks: it takes no --scheduler, "
-                       f"--dask-local or --chunk-runs")
     if ex.get("scheduler") is not None or ex.get("dask_local") is not None:
         import importlib.util
 
@@ -265,7 +262,6 @@ def _run(args, experiments):
 
     mod = get(args.name)
     params = inspect.signature(mod.run).parameters
-    chunked = getattr(mod, "CHUNKED", False)
     opts = {**mod.DEFAULTS}
     if args.paper:
         if args.runs is not None or args.rounds is not None:
@@ -281,15 +277,8 @@ def _run(args, experiments):
             else:
                 _count(value, f"--{key}")
             opts[key] = value
-    ex, sess = _execution(args, chunked, args.name)
-    if "jobs" in ex and not chunked:
-        if "n_jobs" not in params:
-            raise CLIError(f"{args.name} takes no --jobs (it parallelises over seeds itself)")
-        opts["n_jobs"] = ex.pop("jobs")
+    ex, sess = _execution(args)
     if args.device != "cpu":
-        if not chunked:
-            raise CLIError(f"{args.name} has no --device {args.device} (only the "
-                           f"experiments of the fused bandit loops do)")
         sess["device"] = args.device
     if args.tune:
         if "tune" not in params:
@@ -307,8 +296,7 @@ def _run(args, experiments):
         if not os.access(args.data, os.R_OK):
             raise CLIError(f"--data {args.data!r} is not readable")
         opts["path"] = args.data
-    options = {"experiment": args.name, **{k: v for k, v in opts.items() if k != "n_jobs"},
-               "device": args.device}
+    options = {"experiment": args.name, **opts, "device": args.device}
     if "path" in opts:
         options["data_bytes"] = os.path.getsize(opts["path"])
     out = _prepare_out(args, f"results/{args.name}", args.name, options)
@@ -337,7 +325,7 @@ def _sweep(args):
         opts["seed"] = args.seed
     if args.methods is not None:
         opts["methods"] = list(args.methods)
-    ex, sess = _execution(args, True, args.name)
+    ex, sess = _execution(args)
     params = inspect.signature(fn).parameters
     options = {"sweep": args.name, **{k: opts.get(k, params[k].default)
                                       for k in ("runs", "rounds", "seed", "methods")}}

@@ -7,10 +7,15 @@ with their own counts. These helpers find every OpenBLAS mapped into the process
 through its exported ``*_get_num_threads``/``*_set_num_threads``. Other BLAS libraries are
 left alone. Used by the library (:mod:`vits_ref.diffusion.learned`) and the benchmarks
 (:mod:`vits_ref._bench.timing`).
+
+Numba's thread count is set here and nowhere else (``tests/test_plumbing.py`` scans the
+source): :func:`numba_threads` for a block (validated, restored on exit, exception or not),
+:func:`set_numba_threads` for the life of a worker process.
 """
 
 import contextlib
 import ctypes
+import numbers
 import os
 
 _SET_THREADS = ("openblas_set_num_threads", "openblas_set_num_threads64_",
@@ -74,3 +79,68 @@ def blas_single_thread():
     finally:
         for setter, n in saved:
             setter(n)
+
+
+# --------------------------------------------------------------------------- Numba threads
+
+
+def _numba_thread_count(n, name):
+    """``n`` as an int in ``[1, NUMBA_NUM_THREADS]``, or raise naming ``name`` (the checks
+    of :func:`vits_ref._validate.positive_int`, which this layer cannot import, and Numba's
+    upper bound, whose own error does not name the argument)."""
+    import numba
+
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"{name} must be >= 1, got {n}")
+    top = numba.config.NUMBA_NUM_THREADS
+    if n > top:
+        raise ValueError(f"{name} must be <= {top} (NUMBA_NUM_THREADS, the threads Numba "
+                         f"started with), got {n}")
+    return int(n)
+
+
+def set_numba_threads(n, name="n_threads"):
+    """Set Numba's thread count to ``n`` (validated, see :func:`numba_threads`) for good;
+    returns the previous count. For a worker process's initializer only: everywhere else
+    use :func:`numba_threads`, which restores the count."""
+    import numba
+
+    n = _numba_thread_count(n, name)
+    old = numba.get_num_threads()
+    numba.set_num_threads(n)
+    return old
+
+
+@contextlib.contextmanager
+def numba_threads(n, name="n_threads"):
+    """Numba's thread count set to ``n`` for the block and restored after it, exception or
+    not; ``n=None`` leaves the count as it is (and still restores it, in case the block
+    changes it). Yields the count in force inside the block.
+
+    ``n`` must be an integer in ``[1, NUMBA_NUM_THREADS]``: a TypeError or ValueError naming
+    ``name`` otherwise (raised before anything is changed).
+
+    Examples
+    --------
+    >>> import numba
+    >>> from vits_ref._threads import numba_threads
+    >>> before = numba.get_num_threads()
+    >>> with numba_threads(1) as n:
+    ...     n == numba.get_num_threads() == 1
+    True
+    >>> numba.get_num_threads() == before
+    True
+    """
+    import numba
+
+    if n is not None:
+        n = _numba_thread_count(n, name)
+    old = numba.get_num_threads()
+    try:
+        if n is not None:
+            numba.set_num_threads(n)
+        yield numba.get_num_threads()
+    finally:
+        numba.set_num_threads(old)

@@ -1,6 +1,7 @@
 """Input validation at the public boundary (Numba does no bounds checking)."""
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -243,3 +244,18 @@ def mean_and_cov(dim, mean, cov, mean_name, cov_name, default):
     mean = (np.zeros(dim) if mean is None
             else float_array(mean, mean_name, ndim=1, shape=(dim,)))
     return mean, cov
+
+
+def renamed(value, old_value, name, old_name, default, stacklevel=3):
+    """``value`` of the keyword ``name``, or ``old_value`` given under ``old_name``, its
+    deprecated former name (accepted for one release, with a DeprecationWarning naming
+    ``name``). ``old_value`` None: not given. Both given (``value`` not its ``default``):
+    ``TypeError``.
+    """
+    if old_value is None:
+        return value
+    if value != default:
+        raise TypeError(f"give {name} only: {old_name} is its deprecated former name")
+    warnings.warn(f"{old_name} is deprecated and will be removed in the next release: use "
+                  f"{name}", DeprecationWarning, stacklevel=stacklevel)
+    return old_value

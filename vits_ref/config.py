@@ -13,6 +13,8 @@ Environment variables (read at import):
 
 The cache lives where Numba puts it: ``NUMBA_CACHE_DIR`` if set, else ``__pycache__``
 next to the sources if writable, else the user-wide cache directory (``~/.cache/numba``).
+An edit of any kernel or driver source invalidates every cached function that inlines it
+(:func:`sources_stamp`).
 """
 
 import functools
@@ -23,7 +25,6 @@ import re
 from importlib import metadata
 
 from numba import njit
-from numba.core import caching
 from numba.extending import register_jitable
 
 FASTMATH = os.environ.get("VITS_REF_FASTMATH", "0") == "1"
@@ -33,104 +34,73 @@ CACHE = os.environ.get("VITS_REF_CACHE", "1") != "0"
 ERROR_MODEL = "numpy"
 
 
-# Compiled functions defined in these modules are stamped with the hash of every source
-# file below, not only their own: kernel bodies are inlined across files (a driver in
-# drivers/cpu.py or kernels/bandit.py embeds a body of kernels/linalg.py), so an edit of
-# any of them must invalidate every cached driver. ``__module__`` is the defining module,
-# also for the closures that the kernel factories build.
-_STAMPED_PACKAGES = ("vits_ref.kernels", "vits_ref.drivers")
-_STAMPED_MODULES = ("vits_ref.gaussian.special",)
-
-
-def _is_stamped(module):
-    return module in _STAMPED_MODULES or any(
-        module == pkg or module.startswith(pkg + ".") for pkg in _STAMPED_PACKAGES)
+# Numba keys a cached function by the source file that defines it and, for a closure, by
+# the contents of its cells (numba PR #6097, since 0.51). Kernel bodies are inlined across
+# files (a driver of drivers/cpu.py embeds bodies of kernels/linalg.py), so an edit of a
+# body in another file would leave a stale compiled driver. Every cached function of the
+# library therefore closes over :func:`sources_stamp`, directly (``_ = stamp``, built by
+# :func:`stamped` at module level or in a factory) or through a bodies' fingerprint that
+# includes it (:func:`vits_ref.kernels.potential.fingerprint`): an edit of any kernel or
+# driver source, of this file, or a change of the compile options gives it a new key.
 
 
 def _stamp_sources():
-    """``(folders, files)`` whose sources stamp the cache: every ``.py`` of each folder
+    """``(folders, files)`` whose sources make the stamp: every ``.py`` of each folder
     (``vits_ref.kernels``, installed from the top-level ``kernels/``, and
-    ``vits_ref/drivers/``), then ``vits_ref/special.py`` and this file (the compile
-    options live here). Missing ones are skipped."""
+    ``vits_ref/drivers/``), then this file (the compile options live here). Missing ones
+    are skipped."""
     here = os.path.dirname(os.path.abspath(__file__))
     # find_spec, not an import: vits_ref.kernels imports this module
     spec = importlib.util.find_spec("vits_ref.kernels")
     folders = [os.path.join(here, "drivers")]
     if spec is not None and spec.origin:
         folders.insert(0, os.path.dirname(os.path.abspath(spec.origin)))
-    return folders, [os.path.join(here, "special.py"), os.path.abspath(__file__)]
+    return folders, [os.path.abspath(__file__)]
 
 
-@functools.lru_cache(maxsize=8)
-def _sources_hash(stamps):
-    digest = hashlib.sha256()
-    for label, path, _, _ in stamps:
-        with open(path, "rb") as fh:
-            digest.update(label.encode() + b"\0" + fh.read() + b"\0")
-    return digest.digest()
-
-
-def _all_sources_stamp():
-    folders, files = _stamp_sources()
-    paths = []  # (label, path): the label names the file independently of the install
+def _sources_hash(folders, files, options):
+    """A 63-bit hash of the ``.py`` files of ``folders``, of ``files`` and of ``options``
+    (each file labelled by its folder's name and its own, not by where it is installed)."""
+    paths = []
     for folder in folders:
         if os.path.isdir(folder):
             paths += [(os.path.basename(folder) + "/" + name, os.path.join(folder, name))
                       for name in sorted(os.listdir(folder)) if name.endswith(".py")]
     paths += [(os.path.basename(f), f) for f in files if os.path.isfile(f)]
-    stamps = []
+    digest = hashlib.sha256(repr(options).encode() + b"\0")
     for label, path in paths:
-        st = os.stat(path)  # mtime and size key the memo, as in Numba's own stamp
-        stamps.append((label, path, st.st_mtime_ns, st.st_size))
-    return _sources_hash(tuple(stamps))
+        with open(path, "rb") as fh:
+            digest.update(label.encode() + b"\0" + fh.read() + b"\0")
+    return int.from_bytes(digest.digest()[:8], "little") >> 1
 
 
-class _AllSourcesStamp:
-    def get_source_stamp(self):
-        return _all_sources_stamp()
+@functools.cache
+def sources_stamp():
+    """The stamp of the library's compiled code: a 63-bit hash of every kernel and driver
+    source (:func:`_stamp_sources`) and of the compile options (``fastmath``, the error
+    model), computed once per process. Every cached compiled function closes over it, so
+    Numba's on-disk cache recompiles it after an edit of a body in any of those files."""
+    folders, files = _stamp_sources()
+    return _sources_hash(folders, files, (FASTMATH, ERROR_MODEL))
 
 
-class _StampedUserProvidedLocator(_AllSourcesStamp, caching.UserProvidedCacheLocator):
-    """``NUMBA_CACHE_DIR``, when set and writable."""
+def stamped(build):
+    """``build(sources_stamp())``: a module-level compiled function keyed by the stamp.
 
+    Numba keys a cached function by its closure's contents, and a module-level function
+    has no closure; ``build(stamp)`` defines the function with ``_ = stamp`` in its body
+    and returns it::
 
-class _StampedInTreeLocator(_AllSourcesStamp, caching.InTreeCacheLocator):
-    """``__pycache__`` next to the source, when writable."""
+        @stamped
+        def chol_update_rows(stamp):
+            @cpu_jit
+            def chol_update_rows(L, X):
+                _ = stamp
+                ...
 
-
-class _StampedUserWideLocator(_AllSourcesStamp, caching.UserWideCacheLocator):
-    """The user-wide cache directory (``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba``)."""
-
-
-class _KernelsCacheLocator:
-    """Numba cache locator for the compiled kernels: stamps with *all* kernel sources.
-
-    Numba stamps a cached function with its own file only, so a driver would keep
-    running a stale copy of a body edited in another file. For functions defined in
-    ``vits_ref.kernels``, ``vits_ref.drivers`` and ``vits_ref.gaussian.special`` the stamp is the
-    hash of every source file listed by :func:`_stamp_sources`, wherever the function
-    lives. The directory is chosen as Numba chooses it: ``NUMBA_CACHE_DIR`` if set, else
-    the in-tree ``__pycache__`` if writable, else the user-wide cache directory (a
-    read-only install). Other functions, and a source that is no file (zip import), are
-    left to Numba's own locators.
+            return chol_update_rows
     """
-
-    _candidates = (_StampedUserProvidedLocator, _StampedInTreeLocator,
-                   _StampedUserWideLocator)
-
-    @classmethod
-    def from_function(cls, py_func, py_file):
-        if not _is_stamped(getattr(py_func, "__module__", None) or ""):
-            return None
-        for candidate in cls._candidates:
-            locator = candidate.from_function(py_func, py_file)
-            if locator is not None:
-                return locator
-        return None
-
-
-if _KernelsCacheLocator not in caching.CacheImpl._locator_classes:
-    caching.CacheImpl._locator_classes.insert(0, _KernelsCacheLocator)
+    return build(sources_stamp())
 
 
 def _release(version):

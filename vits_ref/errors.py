@@ -1,4 +1,14 @@
-"""Exceptions raised by vits_ref."""
+"""Exceptions raised by vits_ref, and the one rule of a many-runs divergence report.
+
+A many-runs path (the Python loop of :func:`vits_ref.bandit.simulate`, its fused CPU and
+CUDA loops, the counter-based streams, the VTS, MLP and DiffTS fast paths) reports a
+divergence by :func:`raise_first_divergence`: the lowest-numbered diverging run, at its
+first diverging round, with its step size. The lowest run is the one the Python loop, which
+runs the runs in order, meets first, so the error depends neither on the path nor on its
+batches, chunks or threads.
+"""
+
+import numpy as np
 
 
 class DivergenceError(FloatingPointError):
@@ -39,3 +49,44 @@ class DivergenceError(FloatingPointError):
 
     def __reduce__(self):  # picklable across process pools
         return (type(self), (self.engine, self.round, self.step_size, self.run, self.detail))
+
+    def in_run(self, run):
+        """The same error (engine, round, step size, detail) naming run ``run``."""
+        return DivergenceError(self.engine, self.round, self.step_size, run=run,
+                               detail=self.detail)
+
+
+def record_first_divergence(first_bad, status):
+    """Keep each run's first diverging round: ``first_bad`` (R,) int, 0 while the run has
+    not diverged, takes ``status`` (R,) (0, or the 1-based round at which the run diverged
+    in the chunk just run) where it is still 0, in place. Later chunks of a diverged run
+    diverge again at once and are ignored. Returns ``first_bad``."""
+    new = (status != 0) & (first_bad == 0)
+    first_bad[new] = status[new]
+    return first_bad
+
+
+def raise_first_divergence(status, engine, first_run=0, step_size=None, detail=""):
+    """Raise the :class:`DivergenceError` of the lowest diverging run, if any.
+
+    Parameters
+    ----------
+    status : (R,) int array
+        Per run: 0, or the 1-based round at which it first diverged
+        (:func:`record_first_divergence` over chunks).
+    engine : str
+        The engine's (or policy's) name for the message.
+    first_run : int
+        Index of row 0's run (the block's offset in the seed's runs).
+    step_size : None, float or callable
+        The step size in force, or ``step_size(round)`` giving it at a round (a fused
+        spec's schedule); None for engines without one.
+    detail : str
+        Appended to the message (e.g. a fused spec's ``divergence_detail``).
+    """
+    bad = np.flatnonzero(status)
+    if bad.size:
+        i = int(bad[0])
+        rnd = int(status[i])
+        h = step_size(rnd) if callable(step_size) else step_size
+        raise DivergenceError(engine, rnd, h, run=first_run + i, detail=detail)

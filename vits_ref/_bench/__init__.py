@@ -12,10 +12,10 @@ is :mod:`vits_ref.reference`. The asv suite in ``asv_benchmarks/`` tracks the sa
 over commits with these helpers.
 
 Set ``OPENBLAS_NUM_THREADS=1`` for single-thread figures; :func:`main` sets Numba's
-thread count itself.
+thread count itself (:func:`vits_ref._threads.numba_threads`: restored after each section).
 """
 
-import numba
+from .._threads import numba_threads
 
 
 def main(quick=False):
@@ -34,13 +34,10 @@ def main(quick=False):
     logistic_loop.main(quick=quick)
     # the others are single-thread figures: non-linear VITS-II rounds and IRLS, one CAVI
     # round of VTS, one RenyiVI update
-    numba.set_num_threads(1)
-    try:
+    with numba_threads(1):
         for section in (nonlinear, vts, renyi):
             print()
             section.main(quick=quick)
-    finally:
-        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     # one SVGD step: single thread and every core, sets Numba's threads itself
     from . import svgd
 
@@ -50,9 +47,6 @@ def main(quick=False):
     # DiffTS round against NumPy, single-thread figures
     from . import diffusion
 
-    numba.set_num_threads(1)
-    try:
+    with numba_threads(1):
         print()
         diffusion.main(quick=quick)
-    finally:
-        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)

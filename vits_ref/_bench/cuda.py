@@ -124,15 +124,14 @@ def device_mode():
 
 def _inputs(env, spec, R, T, d, root):
     """The runs' stacked inputs, ``N_UNIQUE`` distinct runs tiled to ``R``."""
-    from .._seeding import child
+    from .._seeding import policy_seed, run_seeds
     from ..bandit._cuda_simulate import _realise
 
     n = min(R, N_UNIQUE)
     reals, noises = [], []
-    for r in range(n):
-        run_seed = child(root, r)
-        reals.append(_realise(env, run_seed, T))
-        noises.append(spec.draw(child(run_seed, 1), T, d))
+    for seed in run_seeds(root, 0, n):
+        reals.append(_realise(env, seed, T))
+        noises.append(spec.draw(policy_seed(seed), T, d))
     arrays = [np.stack([getattr(x, f) for x in reals]) for f in ("contexts", "means",
                                                                  "rewards")]
     arrays += [np.stack([x[i] for x in noises]) for i in range(3)]
@@ -348,10 +347,10 @@ def measure_jax(row, env, sizes, root):
     C, M, W, i0, sel, st = _inputs(env, spec, R, T, d, root)
     p = spec.params
     if name == "vits-ii":
-        f = jax_peer.vits_ii_runs(p[3], p[4], p[5], p[6])
+        f = jax_peer.vits_ii_runs(p.eta, p.lam, p.h0_mu, p.h0)
         args = (C, M, W, i0, sel, st)
     else:
-        f = jax_peer.lints_runs(p[0], p[1])
+        f = jax_peer.lints_runs(p.eta, p.lam)
         args = (C, M, W, sel)
     import jax
 

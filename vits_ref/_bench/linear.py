@@ -21,7 +21,8 @@ import numba
 import numpy as np
 
 from .. import reference
-from .._seeding import child
+from .._seeding import env_rng, policy_seed, run_seeds
+from .._threads import numba_threads
 from ..bandit.simulate import draw_policy_noise, fused_spec, make_policy
 from ..config import cpu_jit
 from ..drivers import cpu
@@ -43,13 +44,11 @@ def problem(policy, n_rounds=1000, dim=20, n_arms=50, zeta=0.1, seed=0, n_runs=1
     """
     env = pool(dim=dim, n_arms=n_arms, zeta=zeta, seed=seed)
     spec = fused_spec(make_policy(policy, dim, **overrides))
-    root = np.random.SeedSequence(seed)
     runs = []
-    for r in range(n_runs):
-        rs = child(root, r)
-        real = env.realise(n_rounds, np.random.Generator(np.random.PCG64(child(rs, 0))))
+    for rs in run_seeds(seed, 0, n_runs):
+        real = env.realise(n_rounds, env_rng(rs))
         runs.append((real.contexts, real.means, real.rewards)
-                    + draw_policy_noise(spec, child(rs, 1), n_rounds, dim))
+                    + draw_policy_noise(spec, policy_seed(rs), n_rounds, dim))
     return spec, runs
 
 
@@ -178,13 +177,10 @@ def parallel_speedup(policy="vits-ii", n_runs=8, n_rounds=500, repeats=3):
     n_max = numba.config.NUMBA_NUM_THREADS
     run_many_compiled(spec, runs, stacked)
     out = []
-    try:
-        for n in (1, n_max):
-            numba.set_num_threads(n)
+    for n in (1, n_max):
+        with numba_threads(n):
             out.append(median_times([lambda: run_many_compiled(spec, runs, stacked)],
                                     repeats)[0])
-    finally:
-        numba.set_num_threads(n_max)
     return out[0], out[1], out[0] / out[1], n_max
 
 
@@ -221,27 +217,26 @@ def main(quick=False, policies=POLICIES, n_rounds=1000, n_rounds_ref=200, extras
     ``n_rounds_ref`` (NumPy reference) size the round ratios; ``extras=False`` skips the
     ``prange`` speed-up and the import / compile times (tests use small sizes).
     """
-    numba.set_num_threads(1)
-    print(f"numba {numba.__version__}, numpy {np.__version__}, "
-          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
-          f"numba threads 1 (pool env, d=20, K=50, 10 inner steps, zeta=0.1)")
-    repeats = 3 if quick else 7
-    n_steps = None
-    for name in policies:
-        s = round_stats(name, n_rounds_ref=n_rounds_ref, n_rounds=n_rounds, repeats=repeats,
-                        floor=name == "vits-ii")
-        line = (f"{name:8s} round: NumPy reference {s['numpy']:8.1f} us, compiled "
-                f"{s['compiled']:7.2f} us, ratio {ratio_text(s['ratio'], '6.1f')}")
-        if "floor" in s:
-            n_steps = s["n_steps"]
-            line += (f"; floor {s['floor']:6.2f} us, compiled / floor "
-                     f"{s['floor_ratio']:4.2f}x")
-        print(line)
-    if n_steps is not None:
-        print(f"  floor of the VITS-II round: {n_steps} steps x 3 products of 20x20 matrices "
-              f"+ scoring 50 arms ((50,20) x (20,)), np.dot into preallocated buffers in one "
-              f"compiled function, timed interleaved with the two loops")
-    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    with numba_threads(1):
+        print(f"numba {numba.__version__}, numpy {np.__version__}, "
+              f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
+              f"numba threads 1 (pool env, d=20, K=50, 10 inner steps, zeta=0.1)")
+        repeats = 3 if quick else 7
+        n_steps = None
+        for name in policies:
+            s = round_stats(name, n_rounds_ref=n_rounds_ref, n_rounds=n_rounds, repeats=repeats,
+                            floor=name == "vits-ii")
+            line = (f"{name:8s} round: NumPy reference {s['numpy']:8.1f} us, compiled "
+                    f"{s['compiled']:7.2f} us, ratio {ratio_text(s['ratio'], '6.1f')}")
+            if "floor" in s:
+                n_steps = s["n_steps"]
+                line += (f"; floor {s['floor']:6.2f} us, compiled / floor "
+                         f"{s['floor_ratio']:4.2f}x")
+            print(line)
+        if n_steps is not None:
+            print(f"  floor of the VITS-II round: {n_steps} steps x 3 products of 20x20 matrices "
+                  f"+ scoring 50 arms ((50,20) x (20,)), np.dot into preallocated buffers in one "
+                  f"compiled function, timed interleaved with the two loops")
     if not extras:
         return
     t1, tn, sp, n = parallel_speedup(repeats=2 if quick else 3)

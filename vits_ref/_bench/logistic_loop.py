@@ -33,7 +33,8 @@ import time
 import numba
 import numpy as np
 
-from .._seeding import child
+from .._seeding import run_seeds
+from .._threads import numba_threads
 from ..bandit._fused_draws import batch_chunks
 from ..bandit.simulate import fused_spec, make_policy, simulate
 from ..drivers import cpu
@@ -115,7 +116,7 @@ def phase_times(label, n_rounds=1000, width=100, n_runs=None, repeats=5, seed=1,
     n_runs = numba.get_num_threads() if n_runs is None else int(n_runs)
     spec = fused_spec(policy(label, dim))
     env = environment(dim, n_arms)
-    seeds = [child(np.random.SeedSequence(seed), r) for r in range(n_runs)]
+    seeds = run_seeds(seed, 0, n_runs)
     chunks = list(batch_chunks(spec, [env] * n_runs, seeds, n_rounds, width))
     rounds = cpu.bandit_rounds(spec.piece)
     M = chunks[0][5].shape[3]
@@ -166,11 +167,8 @@ def main(quick=False, labels=LABELS, n_rounds=1000, width=100):
     ``quick``: fewer repeats; ``labels``, ``n_rounds`` and ``width`` (the early and late
     windows of :func:`phase_times`; 0 skips them) size it (tests use small sizes).
     """
-    old = numba.get_num_threads()
-    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     repeats = 3 if quick else 5
-    try:
-        R = numba.get_num_threads()
+    with numba_threads(numba.config.NUMBA_NUM_THREADS) as R:
         print(f"logistic model, fused loop against the Python loop: hard instance d = K = "
               f"{DIM}, logistic rewards, {n_rounds} rounds, {R} runs on {R} Numba threads, "
               f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; "
@@ -191,8 +189,6 @@ def main(quick=False, labels=LABELS, n_rounds=1000, width=100):
                 print(f"  {label:8s} {early:8.1f} us a round early, {late:8.1f} us late "
                       f"({late / early:.1f}x): the history is {100 * f_late:.0f}% of a late "
                       f"round, {100 * f_mean:.0f}% of the average round")
-    finally:
-        numba.set_num_threads(old)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -60,7 +60,7 @@ class NumpyUpdate:
         etaV, eta_b = eng.model.kernel_data()
         self.values_grads = rrenyi.linear_values_grads(etaV, eta_b)
         self.state = (eng._P.copy(), eng._m.copy(), eng._v.copy(), int(eng._t[0]))
-        self.alpha, self.lr = eng.alpha, eng.learning_rate
+        self.alpha, self.lr = eng.alpha, eng.step_size
         self.shape = (eng.n_steps, eng.n_mc, eng.dim)
         self.rng = np.random.default_rng(seed)
 
@@ -84,7 +84,7 @@ class EngineSteps:
         eng = self.engine
         P, m, v, t = (a.copy() for a in self.state)
         b1, b2 = eng.betas
-        eng._steps(eng.alpha, P, self.data, self.eps, eng.learning_rate, b1, b2, eng.adam_eps,
+        eng._steps(eng.alpha, P, self.data, self.eps, eng.step_size, b1, b2, eng.adam_eps,
                    (m, v, t), eng._scratch, 0, self.trace)
         return P
 

@@ -39,7 +39,7 @@ import time
 import numpy as np
 
 from .. import envs
-from .._seeding import child
+from .._seeding import policy_seed, run_seed
 from ..bandit.simulate import POLICY_DEFAULTS, _fused_batch, fused_spec, has_kl, make_policy
 
 DIM, N_ARMS, ZETA = 20, 50, 0.1
@@ -109,8 +109,8 @@ def soak(name, n_rounds=N_ROUNDS, every=EVERY, env=None, seed=0, chunk=None):
     lam = float(POLICY_DEFAULTS[name]["lam"])
     checks = np.arange(every, n_rounds + 1, every, dtype=np.int64)
     kl_rounds = checks if gaussian else np.zeros(0, dtype=np.int64)
-    run_seed = child(np.random.SeedSequence(seed), 0)
-    M = spec.draw(child(run_seed, 1), 1, d)[2].shape[2]
+    seed0 = run_seed(seed, 0)
+    M = spec.draw(policy_seed(seed0), 1, d)[2].shape[2]
     regret = np.empty((1, n_rounds))
     arms = np.empty((1, n_rounds), dtype=np.int64)
     kl = np.zeros((1, kl_rounds.size))
@@ -132,10 +132,10 @@ def soak(name, n_rounds=N_ROUNDS, every=EVERY, env=None, seed=0, chunk=None):
         paused[0] += time.perf_counter() - tick
 
     # warm-up: compile or load the cache outside the timing
-    _fused_batch(spec, name, [env], [run_seed], 10, 10, np.zeros(0, dtype=np.int64),
+    _fused_batch(spec, name, [env], [seed0], 10, 10, np.zeros(0, dtype=np.int64),
                      np.empty((1, 10)), np.empty((1, 10), dtype=np.int64), np.zeros((1, 0)), 0)
     start = time.perf_counter()
-    _fused_batch(spec, name, [env], [run_seed], n_rounds, chunk, kl_rounds, regret, arms,
+    _fused_batch(spec, name, [env], [seed0], n_rounds, chunk, kl_rounds, regret, arms,
                      kl, 0, on_chunk=on_chunk)
     seconds = time.perf_counter() - start - paused[0]
     if gaussian:

@@ -19,11 +19,11 @@ At d = 20, K = 50 on the pool environment (linear rewards), one thread (set
 
 import time
 
-import numba
 import numpy as np
 
 from .. import envs
-from .._seeding import child
+from .._seeding import run_seeds
+from .._threads import numba_threads
 from ..bandit._fused_draws import batch_chunks
 from ..bandit._streams import noise_dims, run_keys
 from ..bandit.simulate import make_policy, simulate
@@ -47,7 +47,7 @@ def drawing_cost(policy, n_runs=8, n_rounds=100, repeats=3):
     env = envs.pool(dim=DIM, n_arms=ARMS, seed=0)
     spec = make_policy(policy, DIM).fused()
     root = np.random.SeedSequence(0)
-    seeds = [child(root, r) for r in range(n_runs)]
+    seeds = run_seeds(root, 0, n_runs)
 
     def numpy_draws():
         for _ in batch_chunks(spec, [env] * n_runs, seeds, n_rounds, 24):
@@ -78,7 +78,7 @@ def loop_speed(policy, n_runs, n_rounds, repeats=2):
                                       stream="philox"), repeats)
     t_numpy = _best(lambda: simulate(policy, env, n_rounds, n_runs, seed=1), repeats)
     spec = make_policy(policy, DIM).fused()
-    seeds = [child(np.random.SeedSequence(1), r) for r in range(n_runs)]
+    seeds = run_seeds(1, 0, n_runs)
     arrays = next(batch_chunks(spec, [env] * n_runs, seeds, n_rounds, n_rounds))
     rounds = cpu.bandit_rounds(spec.piece)
     bufs = np.empty((n_runs, spec.piece.state_size(DIM, ARMS, arrays[5].shape[3],
@@ -94,9 +94,7 @@ def loop_speed(policy, n_runs, n_rounds, repeats=2):
 
 
 def main():
-    old = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
+    with numba_threads(1):
         print(f"counter-based streams, d = {DIM}, K = {ARMS}, pool environment, one thread")
         for policy in ("lints", "vits-ii"):
             np_us, ph_us = drawing_cost(policy)
@@ -107,8 +105,6 @@ def main():
             print(f"  fused loop {policy:8s}: stream='philox' {ph:9.0f} rounds/s, "
                   f"stream='numpy' {nu:9.0f} rounds/s (draws included), pre-drawn loop "
                   f"alone {pre:9.0f} rounds/s")
-    finally:
-        numba.set_num_threads(old)
 
 
 if __name__ == "__main__":  # pragma: no cover

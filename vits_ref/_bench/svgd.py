@@ -30,6 +30,7 @@ the machine is shared and drifts. Run::
 import numba
 import numpy as np
 
+from .._threads import numba_threads
 from ..drivers import cpu
 from ..reference import svgd as rsvgd
 from .timing import median_times, pin_blas_threads, ratio_text
@@ -164,9 +165,9 @@ def step_stats(repeats=11, broadcast=True, n=N, dim=DIM):
     def wrap(name, fn):
         def call():
             threads = cores if name in par else 1
-            numba.set_num_threads(threads)
             pin_blas_threads(threads)
-            return fn()
+            with numba_threads(threads):
+                return fn()
         return call
 
     calls = [wrap(k, f) for k, f in fns.items()]
@@ -174,7 +175,6 @@ def step_stats(repeats=11, broadcast=True, n=N, dim=DIM):
         outs = [c() for c in calls]  # warm-up (compiles)
         t = median_times(calls, repeats)
     finally:
-        numba.set_num_threads(cores)
         pin_blas_threads(1)
     stats = {k: 1e3 * v for k, v in zip(fns, t, strict=True)}
     ref = outs[list(fns).index("numpy_gemm")]

@@ -17,9 +17,9 @@ stopping rule). Medians of interleaved calls (:func:`vits_ref._bench.timing.medi
 one Numba thread. ``python -m vits_ref._bench.vts`` prints them.
 """
 
-import numba
 import numpy as np
 
+from .._threads import numba_threads
 from ..drivers import cpu
 from ..inference.vts import DEFAULT_MAX_ITER, DEFAULT_TOL, _covariance, _factors, _Prior
 from ..reference import cavi as ref
@@ -83,17 +83,13 @@ def measure(repeats=30, n=500):
     it_c, it_n = round_compiled(p), round_numpy(p)  # compiles (or loads the cache)
     if it_c != it_n:
         raise AssertionError(f"compiled and NumPy rounds ran {it_c} and {it_n} iterations")
-    old = numba.get_num_threads()
-    numba.set_num_threads(1)
     pin_blas_threads(1)
-    try:
+    with numba_threads(1):
         tc, tn = median_times([lambda: round_compiled(p), lambda: round_numpy(p)], repeats)
         fixed = 20
         ic, inp = median_times([lambda: round_compiled(p, 0.0, fixed, True),
                                 lambda: round_numpy(p, 0.0, fixed, True)],
                                max(3, repeats // 5))
-    finally:
-        numba.set_num_threads(old)
     return {"n": n, "iterations": it_c, "compiled_s": tc, "numpy_s": tn, "ratio": tn / tc,
             "per_iteration": {"compiled_s": ic / fixed, "numpy_s": inp / fixed,
                               "ratio": inp / ic}}

@@ -53,7 +53,7 @@ import time
 
 import numpy as np
 
-from .._seeding import child
+from .. import _seeding
 from ..errors import DivergenceError
 from ..inference import VITS, Langevin
 from ..inference.schedules import step_size
@@ -481,7 +481,7 @@ def run_block(policy, envs, run_seeds, n_rounds, xp=np, first_index=0, return_st
     if why is not None:
         raise ValueError(f"the batched MLP path does not support this policy: {why}")
     R, T = len(run_seeds), int(n_rounds)
-    engines = [policy.fresh(child(s, 1)).engine for s in run_seeds]
+    engines = [policy.fresh(_seeding.policy_seed(s)).engine for s in run_seeds]
     runs = _Runs(xp, engines)
     del engines  # the generators live on in runs; the engines' d x d buffers go
     net = runs.net
@@ -574,8 +574,7 @@ def run_block(policy, envs, run_seeds, n_rounds, xp=np, first_index=0, return_st
         low = min(failures)
         err = failures[low]
         if isinstance(err, DivergenceError):
-            raise DivergenceError(err.engine, err.round, err.step_size,
-                                  run=first_index + low, detail=err.detail)
+            raise err.in_run(first_index + low)
         raise err
     if return_states:
         return regret, arms, runs.states()
@@ -607,7 +606,7 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         raise ValueError(f"the batched MLP path does not support this policy: {why}")
     xp = array_module(array)
     root = val.as_seed_sequence(seed)
-    seeds = [child(root, first_run + r) for r in range(n_runs)]
+    seeds = _seeding.run_seeds(root, first_run, n_runs)
     envs = [_run_env(env, new_instance_per_run, s) for s in seeds]
     start = time.perf_counter()
     gpu = xp is not np

@@ -42,8 +42,9 @@ import os
 
 import numpy as np
 
-from .._seeding import child
-from ..errors import DivergenceError
+from .._seeding import run_seed, run_seeds
+from ..errors import raise_first_divergence, record_first_divergence
+from . import _plan
 from ._fused_draws import batch_chunks
 from ._fused_draws import realise as _realise  # noqa: F401 (the benchmark's inputs)
 
@@ -144,28 +145,33 @@ def check_device():
 
 def _n_state(spec, d, K, T):
     # the state's size for the step noise's M, read from one round of the spec's draw
-    _, _, steps = spec.draw(np.random.SeedSequence(0), 1, d)
-    return spec.piece.state_size(d, K, max(1, np.shape(steps)[2]), T)
+    return _plan.state_words(spec, _plan.run_dims(spec, d, K), T)
+
+
+def _words_per_round(spec, d, K):
+    # one run's inputs per round: contexts (K, d), means and rewards (K,), and the
+    # policy's normals (at most d (1 + n_draws_per_round))
+    return K * (d + 2) + d * (1 + spec.n_draws_per_round)
 
 
 def bytes_per_run(spec, T, d, K, n_kl=0):
     """Bytes one whole run holds on the device when its inputs are all copied at once
     (realisation, noise, state, outputs): the benchmark's sizing of its whole-run calls
     (:func:`vits_ref.drivers.cuda.bandit_runs`)."""
-    inputs = T * K * (d + 2) + d + T * d * (1 + spec.n_draws_per_round)
-    return 8 * (inputs + _n_state(spec, d, K, T) + 2 * T + n_kl + 1)
+    return _plan.bytes_per_run(_n_state(spec, d, K, T), T, n_kl,
+                               extra=T * _words_per_round(spec, d, K) + d)
 
 
 def resident_bytes_per_run(spec, T, d, K, n_kl=0):
     """Bytes one run keeps on the device for the whole batch: its state buffer, outputs
     (regret, arms, KL, status) and initial noise."""
-    return 8 * (_n_state(spec, d, K, T) + 2 * T + n_kl + 1 + d)
+    return _plan.bytes_per_run(_n_state(spec, d, K, T), T, n_kl, extra=d)
 
 
 def bytes_per_round(spec, d, K):
     """Bytes of one run's inputs per round of a chunk: contexts (K, d), means and rewards
     (K,), and the policy's normals (at most ``d (1 + n_draws_per_round)``)."""
-    return 8 * (K * (d + 2) + d * (1 + spec.n_draws_per_round))
+    return _plan.WORD * _words_per_round(spec, d, K)
 
 
 def plan(spec, T, d, K, n_runs, n_kl=0, free_device_bytes=None):
@@ -196,12 +202,11 @@ def plan(spec, T, d, K, n_runs, n_kl=0, free_device_bytes=None):
     batch = HOST_BUDGET // (2 * n0 * c)
     if dev is not None:
         batch = min(batch, dev // (s + 2 * n0 * c))
-    batch = max(1, min(n_runs, batch))
-    batch = -(-n_runs // -(-n_runs // batch))  # the same number of batches, evened out
+    batch = _plan.even_batches(n_runs, _plan.fit(batch, n_runs))
     chunk = HOST_BUDGET // (2 * batch * c)
     if dev is not None:
         chunk = min(chunk, (dev - batch * s) // (2 * batch * c))
-    return int(batch), int(max(1, min(T, chunk)))
+    return int(batch), _plan.fit(chunk, T)
 
 
 def block_threads(d):
@@ -331,7 +336,7 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
 
     global last_layout
     driver = check_device()
-    first = env_for(child(root, first_run))
+    first = env_for(run_seed(root, first_run))
     d, K = first.dim, first.n_arms
     batch, chunk = plan(spec, T, d, K, n_runs, len(kl_rounds), _free_device_bytes())
     name = getattr(policy, "name", type(policy).__name__)
@@ -352,7 +357,7 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
               why)
     for lo in range(0, n_runs, batch):
         hi = min(n_runs, lo + batch)
-        seeds = [child(root, first_run + r) for r in range(lo, hi)]
+        seeds = run_seeds(root, first_run + lo, hi - lo)
         chunks = batch_chunks(spec, [env_for(s) for s in seeds], seeds, T, chunk,
                               n_threads=DRAW_THREADS)
         first_bad = np.zeros(hi - lo, dtype=np.int64)
@@ -368,16 +373,10 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
                 if layout == "block":
                     last_layout["shared"] = rounds.shared
                 del arrays
-                # a run's first diverging round (later chunks of a diverged run diverge
-                # again at once and are ignored)
-                new = (status != 0) & (first_bad == 0)
-                first_bad[new] = status[new]
+                record_first_divergence(first_bad, status)
         regret[lo:hi], arms[lo:hi], kl[lo:hi] = rounds.results()
         del rounds
-        bad = np.flatnonzero(first_bad)
-        if bad.size:
-            r, rnd = first_run + lo + int(bad[0]), int(first_bad[bad[0]])
-            h = spec.step_size(rnd) if spec.step_size is not None else None
-            raise DivergenceError(name, rnd, h, run=r, detail=spec.divergence_detail)
+        raise_first_divergence(first_bad, name, first_run + lo, spec.step_size,
+                               spec.divergence_detail)
         if progress:
             progress(hi, n_runs)

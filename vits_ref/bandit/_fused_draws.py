@@ -14,7 +14,7 @@ import cycle).
 import numpy as np
 
 from .. import _validate as val
-from .._seeding import child
+from .._seeding import env_rng, policy_seed
 from ..drivers.fused import draw_chunks
 
 
@@ -42,7 +42,7 @@ def checked(env, real, binary=False):
 def realise(env, run_seed, n_rounds):
     """The run's draws of the environment, from the run's child 0, checked
     (:func:`checked`) before the run."""
-    real = env.realise(n_rounds, np.random.Generator(np.random.PCG64(child(run_seed, 0))))
+    real = env.realise(n_rounds, env_rng(run_seed))
     return checked(env, real)
 
 
@@ -50,8 +50,7 @@ def realise_chunks(env, run_seed, n_rounds, chunk, binary=False):
     """:func:`realise` by chunks of rounds (:meth:`vits_ref.envs.Environment.realise_chunks`:
     the same rows, bit for bit), each chunk checked as :func:`realise` checks the run
     (and its rewards in {0, 1} with ``binary``, see :func:`checked`)."""
-    rng = np.random.Generator(np.random.PCG64(child(run_seed, 0)))
-    for real in env.realise_chunks(n_rounds, rng, chunk):
+    for real in env.realise_chunks(n_rounds, env_rng(run_seed), chunk):
         yield checked(env, real, binary)
 
 
@@ -77,7 +76,7 @@ def batch_chunks(spec, envs, run_seeds, n_rounds, chunk, n_threads=1):
     binary = spec.binary_rewards  # the logistic pieces take rewards 0 or 1 only
     reals = [realise_chunks(e, s, n_rounds, chunk, binary)
              for e, s in zip(envs, run_seeds, strict=True)]
-    noises = [draw_chunks(spec, child(s, 1), n_rounds, d, chunk) for s in run_seeds]
+    noises = [draw_chunks(spec, policy_seed(s), n_rounds, d, chunk) for s in run_seeds]
     n_threads = max(1, min(int(n_threads), R))
     pool = None
     if n_threads > 1:

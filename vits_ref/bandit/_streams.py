@@ -19,12 +19,13 @@ VITS rounds, :class:`vits_ref.drivers.cuda_coop.BlockStreams`), as many runs a b
 diverging run of the first batch with one, at its first diverging round.
 """
 
-import numba
 import numpy as np
 
-from .._seeding import child
-from ..errors import DivergenceError
+from .._seeding import run_seeds
+from .._threads import numba_threads
+from ..errors import raise_first_divergence, record_first_divergence
 from ..kernels.bandit_streams import scratch_size
+from . import _plan
 
 #: Rounds a launch of the CUDA path runs (a kernel of bounded duration; progress and the
 #: divergence status are read between launches). The results do not depend on it.
@@ -33,13 +34,8 @@ CHUNK_ROUNDS = 64
 CPU_BATCH = 1024
 
 
-def noise_dims(spec, d, K):
-    """``(d, K, n_init, n_sel, S, M)``: the contexts' sizes and those of the policy's
-    noise (initial, selection, steps ``(S, M, d)``), read from the shapes of one round of
-    ``spec.draw`` (the arrays the pre-drawn loop takes)."""
-    init, sel, steps = spec.draw(np.random.SeedSequence(0), 1, d)
-    return (int(d), int(K), int(np.shape(init)[0]), int(np.shape(sel)[1]),
-            int(np.shape(steps)[1]), int(np.shape(steps)[2]))
+#: ``(d, K, n_init, n_sel, S, M)`` of a spec (:func:`vits_ref.bandit._plan.run_dims`).
+noise_dims = _plan.run_dims
 
 
 def check(spec, policy_name, env, new_instance_per_run):
@@ -63,15 +59,13 @@ def run_keys(root, first_run, n_runs):
     """The runs' keys (n_runs, 2) uint64: run ``r`` (``first_run <= r < first_run +
     n_runs``) gets ``child(root, r).generate_state(2, uint64)``."""
     keys = np.empty((n_runs, 2), dtype=np.uint64)
-    for i in range(n_runs):
-        keys[i] = child(root, first_run + i).generate_state(2, dtype=np.uint64)
+    for i, seed in enumerate(run_seeds(root, first_run, n_runs)):
+        keys[i] = seed.generate_state(2, dtype=np.uint64)
     return keys
 
 
-def state_size(spec, dims, T):
-    """Length of a run's state buffer for a horizon of ``T`` rounds."""
-    d, K, _, _, _, M = dims
-    return spec.piece.state_size(d, K, M, T)
+#: Length of a run's state buffer (:func:`vits_ref.bandit._plan.state_words`).
+state_size = _plan.state_words
 
 
 def bytes_per_run(spec, dims, T, n_kl=0):
@@ -80,7 +74,8 @@ def bytes_per_run(spec, dims, T, n_kl=0):
     (2 words), regret and arms (``T`` each), KL (``n_kl``) and status, 8 bytes each.
     Nothing grows with the number of runs but these; with ``T``, the outputs and the
     state of a piece that keeps the history (the logistic pieces: ``T`` rows)."""
-    return 8 * (state_size(spec, dims, T) + scratch_size(*dims) + 2 + 2 * T + n_kl + 1)
+    return _plan.bytes_per_run(state_size(spec, dims, T), T, n_kl,
+                               extra=scratch_size(*dims) + 2)
 
 
 def plan(spec, dims, T, n_runs, n_kl=0, free_device_bytes=None):
@@ -92,18 +87,9 @@ def plan(spec, dims, T, n_runs, n_kl=0, free_device_bytes=None):
 
     batch = n_runs
     if free_device_bytes is not None:
-        fit = int(DEVICE_FRACTION * free_device_bytes) // bytes_per_run(spec, dims, T, n_kl)
-        batch = max(1, min(n_runs, fit))
-    batch = -(-n_runs // -(-n_runs // batch))
-    return int(batch), int(min(T, CHUNK_ROUNDS))
-
-
-def _raise_first(first_bad, spec, name, first_index):
-    bad = np.flatnonzero(first_bad)
-    if bad.size:
-        r, rnd = first_index + int(bad[0]), int(first_bad[bad[0]])
-        h = spec.step_size(rnd) if spec.step_size is not None else None
-        raise DivergenceError(name, rnd, h, run=r, detail=spec.divergence_detail)
+        batch = _plan.fit(int(DEVICE_FRACTION * free_device_bytes)
+                          // bytes_per_run(spec, dims, T, n_kl), n_runs)
+    return int(_plan.even_batches(n_runs, batch)), int(min(T, CHUNK_ROUNDS))
 
 
 def run_streams_cpu(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, kl,
@@ -114,10 +100,7 @@ def run_streams_cpu(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, k
 
     env_round, env_params, dims = check(spec, name, env, False)
     run = cpu.bandit_streams(spec.piece, env_round)
-    old_threads = numba.get_num_threads()
-    if n_threads is not None:
-        numba.set_num_threads(n_threads)
-    try:
+    with numba_threads(n_threads):
         for lo in range(0, n_runs, CPU_BATCH):
             hi = min(n_runs, lo + CPU_BATCH)
             R = hi - lo
@@ -127,11 +110,10 @@ def run_streams_cpu(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, k
             status = np.zeros(R, dtype=np.int64)
             run(spec.params, env_params, keys, dims, bufs, scratch, 0, T, kl_rounds,
                 regret[lo:hi], arms[lo:hi], kl[lo:hi], status)
-            _raise_first(status, spec, name, first_run + lo)
+            raise_first_divergence(status, name, first_run + lo, spec.step_size,
+                                   spec.divergence_detail)
             if progress:
                 progress(hi, n_runs)
-    finally:
-        numba.set_num_threads(old_threads)
 
 
 def run_streams_cuda(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, kl,
@@ -178,12 +160,12 @@ def run_streams_cuda(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, 
             status = runs.advance(min(chunk, T - t0))
             if layout == "block":
                 cs.last_layout["shared"] = runs.shared
-            new = (status != 0) & (first_bad == 0)
-            first_bad[new] = status[new]
+            record_first_divergence(first_bad, status)
             if first_bad.all():
                 break
         regret[lo:hi], arms[lo:hi], kl[lo:hi] = runs.results()
         del runs
-        _raise_first(first_bad, spec, name, first_run + lo)
+        raise_first_divergence(first_bad, name, first_run + lo, spec.step_size,
+                               spec.divergence_detail)
         if progress:
             progress(hi, n_runs)

@@ -6,7 +6,10 @@ Online use::
     policy.update(contexts, arm, reward)   # the features played are contexts[arm]
 
 ``policy.fresh(seed)`` returns the same policy at its prior with a new seed, which is how
-:func:`vits_ref.bandit.simulate` starts each run.
+:func:`vits_ref.bandit.simulate` starts each run. Every policy here satisfies the protocol
+:class:`vits_ref.bandit.protocols.Policy` (``name``, ``dim``, ``select``, ``update``,
+``fresh``); those with a fused compiled loop also :class:`~vits_ref.bandit.protocols.FusedPolicy`
+(``fused(kl=False)``).
 """
 
 
@@ -164,7 +167,8 @@ class LinUCB:
 
     def fused(self, kl=False):
         """The fused loop's spec (:data:`vits_ref.kernels.linucb.PIECE`)."""
-        return FusedSpec(piece=klinucb.PIECE, params=(self.alpha, self.lam),
+        return FusedSpec(piece=klinucb.PIECE,
+                         params=klinucb.LinUCBParams(alpha=self.alpha, lam=self.lam),
                          draw=_no_noise, draw_chunks=_no_noise_chunks)
 
     def __repr__(self):
@@ -208,8 +212,8 @@ class RandomPolicy:
 
     def fused(self, kl=False):
         """The fused loop's spec (:data:`vits_ref.kernels.bandit.RANDOM`)."""
-        return FusedSpec(piece=kbandit.RANDOM, params=(0.0,), draw=_uniforms,
-                         draw_chunks=_uniform_chunks)
+        return FusedSpec(piece=kbandit.RANDOM, params=kbandit.RandomParams(unused=0.0),
+                         draw=_uniforms, draw_chunks=_uniform_chunks)
 
     def __repr__(self):
         return f"RandomPolicy(dim={self.dim})"

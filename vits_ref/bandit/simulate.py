@@ -21,16 +21,17 @@ import math
 import time
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
 
 from .. import _validate as val
-from .._seeding import child
+from .._seeding import instance_seed, policy_seed, run_seed, run_seeds
+from .._threads import numba_threads
 from ..drivers import cpu
 from ..envs import Environment
-from ..errors import DivergenceError
+from ..errors import DivergenceError, raise_first_divergence, record_first_divergence
 from ..inference import VITS, Langevin, LinTS
 from ..inference.base import GaussianEngine
+from . import _plan
 from ._fused_draws import batch_chunks  # shared with the CUDA path
 from ._fused_draws import realise as _realise
 from .policies import LinUCB, RandomPolicy, ThompsonSampling
@@ -315,8 +316,8 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     # the KL diagnostic needs the exact posterior: Gaussian engines on the linear model
     gaussian = isinstance(engine, GaussianEngine) and engine.model.name == "linear"
 
-    def env_for(run_seed):
-        return _run_env(env, new_instance_per_run, run_seed)
+    def env_for(seed):
+        return _run_env(env, new_instance_per_run, seed)
 
     regret = np.empty((n_runs, n_rounds))
     arms = np.empty((n_runs, n_rounds), dtype=np.int64)
@@ -358,17 +359,18 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
                             kl if gaussian else None, wall, use_fused, seed)
 
 
-def _run_env(env, new_instance, run_seed):
-    """The run's environment: ``env``, or a new instance from the run's child 2."""
-    return env.new_instance(child(run_seed, 2)) if new_instance else env
+def _run_env(env, new_instance, seed):
+    """The run's environment: ``env``, or a new instance from the run's child 2
+    (:func:`vits_ref._seeding.instance_seed` of the run's ``seed``)."""
+    return env.new_instance(instance_seed(seed)) if new_instance else env
 
 
 def _python_job(job):
     """One run of the Python loop (module level, so worker processes can import it)."""
     policy, env, new_instance, root, r, n_rounds, kl_rounds, gaussian = job
-    run_seed = child(root, r)
-    real = _realise(_run_env(env, new_instance, run_seed), run_seed, n_rounds)
-    pol = policy.fresh(child(run_seed, 1))
+    seed = run_seed(root, r)
+    real = _realise(_run_env(env, new_instance, seed), seed, n_rounds)
+    pol = policy.fresh(policy_seed(seed))
     regret, arms = np.empty(n_rounds), np.empty(n_rounds, dtype=np.int64)
     kl = np.zeros(kl_rounds.size)
     _run_python(pol, real, kl_rounds, regret, arms, kl, r, gaussian)
@@ -393,8 +395,7 @@ def _run_python(pol, real, kl_rounds, regret, arms, kl, run, gaussian):
         try:
             pol.update(X, arm, real.rewards[t, arm])
         except DivergenceError as err:
-            raise DivergenceError(err.engine, err.round, err.step_size, run=run,
-                                  detail=err.detail) from None
+            raise err.in_run(run) from None
         if nk < kl_rounds.size and kl_rounds[nk] == t + 1:
             if gaussian:
                 kl[nk] = pol.engine.kl_to_posterior()
@@ -404,8 +405,11 @@ def _run_python(pol, real, kl_rounds, regret, arms, kl, run, gaussian):
 def _bytes_per_round(spec, d, K):
     """Bytes one run holds per round of a chunk in the fused loop: the batch's contexts
     (K, d), means and rewards (K,) and the policy's normals, plus the chunk being drawn
-    (about two more copies of the contexts while an environment builds them)."""
-    return 8 * (3 * K * (d + 1) + d * spec.n_draws_per_round)
+    (about two more copies of the contexts while an environment builds them). More than
+    the CUDA path's :func:`vits_ref.bandit._cuda_simulate.bytes_per_round`, which counts
+    the chunk's arrays alone (its 8 GiB host budget leaves room for the copies; the CPU's
+    256 MB must hold them: ``tests/test_chunked_rounds.py`` measures the peak)."""
+    return _plan.WORD * (3 * K * (d + 1) + d * spec.n_draws_per_round)
 
 
 def _fused_plan(n_runs, T, per_round, n_threads):
@@ -413,12 +417,14 @@ def _fused_plan(n_runs, T, per_round, n_threads):
     ``batch * chunk * per_round`` bytes, stays within :data:`_MEMORY_BUDGET` (unless one
     round of ``n_threads`` runs exceeds it). Whole runs when they fit (as many as fit, so
     nothing is drawn twice); else a batch of ``n_threads`` runs (every thread busy) and the
-    chunk of rounds that fits. Results do not depend on the plan."""
+    chunk of rounds that fits. Results do not depend on the plan. (Not the CUDA path's
+    plan, which keeps the batch whole and shrinks the chunk first:
+    :mod:`vits_ref.bandit._plan` says why they differ.)"""
     whole = _MEMORY_BUDGET // (T * per_round)
     if whole >= min(n_runs, n_threads):
-        return int(min(n_runs, max(1, whole))), T
+        return _plan.fit(whole, n_runs), T
     batch = min(n_runs, n_threads)
-    return batch, int(min(T, max(1, _MEMORY_BUDGET // (batch * per_round))))
+    return batch, _plan.fit(_MEMORY_BUDGET // (batch * per_round), T)
 
 
 def _run_fused(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, arms, kl,
@@ -427,24 +433,18 @@ def _run_fused(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, arms, 
     of ``regret``, ``arms``, ``kl``, by batches of runs and chunks of rounds sized by
     :data:`_MEMORY_BUDGET` (:func:`_fused_plan`), so the memory does not grow with the
     horizon; the chunks are bit-identical to one whole draw (:func:`_fused_batch`)."""
-    first = env_for(child(root, first_run))
+    first = env_for(run_seed(root, first_run))
     d, K = first.dim, first.n_arms
-    old_threads = numba.get_num_threads()
-    if n_threads is not None:
-        numba.set_num_threads(n_threads)
-    try:
-        batch, chunk = _fused_plan(n_runs, T, _bytes_per_round(spec, d, K),
-                                   numba.get_num_threads())
+    with numba_threads(n_threads) as threads:
+        batch, chunk = _fused_plan(n_runs, T, _bytes_per_round(spec, d, K), threads)
         for lo in range(0, n_runs, batch):
             hi = min(n_runs, lo + batch)
-            seeds = [child(root, first_run + r) for r in range(lo, hi)]
+            seeds = run_seeds(root, first_run + lo, hi - lo)
             _fused_batch(spec, _policy_name(policy), [env_for(s) for s in seeds], seeds, T,
                          chunk, kl_rounds, regret[lo:hi], arms[lo:hi], kl[lo:hi],
                          first_run + lo)
             if progress:
                 progress(hi, n_runs)
-    finally:
-        numba.set_num_threads(old_threads)
 
 
 def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms, kl,
@@ -478,8 +478,7 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
                regret, arms, kl, status)
         # a run's first diverging round (later chunks of a diverged run diverge again at
         # once and are ignored)
-        new = (status != 0) & (first_bad == 0)
-        first_bad[new] = status[new]
+        record_first_divergence(first_bad, status)
         if on_chunk is not None and not first_bad.any():
             on_chunk(t0 + n, bufs, contexts)
         del contexts, means, rewards, init, sel, steps
@@ -487,8 +486,5 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
     # the lowest diverging run of the batch, after all chunks: whatever the batches and
     # chunks of rounds, the error names the lowest-numbered diverging run (the one the
     # Python loop, which runs the runs in order, meets first)
-    bad = np.flatnonzero(first_bad)
-    if bad.size:
-        r, rnd = first_index + int(bad[0]), int(first_bad[bad[0]])
-        h = spec.step_size(rnd) if spec.step_size is not None else None
-        raise DivergenceError(name, rnd, h, run=r, detail=spec.divergence_detail)
+    raise_first_divergence(first_bad, name, first_index, spec.step_size,
+                           spec.divergence_detail)

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as val
-from .._seeding import child
+from .._seeding import policy_seed, run_seeds
+from .._threads import numba_threads
 from ..drivers import cpu
-from ..errors import DivergenceError
+from ..errors import raise_first_divergence
 from ..inference.vts import _MEMORY_BUDGET, VTS, _rng_state
 from .simulate import SimulationResult
 
@@ -84,8 +85,6 @@ def simulate_vts(policy, env, n_rounds, n_runs=1, seed=None, new_instance_per_ru
     >>> res.cumulative_regret.shape, res.reward_sq_error.shape
     ((3, 20), (3, 20, 2))
     """
-    import numba
-
     from ..envs import Environment
     from .simulate import _realise, _run_env
 
@@ -106,32 +105,22 @@ def simulate_vts(policy, env, n_rounds, n_runs=1, seed=None, new_instance_per_ru
     per_run = 8 * T * A * (4 * d + 3 + K)  # realisation + histories
     batch = int(max(1, min(R, _MEMORY_BUDGET // per_run)))
     run = cpu.vts_runs()
-    old = numba.get_num_threads()
-    if n_threads is not None:
-        numba.set_num_threads(val.positive_int(n_threads, "n_threads"))
-    start = time.perf_counter()
-    try:
+    with numba_threads(n_threads):
+        start = time.perf_counter()
         for lo in range(0, R, batch):
             hi = min(R, lo + batch)
             reals, rngs = [], []
-            for r in range(lo, hi):
-                run_seed = child(root, first_run + r)
-                reals.append(_realise(_run_env(env, new_instance_per_run, run_seed),
-                                      run_seed, T))
-                rngs.append(_rng_state(child(run_seed, 1)))  # as policy.fresh(...) seeds
+            for seed in run_seeds(root, first_run + lo, hi - lo):
+                reals.append(_realise(_run_env(env, new_instance_per_run, seed), seed, T))
+                rngs.append(_rng_state(policy_seed(seed)))  # as policy.fresh(...) seeds
             status = np.zeros(hi - lo, dtype=np.int64)
             run(policy.params, policy._prior.kernel,
                 np.stack([x.contexts for x in reals]), np.stack([x.means for x in reals]),
                 np.stack([x.rewards for x in reals]), np.stack(rngs), regret[lo:hi],
                 arms[lo:hi], sqerr[lo:hi], iters[lo:hi], status)
-            bad = np.flatnonzero(status)
-            if bad.size:
-                raise DivergenceError(policy.name, int(status[bad[0]]), None,
-                                      run=first_run + lo + int(bad[0]))
+            raise_first_divergence(status, policy.name, first_run + lo)
             if progress:
                 progress(hi, R)
-    finally:
-        numba.set_num_threads(old)
     wall = time.perf_counter() - start
     return VTSSimulationResult(policy.name, repr(env), regret, arms, np.zeros(0, np.int64),
                                None, wall, True, seed, reward_sq_error=sqerr,

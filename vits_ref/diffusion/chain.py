@@ -12,9 +12,9 @@ draw the normals with NumPy, in bulk). The bodies are in
 import numpy as np
 
 from .. import _validate as val
-from .._seeding import child, engine_streams
+from .._seeding import engine_streams, env_rng, policy_seed, run_seeds
 from ..drivers import cpu
-from ..errors import DivergenceError
+from ..errors import DivergenceError, raise_first_divergence
 
 
 def scratch_rows(prior, n):
@@ -193,12 +193,9 @@ def run_linear_bandit(prior, contexts, means, rewards, sigma=1.0, z=None, seeds=
     cpu.diffts_linear_runs(prior.eps_bodies)(
         ca.coef, prior.eps_params, ca.prec, ca.start_prec, ca.start_b, 1.0 / sigma ** 2,
         contexts, means, rewards, z, regret, arms, scratch_rows(prior, R), status)
-    bad = np.flatnonzero(status)
-    if bad.size:
-        r = int(bad[0])
-        raise DivergenceError("DiffTS", int(status[r]), None, run=r,
-                              detail="A LaplaceDPS stage precision was not positive "
-                                     "definite or a draw was not finite.")
+    raise_first_divergence(status, "DiffTS",
+                           detail="A LaplaceDPS stage precision was not positive definite "
+                                  "or a draw was not finite.")
     return regret, arms
 
 
@@ -216,11 +213,9 @@ def simulate_linear_bandit(prior, env, n_rounds, n_runs=1, seed=None, sigma=1.0)
     n_runs = val.positive_int(n_runs, "n_runs")
     root = val.as_seed_sequence(seed)
     reals, seeds = [], []
-    for r in range(n_runs):
-        run_seed = child(root, r)
-        reals.append(env.realise(n_rounds, np.random.Generator(np.random.PCG64(
-            child(run_seed, 0)))))
-        seeds.append(child(run_seed, 1))
+    for seed in run_seeds(root, 0, n_runs):
+        reals.append(env.realise(n_rounds, env_rng(seed)))
+        seeds.append(policy_seed(seed))
     return run_linear_bandit(prior, np.stack([x.contexts for x in reals]),
                              np.stack([x.means for x in reals]),
                              np.stack([x.rewards for x in reals]), sigma=sigma, seeds=seeds)

@@ -86,9 +86,10 @@ class DiffusionPrior(DiffusionPriorBase):
     training samples (Kveton et al., eq. 14). The stages are independent problems (each
     ``eps_t`` has its own parameters): one epoch of stage ``t`` is one pass over a fresh
     permutation of the samples in mini-batches, each paired with fresh noise, one Adam step
-    per mini-batch; the T stages run in parallel (``prange``). The learning rate decays
-    from ``lr`` to 0 over the epochs by a half cosine (``lr_e = lr (1 + cos(pi e/E))/2``,
-    ``e = 0..E-1``) unless ``lr_decay=False``.
+    per mini-batch; the T stages run in parallel (``prange``). Adam's step size (its
+    learning rate) decays from ``step_size`` to 0 over the epochs by a half cosine
+    (``h_e = step_size (1 + cos(pi e/E))/2``, ``e = 0..E-1``) unless
+    ``cosine_decay=False``.
 
     Each stage's inputs are standardised by the forward marginal's per-coordinate mean
     ``sqrt(abar_t) mean(s_0)`` and standard deviation ``sqrt(abar_t var(s_0) + 1 -
@@ -111,7 +112,7 @@ class DiffusionPrior(DiffusionPriorBase):
     at the defaults on 10 000 samples of the 2-D cross in 6-7.5 s, on 10 000 8-d samples in
     9.5-12.5 s; one epoch about 4.5x faster than the NumPy reference on one thread
     (``python -m vits_ref bench``). The defaults were chosen on the cross against its exact
-    noise regressor: at ``lr = 3e-3`` the learned chain's energy distance to the true
+    noise regressor: at ``step_size = 3e-3`` the learned chain's energy distance to the true
     prior was 0.005, at ``1e-2`` 0.0029, with the exact regressor 0.0018 (widths 48 or 64
     gave no gain: the first stages, where the bars are sharp, are limited by the
     optimisation, not the width).
@@ -158,7 +159,8 @@ class DiffusionPrior(DiffusionPriorBase):
                 rng.standard_normal((T, h2, d)) * math.sqrt(1.0 / h2), np.zeros((T, d)))
 
     # -- training ----------------------------------------------------------------------------
-    def fit(self, samples, epochs=20, batch_size=128, lr=1e-2, lr_decay=True, progress=True):
+    def fit(self, samples, epochs=20, batch_size=128, step_size=1e-2, cosine_decay=True,
+            progress=True, *, lr=None, lr_decay=None):
         """Learn every stage's ``eps_t`` from ``samples`` (Adam; restarts from the seed's
         initial weights).
 
@@ -171,13 +173,18 @@ class DiffusionPrior(DiffusionPriorBase):
         batch_size : int, default 128
             Mini-batch size (capped at N); the last mini-batch of an epoch is shorter when
             it does not divide N. One Adam step per mini-batch.
-        lr : float, default 1e-2
-            Adam's learning rate (at the first epoch, see ``lr_decay``).
-        lr_decay : bool, default True
-            Decay the learning rate to 0 over the epochs by a half cosine.
+        step_size : float, default 1e-2
+            Adam's step size, its learning rate (at the first epoch, see
+            ``cosine_decay``). Named ``step_size`` as in the engines (formerly ``lr``).
+        cosine_decay : bool, default True
+            Decay the step size to 0 over the epochs by a half cosine (formerly
+            ``lr_decay``).
         progress : bool, default True
             Show a progress bar over the epochs (``tqdm`` when installed, else a line per
             epoch on stderr); ``False`` is quiet.
+        lr, lr_decay : optional
+            Deprecated former names of ``step_size`` and ``cosine_decay`` (accepted for one
+            release, with a DeprecationWarning).
 
         Returns
         -------
@@ -186,7 +193,7 @@ class DiffusionPrior(DiffusionPriorBase):
         Raises
         ------
         DivergenceError
-            When a stage's loss or weights become non-finite (lower ``lr``).
+            When a stage's loss or weights become non-finite (lower ``step_size``).
         """
         S0 = val.float_array(samples, "samples", ndim=2)
         N = S0.shape[0]
@@ -197,9 +204,11 @@ class DiffusionPrior(DiffusionPriorBase):
             raise ValueError(f"samples must have at least 2 rows, got {N}")
         epochs = val.positive_int(epochs, "epochs")
         batch = min(val.positive_int(batch_size, "batch_size"), N)
-        lr = val.positive_float(lr, "lr")
-        if not isinstance(lr_decay, (bool, np.bool_)):
-            raise TypeError(f"lr_decay must be a bool, got {type(lr_decay).__name__}")
+        step_size = val.renamed(step_size, lr, "step_size", "lr", 1e-2)
+        cosine_decay = val.renamed(cosine_decay, lr_decay, "cosine_decay", "lr_decay", True)
+        lr = val.positive_float(step_size, "step_size")
+        if not isinstance(cosine_decay, (bool, np.bool_)):
+            raise TypeError(f"cosine_decay must be a bool, got {type(cosine_decay).__name__}")
         if not isinstance(progress, (bool, np.bool_)):
             raise TypeError(f"progress must be a bool, got {type(progress).__name__}")
 
@@ -231,7 +240,8 @@ class DiffusionPrior(DiffusionPriorBase):
                 for e in range(epochs):
                     idx = rng.permuted(order, axis=1)
                     noise = rng.standard_normal((T, N, d))
-                    lr_e = lr * 0.5 * (1.0 + math.cos(math.pi * e / epochs)) if lr_decay else lr
+                    lr_e = (lr * 0.5 * (1.0 + math.cos(math.pi * e / epochs)) if cosine_decay
+                            else lr)
                     run(params, m, v, e * steps, ca, cb, shift, inv_scale, S0, idx, noise,
                         batch, lr_e, BETA1, BETA2, ADAM_EPS, losses)
                     history[e] = losses
@@ -240,7 +250,7 @@ class DiffusionPrior(DiffusionPriorBase):
                         raise DivergenceError(
                             "DiffusionPrior.fit", e + 1, lr_e,
                             detail=f"(the round is the epoch) stage {bad}'s training loss "
-                                   f"is not finite: lower lr.")
+                                   f"is not finite: lower step_size.")
                     bar.update(float(losses.mean()))
         finally:
             bar.close()
@@ -249,7 +259,7 @@ class DiffusionPrior(DiffusionPriorBase):
         if not all(np.all(np.isfinite(p)) for p in params):
             raise DivergenceError("DiffusionPrior.fit", epochs, lr,
                                   detail="(the round is the epoch) the network's weights are "
-                                         "not finite: lower lr.")
+                                         "not finite: lower step_size.")
         self.eps_params = params
         self.input_shift, self.input_scale = shift, scale
         self.loss_history = history

@@ -4,8 +4,12 @@
 :func:`vits_ref.config.cpu_jit`. Steps that are generic over a potential or a bandit
 piece are built per (step, potential) or per piece by the factories below, each cached
 in the process (``functools.lru_cache``) and on disk by Numba (one entry per closure
-contents). Drivers allocate what the bodies need as scratch when the caller does not
-keep it; engines that run many steps keep their scratch (:func:`vits_scratch`).
+contents). Every cached driver closes over the stamp of the kernel and driver sources
+(:func:`vits_ref.config.sources_stamp`: through the bodies' ``fingerprint``, or as
+``stamp``; module-level drivers are built by :func:`vits_ref.config.stamped`), so an edit
+of a body in any file recompiles the drivers that inline it. Drivers allocate what the
+bodies need as scratch when the caller does not keep it; engines that run many steps keep
+their scratch (:func:`vits_scratch`).
 """
 
 import functools
@@ -13,7 +17,7 @@ import functools
 import numpy as np
 from numba import prange
 
-from ..config import cpu_jit
+from ..config import cpu_jit, sources_stamp, stamped
 from ..kernels.bandit import make_bandit_rounds, make_bandit_run
 from ..kernels.langevin import make_langevin_steps
 from ..kernels.linalg import chol_rank1_update
@@ -139,19 +143,29 @@ def newton(potential):
 # --------------------------------------------------------------------------- LinTS
 
 
-@cpu_jit
-def chol_update_rows(L, X):
-    """Rank-one updates of the lower factor ``L`` with every row of ``X``, in place."""
-    work = np.empty(L.shape[0])
-    for n in range(X.shape[0]):
-        chol_rank1_update(L, X[n], work)
+@stamped
+def chol_update_rows(stamp):
+    @cpu_jit
+    def chol_update_rows(L, X):
+        """Rank-one updates of the lower factor ``L`` with every row of ``X``, in place."""
+        _ = stamp
+        work = np.empty(L.shape[0])
+        for n in range(X.shape[0]):
+            chol_rank1_update(L, X[n], work)
+
+    return chol_update_rows
 
 
-@cpu_jit
-def lints_draws(L, b, eta, Z, out):
-    """Rows of ``out`` are exact posterior draws built from the rows of ``Z``."""
-    for n in range(Z.shape[0]):
-        lints_draw(L, b, eta, Z[n], out[n])
+@stamped
+def lints_draws(stamp):
+    @cpu_jit
+    def lints_draws(L, b, eta, Z, out):
+        """Rows of ``out`` are exact posterior draws built from the rows of ``Z``."""
+        _ = stamp
+        for n in range(Z.shape[0]):
+            lints_draw(L, b, eta, Z[n], out[n])
+
+    return lints_draws
 
 
 # --------------------------------------------------------------------------- bandit runs
@@ -243,79 +257,105 @@ def bandit_rounds(piece):
 # --------------------------------------------------------------------------- Gaussian targets
 
 
-@cpu_jit
-def trace_one(method, symmetrize, P, Pm, h, n_mc, n_steps, burn_in, eps_kl, seed, record):
-    """KL after each of up to ``n_steps`` steps of one method from the standard start.
+@stamped
+def trace_one(stamp):
+    @cpu_jit
+    def trace_one(method, symmetrize, P, Pm, h, n_mc, n_steps, burn_in, eps_kl, seed, record):
+        """KL after each of up to ``n_steps`` steps of one method from the standard start.
 
-    VITS starts at ``N(0, I)`` (``B = C = I``), LMC at ``theta = 0``. Stops early once the
-    KL is ``<= eps_kl`` (pass 0 to run all steps). Normals come from Numba's generator
-    seeded with ``seed`` in blocks of 1000 steps (deterministic per call, whatever the
-    thread). Returns the number of steps recorded.
-    """
-    np.random.seed(seed)  # noqa: NPY002 - Numba's per-thread generator, seeded per run
-    d = P.shape[0]
-    M = n_mc if method != METHOD_LMC else 1
-    block = 1000
-    mu = np.zeros(d)
-    B = np.eye(d)
-    C = np.eye(d)
-    scr = (np.empty((6, d, d)), np.empty((d, 2 * d)), np.empty((M, d)), np.empty((M, d)),
-           np.empty((M, d)), np.zeros((2, d)))
-    kscr = (np.empty((d, d)), np.empty((d, d)), np.empty((d, d)), np.empty(d))
-    grad = np.empty(d)
-    moments = (np.zeros(d), np.zeros((d, d)), np.empty((d, d)))
-    done = 0
-    while done < n_steps:
-        n = min(block, n_steps - done)
-        eps = np.random.standard_normal((n, M, d))  # noqa: NPY002
-        rec = record[done:done + n]
-        if method == METHOD_LMC:
-            got = lmc_block(mu, P, Pm, h, eps, done, burn_in, moments, rec, grad, kscr)
-        else:
-            got = vi_block(method, symmetrize, mu, B, C, P, Pm, h, eps, rec, scr, kscr)
-        if got < n:
-            return done + got
-        if eps_kl > 0.0:
-            for s in range(n):
-                if rec[s] <= eps_kl:
-                    return done + s + 1
-        done += n
-    return done
+        VITS starts at ``N(0, I)`` (``B = C = I``), LMC at ``theta = 0``. Stops early once the
+        KL is ``<= eps_kl`` (pass 0 to run all steps). Normals come from Numba's generator
+        seeded with ``seed`` in blocks of 1000 steps (deterministic per call, whatever the
+        thread). Returns the number of steps recorded.
+        """
+        _ = stamp
+        np.random.seed(seed)  # noqa: NPY002 - Numba's per-thread generator, seeded per run
+        d = P.shape[0]
+        M = n_mc if method != METHOD_LMC else 1
+        block = 1000
+        mu = np.zeros(d)
+        B = np.eye(d)
+        C = np.eye(d)
+        scr = (np.empty((6, d, d)), np.empty((d, 2 * d)), np.empty((M, d)), np.empty((M, d)),
+               np.empty((M, d)), np.zeros((2, d)))
+        kscr = (np.empty((d, d)), np.empty((d, d)), np.empty((d, d)), np.empty(d))
+        grad = np.empty(d)
+        moments = (np.zeros(d), np.zeros((d, d)), np.empty((d, d)))
+        done = 0
+        while done < n_steps:
+            n = min(block, n_steps - done)
+            eps = np.random.standard_normal((n, M, d))  # noqa: NPY002
+            rec = record[done:done + n]
+            if method == METHOD_LMC:
+                got = lmc_block(mu, P, Pm, h, eps, done, burn_in, moments, rec, grad, kscr)
+            else:
+                got = vi_block(method, symmetrize, mu, B, C, P, Pm, h, eps, rec, scr, kscr)
+            if got < n:
+                return done + got
+            if eps_kl > 0.0:
+                for s in range(n):
+                    if rec[s] <= eps_kl:
+                        return done + s + 1
+            done += n
+        return done
+
+    return trace_one
 
 
-@cpu_jit(parallel=True)
-def trace_many(method, symmetrize, P, Pm, h, n_mc, n_steps, burn_in, eps_kl, seeds, records,
-               counts):
-    """``prange`` over seeds (one run per iteration; result independent of threads)."""
-    for r in prange(seeds.shape[0]):
-        counts[r] = trace_one(method, symmetrize, P, Pm, h, n_mc, n_steps, burn_in, eps_kl,
-                              seeds[r], records[r])
+@stamped
+def trace_many(stamp):
+    @cpu_jit(parallel=True)
+    def trace_many(method, symmetrize, P, Pm, h, n_mc, n_steps, burn_in, eps_kl, seeds, records,
+                   counts):
+        """``prange`` over seeds (one run per iteration; result independent of threads)."""
+        _ = stamp
+        for r in prange(seeds.shape[0]):
+            counts[r] = trace_one(method, symmetrize, P, Pm, h, n_mc, n_steps, burn_in, eps_kl,
+                                  seeds[r], records[r])
+
+    return trace_many
 
 
 # --------------------------------------------------------------------------- LinUCB
 
 
-@cpu_jit
-def linucb_scores(Vinv, b, alpha, X, out):
-    """The arms' upper confidence bounds (:func:`vits_ref.kernels.linucb.linucb_scores`)."""
-    theta = np.empty(b.shape[0])
-    VX = np.empty(X.shape)
-    linucb_scores_body(Vinv, b, alpha, X, theta, VX, out)
+@stamped
+def linucb_scores(stamp):
+    @cpu_jit
+    def linucb_scores(Vinv, b, alpha, X, out):
+        """The arms' upper confidence bounds (:func:`vits_ref.kernels.linucb.linucb_scores`)."""
+        _ = stamp
+        theta = np.empty(b.shape[0])
+        VX = np.empty(X.shape)
+        linucb_scores_body(Vinv, b, alpha, X, theta, VX, out)
+
+    return linucb_scores
 
 
-@cpu_jit
-def sherman_morrison(Vinv, x):
-    """``inv(V) <- inv(V + x x^T)`` in place."""
-    sherman_morrison_body(Vinv, x, np.empty(x.shape[0]))
+@stamped
+def sherman_morrison(stamp):
+    @cpu_jit
+    def sherman_morrison(Vinv, x):
+        """``inv(V) <- inv(V + x x^T)`` in place."""
+        _ = stamp
+        sherman_morrison_body(Vinv, x, np.empty(x.shape[0]))
+
+    return sherman_morrison
 
 
 # --------------------------------------------------------------------------- MLP
 
 
-@cpu_jit
-def mlp_jacobian_rows(data, theta, X, out, J, scratch):
-    """The network's Jacobian ``J`` (n, d) and outputs at the rows of ``X`` (tests, teaching)."""
-    mlp_jacobian(data, theta, X, out, J, scratch)
+@stamped
+def mlp_jacobian_rows(stamp):
+    @cpu_jit
+    def mlp_jacobian_rows(data, theta, X, out, J, scratch):
+        """The network's Jacobian ``J`` (n, d) and outputs at the rows of ``X`` (tests,
+        teaching)."""
+        _ = stamp
+        mlp_jacobian(data, theta, X, out, J, scratch)
+
+    return mlp_jacobian_rows
 
 
 # --------------------------------------------------------------------------- Rényi VI
@@ -382,8 +422,11 @@ def cavi_fit():
     (:func:`vits_ref.kernels.cavi.cavi_iterate`)."""
     from ..kernels.cavi import cavi_iterate
 
+    stamp = sources_stamp()
+
     @cpu_jit
     def run(X, y, n, prior, fac, st, resp, tol, max_iter, trace):
+        _ = stamp
         d, K = X.shape[1], fac[0].shape[0]
         scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)), np.zeros((K, d)),
                np.zeros((K, d, d)))
@@ -398,8 +441,11 @@ def cavi_init():
     """``run(prior, fac, st)``: factors at the prior, zero statistics."""
     from ..kernels.cavi import init_factors
 
+    stamp = sources_stamp()
+
     @cpu_jit
     def run(prior, fac, st):
+        _ = stamp
         init_factors(prior, fac, st)
 
     return run
@@ -412,8 +458,11 @@ def vts_update():
     as ``X``; :func:`vits_ref.kernels.cavi.arm_update`)."""
     from ..kernels.cavi import arm_update
 
+    stamp = sources_stamp()
+
     @cpu_jit
     def run(X, y, resp, W, n, x, r, prior, fac, st, tol, max_iter, trace):
+        _ = stamp
         d, K = X.shape[1], fac[0].shape[0]
         scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)), np.zeros((K, d)),
                np.zeros((K, d, d)))
@@ -430,8 +479,11 @@ def vts_select():
     reward (:func:`vits_ref.kernels.cavi.expected_reward`)."""
     from ..kernels.cavi import expected_reward, select
 
+    stamp = sources_stamp()
+
     @cpu_jit
     def run(contexts, facs, scoring, sample_params, rng, scores, expected):
+        _ = stamp
         d, K = contexts.shape[1], facs[0].shape[1]
         scr = (np.zeros((4, d)), np.zeros((4, K)), np.zeros((d, d)), np.zeros((K, d)),
                np.zeros((K, d, d)))
@@ -455,9 +507,12 @@ def vts_runs():
     """
     from ..kernels.cavi import vts_run
 
+    stamp = sources_stamp()
+
     @cpu_jit(parallel=True)
     def run(params, prior, contexts, means, rewards, rngs, regret, arms, sqerr, iters,
             status):
+        _ = stamp
         R, T, A, d = contexts.shape
         K = prior[0].shape[0]
         for r in prange(R):
@@ -490,8 +545,11 @@ def ddpm_batch_loss_grads():
     (:func:`vits_ref.kernels.ddpm_mlp.batch_loss_grads`)."""
     from ..kernels.ddpm_mlp import batch_loss_grads
 
+    stamp = sources_stamp()
+
     @cpu_jit
     def run(P, X, E, scr, G):
+        _ = stamp
         return batch_loss_grads(P, X, E, scr, G)
 
     return run
@@ -502,8 +560,11 @@ def ddpm_adam_update():
     """``run(P, G, M, V, k, lr, beta1, beta2, adam_eps)``: one stage's Adam step."""
     from ..kernels.ddpm_mlp import adam_update
 
+    stamp = sources_stamp()
+
     @cpu_jit
     def run(P, G, M, V, k, lr, beta1, beta2, adam_eps):
+        _ = stamp
         adam_update(P, G, M, V, k, lr, beta1, beta2, adam_eps)
 
     return run
@@ -525,9 +586,12 @@ def ddpm_train_epoch():
     """
     from ..kernels.ddpm_mlp import train_stage_epoch
 
+    stamp = sources_stamp()
+
     @cpu_jit(parallel=True)
     def run(params, m, v, step0, ca, cb, shift, inv_scale, s0, idx, noise, batch, lr,
             beta1, beta2, adam_eps, losses):
+        _ = stamp
         W1, b1, W2, b2, W3, b3 = params
         T, d, h1 = W1.shape
         h2 = W2.shape[2]
@@ -552,8 +616,11 @@ def ddpm_fold_input_scaling():
     """``run(params, shift, inv_scale)``: fold the standardisation into ``W1``, ``b1``."""
     from ..kernels.ddpm_mlp import fold_input_scaling
 
+    stamp = sources_stamp()
+
     @cpu_jit
     def run(params, shift, inv_scale):
+        _ = stamp
         fold_input_scaling(params, shift, inv_scale)
 
     return run
@@ -816,8 +883,11 @@ def svgd_phi(parallel=False):
         transpose_into,
     )
 
+    stamp = sources_stamp()
+
     @cpu_jit(parallel=parallel)
     def run(X, G, h, repulsion, gemm, out, scr):
+        _ = stamp
         XT, D, w, Y, Y1, acc, sq = scr
         n, d = X.shape
         median = h <= 0.0
@@ -947,36 +1017,46 @@ from ..kernels.views import take2 as _take2  # noqa: E402
 FILL_UNIFORMS, FILL_NORMALS, FILL_BOUNDED, NORMALS_BY_ELEMENT = 0, 1, 2, 3
 
 
-@cpu_jit
-def philox_words(keys, ctrs, out):
-    """``out[n]`` (4,) = Philox4x64-10 of counter ``ctrs[n]`` (4,) under key ``keys[n]``
-    (2,), all uint64 (:func:`vits_ref.kernels.philox.philox4x64`)."""
-    for n in range(keys.shape[0]):
-        w0, w1, w2, w3 = _philox.philox4x64(ctrs[n, 0], ctrs[n, 1], ctrs[n, 2], ctrs[n, 3],
-                                            keys[n, 0], keys[n, 1])
-        out[n, 0], out[n, 1], out[n, 2], out[n, 3] = w0, w1, w2, w3
+@stamped
+def philox_words(stamp):
+    @cpu_jit
+    def philox_words(keys, ctrs, out):
+        """``out[n]`` (4,) = Philox4x64-10 of counter ``ctrs[n]`` (4,) under key ``keys[n]``
+        (2,), all uint64 (:func:`vits_ref.kernels.philox.philox4x64`)."""
+        _ = stamp
+        for n in range(keys.shape[0]):
+            w0, w1, w2, w3 = _philox.philox4x64(ctrs[n, 0], ctrs[n, 1], ctrs[n, 2], ctrs[n, 3],
+                                                keys[n, 0], keys[n, 1])
+            out[n, 0], out[n, 1], out[n, 2], out[n, 3] = w0, w1, w2, w3
+
+    return philox_words
 
 
-@cpu_jit
-def philox_fills(kind, keys, c0, c1, m, out):
-    """Row ``r`` of ``out`` (R, n): a fill (``kind``: :data:`FILL_UNIFORMS`,
-    :data:`FILL_NORMALS`, :data:`FILL_BOUNDED` in ``[0, m)``, or
-    :data:`NORMALS_BY_ELEMENT`: ``normal_at`` element by element) under key ``keys[r]`` at
-    counter ``(c0 + r, c1, ·, 0)`` (a serial loop: compiled in a fraction of a parallel
-    one's time; the fills' thread invariance is tested on the cooperative twins and the
-    streamed loop's ``prange``)."""
-    for r in range(out.shape[0]):
-        k0, k1 = keys[r, 0], keys[r, 1]
-        row = out[r]
-        if kind == FILL_UNIFORMS:
-            _philox.fill_uniforms(k0, k1, c0 + r, c1, row)
-        elif kind == FILL_NORMALS:
-            _philox.fill_normals(k0, k1, c0 + r, c1, row)
-        elif kind == FILL_BOUNDED:
-            _philox.fill_bounded(k0, k1, c0 + r, c1, m, row)
-        else:
-            for i in range(row.shape[0]):
-                row[i] = _philox.normal_at(k0, k1, c0 + r, c1, i)
+@stamped
+def philox_fills(stamp):
+    @cpu_jit
+    def philox_fills(kind, keys, c0, c1, m, out):
+        """Row ``r`` of ``out`` (R, n): a fill (``kind``: :data:`FILL_UNIFORMS`,
+        :data:`FILL_NORMALS`, :data:`FILL_BOUNDED` in ``[0, m)``, or
+        :data:`NORMALS_BY_ELEMENT`: ``normal_at`` element by element) under key ``keys[r]`` at
+        counter ``(c0 + r, c1, ·, 0)`` (a serial loop: compiled in a fraction of a parallel
+        one's time; the fills' thread invariance is tested on the cooperative twins and the
+        streamed loop's ``prange``)."""
+        _ = stamp
+        for r in range(out.shape[0]):
+            k0, k1 = keys[r, 0], keys[r, 1]
+            row = out[r]
+            if kind == FILL_UNIFORMS:
+                _philox.fill_uniforms(k0, k1, c0 + r, c1, row)
+            elif kind == FILL_NORMALS:
+                _philox.fill_normals(k0, k1, c0 + r, c1, row)
+            elif kind == FILL_BOUNDED:
+                _philox.fill_bounded(k0, k1, c0 + r, c1, m, row)
+            else:
+                for i in range(row.shape[0]):
+                    row[i] = _philox.normal_at(k0, k1, c0 + r, c1, i)
+
+    return philox_fills
 
 
 @functools.cache

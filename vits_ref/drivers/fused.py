@@ -26,8 +26,18 @@ class FusedSpec:
     ----------
     piece : vits_ref.kernels.bandit.BanditPiece
         The policy's kernel bodies (state layout, init, select, update, KL).
-    params : tuple
-        The hyperparameters the bodies read (the piece's module documents the order).
+    params : typing.NamedTuple
+        The hyperparameters the bodies read: an instance of the piece's NamedTuple
+        (``piece.params_type``, defined beside the piece in its kernel module, e.g.
+        :class:`vits_ref.kernels.lints.LinTSParams`,
+        :class:`vits_ref.kernels.vits.VITSParams`,
+        :class:`vits_ref.kernels.langevin.LangevinParams`,
+        :class:`vits_ref.kernels.linucb.LinUCBParams`,
+        :class:`vits_ref.kernels.logistic_bandit.LaplaceParams`,
+        :class:`vits_ref.kernels.bandit.RandomParams`), built by field name. Numba compiles
+        it as a tuple with named fields (one compiled loop per piece, as for a plain
+        tuple). Checked on construction: a piece with a ``params_type`` refuses anything
+        else (``TypeError``).
     draw : callable
         ``draw(policy_seed, n_rounds, dim) -> (init (d,) or (0,), sel (T, ·), steps
         (T, S, M, d))``: the run's randomness from the policy's seed.
@@ -65,6 +75,14 @@ class FusedSpec:
     draw_chunks: Callable | None = None
     binary_rewards: bool = False
     divergence_detail: str = ""
+
+    def __post_init__(self):
+        want = getattr(self.piece, "params_type", None)
+        if want is not None and type(self.params) is not want:
+            raise TypeError(f"params of the {self.piece.name!r} piece must be a "
+                            f"{want.__module__}.{want.__qualname__} (build it by field name: "
+                            f"{want.__qualname__}({', '.join(f'{f}=...' for f in want._fields)})"
+                            f"), got {type(self.params).__name__}")
 
 
 def thompson_noise(policy_seed, n_rounds, dim, init=True, select=True, n_steps=0, n_mc=1):

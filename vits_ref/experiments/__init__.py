@@ -10,11 +10,16 @@ out, progress)`` which writes a CSV, a JSON summary and a PNG plot into ``out`` 
 returns the summary dict (its ``files`` lists what was written), ``table(result)`` for the
 terminal, and ``claims(result)``: the paper's claims that it tests, each with a verdict
 (:mod:`vits_ref.experiments._claims`, gathered by :mod:`vits_ref.experiments.report`).
+That contract is written down as the protocol :class:`Experiment`
+(``isinstance(module, Experiment)``; ``tests/test_protocols.py`` checks every registered
+module against it).
 """
 
 from . import diffts, opvi, renyi, vits, vts
+from ._common import Experiment as Experiment  # re-exported: vits_ref.experiments.Experiment
 
 PAPERS = (vits, vts, renyi, diffts, opvi)
+#: name -> experiment module (each an :class:`Experiment`)
 EXPERIMENTS = {m.NAME: m for paper in PAPERS for m in paper.MODULES}
 
 

@@ -123,9 +123,9 @@ def session(**settings):
 
 
 def _worker_init(n_threads):
-    import numba
+    from .._threads import set_numba_threads
 
-    numba.set_num_threads(n_threads)
+    set_numba_threads(n_threads)
 
 
 @contextlib.contextmanager

@@ -1,4 +1,5 @@
-"""Shared output writing of the experiments: CSV of curves, JSON summary, PNG plot."""
+"""Shared output writing of the experiments: CSV of curves, JSON summary, PNG plot; and
+:class:`Experiment`, what the registry's experiments are."""
 
 import contextlib
 import csv
@@ -8,12 +9,70 @@ import os
 import platform
 import re
 import time
+from typing import Protocol, runtime_checkable
 
 import numba
 import numpy as np
 
 from . import _chunks
 from ._paired import compare, format_difference
+
+
+@runtime_checkable
+class Experiment(Protocol):
+    """An experiment of the registry (:data:`vits_ref.experiments.EXPERIMENTS`): a module
+    that reproduces one figure or table of a paper.
+
+    ``python -m vits_ref run NAME`` (:mod:`vits_ref.__main__`), ``list`` and the report
+    (:mod:`vits_ref.experiments.report`) use only these members.
+
+    Attributes
+    ----------
+    NAME : str
+        The registry's key, e.g. ``"vits-fig1"``.
+    DESCRIPTION : str
+        One line for ``python -m vits_ref list``.
+    DEFAULTS : dict
+        ``{"runs": int, "rounds": int, "seed": int}``: the size of a default run (the CLI
+        overrides them with ``--runs``, ``--rounds``, ``--seed``). An optional
+        ``PAPER_SIZE`` dict gives the paper's size (``--paper``).
+
+    Notes
+    -----
+    ``run(runs, rounds, seed, out, progress, **options) -> dict``
+        Runs the experiment, writes its CSV, JSON summary and plots into the folder
+        ``out`` and returns the summary (``result["files"]``: what was written,
+        ``result["total_wall_time_s"]``). The first five parameters are these, by name;
+        the others have defaults (the CLI passes ``path`` for ``--data`` and ``tune`` for
+        ``--tune`` when ``run`` takes them).
+    ``table(result) -> str``
+        The summary as a table for the terminal.
+    ``claims(result) -> list``
+        The paper's claims the experiment tests, each a dict with a verdict
+        (:mod:`vits_ref.experiments._claims`), gathered by the report.
+
+    ``isinstance(module, Experiment)`` checks that the members exist;
+    ``tests/test_protocols.py`` also checks the signatures of every registered one.
+
+    Examples
+    --------
+    >>> from vits_ref.experiments import EXPERIMENTS, Experiment
+    >>> all(isinstance(mod, Experiment) for mod in EXPERIMENTS.values())
+    True
+    """
+
+    NAME: str
+    DESCRIPTION: str
+    DEFAULTS: dict
+
+    def run(self, runs, rounds, seed, out, progress=None, **options):
+        """Run, write the outputs into ``out``, return the JSON summary (a dict)."""
+
+    def table(self, result):
+        """The summary ``result`` as a terminal table (a str)."""
+
+    def claims(self, result):
+        """The claims tested by ``result``: a list of dicts with verdicts."""
 
 
 def write_curves_csv(path, rows):

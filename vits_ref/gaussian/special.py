@@ -18,7 +18,7 @@ array([0. , 0.5, 1. ])
 
 from numba import vectorize
 
-from ..config import CACHE
+from ..config import CACHE, stamped
 from ..kernels import scalars as _s
 
 _OPTS = {"cache": CACHE, "nopython": True}
@@ -27,17 +27,31 @@ sigmoid = vectorize(["float64(float64)"], **_OPTS)(_s.sigmoid)
 softplus = vectorize(["float64(float64)"], **_OPTS)(_s.softplus)
 bernoulli_nll = vectorize(["float64(float64, float64)"], **_OPTS)(_s.bernoulli_nll)
 
-
-@vectorize(["float64(float64, float64)"], **_OPTS)
-def residual(z, y):
-    """``sigmoid(z) - y`` in the cancellation-free form of the kernels."""
-    return _s.residual_weight(z, y)[0]
+# The three above are the bodies of kernels/scalars.py themselves (Numba's cache follows
+# that file); the two below call them from this file, so they close over the stamp of the
+# kernel sources (:func:`vits_ref.config.stamped`) to follow an edit of those bodies.
 
 
-@vectorize(["float64(float64)"], **_OPTS)
-def sigmoid_prime(z):
-    """``sigmoid'(z) = e / (1 + e)^2``, ``e = exp(-|z|)``."""
-    return _s.residual_weight(z, 0.0)[1]
+@stamped
+def residual(stamp):
+    @vectorize(["float64(float64, float64)"], **_OPTS)
+    def residual(z, y):
+        """``sigmoid(z) - y`` in the cancellation-free form of the kernels."""
+        _ = stamp
+        return _s.residual_weight(z, y)[0]
+
+    return residual
+
+
+@stamped
+def sigmoid_prime(stamp):
+    @vectorize(["float64(float64)"], **_OPTS)
+    def sigmoid_prime(z):
+        """``sigmoid'(z) = e / (1 + e)^2``, ``e = exp(-|z|)``."""
+        _ = stamp
+        return _s.residual_weight(z, 0.0)[1]
+
+    return sigmoid_prime
 
 
 __all__ = ["bernoulli_nll", "residual", "sigmoid", "sigmoid_prime", "softplus"]

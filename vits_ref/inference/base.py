@@ -9,7 +9,10 @@ An engine holds a posterior over ``theta`` (dimension ``dim``) for one reward mo
 ``mean``, ``cov``
     the current Gaussian, where the engine has one (:class:`GaussianEngine`).
 ``diagnostics``
-    a dict of what the last update did (step size, steps, ...).
+    a :class:`Diagnostics` (a dict) of what the last update did (step size, steps, ...);
+    its docstring lists every key an engine sets, what it means and which engines set it.
+    An engine creates it in its constructor (``Diagnostics(n_obs=0)``, done by
+    :class:`Engine`) and updates it in place.
 ``fresh(seed)``
     a new engine with the same hyperparameters, at the prior, with its own seed: how
     :func:`vits_ref.bandit.simulate` starts each run.
@@ -23,7 +26,15 @@ ends with ``seed=None``; arguments with the same name mean the same thing everyw
 
 Engines draw their randomness from two streams (:func:`vits_ref._seeding.engine_streams`):
 one for Thompson draws, one for the inner steps of ``update``.
+
+:class:`Engine` is the contract: :class:`vits_ref.ThompsonSampling` and
+:class:`vits_ref.PerArm` take any instance of it (a nominal type, not a structural
+protocol: an engine also inherits its transactional ``update``, its validation and its
+seeding from it).
+The policies' structural contract is :class:`vits_ref.bandit.protocols.Policy`.
 """
+
+import warnings
 
 import numpy as np
 
@@ -31,6 +42,122 @@ from .. import _validate as val
 from .._seeding import engine_streams
 from ..errors import DivergenceError
 from ..models import MODELS
+
+
+class Diagnostics(dict):
+    """What an engine's last update did: a dict whose keys are documented here.
+
+    Every engine creates one (:class:`Engine` does: ``Diagnostics(n_obs=0)``) and updates
+    it in place; :class:`vits_ref.VTS` (a policy) keeps one too. The same key means the
+    same thing in every engine that sets it. Keys (and who sets them):
+
+    ``n_obs`` (int)
+        Observations seen so far. Every engine; VTS: over all arms.
+    ``step_size`` (float or None)
+        The step size of the last update's inner steps (None before the first): VITS (the
+        square root's ``h`` at that round), Langevin, SGLD (the last step's ``h_t``), SVGD
+        and OPVI, RenyiVI (Adam's step size).
+    ``n_steps`` (int)
+        Inner steps of the last update (0 before the first): VITS, Langevin, SGLD, SVGD,
+        OPVI, RenyiVI.
+    ``total_steps`` (int)
+        Inner steps taken since the prior, over all updates: SVGD and OPVI, RenyiVI
+        (Adam's step count ``t``). Replaces SVGD's ``steps`` and RenyiVI's
+        ``adam_steps``, which stay readable (see :attr:`ALIASES`).
+    ``capped_rounds`` (int)
+        Rounds whose step count the ``"theoretical"`` schedule's ``max_steps`` capped: VITS.
+    ``batch_size`` (int)
+        Observations in the last update's mini-batch: SGLD, OPVI.
+    ``prior_weight`` (float)
+        The prior's weight ``eta_t`` in the last round's potential: OPVI.
+    ``bandwidth`` (float)
+        The kernel bandwidth of the last SVGD step: SVGD, OPVI.
+    ``converged`` (bool)
+        Whether the last Newton/IRLS fit met its tolerance within ``max_iter``: Laplace.
+    ``newton_iterations`` (int)
+        Newton/IRLS iterations of the last fit: Laplace (its update), DiffTS with the
+        logistic model (all stages of the last :meth:`~Engine.sample`). Replaces
+        Laplace's ``irls_iterations``, which stays readable (see :attr:`ALIASES`).
+    ``stages_not_converged`` (int)
+        Stage solves of the last sample that stopped at ``max_iter``: DiffTS (logistic).
+    ``bound``, ``ess`` (float)
+        The Monte Carlo Rényi bound (up to the potential's constant) and the importance
+        weights' effective sample size ``1/sum w^2``, at the start of the last step:
+        RenyiVI.
+    ``weights``, ``log_evidence`` ((K,) arrays), ``log_marginal`` (float)
+        The mixture prior's posterior weights, the ``K`` values ``log p(h | k)`` and
+        ``log p(h)``: MixTS.
+    ``expected_rewards`` ((n_arms,) array)
+        Every arm's posterior-mean expected reward at the last ``select``: VTS.
+    ``arm`` (int), ``iterations`` (int), ``elbo`` (float), ``elbo_trace`` (array)
+        The arm refitted by the last update, its CAVI iterations, final ELBO and ELBO per
+        iteration: VTS.
+
+    An engine of one's own may add keys of its own; the library's engines set only these
+    (``tests/test_protocols.py`` checks it).
+
+    Examples
+    --------
+    >>> from vits_ref.inference.base import Diagnostics
+    >>> d = Diagnostics(n_obs=0)
+    >>> d.update(newton_iterations=3)
+    >>> d["newton_iterations"], sorted(d)
+    (3, ['n_obs', 'newton_iterations'])
+    """
+
+    #: every key the library's engines set -> its meaning (the class docstring says more)
+    KEYS = {
+        "n_obs": "observations seen so far",
+        "step_size": "step size of the last update's inner steps",
+        "n_steps": "inner steps of the last update",
+        "total_steps": "inner steps since the prior, over all updates",
+        "capped_rounds": "rounds whose step count max_steps capped",
+        "batch_size": "observations in the last update's mini-batch",
+        "prior_weight": "the prior's weight in the last round's potential",
+        "bandwidth": "kernel bandwidth of the last SVGD step",
+        "converged": "whether the last Newton/IRLS fit converged",
+        "newton_iterations": "Newton/IRLS iterations of the last fit",
+        "stages_not_converged": "stage solves of the last sample stopped at max_iter",
+        "bound": "Monte Carlo Renyi bound at the start of the last step",
+        "ess": "importance weights' effective sample size at the start of the last step",
+        "weights": "posterior weights of the mixture prior's components",
+        "log_evidence": "log p(h | k) per component",
+        "log_marginal": "log p(h)",
+        "expected_rewards": "posterior-mean expected reward per arm at the last select",
+        "arm": "the arm refitted by the last update",
+        "iterations": "CAVI iterations of the last update",
+        "elbo": "final ELBO of the last update",
+        "elbo_trace": "ELBO per CAVI iteration of the last update",
+    }
+
+    #: old key -> the key that replaced it: reading the old one still works (for one
+    #: release), with a DeprecationWarning naming the new one
+    ALIASES = {
+        "irls_iterations": "newton_iterations",
+        "steps": "total_steps",
+        "adam_steps": "total_steps",
+    }
+
+    def _canonical(self, key):
+        new = self.ALIASES.get(key) if isinstance(key, str) else None
+        if new is None or dict.__contains__(self, key):
+            return key
+        warnings.warn(f"diagnostics[{key!r}] is deprecated: read diagnostics[{new!r}]",
+                      DeprecationWarning, stacklevel=3)
+        return new
+
+    def __getitem__(self, key):
+        return dict.__getitem__(self, self._canonical(key))
+
+    def get(self, key, default=None):
+        """``self[key]`` if present (an old key of :attr:`ALIASES` reads its new one),
+        else ``default``."""
+        return dict.get(self, self._canonical(key), default)
+
+    def __contains__(self, key):
+        new = self.ALIASES.get(key) if isinstance(key, str) else None
+        return dict.__contains__(self, key) or (new is not None
+                                                and dict.__contains__(self, new))
 
 
 class Engine:
@@ -59,7 +186,7 @@ class Engine:
         self.model_spec = model
         self.seed = seed
         self._rng_sample, self._rng_update = engine_streams(seed)
-        self.diagnostics = {"n_obs": 0}
+        self.diagnostics = Diagnostics(n_obs=0)
 
     # -- protocol -----------------------------------------------------------------------
     @property
@@ -195,7 +322,7 @@ def _snapshot(obj, attrs=None, skip=_NOT_COPIED):
     arrays = [(bindings[k], bindings[k].copy()) for k in names
               if k not in skip and isinstance(bindings.get(k), np.ndarray)
               and bindings[k].flags.writeable and bindings[k].size]
-    dicts = [(v, dict(v)) for v in bindings.values() if type(v) is dict]
+    dicts = [(v, dict(v)) for v in bindings.values() if type(v) in (dict, Diagnostics)]
     gens = [(v, v.bit_generator.state) for v in bindings.values()
             if isinstance(v, np.random.Generator)]
     return bindings, arrays, dicts, gens

@@ -7,6 +7,7 @@ docs/algorithms.md section 3. The chains are compiled kernels
 the priors are in :mod:`vits_ref.diffusion`.
 """
 
+import numbers
 import warnings
 
 import numpy as np
@@ -34,10 +35,21 @@ def _prior(prior):
 
 
 class _DiffusionEngine(Engine):
-    """What DiffTS and DPS share: the prior, the noise scale, the linear statistics."""
+    """What DiffTS and DPS share: the prior, the noise scale, the linear statistics.
+
+    Both constructors read ``(prior, model="linear", sigma=1.0, *, ..., seed=None)``: the
+    engines' common order (``dim, model`` first, ``seed`` last) with the prior in place of
+    ``dim`` and the noise scale in place of ``eta``.
+    """
 
     def __init__(self, prior, model, sigma, seed):
         self.prior = _prior(prior)
+        if isinstance(model, numbers.Real) and not isinstance(model, bool):
+            # DPS used to read (prior, sigma, seed, model): a number here is a sigma
+            raise TypeError(f"model must be one of {list(MODELS)}, got the number {model!r}: "
+                            f"{type(self).__name__}'s arguments are (prior, model='linear', "
+                            f"sigma=1.0, ...); pass sigma by keyword "
+                            f"({type(self).__name__}(prior, sigma={model!r}))")
         self.sigma = val.noise_sd(sigma, "sigma")
         model = val.choice(model, "model", MODELS)
         super().__init__(self.prior.dim, model=model, eta=1.0 / self.sigma ** 2, lam=1.0,
@@ -87,10 +99,14 @@ class DiffTS(_DiffusionEngine):
         Reward noise of the linear model. For the logistic model the log-likelihood is
         multiplied by ``1 / sigma^2`` (a temperature; ``sigma = 1`` is the Bernoulli
         likelihood of the paper).
-    seed : int, SeedSequence, Generator or None
-        Seeds the sampling stream (the chains' normals).
-    tol, max_iter : float, int
+    tol, max_iter : float, int, keyword-only
         The per-stage Newton/IRLS solves of the logistic model (as :class:`vits_ref.Laplace`).
+    seed : int, SeedSequence, Generator or None, keyword-only
+        Seeds the sampling stream (the chains' normals).
+
+    The arguments are those of :class:`DPS`, in the same order (``prior, model, sigma``,
+    then keyword-only, ``seed`` last); ``seed`` used to be the fourth positional argument,
+    before ``tol`` and ``max_iter``.
 
     Notes
     -----
@@ -124,8 +140,9 @@ class DiffTS(_DiffusionEngine):
     (a precision that is not positive definite, a failed Newton solve, a non-finite draw)
     raises :class:`vits_ref.DivergenceError` naming the engine, the round and the stage.
 
-    ``diagnostics``: ``n_obs``; for the logistic model also ``newton_iterations`` (all
-    stages of the last :meth:`sample`) and ``stages_not_converged``.
+    ``diagnostics`` (:class:`~vits_ref.inference.base.Diagnostics`): ``n_obs``; for the
+    logistic model also ``newton_iterations`` (all stages of the last :meth:`sample`) and
+    ``stages_not_converged``.
 
     Examples
     --------
@@ -138,7 +155,8 @@ class DiffTS(_DiffusionEngine):
 
     name = "DiffTS"
 
-    def __init__(self, prior, model="linear", sigma=1.0, seed=None, tol=1e-8, max_iter=100):
+    def __init__(self, prior, model="linear", sigma=1.0, *, tol=1e-8, max_iter=100,
+                 seed=None):
         self.tol = val.positive_float(tol, "tol")
         self.max_iter = val.positive_int(max_iter, "max_iter")
         super().__init__(prior, model, sigma, seed)
@@ -193,15 +211,20 @@ class DPS(_DiffusionEngine):
     Parameters
     ----------
     prior : DiffusionPriorBase
+    model : {"linear"}, default "linear"
+        DPS is implemented for the linear model only (the paper's DPS baseline runs in its
+        linear bandits); ``"logistic"`` raises ``ValueError``.
     sigma : float, default 1.0
         Reward noise of the linear model. Algorithm 4's guidance step is normalised by the
         residual norm (``zeta_t``), so ``sigma`` does not enter the chain; it is kept for
         the engines' common signature (and the model's temperature).
-    seed : int, SeedSequence, Generator or None
+    seed : int, SeedSequence, Generator or None, keyword-only
         Seeds the sampling stream.
-    model : {"linear"}, default "linear"
-        DPS is implemented for the linear model only (the paper's DPS baseline runs in its
-        linear bandits); ``"logistic"`` raises ``ValueError``.
+
+    The arguments are those of :class:`DiffTS`, in the same order (``prior, model,
+    sigma``, then ``seed`` keyword-only). They used to be ``(prior, sigma, seed, model)``:
+    a number given as the second positional argument (a sigma, formerly) raises a
+    ``TypeError`` that says so.
 
     Notes
     -----
@@ -231,7 +254,7 @@ class DPS(_DiffusionEngine):
 
     name = "DPS"
 
-    def __init__(self, prior, sigma=1.0, seed=None, model="linear"):
+    def __init__(self, prior, model="linear", sigma=1.0, *, seed=None):
         if isinstance(model, str) and model.lower() == "logistic":
             raise ValueError("model must be 'linear': DPS is implemented for the linear "
                              "model only (use DiffTS(prior, model='logistic'))")

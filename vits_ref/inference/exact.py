@@ -76,7 +76,8 @@ class LinTS(GaussianEngine):
         if not self.model.has_default_prior:
             return None
         return FusedSpec(
-            piece=klints.PIECE, params=(self.eta, self.lam, bool(kl)),
+            piece=klints.PIECE,
+            params=klints.LinTSParams(eta=self.eta, lam=self.lam, track=bool(kl)),
             draw=lambda seed, T, d: thompson_noise(seed, T, d, init=False),
             draw_chunks=lambda seed, T, d, c: thompson_noise_chunks(seed, T, d, c, init=False),
             gaussian=True)

@@ -92,7 +92,9 @@ class Langevin(Engine):
         piece = klangevin.PIECE if kind == "linear" else klogb.LANGEVIN_PIECE
         sched, h0, eta, S = self.schedule, self.step_size, self.eta, self.n_steps
         return FusedSpec(
-            piece=piece, params=(code, self.eta, self.lam, self.step_size),
+            piece=piece,
+            params=klangevin.LangevinParams(schedule=code, eta=self.eta, lam=self.lam,
+                                            h0=self.step_size),
             draw=lambda seed, T, d: thompson_noise(seed, T, d, select=False, n_steps=S),
             draw_chunks=lambda seed, T, d, c: thompson_noise_chunks(seed, T, d, c,
                                                                     select=False, n_steps=S),

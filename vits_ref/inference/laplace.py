@@ -67,8 +67,9 @@ class Laplace(GaussianEngine):
     that iterate. A non-finite state or a Hessian that is not positive definite raises
     :class:`vits_ref.DivergenceError`.
 
-    ``diagnostics``: ``n_obs``, ``irls_iterations`` (Newton steps in the last update),
-    ``converged``.
+    ``diagnostics`` (:class:`~vits_ref.inference.base.Diagnostics`): ``n_obs``,
+    ``newton_iterations`` (Newton/IRLS steps in the last update; formerly
+    ``irls_iterations``, still readable with a DeprecationWarning), ``converged``.
 
     Examples
     --------
@@ -104,7 +105,7 @@ class Laplace(GaussianEngine):
         self._P0 = self.H.copy()
         self._b0 = self._P0 @ self.theta
         self._newton = cpu.newton(self.model.potential)
-        self.diagnostics.update(irls_iterations=0, converged=True)
+        self.diagnostics.update(newton_iterations=0, converged=True)
 
     def _params(self):
         return {**super()._params(), "tol": self.tol, "max_iter": self.max_iter}
@@ -128,7 +129,7 @@ class Laplace(GaussianEngine):
                        f"scale of the features or increase lam.")
         converged = status == CONVERGED
         self.theta, self.H, self.L = theta, H, L
-        self.diagnostics.update(irls_iterations=int(it), converged=converged)
+        self.diagnostics.update(newton_iterations=int(it), converged=converged)
         if not converged:
             warnings.warn(f"{self.name}: IRLS did not converge at round {self.model.n_obs} "
                           f"within max_iter={self.max_iter} iterations (tol={self.tol:g}); "
@@ -146,7 +147,9 @@ class Laplace(GaussianEngine):
         if self._fused_model() != "logistic":
             return None
         return FusedSpec(
-            piece=klogb.LAPLACE_PIECE, params=(self.eta, self.lam, self.tol, self.max_iter),
+            piece=klogb.LAPLACE_PIECE,
+            params=klogb.LaplaceParams(eta=self.eta, lam=self.lam, tol=self.tol,
+                                       max_iter=self.max_iter),
             draw=lambda seed, T, d: thompson_noise(seed, T, d, init=False),
             draw_chunks=lambda seed, T, d, c: thompson_noise_chunks(seed, T, d, c, init=False),
             binary_rewards=True,

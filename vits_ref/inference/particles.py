@@ -84,8 +84,9 @@ class SVGD(GaussianEngine):
     the particles' variance at the fixed point is 0.92 of the truth at d = 2, 0.43 at
     d = 10 and 0.086 at d = 50), so :meth:`kl_to_posterior` grows with ``d / n``.
 
-    ``diagnostics``: ``n_obs``, ``step_size``, ``n_steps``, ``bandwidth`` (the last step's
-    ``h``), ``steps`` (steps taken in all).
+    ``diagnostics`` (:class:`~vits_ref.inference.base.Diagnostics`): ``n_obs``,
+    ``step_size``, ``n_steps``, ``bandwidth`` (the last step's ``h``), ``total_steps``
+    (steps taken in all; formerly ``steps``, still readable with a DeprecationWarning).
 
     Examples
     --------
@@ -122,7 +123,7 @@ class SVGD(GaussianEngine):
         self._phi = np.empty((n, d))
         self._H = np.empty((1, 1))  # grads_hessian(want_hessian=False) leaves it untouched
         self._scratch = cpu.svgd_scratch(n, d)
-        self.diagnostics.update(step_size=None, n_steps=0, bandwidth=None, steps=0)
+        self.diagnostics.update(step_size=None, n_steps=0, bandwidth=None, total_steps=0)
 
     def _initial_particles(self):
         n, d = self.n_particles, self.dim
@@ -165,7 +166,7 @@ class SVGD(GaussianEngine):
         self.particles, self._hist = X, hist
         self._t += n_steps
         self.diagnostics.update(step_size=self.step_size, n_steps=n_steps,
-                                bandwidth=float(trace[-1]), steps=self._t)
+                                bandwidth=float(trace[-1]), total_steps=self._t)
 
     def _refit(self, features, rewards):
         self._steps(self.model.kernel_data(), self.n_steps, self.repulsion)

@@ -5,6 +5,8 @@ appendix, appendix C (the appendix's bandit's inner loop) and eq. (68) (the boun
 docs/algorithms.md section 6. The compiled steps are :mod:`vits_ref.kernels.renyi`.
 """
 
+import warnings
+
 import numpy as np
 
 from .. import _validate as val
@@ -37,10 +39,11 @@ class RenyiVI(GaussianEngine):
         Monte Carlo draws ``M`` per step (300 in appendix C).
     n_steps : int, default 10
         Adam steps per :meth:`update` (10 in appendix C).
-    learning_rate : float, default 2e-2
-        Adam's step size (2e-2 in appendix C). Read at each :meth:`update`, so it may be
-        lowered between updates (a schedule; the tests finish at 1e-3 to shrink the Monte
-        Carlo jitter), as may ``n_steps``.
+    step_size : float, default 2e-2
+        Adam's step size, its "learning rate" (2e-2 in appendix C). Read at each
+        :meth:`update`, so it may be lowered between updates (a schedule; the tests finish
+        at 1e-3 to shrink the Monte Carlo jitter), as may ``n_steps``. Named ``step_size``
+        as in every engine (formerly ``learning_rate``).
     betas : (float, float), default (0.9, 0.999)
         Adam's moment decay rates ``(b1, b2)`` in ``[0, 1)`` (Kingma & Ba's defaults).
     adam_eps : float, default 1e-8
@@ -49,6 +52,9 @@ class RenyiVI(GaussianEngine):
         The starting ``q`` (``init_cov`` a matrix or the diagonal as a vector; ``init_mean``
         defaults to 0). Default: the model's prior, ``N(0, I/(lam eta))`` or the model's
         ``(prior_mean, prior_cov)``. Appendix C starts every arm at ``N(25, 1e-8)``.
+    learning_rate : float, optional
+        Deprecated former name of ``step_size`` (accepted for one release, with a
+        ``DeprecationWarning``); so is the attribute ``learning_rate``.
     seed : int, SeedSequence, Generator or None
         Seeds the two streams: Thompson draws (:meth:`sample`) and the steps' draws.
 
@@ -75,13 +81,14 @@ class RenyiVI(GaussianEngine):
     alpha = 0.5, 1 and 2 converge there). For ``alpha != 1`` the Monte Carlo bound is
     biased (by ``O(1/M)``) and so is its gradient's zero; ``alpha = 1`` is unbiased.
 
-    ``diagnostics``: ``n_obs``, ``step_size`` (the learning rate), ``n_steps``, ``bound``
-    and ``ess`` (the Monte Carlo bound, up to the potential's constant, and the weights'
-    effective sample size ``1/sum w^2``, at the start of the update's last step),
-    ``adam_steps`` (Adam's step count ``t``).
+    ``diagnostics`` (:class:`~vits_ref.inference.base.Diagnostics`): ``n_obs``,
+    ``step_size`` (Adam's step size), ``n_steps``, ``bound`` and ``ess`` (the Monte Carlo
+    bound, up to the potential's constant, and the weights' effective sample size
+    ``1/sum w^2``, at the start of the update's last step), ``total_steps`` (Adam's step
+    count ``t``; formerly ``adam_steps``, still readable with a DeprecationWarning).
 
     A non-finite bound, gradient or state raises :class:`vits_ref.DivergenceError`
-    (naming the engine, the round and the learning rate) and leaves the engine as it was
+    (naming the engine, the round and the step size) and leaves the engine as it was
     before the update: its ``q``, Adam state, random stream and the model's data.
 
     Examples
@@ -95,13 +102,14 @@ class RenyiVI(GaussianEngine):
     """
 
     def __init__(self, dim, model="linear", *, eta=1.0, lam=1.0, alpha=0.5, n_mc=300,
-                 n_steps=10, learning_rate=2e-2, betas=(0.9, 0.999), adam_eps=1e-8,
-                 init_mean=None, init_cov=None, seed=None):
+                 n_steps=10, step_size=2e-2, betas=(0.9, 0.999), adam_eps=1e-8,
+                 init_mean=None, init_cov=None, learning_rate=None, seed=None):
         self.alpha = val.positive_float(alpha, "alpha", allow_zero=True)
         self.name = f"Renyi-VI (alpha={self.alpha:g})"
         self.n_mc = val.positive_int(n_mc, "n_mc")
         self.n_steps = val.positive_int(n_steps, "n_steps")
-        self.learning_rate = val.positive_float(learning_rate, "learning_rate")
+        step_size = val.renamed(step_size, learning_rate, "step_size", "learning_rate", 2e-2)
+        self.step_size = val.positive_float(step_size, "step_size")
         self.betas = _betas(betas)
         self.adam_eps = val.positive_float(adam_eps, "adam_eps")
         super().__init__(dim, model=model, eta=eta, lam=lam, seed=seed)
@@ -127,14 +135,27 @@ class RenyiVI(GaussianEngine):
         self._steps = cpu.renyi_steps(self.model.potential)
         self.trace = np.empty((0, 2))
         self.diagnostics.update(step_size=None, n_steps=0, bound=None, ess=None,
-                                adam_steps=0)
+                                total_steps=0)
 
     def _params(self):
         return {**super()._params(), "alpha": self.alpha, "n_mc": self.n_mc,
-                "n_steps": self.n_steps, "learning_rate": self.learning_rate,
+                "n_steps": self.n_steps, "step_size": self.step_size,
                 "betas": self.betas, "adam_eps": self.adam_eps,
                 "init_mean": None if self.init_cov is None else self.init_mean,
                 "init_cov": self.init_cov}
+
+    @property
+    def learning_rate(self):
+        """Deprecated: :attr:`step_size` (Adam's step size), under its former name."""
+        warnings.warn("RenyiVI.learning_rate is deprecated and will be removed in the next "
+                      "release: use step_size", DeprecationWarning, stacklevel=2)
+        return self.step_size
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        warnings.warn("RenyiVI.learning_rate is deprecated and will be removed in the next "
+                      "release: use step_size", DeprecationWarning, stacklevel=2)
+        self.step_size = value
 
     # -- pickling (worker processes of vits_ref.bandit.simulate): the compiled steps are rebuilt
     def __getstate__(self):
@@ -155,21 +176,21 @@ class RenyiVI(GaussianEngine):
         P, m, v, t = self._P, self._m, self._v, self._t
         trace = np.empty((S, 2))
         b1, b2 = self.betas
-        ok = self._steps(self.alpha, P, self.model.kernel_data(), eps, self.learning_rate,
+        ok = self._steps(self.alpha, P, self.model.kernel_data(), eps, self.step_size,
                          b1, b2, self.adam_eps, (m, v, t), self._scratch,
                          self.model.kernel_scratch(M), trace)
         if not ok:
             raise DivergenceError(
-                self.name, self.model.n_obs, self.learning_rate,
-                detail="The step size is Adam's learning_rate; the Monte Carlo Rényi bound "
-                       "or its gradient became non-finite (a learning rate too large for "
-                       "the log-diagonal of L, or draws where the model's potential "
-                       "overflows). The engine is unchanged.")
+                self.name, self.model.n_obs, self.step_size,
+                detail="The step size is Adam's step_size (its learning rate); the Monte "
+                       "Carlo Rényi bound or its gradient became non-finite (a step size "
+                       "too large for the log-diagonal of L, or draws where the model's "
+                       "potential overflows). The engine is unchanged.")
         self._L = self._scratch[0].copy()
         self.trace = trace
-        self.diagnostics.update(step_size=self.learning_rate, n_steps=S,
+        self.diagnostics.update(step_size=self.step_size, n_steps=S,
                                 bound=float(trace[-1, 0]), ess=float(trace[-1, 1]),
-                                adam_steps=int(t[0]))
+                                total_steps=int(t[0]))
 
     def _sample(self, n):
         eps = self._rng_sample.standard_normal((n, self.dim))

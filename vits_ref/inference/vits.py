@@ -210,8 +210,10 @@ class VITS(GaussianEngine):
         kind = self._fused_model()
         if kind is None or code is None:
             return None
-        params = (self.variant_code, self.symmetrize, code, self.eta, self.lam,
-                  self.step_size, self.cov_step_size, self._max_abs_B)
+        params = kvits.VITSParams(variant=self.variant_code, symmetrize=self.symmetrize,
+                                  schedule=code, eta=self.eta, lam=self.lam,
+                                  h0_mu=self.step_size, h0=self.cov_step_size,
+                                  max_abs_B=self._max_abs_B)
         piece = kvits.PIECE if kind == "linear" else klogb.VITS_PIECE
         sched, h0, eta = self.schedule, self.cov_step_size, self.eta
         S, M = self.n_steps, self.n_mc

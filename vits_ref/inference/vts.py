@@ -51,6 +51,7 @@ from .._seeding import engine_streams
 from ..drivers import cpu
 from ..errors import DivergenceError
 from ..kernels.cavi import EXPECTED_PI, SAMPLE_PI, SAMPLE_Z
+from .base import Diagnostics
 
 __all__ = ["DEFAULT_MAX_ITER", "DEFAULT_TOL", "SCORINGS", "MixtureFit", "NIGTS",
            "VTS", "fit_mixture"]
@@ -251,6 +252,16 @@ def _rng_state(seed):
 class VTS:
     """Variational Thompson sampling: a mixture of linear-Gaussian experts per arm.
 
+    A *policy*, not an engine: it satisfies :class:`vits_ref.bandit.protocols.Policy`
+    (``select(contexts)``, ``update(contexts, arm, reward)``, ``fresh(seed)``, ``name``,
+    ``dim``), as :class:`vits_ref.PerArm` does, and keeps one posterior per arm, so it is
+    not an :class:`~vits_ref.inference.base.Engine` (no ``sample``/``update(features,
+    rewards)`` over one parameter). :func:`vits_ref.bandit.simulate` runs it in its Python
+    loop like any policy; :func:`vits_ref.bandit.vts.simulate_vts` is its compiled
+    many-runs driver. Its ``diagnostics`` is a
+    :class:`~vits_ref.inference.base.Diagnostics` (``n_obs``, ``expected_rewards``,
+    ``arm``, ``iterations``, ``elbo``, ``elbo_trace``).
+
     Parameters
     ----------
     dim : int
@@ -333,7 +344,7 @@ class VTS:
         self._trace = np.empty(self.max_iter)
         self._scores = np.empty(A)
         self._expected = np.empty(A)
-        self.diagnostics = {"n_obs": 0}
+        self.diagnostics = Diagnostics(n_obs=0)
 
     @property
     def name(self):

@@ -12,18 +12,23 @@ mini-batch weights). The bodies are in :mod:`vits_ref.kernels.classifier`.
 import numpy as np
 
 from .. import _validate as val
-from ..config import cpu_jit
+from ..config import cpu_jit, stamped
 from ..kernels.classifier import POTENTIAL, classifier_probs
 from ._history import NetworkModel
 
 CHUNK = 256
 
 
-@cpu_jit
-def _probs_particles(data, thetas, X, P, scratch):
-    # P (M, n, K): the class probabilities of every particle (serial over particles)
-    for m in range(thetas.shape[0]):
-        classifier_probs(data, thetas[m], X, P[m], scratch)
+@stamped
+def _probs_particles(stamp):
+    @cpu_jit
+    def _probs_particles(data, thetas, X, P, scratch):
+        # P (M, n, K): the class probabilities of every particle (serial over particles)
+        _ = stamp
+        for m in range(thetas.shape[0]):
+            classifier_probs(data, thetas[m], X, P[m], scratch)
+
+    return _probs_particles
 
 
 class BNNClassifier(NetworkModel):

@@ -19,20 +19,21 @@ def linear_bandit_run(spec, contexts, means, rewards, init_noise, sel_noise, ste
     """One linear-bandit run in plain NumPy; returns ``(regret (T,), arms (T,))``.
 
     ``spec`` is a policy's :class:`vits_ref.drivers.fused.FusedSpec` (its piece's name says which
-    algorithm, its ``params`` the hyperparameters in the piece's order); the arrays are
+    algorithm, its ``params`` the hyperparameters: the piece's NamedTuple); the arrays are
     those of the fused loop (:func:`vits_ref.kernels.bandit.make_bandit_run`). Raises
     FloatingPointError on a non-finite state (or, for VITS, ``max |B|`` above the bound).
     """
     T, K, d = contexts.shape
     name, p = spec.piece.name, spec.params
     if name == "vits":
-        variant, symmetrize, schedule, eta, lam, h0_mu, h0, max_abs_B = p
+        variant, symmetrize, schedule = p.variant, p.symmetrize, p.schedule
+        eta, lam, h0_mu, h0, max_abs_B = p.eta, p.lam, p.h0_mu, p.h0, p.max_abs_B
     elif name == "lmc":
-        schedule, eta, lam, h0 = p
+        schedule, eta, lam, h0 = p.schedule, p.eta, p.lam, p.h0
     elif name == "lints":
-        eta, lam = p[0], p[1]
+        eta, lam = p.eta, p.lam
     elif name == "linucb":
-        alpha, lam = p
+        alpha, lam = p.alpha, p.lam
         eta = 1.0
     else:
         eta = lam = 1.0

@@ -26,7 +26,9 @@ import time
 
 import numpy as np
 
-from ..._seeding import child
+from ... import _validate as val
+from ..._seeding import child, env_rng, instance_seed, policy_seed, run_seeds
+from ..._threads import numba_threads
 
 #: The methods in the paper's order (section 6.1).
 METHODS = ("TS", "TunedTS", "MixTS", "DPS", "DiffTS")
@@ -64,7 +66,7 @@ def trained_prior(samples, n_stages=100, alpha=0.97, seed=0, cache_dir=None, nam
     name : str
         Readable prefix of the cache file.
     train_kwargs : dict or None
-        Options of ``fit`` (``epochs``, ``batch_size``, ``lr``, ...) and of the
+        Options of ``fit`` (``epochs``, ``batch_size``, ``step_size``, ...) and of the
         constructor (``hidden``), as :class:`~vits_ref.diffusion.DiffusionPrior` documents;
         None uses its defaults.
     progress : callable or None
@@ -231,25 +233,10 @@ def _is_linear_diffts(policy):
             and eng.model.name == "linear")
 
 
-class one_thread:
-    """Context manager: Numba runs on one thread inside (if ``active``), as before after."""
-
-    def __init__(self, active=True):
-        self.active = bool(active)
-
-    def __enter__(self):
-        import numba
-
-        self._old = numba.get_num_threads()
-        if self.active:
-            numba.set_num_threads(1)
-        return self
-
-    def __exit__(self, *exc):
-        import numba
-
-        numba.set_num_threads(self._old)
-        return False
+def one_thread(active=True):
+    """Context manager: Numba runs on one thread inside (if ``active``), as before after
+    (:func:`vits_ref._threads.numba_threads`)."""
+    return numba_threads(1 if active else None)
 
 
 def simulate_method(policy, env, rounds, runs, seed, n_jobs=1, first_run=0):
@@ -277,14 +264,11 @@ def simulate_method(policy, env, rounds, runs, seed, n_jobs=1, first_run=0):
 
     eng = policy.engine
     t0 = time.perf_counter()
-    root = np.random.SeedSequence(seed) if not isinstance(seed, np.random.SeedSequence) \
-        else seed
     reals, seeds_ = [], []
-    for r in range(runs):
-        rs = child(root, first_run + r)
-        inst = env.new_instance(child(rs, 2))
-        reals.append(inst.realise(rounds, np.random.Generator(np.random.PCG64(child(rs, 0)))))
-        seeds_.append(child(rs, 1))
+    for rs in run_seeds(val.as_seed_sequence(seed), first_run, runs):
+        inst = env.new_instance(instance_seed(rs))
+        reals.append(inst.realise(rounds, env_rng(rs)))
+        seeds_.append(policy_seed(rs))
     regret, arms = run_linear_bandit(eng.prior, np.stack([x.contexts for x in reals]),
                                      np.stack([x.means for x in reals]),
                                      np.stack([x.rewards for x in reals]), sigma=eng.sigma,

@@ -48,8 +48,6 @@ NAME = "diffts-ablation"
 DESCRIPTION = ("Diffusion-prior paper appendix C.3 (Figure 6): DiffTS on 'cross' against "
                "the number of stages T and of training samples")
 DEFAULTS = {"runs": 100, "rounds": 100, "seed": 0}
-#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
-CHUNKED = True
 SHAPE = "cross"
 STAGES = (1, 2, 5, 10, 25, 50, 100, 200, 300)
 TRAIN_SIZES = (100, 300, 1000, 3000, 10_000)

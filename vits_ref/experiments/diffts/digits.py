@@ -28,8 +28,6 @@ NAME = "diffts-digits"
 DESCRIPTION = ("Diffusion-prior paper appendix C.2 on scikit-learn's digits (replaces "
                "MNIST): 8-d embeddings, K = 10, linear (sigma = 1) and logistic rewards")
 DEFAULTS = {"runs": 100, "rounds": 100, "seed": 0}
-#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
-CHUNKED = True
 N_ARMS, SIGMA, DIM = 10, 1.0, 8
 REWARDS = ("linear", "logistic")
 

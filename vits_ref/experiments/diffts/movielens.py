@@ -37,8 +37,6 @@ NAME = "diffts-movielens"
 DESCRIPTION = ("Diffusion-prior paper section 6.3: MovieLens rank-5 embeddings, K = 10, "
                "linear (sigma = 0.75) and logistic rewards (--data)")
 DEFAULTS = {"runs": 100, "rounds": 100, "seed": 0}
-#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
-CHUNKED = True
 RANK, N_ARMS, SIGMA = 5, 10, 0.75
 REWARDS = ("linear", "logistic")
 REAL_DATA_COMMAND = "python -m vits_ref run diffts-movielens --data /path/to/ratings.dat"

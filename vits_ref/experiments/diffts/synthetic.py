@@ -55,8 +55,6 @@ NAME = "diffts-synthetic"
 DESCRIPTION = ("Diffusion-prior paper section 6.2 and appendix C.1: six 2-D priors, linear "
                "bandit, K = 100, sigma = 2; TS, TunedTS, MixTS, DPS, DiffTS")
 DEFAULTS = {"runs": 100, "rounds": 100, "seed": 0}
-#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
-CHUNKED = True
 DIM, N_ARMS, SIGMA = 2, 100, 2.0
 N_STAGES, ALPHA, N_TRAIN = 100, 0.97, 10_000
 REFERENCE = "DiffTS"

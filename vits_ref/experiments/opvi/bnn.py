@@ -46,7 +46,7 @@ import time
 
 import numpy as np
 
-from ..._seeding import child
+from ..._seeding import child, run_seed
 from ..._validate import as_seed_sequence
 from ...errors import DivergenceError
 from .. import _claims
@@ -59,8 +59,6 @@ DESCRIPTION = ("OPVI paper section 5.2: BNN regression (50 hidden, 20 particles)
                "test RMSE and log-likelihood over rounds; diabetes by default, --data "
                "kin8nm.csv for the paper's data")
 DEFAULTS = {"runs": 20, "rounds": 500, "seed": 0}
-#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
-CHUNKED = True
 N_PARTICLES, HIDDEN, BATCH = 20, 50, 20
 STEP_SIZE = 1e-3
 TEST_FRACTION = 0.1
@@ -196,7 +194,7 @@ def supervised_block(task, metric_names, rounds, seed, n_particles, methods, met
     baseline = np.empty(n)
     diverged = set()
     for i, r in enumerate(range(lo, hi)):
-        rs = child(root, r)
+        rs = run_seed(root, r)
         Xtr, ytr, Xte, yte, stats, baseline[i] = task.data(np.random.default_rng(child(rs, 0)))
         model = task.make_model(Xtr, ytr)
         grad = model_gradient(model)

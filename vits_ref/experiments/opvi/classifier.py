@@ -61,8 +61,6 @@ NAME = "opvi-classifier"
 DESCRIPTION = ("OPVI paper section 5.3: two-layer BNN classifier (100 hidden, "
                "20 particles) on breast cancer (or digits), test accuracy over rounds")
 DEFAULTS = {"runs": 5, "rounds": 500, "seed": 0}
-#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
-CHUNKED = True
 #: The paper-like size (the earlier default; module docstring: cost), a ``slow`` test.
 PAPER_SIZE = {"runs": 10, "rounds": 500}
 N_PARTICLES, HIDDEN, BATCH = 20, 100, 20

@@ -66,7 +66,7 @@ import time
 
 import numpy as np
 
-from ..._seeding import child
+from ..._seeding import child, run_seed
 from ..._validate import as_seed_sequence
 from ...errors import DivergenceError
 from .. import _chunks, _claims
@@ -77,8 +77,6 @@ NAME = "opvi-mixture"
 DESCRIPTION = ("OPVI paper section 5.1: Welling-Teh mixture, OPVI vs SVGD/SGLD at "
                "B = 20 and full-batch SVGD, energy distance to the grid posterior")
 DEFAULTS = {"runs": 10, "rounds": 500, "seed": 0}
-#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
-CHUNKED = True
 N_DATA, N_PARTICLES = 10_000, 100
 THETA_TRUE = (0.0, 1.0)
 PRIOR_VAR = (10.0, 1.0)
@@ -179,7 +177,7 @@ def run_block(m, x, sigma_x2, n_particles, rounds, seed, step_size, sgld_step, g
     pos = {t: k for k, t in enumerate(rec)}
     start = time.perf_counter()
     for i, r in enumerate(range(lo, hi)):
-        rs = child(root, r + 1)
+        rs = run_seed(root, r + 1)
         x0 = np.random.default_rng(child(rs, 0)).standard_normal((n_particles, 2)) \
             * np.sqrt(PRIOR_VAR)
 

@@ -72,15 +72,15 @@ NAME = "renyi-mab"
 DESCRIPTION = ("Rényi appendix C: 3-armed bandit with multi-modal priors and rewards "
                "(Tables 3-4), Rényi-VI Gaussian per arm, alpha compared")
 DEFAULTS = {"runs": 20, "rounds": 4000, "seed": 0}
-#: Runs in resumable chunks (:mod:`vits_ref.experiments._chunks`).
-CHUNKED = True
 
 #: Table 3: each arm's prior, ``(component means, component variance)``, equal weights.
 TABLE3 = (((13.0, 20.0), 1.5), ((16.0, 14.0), 1.5), ((10.0, 17.0), 1.5))
 #: Table 3, the ``q(s)`` row: every arm's starting Gaussian ``N(25, 1e-8)``.
 Q_INIT = (25.0, 1e-8)
 ALPHAS = (0.0, 0.5, 1.0, 2.0, 5.0)
-N_MC, N_STEPS, LEARNING_RATE = 300, 10, 2e-2
+N_MC, N_STEPS, STEP_SIZE = 300, 10, 2e-2
+#: Deprecated former name of :data:`STEP_SIZE` (Adam's step size; kept for one release).
+LEARNING_RATE = STEP_SIZE
 OPTIMAL_ARM = 1
 #: score -> panel title: plain Thompson sampling (argmax s_i) and the appendix's
 #: variance-scaled score (argmax s_i / Sigma_q^i)
@@ -179,14 +179,21 @@ class RenyiArms:
                 f"n_arms={self.n_arms})")
 
 
-def arm_engines(alpha, noise_var=1.0, n_mc=N_MC, n_steps=N_STEPS,
-                learning_rate=LEARNING_RATE, priors=TABLE3, q_init=Q_INIT):
-    """The per-arm engines of the experiment: Table 3's priors and ``q`` start."""
+def arm_engines(alpha, noise_var=1.0, n_mc=N_MC, n_steps=N_STEPS, step_size=STEP_SIZE,
+                priors=TABLE3, q_init=Q_INIT, learning_rate=None):
+    """The per-arm engines of the experiment: Table 3's priors and ``q`` start.
+
+    ``step_size`` is Adam's step size (:class:`~vits_ref.RenyiVI`'s ``step_size``);
+    ``learning_rate`` is its deprecated former name (accepted for one release, with a
+    DeprecationWarning).
+    """
+    step_size = val.renamed(step_size, learning_rate, "step_size", "learning_rate",
+                            STEP_SIZE)
     out = []
     for means, var in priors:
         model = MixturePrior(1, [[m] for m in means], [[var]] * len(means))
         out.append(RenyiVI(1, model, alpha=alpha, eta=1.0 / noise_var, n_mc=n_mc,
-                           n_steps=n_steps, learning_rate=learning_rate,
+                           n_steps=n_steps, step_size=step_size,
                            init_mean=[q_init[0]], init_cov=[[q_init[1]]]))
     return out
 
@@ -207,7 +214,7 @@ def pull_fractions(arms, n_arms=3, tail=0.1):
 
 def run(runs=20, rounds=4000, seed=0, out="results/renyi-mab", progress=None, alphas=ALPHAS,
         scores=tuple(SCORES), noise_var=1.0, n_mc=N_MC, n_steps=N_STEPS,
-        learning_rate=LEARNING_RATE, n_jobs=1):
+        step_size=STEP_SIZE, n_jobs=1, learning_rate=None):
     """Run the experiment and write ``curves.csv``, ``summary.json``, ``regret.png``,
     ``arms.png``.
 
@@ -225,23 +232,29 @@ def run(runs=20, rounds=4000, seed=0, out="results/renyi-mab", progress=None, al
         The panels.
     noise_var : float, default 1.0
         The likelihood's variance ``Sigma_l`` (not given by the appendix).
-    n_mc, n_steps, learning_rate
-        Appendix C: 300 draws, 10 Adam steps, 2e-2.
+    n_mc, n_steps, step_size
+        Appendix C: 300 draws, 10 Adam steps, Adam's step size (its "learning rate")
+        2e-2.
     n_jobs : int, default 1
         Worker processes over runs (:func:`vits_ref.bandit.simulate`).
+    learning_rate : float, optional
+        Deprecated former name of ``step_size`` (accepted for one release, with a
+        DeprecationWarning).
 
     Returns
     -------
     dict
         The JSON summary; ``pulls[panel][method]`` holds :func:`pull_fractions`.
     """
+    step_size = val.renamed(step_size, learning_rate, "step_size", "learning_rate",
+                            STEP_SIZE)
     alphas = sorted({float(a) for a in alphas} | {1.0})
     env = renyi_mab(seed=seed)
     panels = []
     for score in scores:
         panel = SCORES[val.choice(score, "score", tuple(SCORES))]
         methods = [(label(a), RenyiArms(arm_engines(a, noise_var, n_mc, n_steps,
-                                                    learning_rate), score=score))
+                                                    step_size), score=score))
                    for a in alphas]
         panels.append((panel, env, methods, {"score": score}))
     rules = {SCORES["sample"]: "argmax_i s_i (Thompson sampling)",
@@ -249,7 +262,7 @@ def run(runs=20, rounds=4000, seed=0, out="results/renyi-mab", progress=None, al
     extra = {"alphas": alphas, "panels": rules, "arm_means": env.arm_means.tolist(),
              "optimal_arm": OPTIMAL_ARM, "priors_table3": TABLE3, "q_init": Q_INIT,
              "rewards_table4": TABLE4, "noise_var": noise_var, "n_mc": n_mc,
-             "n_steps": n_steps, "learning_rate": learning_rate}
+             "n_steps": n_steps, "step_size": step_size}
     arms = {}
     result = run_panels(NAME, DESCRIPTION, panels, runs, rounds, seed, out, progress,
                         title=f"Rényi MAB, appendix C ({runs} runs)", extra=extra,

@@ -71,8 +71,6 @@ from . import grid
 NAME = "vits-fig1"
 DESCRIPTION = "VITS paper Figure 1: linear pool bandit, zeta 0.1 and 1 (d=20, K=50)"
 DEFAULTS = {"runs": 50, "rounds": 1000, "seed": 0}
-#: Runs in resumable chunks (:mod:`vits_ref.experiments._chunks`).
-CHUNKED = True
 ZETAS = (0.1, 1.0)
 DIM, N_ARMS = 20, 50
 REFERENCE = "LinTS"
@@ -267,22 +265,17 @@ def round_costs(methods, n_rounds=200, repeats=5):
     of ``repeats``. ``methods``: ``(label, policy name, overrides)`` triples. Returns
     ``{label: seconds}``.
     """
-    import numba
-
     from ..._bench.linear import problem, run_compiled
     from ..._bench.timing import median_times
+    from ..._threads import numba_threads
 
     probs = {label: problem(name, n_rounds=n_rounds, dim=DIM, n_arms=N_ARMS, **over)
              for label, name, over in methods}
-    old = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
+    with numba_threads(1):
         fns = [lambda sp=spec, r=runs[0]: run_compiled(sp, r) for spec, runs in probs.values()]
         for fn in fns:  # compile outside the timing
             fn()
         times = median_times(fns, repeats)
-    finally:
-        numba.set_num_threads(old)
     return {n: t / n_rounds for n, t in zip(probs, times, strict=True)}
 
 

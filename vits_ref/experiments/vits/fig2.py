@@ -67,8 +67,6 @@ DESCRIPTION = "VITS paper Figure 2: quadratic pool bandit with a 20-20 MLP (smal
 #: The small default (under 2 minutes on 2 cores, see the module docstring).
 DEFAULT_RUNS, DEFAULT_ROUNDS = 2, 6
 DEFAULTS = {"runs": DEFAULT_RUNS, "rounds": DEFAULT_ROUNDS, "seed": 0}
-#: Runs in resumable chunks (:mod:`vits_ref.experiments._chunks`).
-CHUNKED = True
 ZETAS = (0.1, 1.0)
 DIM, N_ARMS, HIDDEN = 20, 50, (20, 20)
 ETA, LAM, STEP, HF_COV_STEP = 1.0, 10.0, 1e-3, 1e-4

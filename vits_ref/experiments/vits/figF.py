@@ -50,7 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from ..._seeding import child
+from ... import _seeding
 from ...drivers.cpu import trace_one
 from .. import _chunks, _claims
 from .._common import environment_info, write_json
@@ -67,8 +67,6 @@ from .target import (
 NAME = "vits-figF"
 DESCRIPTION = "VITS paper appendix F: steps to KL <= eps vs condition number (LMC vs VI)"
 DEFAULTS = {"runs": 100, "rounds": 50000, "seed": 0}
-#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
-CHUNKED = True
 DIM = 10
 KAPPAS = (2.5, 5.0, 7.5, 10.0, 12.5, 15.0, 17.5, 20.0)
 STEP_SIZES = (0.001, 0.01, 0.1)
@@ -199,8 +197,8 @@ def steps_block(seed, ki, kappa, scale, relative, step_values, methods, rounds, 
     """
     root = np.random.SeedSequence(seed)
     kroot = np.random.SeedSequence(entropy=root.entropy, spawn_key=(ki,))
-    targets = [gaussian_target(DIM, kappa, np.random.default_rng(child(kroot, r)),
-                               scale=scale) for r in range(lo, hi)]
+    targets = [gaussian_target(DIM, kappa, np.random.default_rng(s), scale=scale)
+               for s in _seeding.run_seeds(kroot, lo, hi - lo)]
     lmax = [np.linalg.eigvalsh(P)[-1] for P, _, _ in targets]
     noise_seeds = run_seeds(np.random.SeedSequence(entropy=root.entropy, spawn_key=(ki, 1)),
                             runs)[lo:hi]

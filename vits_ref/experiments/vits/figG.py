@@ -135,7 +135,7 @@ import time
 
 import numpy as np
 
-from ..._seeding import child
+from ..._seeding import instance_seed, run_seed
 from ..._validate import as_seed_sequence
 from ...bandit.simulate import POLICY_DEFAULTS, make_policy
 from ...envs import hard_instance
@@ -149,8 +149,6 @@ from .fig1 import OPVI_TS, PARTICLE_GRID, PARTICLE_TUNE_RUNS, SVGD_TS, particle_
 NAME = "vits-figG"
 DESCRIPTION = "VITS paper appendix G: hard non-contextual instance, linear and logistic"
 DEFAULTS = {"runs": 20, "rounds": 1000, "seed": 0}
-#: Runs in resumable chunks (:mod:`vits_ref.experiments._chunks`).
-CHUNKED = True
 DIM = N_ARMS = 10
 REWARDS = ("linear", "logistic")
 REFERENCE = "LinTS"
@@ -413,7 +411,7 @@ def arm_pulls(arms, env, seed):
     root = as_seed_sequence(seed)
     best = second = 0
     for r in range(arms.shape[0]):
-        inst = env.new_instance(child(child(root, r), 2))
+        inst = env.new_instance(instance_seed(run_seed(root, r)))
         order = np.argsort(inst.expected_reward(inst.arms))[::-1]
         best += int(order[0] == OPTIMAL_ARM)
         second += int(order[1] == NEAR_OPTIMAL_ARM)

@@ -46,9 +46,9 @@ import functools
 import os
 import time
 
-import numba
 import numpy as np
 
+from ..._threads import numba_threads
 from ...drivers import cpu
 from ...drivers.cpu import trace_many
 from ...kernels.linear import POTENTIAL as LINEAR
@@ -60,8 +60,6 @@ from .target import METHODS, SCALE_COVARIANCE, SCALE_DESCRIPTIONS, gaussian_targ
 NAME = "vits-figI"
 DESCRIPTION = "VITS paper appendix I: KL to a Gaussian target against wall-clock time"
 DEFAULTS = {"runs": 1000, "rounds": 10000, "seed": 0}
-#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
-CHUNKED = True
 DIM, KAPPA, STEP_SIZE, BURN_IN = 10, 10.0, 0.1, 1000
 #: the summary's fixed times, as fractions of the fastest method's budget
 TIME_FRACTIONS = (0.01, 0.1, 1.0)
@@ -134,7 +132,6 @@ def run(runs=1000, rounds=10000, seed=0, out="results/vits-figI", progress=None,
     h = float(step_size)
     seeds = run_seeds(np.random.SeedSequence(entropy=root.entropy, spawn_key=(1,)), runs)
     t0 = time.perf_counter()
-    threads = numba.get_num_threads()
     curves, costs, summary = {}, {}, []
     sample = _sample_steps(rounds)
     for label in (m for m in METHODS if methods is None or m in methods):
@@ -149,11 +146,8 @@ def run(runs=1000, rounds=10000, seed=0, out="results/vits-figI", progress=None,
             work_per_run=rounds)
         rec, counts = traced["kl"], traced["counts"]
         del traced
-        numba.set_num_threads(1)
-        try:
+        with numba_threads(1):
             cost = cost_per_step(code, n_mc, P, Pm, h)
-        finally:
-            numba.set_num_threads(threads)
         # "lower": no interpolation between an inf (LMC burn-in) and a finite KL
         q = np.quantile(rec, [0.25, 0.5, 0.75], axis=0, method="lower")
         diverged = int((counts < rounds).sum())

@@ -45,8 +45,6 @@ from .._paired import format_difference, paired_difference
 NAME = "vits-movielens"
 DESCRIPTION = "VITS paper section 5: MovieLens logistic bandit, a posterior per movie"
 DEFAULTS = {"runs": 50, "rounds": 1000, "seed": 0}
-#: Runs in resumable chunks (:mod:`vits_ref.experiments._chunks`).
-CHUNKED = True
 N_MOVIES, RANK, STEP, ETA = 100, 5, 0.1, 10.0
 REFERENCE = "LinTS"
 #: The command that runs the experiment on the real MovieLens-1M ratings.

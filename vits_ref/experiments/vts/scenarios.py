@@ -91,8 +91,6 @@ PAPER_REDUCTION = {"A": 0.14, "B": 0.28}
 #: fraction of K = 2's mean final regret.
 SIMILAR_MARGIN = 0.10
 DIM, N_ARMS = 2, 2
-#: The command line runs it in resumable chunks (``--jobs``, ``--chunk-runs``, Dask).
-CHUNKED = True
 
 
 def label(K):
