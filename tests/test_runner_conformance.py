@@ -40,6 +40,11 @@ over the adapters:
    environment of the wrong dimension and a seed of a wrong type raise ValueError or
    TypeError naming the argument, before any work (every environment draw and compiled
    driver of the backends is replaced by one that raises :class:`WorkStarted`).
+5. *Data bound* (:func:`test_data_beyond_the_bound_is_the_references_error`): an
+   environment that draws features and rewards beyond the largest magnitude the library
+   accepts (1e150, :data:`vits_ref._validate.MAX_ABS_DATA`) in a later run raises the
+   reference's ValueError (the same message: the run's realisation is checked as the
+   Python loop checks it), for the backends whose divergence case is a :class:`BombEnv`.
 
 A backend without an option (no ``first_run``, no thread count) has that parameter skipped
 with the reason. Where the library does not meet the contract the parameter is a strict
@@ -61,6 +66,7 @@ import pytest
 import vits_ref as vr
 from vits_ref._seeding import child
 from vits_ref._threads import numba_threads
+from vits_ref._validate import MAX_ABS_DATA
 from vits_ref.bandit import _batched_mlp as bm
 from vits_ref.bandit import _cuda_simulate, _streams
 from vits_ref.bandit.simulate import make_policy
@@ -99,7 +105,9 @@ class BombEnv(vr.envs.PoolEnvironment):
     round) meet, at that round, features and rewards rescaled to just below the largest
     magnitude the library accepts (1e150): the sufficient statistics of the played arm
     (``x x^T``, ``r x``, ``r^2`` ~ 1e300) overflow and the run diverges there, whatever
-    the engine, while the other runs are the plain pool's.
+    the engine, while the other runs are the plain pool's. ``scale``: the largest of the
+    features or expected rewards of that round (0.99e150; beyond 1e150 the realisation is
+    refused before the run).
 
     A run is recognised by its realisation's generator, ``env_rng(child(root, r))``, whose
     seed sequence's spawn key ends in ``(r, 0)`` (the seeding rule of
@@ -107,12 +115,14 @@ class BombEnv(vr.envs.PoolEnvironment):
     so every path realises each run whole (and slices it).
     """
 
-    def __init__(self, bombs=(), **kw):
+    def __init__(self, bombs=(), scale=0.99e150, **kw):
         self.bombs = dict(bombs)
+        self.scale = float(scale)
         super().__init__(**kw)
 
     def _params(self):
-        return {**super()._params(), "bombs": tuple(sorted(self.bombs.items()))}
+        return {**super()._params(), "bombs": tuple(sorted(self.bombs.items())),
+                "scale": self.scale}
 
     def realise(self, n_rounds, rng=None):
         seq = getattr(getattr(rng, "bit_generator", None), "seed_seq", None)
@@ -124,7 +134,7 @@ class BombEnv(vr.envs.PoolEnvironment):
             # of either at 0.99e150 (a margin for the rounding of the rescaled products),
             # the round's rewards noise-free
             x, m = real.contexts[t - 1], real.means[t - 1]
-            x *= 0.99e150 / max(np.abs(x).max(), np.abs(m).max())
+            x *= self.scale / max(np.abs(x).max(), np.abs(m).max())
             real.means[t - 1] = self.expected_reward(x)
             real.rewards[t - 1] = real.means[t - 1]
         return real
@@ -622,16 +632,6 @@ def _vts_backend():
 
 # --------------------------------------------------------------------------- DiffTS chains
 
-#: The Python loop raises DiffTS's failed draw from ``select`` (its Thompson draw), which
-#: ``simulate._run_python`` does not catch (it tags only ``update``'s error with the run):
-#: the error names no run, and its round is the number of observations (9) where the
-#: compiled chain names the bandit round of the draw (10).
-_DIFFTS_PYTHON_ERROR = ("library defect: simulate's Python loop raises a DivergenceError "
-                        "of DiffTS's Thompson draw (raised in select) without the run "
-                        "(err.run is None) and with round = observations (one less than "
-                        "the compiled chain's round)")
-
-
 def _diffts_chain():
     prior = _diffusion_prior()
     sigma = 0.7
@@ -670,11 +670,7 @@ def _diffts_chain():
     return Backend(
         "diffts-chain", call, lambda c, R, f=0: _python_loop(*c.make(), c.T, R, c.seed, f),
         ok, div, "DiffTS", bad, alone=alone, blocks=False,
-        threads="Numba's thread count (the prange driver has no n_threads argument)",
-        xfail={"reference-error": _DIFFTS_PYTHON_ERROR,
-               "env": "library defect: simulate_linear_bandit realises every run before "
-                      "the prior's dimension is compared with the environment's, and the "
-                      "error names 'contexts', not env"})
+        threads="Numba's thread count (the prange driver has no n_threads argument)")
 
 
 def _diffts_method():
@@ -689,11 +685,6 @@ def _diffts_method():
 
     ok = Case(ok_make, T=15, seed=1, n_runs=3)
     div = Case(div_make, T=12, seed=4, n_runs=3)
-
-    def alone(r):  # run r the only one with a bomb, in the block of all runs (a block
-        # starting at r would name its row, not the run: the defect marked below)
-        pol, env = div_make({r: BOMBS[r]} if r in BOMBS else {})
-        _shared.simulate_method(pol, env, div.T, div.n_runs, div.seed)
 
     def call(c, n_runs, first_run=0, plan=None, n_threads=None):
         assert plan is None
@@ -713,21 +704,10 @@ def _diffts_method():
         return lambda: _shared.simulate_method(ok_make()[0], args["env"], args["n_rounds"],
                                                args["n_runs"], args["seed"])
 
-    unvalidated = ("library defect: simulate_method validates neither rounds nor runs "
-                   "before drawing the runs' instances and realisations ")
     return Backend(
-        "diffts-method", call, reference, ok, div, "DiffTS", bad, alone=alone,
+        "diffts-method", call, reference, ok, div, "DiffTS", bad,
         threads="Numba's thread count (the prange driver has no n_threads argument)",
-        arg={"n_rounds": "rounds", "n_runs": "runs"},
-        xfail={"reference-error": _DIFFTS_PYTHON_ERROR,
-               "plans-divergence": "library defect: simulate_method's DivergenceError "
-                                   "names the diverging run's row in the block, not its "
-                                   "run number (first_run is not added)",
-               "n_rounds": unvalidated + "(rounds=0 fails in env.realise, naming n_rounds)",
-               "n_runs": unvalidated + "(runs=-1: 'need at least one array to stack')",
-               "env": "library defect: simulate_method realises every run before the "
-                      "prior's dimension is compared with the environment's, and the "
-                      "error names 'contexts', not env"})
+        arg={"n_rounds": "rounds", "n_runs": "runs"})
 
 
 # --------------------------------------------------------------------------- batched MLP
@@ -765,10 +745,7 @@ def _batched_mlp():
     return Backend(
         "batched-mlp", call, lambda c, R, f=0: _python_loop(*c.make(), c.T, R, c.seed, f),
         ok, div, "LMC-TS", bad, plans={"realisations-in-chunks-of-2": ("realise_chunks", 9)},
-        threads="run_block's draw_threads (threads filling the runs' draws)",
-        xfail={"env": "library defect: the batched MLP path does not compare the MLP's "
-                      "input dimension with env.dim; a wrong environment fails mid-run in "
-                      "numpy.matmul ('mismatch in its core dimension'), naming nothing"})
+        threads="run_block's draw_threads (threads filling the runs' draws)")
 
 
 BACKENDS = [_fused_cpu(), _fused_logistic(), _python_backend(), _philox_cpu(),
@@ -1002,3 +979,35 @@ def test_bad_arguments_fail_fast(backend, kind, no_work):
         call()
     # the argument by name (a word: 'n_rounds' does not name 'rounds')
     assert re.search(rf"(?<![\w.]){re.escape(name)}\b", str(info.value)), str(info.value)
+
+
+# --------------------------------------------------------------------------- 5. data bound
+
+
+def _no_bomb(b):
+    if not isinstance(b.diverge.make()[1], BombEnv):
+        return (f"{b.name}'s divergence case is not a BombEnv, whose bombs can be scaled "
+                f"beyond the bound (simulate's check: tests/test_limits.py, "
+                f"tests/test_simulate_cuda.py)")
+    return None
+
+
+@pytest.mark.parametrize("backend", _params("data-bound", _no_bomb))
+def test_data_beyond_the_bound_is_the_references_error(backend):
+    c = backend.diverge
+
+    def make():  # the bombs of the divergence case beyond the bound (run 1 the first)
+        pol, env = c.make()
+        env.scale = 10 * MAX_ABS_DATA
+        return pol, env
+
+    huge = dataclasses.replace(c, make=make)
+    errors = []
+    for fn in (backend.call, backend.reference):
+        with pytest.raises(ValueError) as info:
+            fn(huge, huge.n_runs, huge.first_run)
+        errors.append(str(info.value))
+    got, want = errors
+    assert got == want
+    assert f"must have entries of magnitude <= {MAX_ABS_DATA:g}" in got, got
+    assert "too large for the sufficient statistics" in got, got

@@ -86,6 +86,28 @@ def bounded_data(arr, name):
     return arr
 
 
+def realisation(env, real, binary=False):
+    """``real`` (a realisation: ``contexts``, ``rewards``), after checking that its features
+    and rewards are within :data:`MAX_ABS_DATA` (whose squares would overflow the
+    sufficient statistics, silently in a compiled loop) and, with ``binary``, that every
+    reward is 0 or 1 (the logistic model's Bernoulli rewards); a ValueError naming the
+    environment ``env`` that drew it if not. The one check of every many-runs path
+    (:func:`vits_ref.bandit._fused_draws.checked`, the DiffTS chains)."""
+    for name, arr in (("contexts", real.contexts), ("rewards", real.rewards)):
+        try:
+            bounded_data(arr, name)
+        except ValueError as err:
+            raise ValueError(f"the environment {env!r} drew {err}: its scale is too large "
+                             f"for the sufficient statistics") from None
+    if binary:
+        try:
+            bernoulli_rewards(real.rewards)
+        except ValueError as err:
+            raise ValueError(f"{err} (a flat index into the chunk's rounds x arms rewards "
+                             f"drawn by the environment {env!r})") from None
+    return real
+
+
 def bernoulli_rewards(rewards):
     """Raise unless every entry of the float array ``rewards`` is 0 or 1 (the logistic
     model's Bernoulli rewards); the message gives the first other value and its index."""

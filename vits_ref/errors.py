@@ -22,7 +22,8 @@ class DivergenceError(FloatingPointError):
     engine : str
         Name of the engine (e.g. ``"VITS-II"``).
     round : int
-        1-based bandit round (number of observations) at which it happened.
+        1-based bandit round (number of observations) at which it happened; the runners
+        report a failed draw of a round's ``select`` at that round (:meth:`in_run`).
     step_size : float or None
         Step size in force at that round (None for engines without one, e.g. Laplace).
     run : int or None
@@ -50,10 +51,16 @@ class DivergenceError(FloatingPointError):
     def __reduce__(self):  # picklable across process pools
         return (type(self), (self.engine, self.round, self.step_size, self.run, self.detail))
 
-    def in_run(self, run):
-        """The same error (engine, round, step size, detail) naming run ``run``."""
-        return DivergenceError(self.engine, self.round, self.step_size, run=run,
-                               detail=self.detail)
+    def in_run(self, run, round=None):
+        """The same error (engine, round, step size, detail) naming run ``run``.
+
+        ``round``, if given, replaces the error's round: a failure of a round's ``select``
+        (e.g. DiffTS's Thompson draw, which the engine raises at its number of
+        observations, ``t - 1`` in round ``t``) is reported at the 1-based bandit round
+        ``t`` of the draw, as the compiled loops report it.
+        """
+        return DivergenceError(self.engine, self.round if round is None else round,
+                               self.step_size, run=run, detail=self.detail)
 
 
 def record_first_divergence(first_bad, status):

@@ -137,6 +137,20 @@ def _unsupported(policy):
     return None
 
 
+def _check_env(policy, env, name="env"):
+    """Raise unless ``env`` is an environment whose arms have the MLP's input dimension
+    (``policy.dim``): a TypeError or a ValueError naming ``name``, before any work (a
+    wrong one failed mid-run in ``numpy.matmul``, naming nothing)."""
+    from ..envs import Environment
+
+    if not isinstance(env, Environment):
+        raise TypeError(f"{name} must be a vits_ref environment, got {type(env).__name__}")
+    p = policy.engine.model.input_dim
+    if env.dim != p:
+        raise ValueError(f"{name}.dim {env.dim} does not match the MLP's input dimension "
+                         f"{p}")
+
+
 class Net:
     """The flat layout of an MLP (:func:`vits_ref.kernels.mlp.layer_block`, its one
     definition) and its ``eta``, ``lam``: what the batched passes read."""
@@ -475,11 +489,15 @@ def run_block(policy, envs, run_seeds, n_rounds, xp=np, first_index=0, return_st
         The lowest-numbered run that diverges, at its first diverging round, with its step
         size (the error the Python loop raises first).
     ValueError
-        A network output overflowed at finite parameters (the model's error).
+        A network output overflowed at finite parameters (the model's error); or, before
+        any work, an unsupported policy or an environment whose ``dim`` is not the MLP's
+        input dimension.
     """
     why = _unsupported(policy)
     if why is not None:
         raise ValueError(f"the batched MLP path does not support this policy: {why}")
+    for i, env in enumerate(envs):
+        _check_env(policy, env, f"envs[{i}]")
     R, T = len(run_seeds), int(n_rounds)
     engines = [policy.fresh(_seeding.policy_seed(s)).engine for s in run_seeds]
     runs = _Runs(xp, engines)
@@ -590,7 +608,8 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     is ``"numpy"`` or ``"cupy"`` (:func:`array_module`). Same arguments and result as
     :func:`vits_ref.bandit.simulate` (``device`` and the other execution options, e.g.
     ``n_jobs``, are accepted and ignored: the array module decides where it runs), and the
-    same regret and arms as its Python loop.
+    same regret and arms as its Python loop. The arguments, and ``env.dim`` against the
+    MLP's input dimension, are checked before any work.
     """
     from .. import _validate as val
     from .simulate import SimulationResult, _run_env
@@ -604,6 +623,7 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     why = _unsupported(policy)
     if why is not None:
         raise ValueError(f"the batched MLP path does not support this policy: {why}")
+    _check_env(policy, env)
     xp = array_module(array)
     root = val.as_seed_sequence(seed)
     seeds = _seeding.run_seeds(root, first_run, n_runs)

@@ -23,20 +23,9 @@ def checked(env, real, binary=False):
     :data:`vits_ref._validate.MAX_ABS_DATA` (whose squares would overflow the sufficient
     statistics, silently in the fused loop) and, with ``binary``, that every reward is 0
     or 1 (the logistic model's Bernoulli rewards, which the Python loop's model checks
-    on every observation); a ValueError naming the environment if not."""
-    for name, arr in (("contexts", real.contexts), ("rewards", real.rewards)):
-        try:
-            val.bounded_data(arr, name)
-        except ValueError as err:
-            raise ValueError(f"the environment {env!r} drew {err}: its scale is too large "
-                             f"for the sufficient statistics") from None
-    if binary:
-        try:
-            val.bernoulli_rewards(real.rewards)
-        except ValueError as err:
-            raise ValueError(f"{err} (a flat index into the chunk's rounds x arms rewards "
-                             f"drawn by the environment {env!r})") from None
-    return real
+    on every observation); a ValueError naming the environment if not
+    (:func:`vits_ref._validate.realisation`, which the DiffTS chains also apply)."""
+    return val.realisation(env, real, binary)
 
 
 def realise(env, run_seed, n_rounds):

@@ -389,7 +389,13 @@ def _run_python(pol, real, kl_rounds, regret, arms, kl, run, gaussian):
     nk = 0
     for t in range(T):
         X = real.contexts[t]
-        arm = pol.select(X)
+        try:
+            arm = pol.select(X)
+        except DivergenceError as err:
+            # a failed draw of the round's select (DiffTS's Thompson draw, raised at its t
+            # observations): the run and the 1-based bandit round t + 1 of the draw, as the
+            # compiled chains (vits_ref.diffusion.chain) report it
+            raise err.in_run(run, round=t + 1) from None
         regret[t] = real.means[t].max() - real.means[t, arm]
         arms[t] = arm
         try:

@@ -12,7 +12,7 @@ draw the normals with NumPy, in bulk). The bodies are in
 import numpy as np
 
 from .. import _validate as val
-from .._seeding import engine_streams, env_rng, policy_seed, run_seeds
+from .._seeding import engine_streams, env_rng, instance_seed, policy_seed, run_seeds
 from ..drivers import cpu
 from ..errors import DivergenceError, raise_first_divergence
 
@@ -142,7 +142,8 @@ def dps_linear(prior, G, h, syy, z):
     return out, ok
 
 
-def run_linear_bandit(prior, contexts, means, rewards, sigma=1.0, z=None, seeds=None):
+def run_linear_bandit(prior, contexts, means, rewards, sigma=1.0, z=None, seeds=None,
+                      first_run=0):
     """Many linear DiffTS bandit runs in one compiled ``prange`` loop over runs.
 
     Parameters
@@ -160,6 +161,9 @@ def run_linear_bandit(prior, contexts, means, rewards, sigma=1.0, z=None, seeds=
         Policy seeds: run ``r`` draws ``z[r]`` from the sampling stream of
         ``engine_streams(seeds[r])``, as ``DiffTS(prior, seed=seeds[r])`` does online, so
         the regret equals ``ThompsonSampling(DiffTS(...))``'s bit for bit.
+    first_run : int, default 0
+        Run number of row 0 (the block's offset in the seed's runs): a DivergenceError
+        names run ``first_run + r`` of row ``r``.
 
     Returns
     -------
@@ -170,8 +174,10 @@ def run_linear_bandit(prior, contexts, means, rewards, sigma=1.0, z=None, seeds=
     Raises
     ------
     DivergenceError
-        If a run's draw failed (names the run and the round).
+        If a run's draw failed: the lowest such run (``first_run + r``) and the 1-based
+        bandit round of its failed draw.
     """
+    first_run = val.positive_int(first_run, "first_run", minimum=0)
     contexts = val.float_array(contexts, "contexts", ndim=4)
     R, n, K, d = contexts.shape
     if d != prior.dim:
@@ -193,7 +199,7 @@ def run_linear_bandit(prior, contexts, means, rewards, sigma=1.0, z=None, seeds=
     cpu.diffts_linear_runs(prior.eps_bodies)(
         ca.coef, prior.eps_params, ca.prec, ca.start_prec, ca.start_b, 1.0 / sigma ** 2,
         contexts, means, rewards, z, regret, arms, scratch_rows(prior, R), status)
-    raise_first_divergence(status, "DiffTS",
+    raise_first_divergence(status, "DiffTS", first_run,
                            detail="A LaplaceDPS stage precision was not positive definite "
                                   "or a draw was not finite.")
     return regret, arms
@@ -208,14 +214,50 @@ def simulate_linear_bandit(prior, env, n_rounds, n_runs=1, seed=None, sigma=1.0)
     child 0 realises the environment, its child 1 seeds the policy), so the regret equals
     the Python loop's bit for bit. Returns ``(regret (R, n), arms (R, n))``, per-round
     regret.
+
+    The arguments (and ``env``'s dimension against the prior's, :func:`check_env`) are
+    checked before any run is realised; each run's realisation is checked as the Python
+    loop checks it (features and rewards of magnitude at most
+    :data:`vits_ref._validate.MAX_ABS_DATA`, :func:`realise_runs`).
     """
     n_rounds = val.positive_int(n_rounds, "n_rounds")
     n_runs = val.positive_int(n_runs, "n_runs")
     root = val.as_seed_sequence(seed)
+    sigma = val.positive_float(sigma, "sigma")
+    check_env(prior, env)
+    contexts, means, rewards, seeds = realise_runs(env, root, 0, n_runs, n_rounds)
+    return run_linear_bandit(prior, contexts, means, rewards, sigma=sigma, seeds=seeds)
+
+
+def check_env(prior, env, new_instance_per_run=False):
+    """Raise unless ``env`` is an environment (``dim``, ``realise`` and, with
+    ``new_instance_per_run``, ``new_instance``: :class:`vits_ref.envs.Environment`'s, which
+    this layer does not import) of the prior's dimension (an arm's features are the
+    linear model's parameters' dimension): a TypeError or a ValueError naming ``env``,
+    before any run is realised. Any number of arms will do."""
+    needs = ("dim", "realise") + (("new_instance",) if new_instance_per_run else ())
+    if not all(hasattr(env, a) for a in needs):
+        raise TypeError(f"env must be a vits_ref environment (with {', '.join(needs)}), got "
+                        f"{type(env).__name__}")
+    if env.dim != prior.dim:
+        raise ValueError(f"env.dim {env.dim} does not match the diffusion prior's dim "
+                         f"{prior.dim} (the linear DiffTS bandit's arms have the prior's "
+                         f"dimension)")
+
+
+def realise_runs(env, root, first_run, n_runs, n_rounds, new_instance_per_run=False):
+    """The linear DiffTS runs ``first_run, ..., first_run + n_runs - 1`` of ``root``, as the
+    Python loop of :func:`vits_ref.bandit.simulate` draws them: run ``r`` (child ``r`` of
+    ``root``) realised from its child 0 (on a new instance from its child 2 with
+    ``new_instance_per_run``), its policy seeded by child 1, and its realisation checked
+    (:func:`vits_ref._validate.realisation`, as the Python loop checks it: features and
+    rewards of magnitude at most :data:`vits_ref._validate.MAX_ABS_DATA`, whose products
+    would overflow the statistics; the same ValueError). Returns ``(contexts (R, n, K, d),
+    means (R, n, K), rewards (R, n, K), policy seeds (R,))``."""
     reals, seeds = [], []
-    for seed in run_seeds(root, 0, n_runs):
-        reals.append(env.realise(n_rounds, env_rng(seed)))
-        seeds.append(policy_seed(seed))
-    return run_linear_bandit(prior, np.stack([x.contexts for x in reals]),
-                             np.stack([x.means for x in reals]),
-                             np.stack([x.rewards for x in reals]), sigma=sigma, seeds=seeds)
+    for rs in run_seeds(root, first_run, n_runs):
+        inst = env.new_instance(instance_seed(rs)) if new_instance_per_run else env
+        reals.append(val.realisation(inst, inst.realise(n_rounds, env_rng(rs))))
+        seeds.append(policy_seed(rs))
+    return (np.stack([x.contexts for x in reals]), np.stack([x.means for x in reals]),
+            np.stack([x.rewards for x in reals]), seeds)

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from ... import _validate as val
-from ..._seeding import child, env_rng, instance_seed, policy_seed, run_seeds
+from ..._seeding import child
 from ..._threads import numba_threads
 
 #: The methods in the paper's order (section 6.1).
@@ -247,9 +247,16 @@ def simulate_method(policy, env, rounds, runs, seed, n_jobs=1, first_run=0):
     its child 0 realises the run, child 1 seeds the policy, child 2 draws the instance), so
     both give the same regret bit for bit (``tests/test_diffts_experiments.py``).
     ``first_run``: the runs are ``first_run, ..., first_run + runs - 1`` (a block of a
-    longer experiment, as :func:`vits_ref.bandit.simulate`'s ``first_run``)."""
+    longer experiment, as :func:`vits_ref.bandit.simulate`'s ``first_run``; a
+    DivergenceError names the run, ``first_run + row``). ``rounds``, ``runs``,
+    ``first_run``, ``seed`` and, for the linear DiffTS, ``env`` (its dimension against the
+    prior's) are checked before any instance or realisation is drawn, and each run's
+    realisation as :func:`vits_ref.bandit.simulate` checks it."""
     from ...bandit.simulate import SimulationResult, simulate
 
+    rounds = val.positive_int(rounds, "rounds")
+    runs = val.positive_int(runs, "runs")
+    first_run = val.positive_int(first_run, "first_run", minimum=0)
     if not _is_linear_diffts(policy):
         from ...bandit.simulate import fused_spec
 
@@ -260,19 +267,16 @@ def simulate_method(policy, env, rounds, runs, seed, n_jobs=1, first_run=0):
         with one_thread(fused_spec(policy) is None):
             return simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
                             new_instance_per_run=True, n_jobs=n_jobs, first_run=first_run)
-    from ...diffusion.chain import run_linear_bandit
+    from ...diffusion.chain import check_env, realise_runs, run_linear_bandit
 
     eng = policy.engine
+    root = val.as_seed_sequence(seed)
+    check_env(eng.prior, env, new_instance_per_run=True)
     t0 = time.perf_counter()
-    reals, seeds_ = [], []
-    for rs in run_seeds(val.as_seed_sequence(seed), first_run, runs):
-        inst = env.new_instance(instance_seed(rs))
-        reals.append(inst.realise(rounds, env_rng(rs)))
-        seeds_.append(policy_seed(rs))
-    regret, arms = run_linear_bandit(eng.prior, np.stack([x.contexts for x in reals]),
-                                     np.stack([x.means for x in reals]),
-                                     np.stack([x.rewards for x in reals]), sigma=eng.sigma,
-                                     seeds=seeds_)
+    contexts, means, rewards, seeds_ = realise_runs(env, root, first_run, runs, rounds,
+                                                    new_instance_per_run=True)
+    regret, arms = run_linear_bandit(eng.prior, contexts, means, rewards, sigma=eng.sigma,
+                                     seeds=seeds_, first_run=first_run)
     wall = time.perf_counter() - t0
     return SimulationResult(getattr(policy, "name", "DiffTS"), repr(env), regret, arms,
                             np.zeros(0, dtype=np.int64), None, wall, True, seed)
