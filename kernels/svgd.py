@@ -35,7 +35,7 @@ one weighted sum of ``n`` rows per particle (``K Y`` as a matrix product). The b
   :func:`shifted_grads_ones` (``[G - c X | 1]``: the product with ``K`` carries the row
   sums ``S_i``) and :func:`phi_finish_sums_row`.
 
-The CPU drivers (:mod:`vits_ref.drivers.cpu`, SVGD section) run the row bodies in a
+The CPU drivers (:mod:`vits_ref.drivers.cpu.particles`) run the row bodies in a
 ``prange`` over particles, or, for large ``n d``, compute ``X X^T`` and ``K [Y | 1]`` with
 BLAS and the exponentials with NumPy's SIMD ``np.exp`` (about 4x faster than
 :func:`exp_nonpos` there); the CUDA drivers run the row bodies one thread per particle.

@@ -25,9 +25,10 @@ from vits_ref.reference import svgd as ref
 # (a wrong sign, h vs 2h, a missing 1/n are all O(1) errors).
 TOL = 1e-12
 
-# The BLAS form's exponentials run in an object-mode block (NumPy's SIMD exp); Numba warns
-# at compile that it cannot run in parallel (by design: once per step, outside the prange)
-pytestmark = pytest.mark.filterwarnings("ignore:Code running in object mode:numba.NumbaWarning")
+# The BLAS form's exponentials run in an object-mode block (NumPy's SIMD exp), compiled
+# without nogil (drivers/cpu/particles.py): Numba's warning that object mode "won't allow
+# parallel execution despite nogil=True" must not come back
+pytestmark = pytest.mark.filterwarnings("error:Code running in object mode:numba.NumbaWarning")
 
 
 @cpu_jit

@@ -36,7 +36,7 @@ ERROR_MODEL = "numpy"
 
 # Numba keys a cached function by the source file that defines it and, for a closure, by
 # the contents of its cells (numba PR #6097, since 0.51). Kernel bodies are inlined across
-# files (a driver of drivers/cpu.py embeds bodies of kernels/linalg.py), so an edit of a
+# files (a driver of drivers/cpu/engines.py embeds bodies of kernels/linalg.py), so an edit of a
 # body in another file would leave a stale compiled driver. Every cached function of the
 # library therefore closes over :func:`sources_stamp`, directly (``_ = stamp``, built by
 # :func:`stamped` at module level or in a factory) or through a bodies' fingerprint that
@@ -45,10 +45,10 @@ ERROR_MODEL = "numpy"
 
 
 def _stamp_sources():
-    """``(folders, files)`` whose sources make the stamp: every ``.py`` of each folder
-    (``vits_ref.kernels``, installed from the top-level ``kernels/``, and
-    ``vits_ref/drivers/``), then this file (the compile options live here). Missing ones
-    are skipped."""
+    """``(folders, files)`` whose sources make the stamp: every ``.py`` under each folder,
+    subfolders included (``vits_ref.kernels``, installed from the top-level ``kernels/``,
+    and ``vits_ref/drivers/`` with its package ``drivers/cpu/``), then this file (the
+    compile options live here). Missing ones are skipped."""
     here = os.path.dirname(os.path.abspath(__file__))
     # find_spec, not an import: vits_ref.kernels imports this module
     spec = importlib.util.find_spec("vits_ref.kernels")
@@ -59,13 +59,17 @@ def _stamp_sources():
 
 
 def _sources_hash(folders, files, options):
-    """A 63-bit hash of the ``.py`` files of ``folders``, of ``files`` and of ``options``
-    (each file labelled by its folder's name and its own, not by where it is installed)."""
+    """A 63-bit hash of the ``.py`` files under ``folders`` (subfolders included), of
+    ``files`` and of ``options`` (each file labelled by its path from its folder's name,
+    ``drivers/cpu/bandit.py``, not by where it is installed)."""
     paths = []
     for folder in folders:
-        if os.path.isdir(folder):
-            paths += [(os.path.basename(folder) + "/" + name, os.path.join(folder, name))
-                      for name in sorted(os.listdir(folder)) if name.endswith(".py")]
+        for sub, dirs, names in os.walk(folder):  # nothing when the folder is missing
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+            rel = os.path.relpath(sub, folder).replace(os.sep, "/")
+            label = os.path.basename(folder) + ("" if rel == "." else "/" + rel)
+            paths += [(label + "/" + name, os.path.join(sub, name))
+                      for name in sorted(names) if name.endswith(".py")]
     paths += [(os.path.basename(f), f) for f in files if os.path.isfile(f)]
     digest = hashlib.sha256(repr(options).encode() + b"\0")
     for label, path in paths:
@@ -127,10 +131,15 @@ def check_cuda_stack():
             f"(np.row_stack was removed in numpy 2.5); fix: pip install \"numpy<2.5\"")
 
 
-def cpu_jit(fn=None, *, parallel=False):
-    """Compile a CPU driver with the library's options (``numba.njit``)."""
+def cpu_jit(fn=None, *, parallel=False, nogil=True):
+    """Compile a CPU driver with the library's options (``numba.njit``).
+
+    ``nogil=False`` is for a function holding an object-mode block only (which takes the
+    GIL whatever the flag; Numba warns when it compiles one under ``nogil=True``); called
+    from other compiled functions, its flag has no effect.
+    """
     deco = njit(cache=CACHE, fastmath=FASTMATH, error_model=ERROR_MODEL, parallel=parallel,
-                nogil=True)
+                nogil=nogil)
     return deco if fn is None else deco(fn)
 
 
