@@ -157,3 +157,56 @@ def test_import_contracts(staged):
                         "lint_imports_command()",
                         "--config", str(ROOT / ".importlinter"), "--no-cache", "--no-logo"])
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+
+
+#: The house's size: rooms are vits_ref's top-level modules and subpackages (kernels/
+#: included, installed as vits_ref.kernels), plus asv_benchmarks/ outside the package;
+#: layers are the longest chain of imports between rooms (docs/architecture.md).
+MAX_ROOMS, MAX_LAYERS = 24, 9
+
+
+def _room(module):
+    parts = module.split(".")
+    return "vits_ref/__init__" if len(parts) == 1 else parts[1]
+
+
+def room_graph(modules, edges):
+    """``{room: set of rooms it imports}``, without a room's imports of itself."""
+    rooms = {_room(m): set() for m in modules}
+    for importer, imported in edges.items():
+        for other in imported:
+            a, b = _room(importer), _room(other)
+            if a != b:
+                rooms[a].add(b)
+    return rooms
+
+
+def longest_chain(rooms):
+    """The longest import chain through the room graph (a list of rooms); the graph is
+    acyclic (the acyclic_siblings contract)."""
+    best = {}
+
+    def chain(r):
+        if r not in best:
+            tails = [chain(s) for s in sorted(rooms[r])]
+            best[r] = [r, *max(tails, key=len, default=[])]
+        return best[r]
+
+    return max((chain(r) for r in sorted(rooms)), key=len)
+
+
+def test_longest_chain_on_a_planted_graph():
+    rooms = {"a": {"b", "c"}, "b": {"d"}, "c": set(), "d": set()}
+    assert longest_chain(rooms) == ["a", "b", "d"]
+    assert room_graph(["vits_ref", "vits_ref.x.y", "vits_ref.z"],
+                      {"vits_ref.x.y": ["vits_ref.z", "vits_ref.x"]}) == {
+        "vits_ref/__init__": set(), "x": {"z"}, "z": set()}
+
+
+def test_the_house_has_few_rooms_and_layers(graph):
+    modules, edges = graph
+    rooms = room_graph(modules, edges)
+    n_rooms = len(rooms) + 1  # asv_benchmarks/
+    assert n_rooms <= MAX_ROOMS, sorted(rooms)
+    chain = longest_chain(rooms)
+    assert len(chain) <= MAX_LAYERS, " -> ".join(chain)
