@@ -13,15 +13,16 @@ from setuptools import find_packages, setup
 PACKAGES = find_packages(include=["vits_ref", "vits_ref.*"]) + ["vits_ref.kernels"]
 
 EXTRAS = {
-    "test": ["pytest>=7", "hypothesis>=6", "statsmodels>=0.14", "scikit-learn>=1.3",
-             "nbclient>=0.9", "nbformat>=5.9", "ipykernel>=6", "matplotlib>=3.7", "ruff>=0.5",
-             "import-linter>=2", "tqdm>=4.60",
+    # pytest-xdist: pytest.ini runs the suite in worker processes (-n auto, at most 4)
+    "test": ["pytest>=7", "pytest-xdist>=3", "hypothesis>=6", "statsmodels>=0.14",
+             "scikit-learn>=1.3", "nbclient>=0.9", "nbformat>=5.9", "ipykernel>=6",
+             "matplotlib>=3.7", "ruff>=0.5", "import-linter>=2", "tqdm>=4.60",
              # the Dask executor's bit-identity test (tests/test_chunks.py)
              "distributed>=2024.1",
              # numba-cuda alone runs the CUDA simulator tests (NUMBA_ENABLE_CUDASIM=1);
              # the compiler wheels that tests/test_cuda_ptx.py needs are the "ptx" extra
              "numba-cuda>=0.20"],
-    # the CUDA 12 compiler wheels (NVVM, NVRTC: about 480 MB of NVIDIA runtime wheels) so
+    # the CUDA 12 compiler wheels (NVVM, NVRTC: about 430 MB of NVIDIA runtime wheels) so
     # that tests/test_cuda_ptx.py compiles every kernel to sm_90 PTX; no GPU is used, and
     # without them those tests skip. .ci/run installs it
     "ptx": ["numba-cuda[cu12]>=0.20"],

@@ -152,13 +152,18 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path):
             proc.kill()
     written = len([f for f in os.listdir(chunk_dir) if f.endswith(".npz")])
     assert 3 <= written < 32 and not (killed / "summary.json").exists()
+    # a chunk counts as finished once the manifest lists it; the kill may fall between a
+    # chunk file's rename and its manifest entry, so that file is computed again
+    listed = len(json.loads((killed / "manifest.json").read_text())
+                 ["stages"]["panels"]["chunks"])
+    assert written - 1 <= listed <= written
     subprocess.run([sys.executable, str(script), str(killed)], check=True, timeout=600)
     subprocess.run([sys.executable, str(script), str(clean)], check=True, timeout=600)
     assert (killed / "curves.csv").read_text() == (clean / "curves.csv").read_text()
     a = json.loads((killed / "summary.json").read_text())
     b = json.loads((clean / "summary.json").read_text())
     assert _strip(a) == _strip(b)
-    assert a["execution"]["reused"] >= 3 and b["execution"]["reused"] == 0
+    assert a["execution"]["reused"] == listed >= 2 and b["execution"]["reused"] == 0
     # the manifest lists every chunk with its file
     man = json.loads((killed / "manifest.json").read_text())
     assert len(man["stages"]["panels"]["chunks"]) == 32
