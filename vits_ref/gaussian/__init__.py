@@ -18,6 +18,7 @@ from ._spd import chol as _chol
 from ._spd import finite_result as _finite
 from ._spd import inv_from_chol as _inv_from_chol
 from ._spd import logdet as _logdet
+from ._spd import vector as _vector
 from .divergences import (
     amari,
     i_divergence,
@@ -56,21 +57,9 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 # validation and factorisation helpers
 # ---------------------------------------------------------------------------------------
 
-def _mean(value, name, dim=None):
-    """A finite float64 vector of shape ``(dim,)`` (``dim`` free if None), d >= 1."""
-    arr = float_array(value, name, ndim=1)
-    if dim is None:
-        if arr.shape[0] == 0:
-            raise ValueError(f"{name} must have at least one entry, got shape {arr.shape}")
-    elif arr.shape[0] != dim:
-        raise ValueError(f"{name} must have shape ({dim},) to match the dimension d = {dim}, "
-                         f"got shape {arr.shape}")
-    return arr
-
-
 def _gaussian(mean, cov, mean_name, cov_name, dim=None):
     """Validate one Gaussian; return ``(mean, cov, lower Cholesky factor of cov)``."""
-    mean = _mean(mean, mean_name, dim)
+    mean = _vector(mean, mean_name, dim)
     cov = spd_matrix(cov, cov_name, dim=mean.shape[0])
     return mean, cov, _chol(cov)
 
@@ -290,7 +279,7 @@ def linear_posterior_from_stats(V, b, eta=1.0):
     (array([1., 2.]), array([1., 1.]))
     """
     V = spd_matrix(V, "V")
-    b = _mean(b, "b", dim=V.shape[0])
+    b = _vector(b, "b", dim=V.shape[0])
     eta = positive_float(eta, "eta")
     chol = _chol(V, "V")
     mean = cho_solve((chol, True), b, check_finite=False)

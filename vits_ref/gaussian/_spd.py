@@ -1,10 +1,24 @@
-"""Cholesky helpers shared by the closed forms (:mod:`vits_ref.gaussian`,
-:mod:`vits_ref.gaussian.divergences`), for matrices their callers have already validated as
-symmetric positive definite. A module of its own because ``gaussian`` re-exports
+"""Helpers shared by the closed forms (:mod:`vits_ref.gaussian`,
+:mod:`vits_ref.gaussian.divergences`): the mean-vector check, and Cholesky helpers for
+matrices their callers have already validated as symmetric positive definite. A module of its own because ``gaussian`` re-exports
 ``divergences``: neither may import the other's helpers."""
 
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
+
+from .._validate import float_array
+
+
+def vector(value, name, dim=None):
+    """A finite float64 vector of shape ``(dim,)`` (``dim`` free if None), d >= 1."""
+    arr = float_array(value, name, ndim=1)
+    if dim is None:
+        if arr.shape[0] == 0:
+            raise ValueError(f"{name} must have at least one entry, got shape {arr.shape}")
+    elif arr.shape[0] != dim:
+        raise ValueError(f"{name} must have shape ({dim},) to match the dimension d = {dim}, "
+                         f"got shape {arr.shape}")
+    return arr
 
 
 def chol(mat, name="the matrix"):

@@ -42,6 +42,7 @@ from .._validate import float_array, positive_float, spd_matrix
 from ._spd import chol as _chol
 from ._spd import inv_from_chol as _inv_from_chol
 from ._spd import logdet as _logdet
+from ._spd import vector as _vector
 
 __all__ = [
     "amari",
@@ -70,17 +71,6 @@ def _alpha(value, name="alpha"):
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
     return value
-
-
-def _vector(value, name, dim=None):
-    arr = float_array(value, name, ndim=1)
-    if dim is None:
-        if arr.shape[0] == 0:
-            raise ValueError(f"{name} must have at least one entry, got shape {arr.shape}")
-    elif arr.shape[0] != dim:
-        raise ValueError(f"{name} must have shape ({dim},) to match the dimension d = {dim}, "
-                         f"got shape {arr.shape}")
-    return arr
 
 
 def _pair(mean_p, cov_p, mean_q, cov_q):
