@@ -1,7 +1,8 @@
 """Helpers shared by the closed forms (:mod:`vits_ref.gaussian`,
 :mod:`vits_ref.gaussian.divergences`): the mean-vector check, and Cholesky helpers for
-matrices their callers have already validated as symmetric positive definite. A module of its own because ``gaussian`` re-exports
-``divergences``: neither may import the other's helpers."""
+matrices their callers have already validated as symmetric positive definite. A module of
+its own because ``gaussian`` re-exports ``divergences``: neither may import the other's
+helpers."""
 
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
