@@ -226,7 +226,7 @@ def test_fig2_mlp_two_runs_three_rounds_equals_python_loop():
 
 def test_unsupported_policies_and_array_modules():
     env = _env(3, 4)
-    with pytest.raises(ValueError, match="does not support this policy: .*linear"):
+    with pytest.raises(ValueError, match=r"cannot run this block \(VITS-II\): .*linear"):
         bm.simulate(vr.ThompsonSampling(vr.VITS(3)), env, 2)
     with pytest.raises(ValueError, match="VITS-I"):
         bm.simulate(vr.ThompsonSampling(vr.VITS(35, model=MLP(3, hidden=(4, 3)),

@@ -235,11 +235,11 @@ def test_thompson_sampling_and_simulate_with_diffusion_engines(small_prior):
 def test_compiled_bandit_driver_equals_python_loop_bit_for_bit(small_prior):
     env = vr.envs.pool(dim=2, n_arms=6, zeta=1.0, seed=2)
     pol = vr.ThompsonSampling(vr.DiffTS(small_prior, sigma=0.7, seed=0))
-    res = vr.simulate(pol, env, n_rounds=25, n_runs=3, seed=11)
-    regret, arms = dchain.simulate_linear_bandit(small_prior, env, 25, n_runs=3, seed=11,
-                                                 sigma=0.7)
-    np.testing.assert_array_equal(arms, res.arms)
-    np.testing.assert_array_equal(regret, res.regret)
+    res = vr.simulate(pol, env, n_rounds=25, n_runs=3, seed=11, fused=False)
+    fast = vr.simulate(pol, env, n_rounds=25, n_runs=3, seed=11)
+    assert fast.fused and not res.fused  # the runner chose the compiled chains unasked
+    np.testing.assert_array_equal(fast.arms, res.arms)
+    np.testing.assert_array_equal(fast.regret, res.regret)
     with pytest.raises(ValueError, match="contexts"):
         dchain.run_linear_bandit(small_prior, np.zeros((1, 2, 3, 3)), np.zeros((1, 2, 3)),
                                  np.zeros((1, 2, 3)), seeds=[0])

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import vits_ref as vr
+from vits_ref.bandit._diffts_chain import is_linear_diffts
 from vits_ref.experiments import _claims, get
 from vits_ref.experiments.diffts import _shared, ablation, digits, movielens, synthetic
 
@@ -67,9 +68,10 @@ def test_prange_driver_equals_simulate():
                                                 start="standard")
     env = vr.envs.prior_bandit("cross", n_arms=10, sigma=2.0, seed=0)
     pol = vr.ThompsonSampling(vr.DiffTS(prior, sigma=2.0))
-    assert _shared._is_linear_diffts(pol)
+    assert is_linear_diffts(pol)
     fast = _shared.simulate_method(pol, env, 15, 3, seed=1)
-    slow = vr.simulate(pol, env, n_rounds=15, n_runs=3, seed=1, new_instance_per_run=True)
+    slow = vr.simulate(pol, env, n_rounds=15, n_runs=3, seed=1, new_instance_per_run=True,
+                       fused=False)
     assert fast.fused and not slow.fused
     assert np.array_equal(fast.arms, slow.arms)
     assert np.allclose(fast.regret, slow.regret, rtol=0, atol=1e-12)

@@ -5,7 +5,7 @@ of :func:`vits_ref.bandit.simulate` (linear and logistic pieces), its Python loo
 (``fused=False``), its counter-based streams (``stream="philox"``), its CUDA path
 (``device="cuda"``, numpy or philox stream, here on Numba's CUDA simulator in one
 subprocess), VTS's compiled driver (:func:`vits_ref.bandit.vts.simulate_vts`), the DiffTS
-chains (:func:`vits_ref.diffusion.chain.simulate_linear_bandit`,
+chains (``simulate(..., backend="diffts-chain")``,
 :func:`vits_ref.experiments.diffts._shared.simulate_method`) and the batched MLP path
 (:func:`vits_ref.bandit._batched_mlp.simulate`, NumPy). Each gets a small adapter
 (:class:`Backend`: its tiny instances, how to call it and its reference, how to make it
@@ -68,11 +68,11 @@ from vits_ref._seeding import child
 from vits_ref._threads import numba_threads
 from vits_ref._validate import MAX_ABS_DATA
 from vits_ref.bandit import _batched_mlp as bm
-from vits_ref.bandit import _cuda_simulate, _streams
+from vits_ref.bandit import _cuda_simulate, _streams, backends
+from vits_ref.bandit import _diffts_chain as diffts_backend
 from vits_ref.bandit.simulate import make_policy
 from vits_ref.bandit.vts import simulate_vts
 from vits_ref.diffusion import GaussianDiffusionPrior
-from vits_ref.diffusion import chain as dchain
 from vits_ref.drivers import cpu
 from vits_ref.envs.base import Environment
 from vits_ref.errors import DivergenceError
@@ -267,7 +267,8 @@ class Backend:
     ``first_run``; ``threads``: what its thread count is (None: no such option,
     ``no_threads`` says why). ``bad(kind, value)``: the call with one bad argument;
     ``arg``: the backend's names of ``n_rounds`` and ``n_runs``. ``xfail``: the contract
-    items the library does not meet here, with the defect.
+    items the library does not meet here, with the defect. ``registered``: the name of the
+    runner's backend (:mod:`vits_ref.bandit.backends`) it drives.
     """
 
     name: str
@@ -286,6 +287,7 @@ class Backend:
                                                             "n_runs": "n_runs"})
     xfail: dict = dataclasses.field(default_factory=dict)
     cuda: bool = False
+    registered: str = ""
 
 
 # --------------------------------------------------------------------------- spies
@@ -332,8 +334,8 @@ def _spy_chunks(monkeypatch, env):
 # --------------------------------------------------------------------------- simulate()
 
 
-def _simulate_backend(name, ok, diverge, reference, plans, thread_arg="n_threads",
-                      threads="n_threads", **kw):
+def _simulate_backend(name, ok, diverge, reference, plans, registered,
+                      thread_arg="n_threads", threads="n_threads", **kw):
     """An adapter of ``vr.simulate`` with the options ``kw`` (``fused``, ``stream``,
     ``new_instance_per_run``); ``plans``: ``{label: (setup(mp, policy, env), what is
     counted, least calls)}``; its thread count is the argument ``thread_arg``."""
@@ -361,7 +363,8 @@ def _simulate_backend(name, ok, diverge, reference, plans, thread_arg="n_threads
                                    seed=args["seed"], **kw)
 
     return Backend(name, call, reference, ok, diverge, diverge.make()[0].engine.name, bad,
-                   plans={k: v[1:] for k, v in plans.items()}, threads=threads)
+                   plans={k: v[1:] for k, v in plans.items()}, threads=threads,
+                   registered=registered)
 
 
 def _budget_plan(rounds):
@@ -390,7 +393,7 @@ def _fused_cpu():
              "budget-of-7-rounds": (_budget_plan(7), "bandit_rounds", 3)}
     return _simulate_backend("fused-cpu", ok, div,
                              lambda c, R, f=0: _python_loop(*c.make(), c.T, R, c.seed, f),
-                             plans, fused=True)
+                             plans, "fused-cpu", fused=True)
 
 
 def _fused_logistic():
@@ -413,7 +416,8 @@ def _fused_logistic():
     def reference(c, R, f=0):
         return _python_loop(*c.make(), c.T, R, c.seed, f, new_instance_per_run=True)
 
-    return _simulate_backend("fused-logistic", ok, div, reference, plans, fused=True,
+    return _simulate_backend("fused-logistic", ok, div, reference, plans, "fused-cpu",
+                             fused=True,
                              new_instance_per_run=True)
 
 
@@ -422,7 +426,7 @@ def _python_backend():
     div = Case(lambda: (_lmc_too_large(), _pool()), T=30, seed=3, n_runs=3, first_run=3)
     return _simulate_backend(
         "python-loop", ok, div, lambda c, R, f=0: _hand_loop(*c.make(), c.T, R, c.seed, f),
-        {}, thread_arg="n_jobs", threads="n_jobs (worker processes: the Python loop's "
+        {}, "python", thread_arg="n_jobs", threads="n_jobs (worker processes: the Python loop's "
                                          "parallelism; n_threads is the fused loop's)",
         fused=False)
 
@@ -445,7 +449,8 @@ def _philox_cpu():
     def reference(c, R, f=0):
         return _predrawn_streams(*c.make(), c.T, R, c.seed, f)
 
-    return _simulate_backend("philox-cpu", ok, div, reference, plans, stream="philox")
+    return _simulate_backend("philox-cpu", ok, div, reference, plans, "philox-cpu",
+                             stream="philox")
 
 
 # --------------------------------------------------------------------------- CUDA (simulator)
@@ -596,7 +601,8 @@ def _cuda_backend(name):
                    plans={p: ("plan", 0) for p in CUDA_PLANS[name]}, threads=threads,
                    no_threads="no thread option: each run's numbers are generated on the "
                               "device from its key (one run per GPU thread), nothing is "
-                              "drawn on the host", cuda=True)
+                              "drawn on the host", cuda=True,
+                   registered="philox-cuda" if name == "cuda-philox" else "fused-cuda")
 
 
 # --------------------------------------------------------------------------- VTS
@@ -627,7 +633,8 @@ def _vts_backend():
                                     args["n_runs"], seed=args["seed"])
 
     return Backend("vts", call, lambda c, R, f=0: _python_loop(*c.make(), c.T, R, c.seed, f),
-                   ok, div, div.make()[0].name, bad, plans={"batches-of-1-run": ("vts_runs", 3)})
+                   ok, div, div.make()[0].name, bad, plans={"batches-of-1-run": ("vts_runs", 3)},
+                   registered="vts")
 
 
 # --------------------------------------------------------------------------- DiffTS chains
@@ -647,30 +654,26 @@ def _diffts_chain():
     div = Case(div_make, T=12, seed=4, n_runs=3)
 
     def call(c, n_runs, first_run=0, plan=None, n_threads=None):
-        assert first_run == 0 and plan is None  # no first_run, no plans
-        _, env = c.make()
-        with numba_threads(n_threads):
-            return dchain.simulate_linear_bandit(prior, env, c.T, n_runs, seed=c.seed,
-                                                 sigma=sigma)
-
-    def alone(r):  # run r the only one with a bomb (no first_run: all runs are computed)
-        env = div_make({r: BOMBS[r]} if r in BOMBS else {})[1]
-        dchain.simulate_linear_bandit(prior, env, div.T, div.n_runs, seed=div.seed,
-                                      sigma=sigma)
+        pol, env = c.make()
+        with pytest.MonkeyPatch.context() as mp:
+            if plan is not None:  # a budget below one run's realisation: batches of 1
+                mp.setattr(diffts_backend, "MEMORY_BUDGET", 1)
+                _PLAN_CALLS.append(_spy(mp, cpu, "diffts_linear_runs"))
+            return _rows(vr.simulate(pol, env, c.T, n_runs, seed=c.seed, first_run=first_run,
+                                     n_threads=n_threads, backend="diffts-chain"))
 
     def bad(kind, value):
         args = {"n_rounds": 5, "n_runs": 2, "env": _pool(2, 6), "seed": 0}
         if kind == "env":
             value = _pool(3, 6)
         args[kind] = value
-        return lambda: dchain.simulate_linear_bandit(prior, args["env"], args["n_rounds"],
-                                                     args["n_runs"], seed=args["seed"],
-                                                     sigma=sigma)
+        return lambda: vr.simulate(ok_make()[0], args["env"], args["n_rounds"],
+                                   args["n_runs"], seed=args["seed"], backend="diffts-chain")
 
     return Backend(
         "diffts-chain", call, lambda c, R, f=0: _python_loop(*c.make(), c.T, R, c.seed, f),
-        ok, div, "DiffTS", bad, alone=alone, blocks=False,
-        threads="Numba's thread count (the prange driver has no n_threads argument)")
+        ok, div, "DiffTS", bad, plans={"batches-of-1-run": ("diffts_linear_runs", 3)},
+        registered="diffts-chain")
 
 
 def _diffts_method():
@@ -706,8 +709,8 @@ def _diffts_method():
 
     return Backend(
         "diffts-method", call, reference, ok, div, "DiffTS", bad,
-        threads="Numba's thread count (the prange driver has no n_threads argument)",
-        arg={"n_rounds": "rounds", "n_runs": "runs"})
+        threads="n_threads (simulate's, around the prange driver)",
+        arg={"n_rounds": "rounds", "n_runs": "runs"}, registered="diffts-chain")
 
 
 # --------------------------------------------------------------------------- batched MLP
@@ -745,7 +748,8 @@ def _batched_mlp():
     return Backend(
         "batched-mlp", call, lambda c, R, f=0: _python_loop(*c.make(), c.T, R, c.seed, f),
         ok, div, "LMC-TS", bad, plans={"realisations-in-chunks-of-2": ("realise_chunks", 9)},
-        threads="run_block's draw_threads (threads filling the runs' draws)")
+        threads="run_block's draw_threads (threads filling the runs' draws)",
+        registered="batched-mlp")
 
 
 BACKENDS = [_fused_cpu(), _fused_logistic(), _python_backend(), _philox_cpu(),
@@ -1011,3 +1015,99 @@ def test_data_beyond_the_bound_is_the_references_error(backend):
     assert got == want
     assert f"must have entries of magnitude <= {MAX_ABS_DATA:g}" in got, got
     assert "too large for the sufficient statistics" in got, got
+
+
+# --------------------------------------------------------------------------- 6. the registry
+
+
+def test_every_registered_backend_is_held_to_the_contract():
+    """A backend registered with the runner and driven by no adapter above would escape
+    every test of this file."""
+    assert set(backends.names()) <= {b.registered for b in BACKENDS}
+
+
+def _mlp_vits():
+    return _mlp_policies()[0], _mlp_env()
+
+
+#: ``(what, make() -> (policy, env), simulate's options, the backend it must choose)``
+CHOICES = [
+    ("LinTS", lambda: (make_policy("lints", 3), _pool()), {}, "fused-cpu"),
+    ("LinTS, fused=False", lambda: (make_policy("lints", 3), _pool()), {"fused": False},
+     "python"),
+    ("LinTS, philox", lambda: (make_policy("lints", 3), _pool()), {"stream": "philox"},
+     "philox-cpu"),
+    ("LinTS, CUDA", lambda: (make_policy("lints", 3), _pool()), {"device": "cuda"},
+     "fused-cuda"),
+    ("LinTS, CUDA philox", lambda: (make_policy("lints", 3), _pool()),
+     {"device": "cuda", "stream": "philox"}, "philox-cuda"),
+    ("VITS-II logistic", lambda: (_logistic(), vr.envs.hard_instance(3, 4, reward="logistic",
+                                                                     seed=0)), {}, "fused-cpu"),
+    ("VTS", lambda: (vr.VTS(2, 2, seed=0), vr.envs.vts_scenario("B")), {}, "vts"),
+    ("VTS, fused=True", lambda: (vr.VTS(2, 2, seed=0), vr.envs.vts_scenario("B")),
+     {"fused": True}, "vts"),
+    ("VTS, fused=False", lambda: (vr.VTS(2, 2, seed=0), vr.envs.vts_scenario("B")),
+     {"fused": False}, "python"),
+    ("linear DiffTS", lambda: (vr.ThompsonSampling(vr.DiffTS(_diffusion_prior())),
+                               _pool(2, 6)), {}, "diffts-chain"),
+    ("DPS", lambda: (vr.ThompsonSampling(vr.DPS(_diffusion_prior())), _pool(2, 6)), {},
+     "python"),
+    # the batched MLP sums in another order than the Python loop: never chosen unasked
+    ("VITS-II on an MLP", _mlp_vits, {}, "python"),
+    ("VITS-II on an MLP, named", _mlp_vits, {"backend": "batched-mlp"}, "batched-mlp"),
+]
+
+
+@pytest.mark.parametrize("make, options, want", [pytest.param(*c[1:], id=c[0])
+                                                 for c in CHOICES])
+def test_the_runner_chooses_the_backend(make, options, want):
+    pol, env = make()
+    block = backends.RunBlock(pol, env, 5, 2, np.random.SeedSequence(0),
+                              spec=sim.fused_spec(pol), device=options.get("device", "cpu"),
+                              stream=options.get("stream", "numpy"))
+    chosen = backends.choose(block, options.get("backend"), options.get("fused"))
+    assert chosen is not None and chosen.name == want
+
+
+def test_a_named_backend_that_cannot_run_says_why():
+    pol, env = make_policy("lints", 3), _pool()
+    with pytest.raises(ValueError, match=r"backend 'vts' cannot run this block \(LinTS\): "
+                                         r"the policy is not a VTS"):
+        vr.simulate(pol, env, 5, backend="vts")
+    with pytest.raises(ValueError, match=r"backend must be one of philox-cuda, .*python"):
+        vr.simulate(pol, env, 5, backend="numba")
+    with pytest.raises(TypeError, match="backend must be a backend's name"):
+        vr.simulate(pol, env, 5, backend=3)
+    with pytest.raises(ValueError, match="fused=False asks for no compiled loop"):
+        vr.simulate(pol, env, 5, backend="fused-cpu", fused=False)
+
+
+class _Recorder:
+    """A user's backend: the Python loop's rows, run by run, recording the runs it got."""
+
+    name, order, compiled, exact, result_type = "recorder", 5, False, False, \
+        sim.SimulationResult
+
+    def __init__(self):
+        self.blocks = []
+
+    def declines(self, block):
+        return None if block.policy.name == "LinTS" else "LinTS only"
+
+    def run(self, block, rows):
+        self.blocks.append((block.first_run, block.n_runs, block.n_threads))
+        backends.registered()[-1].run(block, rows)  # the Python loop (order 100: last)
+
+
+def test_a_users_backend_registers_and_runs_when_named(monkeypatch):
+    monkeypatch.setattr(backends, "_REGISTRY", dict(backends._REGISTRY))
+    rec = backends.register(_Recorder())
+    pol, env = make_policy("lints", 3), _pool()
+    want = vr.simulate(pol, env, 6, 3, seed=2, first_run=1, fused=False)
+    # not exact: the runner does not choose it unasked, though its order comes first
+    assert vr.simulate(pol, env, 6, 3, seed=2, first_run=1).fused and not rec.blocks
+    got = vr.simulate(pol, env, 6, 3, seed=2, first_run=1, n_threads=1, backend="recorder")
+    assert rec.blocks == [(1, 3, 1)] and not got.fused
+    _assert_same(_rows(got), _rows(want), "recorder")
+    with pytest.raises(TypeError, match="must satisfy vits_ref.bandit.backends.Backend"):
+        backends.register(object())

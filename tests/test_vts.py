@@ -124,7 +124,7 @@ def test_compiled_runs_equal_the_python_loop(K, scoring):
     over ``select``/``update``) consume the same numbers: identical arms and regret."""
     env = vr.envs.vts_scenario("B")
     pol = vr.VTS(2, 2, n_components=K, scoring=scoring, seed=0)
-    a = vr.simulate(pol, env, 120, n_runs=3, seed=4)
+    a = vr.simulate(pol, env, 120, n_runs=3, seed=4, fused=False)
     b = simulate_vts(pol, env, 120, 3, seed=4)
     assert not a.fused and b.fused
     np.testing.assert_array_equal(a.arms, b.arms)
@@ -139,7 +139,8 @@ def test_per_arm_contexts_on_the_hard_instance():
     driver and the Python loop still agree, and the thread count changes nothing."""
     env = vr.envs.hard_instance(dim=4, n_arms=5, seed=0)
     pol = vr.VTS(4, 5, n_components=2, seed=0)
-    a = vr.simulate(pol, env, 60, n_runs=2, seed=1, new_instance_per_run=True)
+    a = vr.simulate(pol, env, 60, n_runs=2, seed=1, new_instance_per_run=True,
+                    fused=False)
     b = simulate_vts(pol, env, 60, 2, seed=1, new_instance_per_run=True, n_threads=1)
     c = simulate_vts(pol, env, 60, 2, seed=1, new_instance_per_run=True, n_threads=2)
     np.testing.assert_array_equal(a.arms, b.arms)

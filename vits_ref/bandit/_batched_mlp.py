@@ -49,7 +49,6 @@ Supported: Thompson sampling over :class:`~vits_ref.VITS` (variants ``"II"`` and
 import functools
 import math
 import os
-import time
 
 import numpy as np
 
@@ -60,8 +59,11 @@ from ..inference.schedules import step_size
 from ..kernels.mlp import layer_block
 from ..kernels.potential import VARIANT_HF, VARIANT_HF_CV, VARIANT_II, is_hessian_free
 from ..models.mlp import MLP, _finite_or_raise
+from . import backends
 from ._fused_draws import realise_chunks
 from .policies import ThompsonSampling
+from .result import SimulationResult
+from .simulate import simulate as _simulate
 
 #: Rounds of the environments' realisations held at once (drawn by
 #: :func:`vits_ref.bandit._fused_draws.realise_chunks`: the same rows as one whole draw).
@@ -611,32 +613,42 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     same regret and arms as its Python loop. The arguments, and ``env.dim`` against the
     MLP's input dimension, are checked before any work.
     """
-    from .. import _validate as val
-    from .simulate import SimulationResult, _run_env
+    if array not in ("numpy", "cupy"):
+        raise ValueError(f"array must be 'numpy' or 'cupy', got {array!r}")
+    return _simulate(policy, env, n_rounds, n_runs, seed=seed, kl_rounds=kl_rounds,
+               new_instance_per_run=new_instance_per_run, first_run=first_run,
+               device="cuda" if array == "cupy" else "cpu", backend="batched-mlp")
 
-    n_rounds = val.positive_int(n_rounds, "n_rounds")
-    n_runs = val.positive_int(n_runs, "n_runs")
-    first_run = val.positive_int(first_run, "first_run", minimum=0)
-    if kl_rounds is not None and len(kl_rounds):
-        raise ValueError("kl_rounds needs a Gaussian posterior on the linear model; the "
-                         "batched MLP path has none: pass kl_rounds=None")
-    why = _unsupported(policy)
-    if why is not None:
-        raise ValueError(f"the batched MLP path does not support this policy: {why}")
-    _check_env(policy, env)
-    xp = array_module(array)
-    root = val.as_seed_sequence(seed)
-    seeds = _seeding.run_seeds(root, first_run, n_runs)
-    envs = [_run_env(env, new_instance_per_run, s) for s in seeds]
-    start = time.perf_counter()
-    gpu = xp is not np
-    threads = min(n_runs, 8, max(1, (os.cpu_count() or 1) - 1)) if gpu else 1
-    regret, arms = run_block(policy, envs, seeds, n_rounds, xp=xp, first_index=first_run,
-                             prefetch=gpu, draw_threads=threads)
-    wall = time.perf_counter() - start
-    return SimulationResult(getattr(policy, "name", type(policy).__name__), repr(env),
-                            regret, arms, np.zeros(0, dtype=np.int64), None, wall, False,
-                            seed)
+
+class BatchedMLP:
+    """The runner's backend of VITS and LMC-TS on an MLP (:func:`supports`): the block's
+    runs in lockstep (:func:`run_block`), with NumPy on the CPU, CuPy on CUDA. Not exact:
+    its BLAS products sum in another order than the Python loop's, so its states differ by
+    rounding (``tests/test_batched_mlp.py`` bounds it) and it runs only when named."""
+
+    name, order, compiled, exact = "batched-mlp", 70, False, False
+    result_type = SimulationResult
+
+    def declines(self, block):
+        why = _unsupported(block.policy)
+        if why is None and block.stream != "numpy":
+            why = "it draws with NumPy's streams"
+        return why
+
+    def run(self, block, rows):
+        _check_env(block.policy, block.env)
+        xp = array_module("cupy" if block.device == "cuda" else "numpy")
+        seeds = block.seeds()
+        envs = [block.env_for(s) for s in seeds]
+        gpu = xp is not np
+        threads = min(block.n_runs, 8, max(1, (os.cpu_count() or 1) - 1)) if gpu else 1
+        rows.regret[:], rows.arms[:] = run_block(
+            block.policy, envs, seeds, block.n_rounds, xp=xp, first_index=block.first_run,
+            prefetch=gpu, draw_threads=threads)
+        block.report(block.n_runs)
+
+
+backends.register(BatchedMLP())
 
 
 # --------------------------------------------------------------------------- cost model

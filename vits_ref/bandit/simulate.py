@@ -17,9 +17,9 @@ loop generates its randomness itself from counter-based streams under each run's
 nothing pre-drawn.
 """
 
+import dataclasses
 import math
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -31,10 +31,14 @@ from ..envs import Environment
 from ..errors import DivergenceError, raise_first_divergence, record_first_divergence
 from ..inference import VITS, Langevin, LinTS
 from ..inference.base import GaussianEngine
-from . import _plan
+from . import _plan, backends
 from ._fused_draws import batch_chunks  # shared with the CUDA path
 from ._fused_draws import realise as _realise
 from .policies import LinUCB, RandomPolicy, ThompsonSampling
+from .result import SimulationResult
+
+__all__ = ["POLICY_DEFAULTS", "POLICY_NAMES", "SimulationResult", "has_kl", "make_policy",
+           "simulate"]
 
 #: Documented defaults of the named policies: the point of the VITS paper's appendix E grid
 #: (:mod:`vits_ref.experiments.vits.grid`) used by ``vits-fig1``. ``eta = 10``,
@@ -106,57 +110,6 @@ def make_policy(name, dim, seed=None, **overrides):
     return RandomPolicy(dim, seed=seed, **params)
 
 
-@dataclass
-class SimulationResult:
-    """Outcome of :func:`simulate`.
-
-    Attributes
-    ----------
-    regret, cumulative_regret : (n_runs, n_rounds) arrays
-        Instantaneous (exact: expected reward of the best arm minus that of the played
-        arm) and cumulative regret.
-    arms : (n_runs, n_rounds) int array
-        Arms played.
-    kl_rounds : (n_kl,) int array
-        1-based rounds at which ``kl`` was recorded.
-    kl : (n_runs, n_kl) array or None
-        ``KL(q_t || p_t)`` from the engine's Gaussian to the exact linear posterior after
-        the update of those rounds; None for policies without a Gaussian posterior.
-    wall_time : float
-        Seconds for all runs (randomness drawn, compiled loop or Python loop).
-    fused : bool
-        Whether the fused compiled loop ran.
-    """
-
-    policy: str
-    environment: str
-    regret: np.ndarray
-    arms: np.ndarray
-    kl_rounds: np.ndarray
-    kl: np.ndarray | None
-    wall_time: float
-    fused: bool
-    seed: object = None
-    cumulative_regret: np.ndarray = field(init=False)
-
-    def __post_init__(self):
-        self.cumulative_regret = np.cumsum(self.regret, axis=1)
-
-    @property
-    def n_runs(self):
-        return self.regret.shape[0]
-
-    @property
-    def n_rounds(self):
-        return self.regret.shape[1]
-
-    def mean_and_stderr(self):
-        """Mean and standard error over runs of the cumulative regret, each (n_rounds,)."""
-        cr = self.cumulative_regret
-        se = cr.std(axis=0, ddof=1) / np.sqrt(cr.shape[0]) if cr.shape[0] > 1 else 0 * cr[0]
-        return cr.mean(axis=0), se
-
-
 def has_kl(policy):
     """Whether :func:`simulate` can record ``KL(q_t || p_t)`` for ``policy`` (a name or a
     policy object): Thompson sampling over a Gaussian engine on the linear model."""
@@ -203,7 +156,7 @@ def _validate_kl_rounds(kl_rounds, n_rounds):
 
 def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
              new_instance_per_run=False, fused=None, n_threads=None, progress=None,
-             n_jobs=1, first_run=0, device="cpu", stream="numpy"):
+             n_jobs=1, first_run=0, device="cpu", stream="numpy", backend=None):
     """Run ``n_runs`` independent seeded simulations of ``policy`` on ``env``.
 
     Parameters
@@ -257,10 +210,19 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         same distributions. Needs a fused loop and an environment with a counter piece
         (:meth:`vits_ref.envs.Environment.counter_piece`: the pool environment and the
         hard instance), and ``new_instance_per_run=False``; a ValueError otherwise.
+    backend : str or None
+        Which backend computes the runs (:mod:`vits_ref.bandit.backends`: ``"fused-cpu"``,
+        ``"python"``, ``"vts"``, ``"diffts-chain"``, ``"batched-mlp"``, ...). None: the first
+        that takes the block and gives the Python loop's numbers bit for bit, so a policy
+        with a compiled fast path (the fused loop, VTS's and DiffTS's ``prange`` drivers)
+        gets it. A named backend that cannot run the block raises a ValueError saying why.
 
     Returns
     -------
     SimulationResult
+        A subclass where the backend records more (VTS:
+        :class:`vits_ref.bandit.vts.VTSSimulationResult`). ``fused`` says whether a compiled
+        backend ran.
 
     Raises
     ------
@@ -298,65 +260,145 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         raise ValueError(f"kl_rounds needs a Gaussian posterior on the linear model (Thompson "
                          f"sampling over LinTS, VITS, Laplace, ...); policy "
                          f"{_policy_name(policy)!r} has none: pass kl_rounds=None")
+    if backend is not None and not isinstance(backend, str):
+        raise TypeError(f"backend must be a backend's name or None, got {backend!r}")
+    if getattr(policy, "n_arms", None) not in (None, env.n_arms):
+        raise ValueError(f"policy has {policy.n_arms} arms but env has {env.n_arms} "
+                         f"(env.n_arms must match)")
     root = val.as_seed_sequence(seed)
     spec = fused_spec(policy, kl=bool(kl_rounds.size))
-    if fused and spec is None:
-        raise ValueError(f"{_policy_name(policy)} has no fused loop on this model/schedule; "
-                         "use fused=None or False")
-    use_fused = spec is not None and fused is not False
-    if device == "cuda" and not use_fused:
-        raise ValueError(f"device='cuda' needs a fused loop; {_policy_name(policy)} has none "
-                         "on this model/schedule (use device='cpu')")
     if stream == "philox":
         from ._streams import check as _check_streams
 
-        _check_streams(spec if use_fused else None, _policy_name(policy), env,
+        _check_streams(spec if fused is not False else None, _policy_name(policy), env,
                        new_instance_per_run)
+    block = backends.RunBlock(policy, env, n_rounds, n_runs, root, first_run, kl_rounds,
+                              bool(new_instance_per_run), spec, n_threads, n_jobs, device,
+                              stream, progress)
+    chosen = backends.choose(block, backend, fused)
+    if chosen is None and device == "cuda":
+        raise ValueError(f"device='cuda' needs a fused loop; {block.name} has none "
+                         "on this model/schedule (use device='cpu')")
+    if chosen is None:
+        raise ValueError(f"{block.name} has no fused loop on this model/schedule; "
+                         "use fused=None or False")
     engine = getattr(policy, "engine", None)
     # the KL diagnostic needs the exact posterior: Gaussian engines on the linear model
     gaussian = isinstance(engine, GaussianEngine) and engine.model.name == "linear"
+    rows = backends.Rows.empty(block)
+    with numba_threads(n_threads) as threads:
+        block = dataclasses.replace(block, n_threads=threads)
+        start = time.perf_counter()
+        chosen.run(block, rows)
+        wall = time.perf_counter() - start
+    return chosen.result_type(block.name, repr(env), rows.regret, rows.arms, kl_rounds,
+                              rows.kl if gaussian else None, wall, chosen.compiled, seed,
+                              **rows.extras)
 
-    def env_for(seed):
-        return _run_env(env, new_instance_per_run, seed)
 
-    regret = np.empty((n_runs, n_rounds))
-    arms = np.empty((n_runs, n_rounds), dtype=np.int64)
-    kl = np.zeros((n_runs, kl_rounds.size))
-    start = time.perf_counter()
-    if stream == "philox" and device == "cuda":
-        from ._streams import run_streams_cuda
+class PythonLoop:
+    """The backend of every policy: its ``select``/``update`` round by round, run by run
+    (``n_jobs`` worker processes, spawned, each run with its own seeds)."""
 
-        run_streams_cuda(spec, _policy_name(policy), env, root, n_rounds, n_runs, kl_rounds,
-                         regret, arms, kl, progress, first_run)
-    elif stream == "philox":
-        from ._streams import run_streams_cpu
+    name, order, compiled, exact, result_type = "python", 100, False, True, SimulationResult
 
-        run_streams_cpu(spec, _policy_name(policy), env, root, n_rounds, n_runs, kl_rounds,
-                        regret, arms, kl, n_threads, progress, first_run)
-    elif use_fused and device == "cuda":
-        from ._cuda_simulate import run_fused_cuda
+    def declines(self, block):
+        if block.device != "cpu" or block.stream != "numpy":
+            return "the Python loop runs on the CPU with NumPy's streams"
+        return None
 
-        run_fused_cuda(spec, policy, env_for, root, n_rounds, n_runs, kl_rounds, regret, arms,
-                       kl, progress, first_run)
-    elif use_fused:
-        _run_fused(spec, policy, env_for, root, n_rounds, n_runs, kl_rounds, regret, arms, kl,
-                   n_threads, progress, first_run)
-    else:
-        n_jobs = min(n_jobs, n_runs)
-        jobs = [(policy, env, new_instance_per_run, root, first_run + r, n_rounds, kl_rounds,
-                 gaussian) for r in range(n_runs)]
+    def run(self, block, rows):
+        engine = getattr(block.policy, "engine", None)
+        gaussian = isinstance(engine, GaussianEngine) and engine.model.name == "linear"
+        jobs = [(block.policy, block.env, block.new_instance_per_run, block.root,
+                 block.first_run + r, block.n_rounds, block.kl_rounds, gaussian)
+                for r in range(block.n_runs)]
+        n_jobs = min(block.n_jobs, block.n_runs)
         if n_jobs > 1:
             import multiprocessing
 
             # spawn, not fork: forking a process with Numba's threads running is unsafe
             with multiprocessing.get_context("spawn").Pool(n_jobs) as pool:
-                outcomes = pool.imap(_python_job, jobs)
-                _collect(outcomes, regret, arms, kl, n_runs, progress)
+                _collect(pool.imap(_python_job, jobs), rows, block)
         else:
-            _collect(map(_python_job, jobs), regret, arms, kl, n_runs, progress)
-    wall = time.perf_counter() - start
-    return SimulationResult(_policy_name(policy), repr(env), regret, arms, kl_rounds,
-                            kl if gaussian else None, wall, use_fused, seed)
+            _collect(map(_python_job, jobs), rows, block)
+
+
+class FusedCPU:
+    """The fused compiled loop on the CPU, fed pre-drawn NumPy streams (:func:`_run_fused`)."""
+
+    name, order, compiled, exact, result_type = "fused-cpu", 40, True, True, SimulationResult
+
+    def declines(self, block):
+        return _fused_declines(block, "cpu", "numpy")
+
+    def run(self, block, rows):
+        _run_fused(block.spec, block.policy, block.env_for, block.root, block.n_rounds,
+                   block.n_runs, block.kl_rounds, rows.regret, rows.arms, rows.kl,
+                   block.n_threads, block.progress, block.first_run)
+
+
+class FusedCUDA:
+    """The fused loop on CUDA, fed pre-drawn NumPy streams
+    (:func:`vits_ref.bandit._cuda_simulate.run_fused_cuda`)."""
+
+    name, order, compiled, exact, result_type = "fused-cuda", 30, True, True, SimulationResult
+
+    def declines(self, block):
+        return _fused_declines(block, "cuda", "numpy")
+
+    def run(self, block, rows):
+        from ._cuda_simulate import run_fused_cuda
+
+        run_fused_cuda(block.spec, block.policy, block.env_for, block.root, block.n_rounds,
+                       block.n_runs, block.kl_rounds, rows.regret, rows.arms, rows.kl,
+                       block.progress, block.first_run)
+
+
+class PhiloxCPU:
+    """The fused loop on the CPU drawing its own counter-based streams
+    (:func:`vits_ref.bandit._streams.run_streams_cpu`)."""
+
+    name, order, compiled, exact, result_type = "philox-cpu", 20, True, True, SimulationResult
+
+    def declines(self, block):
+        return _fused_declines(block, "cpu", "philox")
+
+    def run(self, block, rows):
+        from ._streams import run_streams_cpu
+
+        run_streams_cpu(block.spec, block.name, block.env, block.root, block.n_rounds,
+                        block.n_runs, block.kl_rounds, rows.regret, rows.arms, rows.kl,
+                        block.n_threads, block.progress, block.first_run)
+
+
+class PhiloxCUDA:
+    """The fused loop on CUDA drawing its own counter-based streams
+    (:func:`vits_ref.bandit._streams.run_streams_cuda`)."""
+
+    name, order, compiled, exact, result_type = "philox-cuda", 10, True, True, SimulationResult
+
+    def declines(self, block):
+        return _fused_declines(block, "cuda", "philox")
+
+    def run(self, block, rows):
+        from ._streams import run_streams_cuda
+
+        run_streams_cuda(block.spec, block.name, block.env, block.root, block.n_rounds,
+                         block.n_runs, block.kl_rounds, rows.regret, rows.arms, rows.kl,
+                         block.progress, block.first_run)
+
+
+def _fused_declines(block, device, stream):
+    if block.spec is None:
+        return "the policy has no fused loop on this model/schedule"
+    if (block.device, block.stream) != (device, stream):
+        return f"it runs on device={device!r} with stream={stream!r}"
+    return None
+
+
+for _backend in (PythonLoop(), FusedCPU(), FusedCUDA(), PhiloxCPU(), PhiloxCUDA()):
+    backends.register(_backend)
 
 
 def _run_env(env, new_instance, seed):
@@ -377,11 +419,10 @@ def _python_job(job):
     return regret, arms, kl
 
 
-def _collect(outcomes, regret, arms, kl, n_runs, progress):
+def _collect(outcomes, rows, block):
     for r, (reg, arm, k) in enumerate(outcomes):
-        regret[r], arms[r], kl[r] = reg, arm, k
-        if progress:
-            progress(r + 1, n_runs)
+        rows.regret[r], rows.arms[r], rows.kl[r] = reg, arm, k
+        block.report(r + 1)
 
 
 def _run_python(pol, real, kl_rounds, regret, arms, kl, run, gaussian):

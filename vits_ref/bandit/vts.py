@@ -6,18 +6,16 @@ the per-arm error of the estimated expected reward (their Figure 3) and the CAVI
 iterations of every round.
 """
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _validate as val
-from .._seeding import policy_seed, run_seeds
-from .._threads import numba_threads
 from ..drivers import cpu
 from ..errors import raise_first_divergence
 from ..inference.vts import _MEMORY_BUDGET, VTS, _rng_state
-from .simulate import SimulationResult
+from . import _plan, backends
+from .result import SimulationResult
+from .simulate import simulate
 
 __all__ = ["VTSSimulationResult", "simulate_vts"]
 
@@ -85,43 +83,46 @@ def simulate_vts(policy, env, n_rounds, n_runs=1, seed=None, new_instance_per_ru
     >>> res.cumulative_regret.shape, res.reward_sq_error.shape
     ((3, 20), (3, 20, 2))
     """
-    from ..envs import Environment
-    from .simulate import _realise, _run_env
-
     if not isinstance(policy, VTS):
         raise TypeError(f"policy must be a vits_ref.VTS, got {type(policy).__name__}")
-    if not isinstance(env, Environment):
-        raise TypeError(f"env must be a vits_ref environment, got {type(env).__name__}")
-    if env.dim != policy.dim or env.n_arms != policy.n_arms:
-        raise ValueError(f"policy (dim {policy.dim}, {policy.n_arms} arms) does not match "
-                         f"env (dim {env.dim}, {env.n_arms} arms)")
-    T = val.positive_int(n_rounds, "n_rounds")
-    R = val.positive_int(n_runs, "n_runs")
-    first_run = val.positive_int(first_run, "first_run", minimum=0)
-    root = val.as_seed_sequence(seed)
-    A, d, K = env.n_arms, env.dim, policy.n_components
-    regret, arms = np.empty((R, T)), np.empty((R, T), dtype=np.int64)
-    sqerr, iters = np.empty((R, T, A)), np.empty((R, T), dtype=np.int64)
-    per_run = 8 * T * A * (4 * d + 3 + K)  # realisation + histories
-    batch = int(max(1, min(R, _MEMORY_BUDGET // per_run)))
-    run = cpu.vts_runs()
-    with numba_threads(n_threads):
-        start = time.perf_counter()
+    return simulate(policy, env, n_rounds, n_runs, seed=seed,
+                    new_instance_per_run=new_instance_per_run, n_threads=n_threads,
+                    progress=progress, first_run=first_run, backend="vts")
+
+
+class VTSRuns:
+    """The runner's backend of :class:`VTS` policies: batches of whole runs (as many as
+    :data:`vits_ref.inference.vts._MEMORY_BUDGET` holds) in one compiled ``prange`` driver
+    (:func:`vits_ref.drivers.cpu.vts_runs`), recording the per-arm squared error of the
+    estimated expected reward and the CAVI iterations besides."""
+
+    name, order, compiled, exact = "vts", 50, True, True
+    result_type = VTSSimulationResult
+
+    def declines(self, block):
+        if not isinstance(block.policy, VTS):
+            return "the policy is not a VTS"
+        if (block.device, block.stream) != ("cpu", "numpy"):
+            return "VTS's driver runs on the CPU with NumPy's streams"
+        return None
+
+    def run(self, block, rows):
+        policy, R, T = block.policy, block.n_runs, block.n_rounds
+        A, d, K = block.env.n_arms, block.env.dim, policy.n_components
+        sqerr = rows.extras["reward_sq_error"] = np.empty((R, T, A))
+        iters = rows.extras["cavi_iterations"] = np.empty((R, T), dtype=np.int64)
+        per_run = _plan.WORD * T * A * (4 * d + 3 + K)  # realisation + histories
+        batch = _plan.fit(_MEMORY_BUDGET // per_run, R)
+        run = cpu.vts_runs()
         for lo in range(0, R, batch):
             hi = min(R, lo + batch)
-            reals, rngs = [], []
-            for seed in run_seeds(root, first_run + lo, hi - lo):
-                reals.append(_realise(_run_env(env, new_instance_per_run, seed), seed, T))
-                rngs.append(_rng_state(policy_seed(seed)))  # as policy.fresh(...) seeds
+            contexts, means, rewards, seeds = backends.realise_block(block, lo, hi)
+            rngs = np.stack([_rng_state(s) for s in seeds])  # as policy.fresh(...) seeds
             status = np.zeros(hi - lo, dtype=np.int64)
-            run(policy.params, policy._prior.kernel,
-                np.stack([x.contexts for x in reals]), np.stack([x.means for x in reals]),
-                np.stack([x.rewards for x in reals]), np.stack(rngs), regret[lo:hi],
-                arms[lo:hi], sqerr[lo:hi], iters[lo:hi], status)
-            raise_first_divergence(status, policy.name, first_run + lo)
-            if progress:
-                progress(hi, R)
-    wall = time.perf_counter() - start
-    return VTSSimulationResult(policy.name, repr(env), regret, arms, np.zeros(0, np.int64),
-                               None, wall, True, seed, reward_sq_error=sqerr,
-                               cavi_iterations=iters)
+            run(policy.params, policy._prior.kernel, contexts, means, rewards, rngs,
+                rows.regret[lo:hi], rows.arms[lo:hi], sqerr[lo:hi], iters[lo:hi], status)
+            raise_first_divergence(status, policy.name, block.first_run + lo)
+            block.report(hi)
+
+
+backends.register(VTSRuns())

@@ -1,8 +1,10 @@
 """Python entry points of the compiled reverse chains (the engines and priors call these).
 
 Each function validates nothing a caller inside the library has validated already; it
-draws nothing itself except :func:`sample` and :func:`simulate_linear_bandit` (which
-draw the normals with NumPy, in bulk). The bodies are in
+draws nothing itself except :func:`sample` and :func:`run_linear_bandit` given policy seeds
+(which draw the normals with NumPy, in bulk). Bandit runs of the linear DiffTS go through
+the runner: ``vits_ref.simulate`` chooses its ``"diffts-chain"`` backend, which calls
+:func:`run_linear_bandit`. The bodies are in
 :mod:`vits_ref.kernels.diffusion_chain`, the drivers in :mod:`vits_ref.drivers.cpu`
 (``prange`` over samples or runs). Every chain takes its standard normals ``z``
 (n, T + 1, d) as an input, so the CPU and CUDA drivers and the NumPy reference
@@ -12,7 +14,7 @@ draw the normals with NumPy, in bulk). The bodies are in
 import numpy as np
 
 from .. import _validate as val
-from .._seeding import engine_streams, env_rng, instance_seed, policy_seed, run_seeds
+from .._seeding import engine_streams
 from ..drivers import cpu
 from ..errors import DivergenceError, raise_first_divergence
 
@@ -203,61 +205,3 @@ def run_linear_bandit(prior, contexts, means, rewards, sigma=1.0, z=None, seeds=
                            detail="A LaplaceDPS stage precision was not positive definite "
                                   "or a draw was not finite.")
     return regret, arms
-
-
-def simulate_linear_bandit(prior, env, n_rounds, n_runs=1, seed=None, sigma=1.0):
-    """``vits_ref.bandit.simulate(ThompsonSampling(DiffTS(prior, sigma=sigma)), env, ...)`` for the
-    linear model, with the compiled ``prange`` driver over runs.
-
-    Realises each run's environment and draws the policy's normals exactly as
-    :func:`vits_ref.bandit.simulate` does (run ``r``: child ``r`` of ``SeedSequence(seed)``; its
-    child 0 realises the environment, its child 1 seeds the policy), so the regret equals
-    the Python loop's bit for bit. Returns ``(regret (R, n), arms (R, n))``, per-round
-    regret.
-
-    The arguments (and ``env``'s dimension against the prior's, :func:`check_env`) are
-    checked before any run is realised; each run's realisation is checked as the Python
-    loop checks it (features and rewards of magnitude at most
-    :data:`vits_ref._validate.MAX_ABS_DATA`, :func:`realise_runs`).
-    """
-    n_rounds = val.positive_int(n_rounds, "n_rounds")
-    n_runs = val.positive_int(n_runs, "n_runs")
-    root = val.as_seed_sequence(seed)
-    sigma = val.positive_float(sigma, "sigma")
-    check_env(prior, env)
-    contexts, means, rewards, seeds = realise_runs(env, root, 0, n_runs, n_rounds)
-    return run_linear_bandit(prior, contexts, means, rewards, sigma=sigma, seeds=seeds)
-
-
-def check_env(prior, env, new_instance_per_run=False):
-    """Raise unless ``env`` is an environment (``dim``, ``realise`` and, with
-    ``new_instance_per_run``, ``new_instance``: :class:`vits_ref.envs.Environment`'s, which
-    this layer does not import) of the prior's dimension (an arm's features are the
-    linear model's parameters' dimension): a TypeError or a ValueError naming ``env``,
-    before any run is realised. Any number of arms will do."""
-    needs = ("dim", "realise") + (("new_instance",) if new_instance_per_run else ())
-    if not all(hasattr(env, a) for a in needs):
-        raise TypeError(f"env must be a vits_ref environment (with {', '.join(needs)}), got "
-                        f"{type(env).__name__}")
-    if env.dim != prior.dim:
-        raise ValueError(f"env.dim {env.dim} does not match the diffusion prior's dim "
-                         f"{prior.dim} (the linear DiffTS bandit's arms have the prior's "
-                         f"dimension)")
-
-
-def realise_runs(env, root, first_run, n_runs, n_rounds, new_instance_per_run=False):
-    """The linear DiffTS runs ``first_run, ..., first_run + n_runs - 1`` of ``root``, as the
-    Python loop of :func:`vits_ref.bandit.simulate` draws them: run ``r`` (child ``r`` of
-    ``root``) realised from its child 0 (on a new instance from its child 2 with
-    ``new_instance_per_run``), its policy seeded by child 1, and its realisation checked
-    (:func:`vits_ref._validate.realisation`, as the Python loop checks it: features and
-    rewards of magnitude at most :data:`vits_ref._validate.MAX_ABS_DATA`, whose products
-    would overflow the statistics; the same ValueError). Returns ``(contexts (R, n, K, d),
-    means (R, n, K), rewards (R, n, K), policy seeds (R,))``."""
-    reals, seeds = [], []
-    for rs in run_seeds(root, first_run, n_runs):
-        inst = env.new_instance(instance_seed(rs)) if new_instance_per_run else env
-        reals.append(val.realisation(inst, inst.realise(n_rounds, env_rng(rs))))
-        seeds.append(policy_seed(rs))
-    return (np.stack([x.contexts for x in reals]), np.stack([x.means for x in reals]),
-            np.stack([x.rewards for x in reals]), seeds)

@@ -224,15 +224,6 @@ def prior_and_regret_figure(scatter, curves, path, title=None, labels=("true pri
 
 # -- running the panels -----------------------------------------------------------------
 
-def _is_linear_diffts(policy):
-    eng = getattr(policy, "engine", None)
-    from ...bandit.policies import ThompsonSampling
-    from ...inference.diffts import DiffTS
-
-    return (isinstance(policy, ThompsonSampling) and isinstance(eng, DiffTS)
-            and eng.model.name == "linear")
-
-
 def one_thread(active=True):
     """Context manager: Numba runs on one thread inside (if ``active``), as before after
     (:func:`vits_ref._threads.numba_threads`)."""
@@ -242,44 +233,29 @@ def one_thread(active=True):
 def simulate_method(policy, env, rounds, runs, seed, n_jobs=1, first_run=0):
     """:func:`vits_ref.bandit.simulate` with a new problem instance per run (``theta_*`` drawn
     from the prior in every run); Thompson sampling over the linear DiffTS goes through the
-    compiled ``prange`` driver over runs (:func:`vits_ref.diffusion.chain.run_linear_bandit`),
-    with the same seeds as :func:`vits_ref.bandit.simulate` (run ``r``: child ``r`` of the root;
-    its child 0 realises the run, child 1 seeds the policy, child 2 draws the instance), so
-    both give the same regret bit for bit (``tests/test_diffts_experiments.py``).
+    runner's compiled ``prange`` backend (``"diffts-chain"``,
+    :mod:`vits_ref.bandit._diffts_chain`), which gives the Python loop's regret bit for bit
+    (``tests/test_diffts_experiments.py``).
     ``first_run``: the runs are ``first_run, ..., first_run + runs - 1`` (a block of a
     longer experiment, as :func:`vits_ref.bandit.simulate`'s ``first_run``; a
     DivergenceError names the run, ``first_run + row``). ``rounds``, ``runs``,
     ``first_run``, ``seed`` and, for the linear DiffTS, ``env`` (its dimension against the
     prior's) are checked before any instance or realisation is drawn, and each run's
     realisation as :func:`vits_ref.bandit.simulate` checks it."""
-    from ...bandit.simulate import SimulationResult, simulate
+    from ...bandit._diffts_chain import is_linear_diffts
+    from ...bandit.simulate import fused_spec, simulate
 
     rounds = val.positive_int(rounds, "rounds")
     runs = val.positive_int(runs, "runs")
     first_run = val.positive_int(first_run, "first_run", minimum=0)
-    if not _is_linear_diffts(policy):
-        from ...bandit.simulate import fused_spec
-
-        # the Python loop draws one sample per round: with several Numba threads the
-        # engines' prange launch per draw costs far more than the draw (about 15 ms against
-        # 40 us on a loaded 2-core machine, OpenMP layer), so it runs on one thread
-        # (results do not depend on the number of threads)
-        with one_thread(fused_spec(policy) is None):
-            return simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
-                            new_instance_per_run=True, n_jobs=n_jobs, first_run=first_run)
-    from ...diffusion.chain import check_env, realise_runs, run_linear_bandit
-
-    eng = policy.engine
-    root = val.as_seed_sequence(seed)
-    check_env(eng.prior, env, new_instance_per_run=True)
-    t0 = time.perf_counter()
-    contexts, means, rewards, seeds_ = realise_runs(env, root, first_run, runs, rounds,
-                                                    new_instance_per_run=True)
-    regret, arms = run_linear_bandit(eng.prior, contexts, means, rewards, sigma=eng.sigma,
-                                     seeds=seeds_, first_run=first_run)
-    wall = time.perf_counter() - t0
-    return SimulationResult(getattr(policy, "name", "DiffTS"), repr(env), regret, arms,
-                            np.zeros(0, dtype=np.int64), None, wall, True, seed)
+    # the Python loop draws one sample per round: with several Numba threads the engines'
+    # prange launch per draw costs far more than the draw (about 15 ms against 40 us on a
+    # loaded 2-core machine, OpenMP layer), so it runs on one thread (results do not
+    # depend on the number of threads)
+    python_loop = fused_spec(policy) is None and not is_linear_diffts(policy)
+    with one_thread(python_loop):
+        return simulate(policy, env, n_rounds=rounds, n_runs=runs, seed=seed,
+                        new_instance_per_run=True, n_jobs=n_jobs, first_run=first_run)
 
 
 def simulate_chunk(policy, env, n_rounds, n_runs, seed, new_instance_per_run=True,
