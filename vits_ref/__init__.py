@@ -8,11 +8,13 @@ baselines :class:`MixTS` (Gaussian-mixture prior, EM in :mod:`vits_ref.inference
 :func:`TunedTS`; particles: :class:`SVGD`, :class:`OPVI` (the direction in
 :mod:`vits_ref.inference.svgd`), :class:`SGLD`; variational mixtures: :class:`VTS`, :class:`NIGTS`.
 Policies: :class:`ThompsonSampling`, :class:`LinUCB`, :class:`RandomPolicy`,
-:class:`PerArm`. Environments: :mod:`vits_ref.envs`. Many seeded runs: :func:`simulate`.
+:class:`PerArm`; :class:`Online` plays a policy one decision at a time at the speed of
+its compiled round. Environments: :mod:`vits_ref.envs`. Many seeded runs: :func:`simulate`.
 Closed forms: :mod:`vits_ref.gaussian`. Data loaders: :mod:`vits_ref.data`.
 """
 
 from . import data, diffusion, envs, gaussian, models
+from .bandit.online import Online
 from .bandit.policies import LinUCB, PerArm, RandomPolicy, ThompsonSampling
 from .bandit.simulate import POLICY_NAMES, SimulationResult, make_policy, simulate
 from .bandit.vts import simulate_vts
@@ -40,7 +42,7 @@ from .inference.vts import NIGTS, VTS
 __version__ = "0.1.0"
 
 __all__ = ["DPS", "DiffTS", "DivergenceError", "Laplace", "LinTS", "LinUCB", "Langevin",
-           "MixTS", "NIGTS", "OPVI", "POLICY_NAMES", "PerArm", "RandomPolicy", "RenyiVI",
+           "MixTS", "NIGTS", "OPVI", "Online", "POLICY_NAMES", "PerArm", "RandomPolicy", "RenyiVI",
            "SGLD", "SVGD", "SimulationResult", "ThompsonSampling", "TunedTS", "VITS", "VTS",
            "data", "diffusion", "envs", "gaussian", "gmm", "make_policy", "models",
            "schedules", "simulate", "simulate_vts", "svgd", "vts"]

@@ -97,3 +97,54 @@ def bandit_rounds(piece):
                              arms[r], kl_out[r])
 
     return run
+
+
+@functools.cache
+def bandit_online(piece):
+    """``(start, choose, learn)``: a run of ``piece`` one decision at a time, over a state
+    buffer the caller keeps (:class:`vits_ref.bandit.online.Online`).
+
+    ``start(params, buf, K, d, M, T, init_noise)`` initialises the state;
+    ``choose(params, buf, M, T, X, sel_noise, bound) -> arm`` is the piece's ``select`` on
+    the round's contexts ``X`` (K, d), or -1 if an entry of ``X`` is not finite or exceeds
+    ``bound`` in magnitude; ``learn(params, buf, K, M, T, x, r, n_obs, step_noise, bound)
+    -> code`` is its ``update`` on the played arm's features ``x`` (d,) and reward ``r``
+    with ``n_obs`` observations: 1, 0 if the state became non-finite, -1 if ``r`` and -2
+    if ``x`` is not finite or beyond ``bound``. The same bodies as the fused loop's rounds
+    (:func:`vits_ref.kernels.bandit.make_round`), so the same noise gives the same arms.
+    The data are checked here, in one pass, so that a call costs O(K d) and no NumPy
+    reductions.
+    """
+    views, init, select, update = piece.views, piece.init, piece.select, piece.update
+    fp = piece.fingerprint  # in the closure: Numba's cache key follows the bodies
+
+    @cpu_jit
+    def start(params, buf, K, d, M, T, init_noise):
+        _ = fp
+        state, _o = views(buf, d, K, M, T)
+        init(params, state, init_noise)
+
+    @cpu_jit
+    def choose(params, buf, M, T, X, sel_noise, bound):
+        _ = fp
+        K, d = X.shape
+        for i in range(K):
+            for j in range(d):
+                if not abs(X[i, j]) <= bound:  # NaN compares False
+                    return -1
+        state, _o = views(buf, d, K, M, T)
+        return select(params, state, X, sel_noise)
+
+    @cpu_jit
+    def learn(params, buf, K, M, T, x, r, n_obs, step_noise, bound):
+        _ = fp
+        if not abs(r) <= bound:
+            return -1
+        d = x.shape[0]
+        for j in range(d):
+            if not abs(x[j]) <= bound:
+                return -2
+        state, _o = views(buf, d, K, M, T)
+        return 1 if update(params, state, x, r, n_obs, step_noise) else 0
+
+    return start, choose, learn

@@ -1,0 +1,158 @@
+"""The online API (:class:`vits_ref.Online`): the fused loop's bodies one decision at a time.
+
+Its contract: fed the rounds of a run's realisation, it plays the arms of
+:func:`vits_ref.simulate`'s run with the same seed, bit for bit (the same bodies, the same
+streams), whatever its block of pre-drawn randomness; bad data are refused before the
+state changes; a diverging update raises the fused loop's DivergenceError.
+"""
+
+import numpy as np
+import pytest
+
+import vits_ref as vr
+from vits_ref._seeding import run_seed
+from vits_ref.bandit._fused_draws import realise
+
+
+def _pool(d=4, K=6):
+    return vr.envs.pool(dim=d, n_arms=K, zeta=1.0, seed=3)
+
+
+def _play(online, real, T, delay=0):
+    """Select every round; apply round ``t``'s feedback after round ``t + delay``'s
+    select (the last ``delay`` rounds' feedback at the end). Returns the arms."""
+    arms, pending = [], []
+    for t in range(T):
+        X = real.contexts[t]
+        a = online.select(X)
+        arms.append(a)
+        pending.append((X, a, real.rewards[t, a]))
+        if len(pending) > delay:
+            online.update(*pending.pop(0))
+    for p in pending:
+        online.update(*p)
+    return np.array(arms)
+
+
+def _logistic():
+    return vr.ThompsonSampling(vr.VITS(3, model="logistic", eta=2.0, lam=0.5, variant="II",
+                                       step_size=0.5, n_steps=3))
+
+
+POLICIES = {
+    "lints": lambda: (vr.make_policy("lints", 4), _pool(), {}),
+    "linucb": lambda: (vr.make_policy("linucb", 4), _pool(), {}),
+    "vits-ii": lambda: (vr.make_policy("vits-ii", 4), _pool(), {}),
+    "lmc": lambda: (vr.make_policy("lmc", 4), _pool(), {}),
+    "random": lambda: (vr.make_policy("random", 4), _pool(), {}),
+    "vits-ii-logistic": lambda: (_logistic(), vr.envs.hard_instance(3, 4, reward="logistic",
+                                                                   seed=0), {"horizon": 40}),
+}
+
+
+@pytest.mark.parametrize("name", POLICIES)
+@pytest.mark.parametrize("block", [1, 7, 256])
+def test_plays_the_simulation_loops_arms(name, block):
+    pol, env, kw = POLICIES[name]()
+    T, seed = 40, 11
+    res = vr.simulate(pol, env, T, 2, seed=seed)
+    assert res.fused
+    root = np.random.SeedSequence(seed)
+    for r in range(2):
+        rs = run_seed(root, r)
+        online = vr.Online.for_run(pol, env.n_arms, rs, block=block, **kw)
+        np.testing.assert_array_equal(_play(online, realise(env, rs, T), T), res.arms[r])
+    # not a trivial comparison: the arms vary
+    assert len(np.unique(res.arms)) > 1
+
+
+def test_late_feedback_leaves_the_selection_draws_in_place():
+    """The t-th select uses the t-th selection draw whatever the updates so far: with no
+    feedback at all, LinTS's selects are the prior's draws, the same with any block; the
+    feedback applied late ends in the same posterior as applied at once (LinTS is exact)."""
+    pol, env, _ = POLICIES["lints"]()
+    rs = run_seed(np.random.SeedSequence(2), 0)
+    real = realise(env, rs, 30)
+    a = vr.Online.for_run(pol, env.n_arms, rs, block=4)
+    b = vr.Online.for_run(pol, env.n_arms, rs, block=256)
+    np.testing.assert_array_equal([a.select(real.contexts[t]) for t in range(30)],
+                                  [b.select(real.contexts[t]) for t in range(30)])
+    late = vr.Online.for_run(pol, env.n_arms, rs, block=5)
+    now = vr.Online.for_run(pol, env.n_arms, rs, block=5)
+    _play(late, real, 30, delay=3)
+    _play(now, real, 30, delay=0)
+    assert late.n_updates == now.n_updates == 30
+    X = real.contexts[0]
+    # the exact posterior does not depend on when its observations came: the same next
+    # draw, to the rounding of the rank-one updates' order (here the same order: equal)
+    assert late.select(X) == now.select(X)
+
+
+def test_bad_data_are_refused_before_the_state_changes():
+    pol, env, _ = POLICIES["vits-ii"]()
+    rs = run_seed(np.random.SeedSequence(0), 0)
+    real = realise(env, rs, 10)
+    a = vr.Online.for_run(pol, env.n_arms, rs)
+    b = vr.Online.for_run(pol, env.n_arms, rs)
+    X = real.contexts[0]
+    bad = X.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match="contexts must be finite"):
+        a.select(bad)
+    bad[2, 1] = 1e151
+    with pytest.raises(ValueError, match="contexts must be finite"):
+        a.select(bad)
+    with pytest.raises(ValueError, match=r"contexts must have shape \(6, 4\)"):
+        a.select(X[:, :3])
+    arm = a.select(X)
+    assert arm == b.select(X)
+    with pytest.raises(ValueError, match="reward must be finite"):
+        a.update(X, arm, np.inf)
+    with pytest.raises(ValueError, match="arm must be in"):
+        a.update(X, 6, 1.0)
+    with pytest.raises(ValueError, match="contexts must be finite"):
+        a.update(np.full(4, np.nan), arm, 1.0)
+    assert a.n_selects == 1 and a.n_updates == 0
+    a.update(X, arm, real.rewards[0, arm])
+    b.update(X[arm], arm, real.rewards[0, arm])  # the arm's features alone: the same
+    # a list converts (once), with the same result; the refusals left no trace: both play
+    # on alike
+    assert a.select(real.contexts[1].tolist()) == b.select(real.contexts[1])
+    for t in range(1, 10):
+        X = real.contexts[t]
+        if t > 1:
+            assert a.select(X) == b.select(X)
+        arm = int(np.argmax(real.rewards[t]))  # any arm: both learn the same
+        a.update(X, arm, real.rewards[t, arm])
+        b.update(X, arm, real.rewards[t, arm])
+
+
+def test_what_has_no_compiled_round_or_needs_a_horizon_is_refused():
+    with pytest.raises(TypeError, match="no compiled round"):
+        vr.Online(vr.ThompsonSampling(vr.VITS(3, schedule="theoretical", horizon=10)), 4)
+    with pytest.raises(ValueError, match="horizon is needed"):
+        vr.Online(_logistic(), 4)
+    with pytest.raises(ValueError, match="dim is needed"):
+        vr.Online("lints", 4)
+    online = vr.Online(_logistic(), 4, horizon=1)
+    X = np.eye(4, 3)
+    with pytest.raises(ValueError, match="reward must be 0 or 1"):
+        online.update(X, 0, 0.5)
+    online.update(X, 0, 1.0)
+    with pytest.raises(ValueError, match="horizon=1"):
+        online.update(X, 0, 1.0)
+
+
+def test_divergence_is_the_simulation_loops_error():
+    """LMC-TS with a constant step too large for run 4 of the pool at seed 3 (the case of
+    tests/test_runner_conformance.py): the same engine, round and step size."""
+    pol = vr.make_policy("lmc", 3, step_size=0.02, schedule="constant")
+    env = vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=1)
+    with pytest.raises(vr.DivergenceError) as want:
+        vr.simulate(pol, env, 30, 1, seed=3, first_run=4)
+    rs = run_seed(np.random.SeedSequence(3), 4)
+    online = vr.Online.for_run(pol, env.n_arms, rs)
+    with pytest.raises(vr.DivergenceError) as got:
+        _play(online, realise(env, rs, 30), 30)
+    w, g = want.value, got.value
+    assert (g.engine, g.round, g.step_size) == (w.engine, w.round, w.step_size)

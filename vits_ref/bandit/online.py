@@ -1,0 +1,206 @@
+"""A policy deployed online at the speed of its compiled round: :class:`Online`.
+
+A user who deploys a policy calls ``select`` when a request arrives and ``update`` when the
+reward comes back. Through the policy objects (``ThompsonSampling(engine).select``) each
+call validates in NumPy and updates the engine's Python state: about 50x the compiled
+round for LinTS. :class:`Online` drives the policy's fused bodies instead (the
+:class:`~vits_ref.drivers.fused.FusedSpec` that :func:`vits_ref.simulate`'s compiled
+loop runs, :mod:`vits_ref.kernels.bandit`): one compiled call per ``select`` and one per
+``update``, on a state buffer it keeps, with the data checked inside the compiled call
+(finite, magnitude at most :data:`vits_ref._validate.MAX_ABS_DATA`) and no conversion of
+arrays that are already C-contiguous float64.
+
+Randomness: the policy's seed gives the same streams as ``policy.fresh(seed)`` and as the
+fused loop's run with that policy seed (:func:`vits_ref._seeding.policy_seed` of the run's
+seed), drawn ``block`` rounds ahead (:func:`vits_ref.drivers.fused.draw_chunks`: the same
+rows whatever the block). So a run of ``select``/``update`` on a realisation's rounds
+plays the arms of :func:`vits_ref.simulate`'s run (``tests/test_online.py``).
+The ``t``-th ``select`` uses the ``t``-th selection draw and the ``t``-th ``update`` the
+``t``-th update draws and ``n_obs = t``: feedback that arrives late is applied when it
+arrives, in the order it arrives.
+"""
+
+import numpy as np
+
+from .. import _validate as val
+from .._seeding import policy_seed as _policy_seed
+from .._validate import MAX_ABS_DATA
+from ..drivers import cpu
+from ..drivers.fused import draw_chunks
+from ..errors import DivergenceError
+
+__all__ = ["Online"]
+
+#: More rounds than any run is played for: the streams of a policy without a horizon.
+_ENDLESS = 2 ** 62
+
+
+class Online:
+    """``policy`` played one decision at a time by its compiled bodies.
+
+    Parameters
+    ----------
+    policy : policy object or str
+        A policy with a fused loop (``policy.fused()`` is not None: LinTS, LinUCB, random,
+        Thompson sampling over VITS, LMC-TS or Laplace on the linear or logistic model
+        with the ``constant`` or ``decayed`` schedule), or a name of
+        :data:`vits_ref.bandit.simulate.POLICY_NAMES` (with ``dim``). Used as a
+        specification: the state starts at its prior.
+    n_arms : int
+        Arms per decision: ``select`` takes ``(n_arms, dim)`` contexts.
+    seed : int, SeedSequence or None
+        The policy's seed (as ``policy.fresh(seed)``).
+    dim : int, optional
+        The feature dimension, for a policy given by name.
+    horizon : int, optional
+        The most updates the state can take. Needed only by policies whose state keeps a
+        history (the logistic model's pieces); others take any number.
+    block : int, default 256
+        Rounds of randomness drawn at a time (the numbers do not depend on it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import vits_ref as vr
+    >>> online = vr.Online("lints", n_arms=3, dim=2, seed=0)
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    >>> arm = online.select(X)
+    >>> online.update(X, arm, 1.0).n_updates
+    1
+    """
+
+    def __init__(self, policy, n_arms, seed=None, dim=None, horizon=None, block=256):
+        if isinstance(policy, str):
+            from .simulate import make_policy
+
+            if dim is None:
+                raise ValueError("dim is needed with a policy given by name")
+            policy = make_policy(policy, val.positive_int(dim, "dim"))
+        fused = getattr(policy, "fused", None)
+        spec = fused() if fused is not None else None
+        if spec is None:
+            raise TypeError(f"{getattr(policy, 'name', type(policy).__name__)} has no "
+                            "compiled round on this model/schedule: call its select and "
+                            "update directly")
+        self.policy = policy
+        self.spec = spec
+        self.name = getattr(policy, "name", type(policy).__name__)
+        engine = getattr(policy, "engine", None)
+        self.engine_name = getattr(engine, "name", self.name)
+        self.dim = d = val.positive_int(policy.dim, "policy.dim")
+        self.n_arms = K = val.positive_int(n_arms, "n_arms")
+        block = val.positive_int(block, "block")
+        _, sel, steps = spec.draw(np.random.SeedSequence(0), 1, d)
+        self._M = M = int(steps.shape[2])
+        size = spec.piece.state_size
+        grows = size(d, K, M, 1) != size(d, K, M, 2)
+        if horizon is None and grows:
+            raise ValueError(f"horizon is needed for {self.name}: its state keeps a history "
+                             "of every update (give the most updates it will take)")
+        self.horizon = _ENDLESS if horizon is None else val.positive_int(horizon, "horizon")
+        self._T = self.horizon if grows else 1
+        self._buf = np.empty(size(d, K, M, self._T))
+        self._start, self._choose, self._learn = cpu.bandit_online(spec.piece)
+        self._params = spec.params
+        seq = val.as_seed_sequence(seed)
+        self._chunks = draw_chunks(spec, seq, self.horizon, d, block)
+        self._block = block
+        self._sel, self._steps = {}, {}
+        self.n_selects = self.n_updates = 0
+        init, sel0, steps0 = next(self._chunks)
+        self._drawn = 1
+        self._sel[0], self._steps[0] = sel0, steps0
+        self._start(self._params, self._buf, K, d, M, self._T, np.ascontiguousarray(init))
+        self._shape = (K, d)
+        self._sel_rows, self._step_rows = sel0, steps0
+        self._sel_base = self._step_base = 0
+
+    @classmethod
+    def for_run(cls, policy, n_arms, run_seed, **kw):
+        """The online policy of :func:`vits_ref.simulate`'s run seeded by ``run_seed``
+        (the child ``r`` of the root seed): its policy seed is the run's child 1."""
+        return cls(policy, n_arms, seed=_policy_seed(run_seed), **kw)
+
+    def _rows(self, store, t):
+        """Block ``t // block`` of ``store`` (selection or update draws), drawing ahead
+        as needed and dropping the blocks both counters have passed."""
+        b = t // self._block
+        while b >= self._drawn:
+            _, sel, steps = next(self._chunks)
+            self._sel[self._drawn], self._steps[self._drawn] = sel, steps
+            self._drawn += 1
+        done = min(self.n_selects, self.n_updates) // self._block
+        for old in [old for old in store if old < done]:
+            del self._sel[old], self._steps[old]
+        return store[b]
+
+    def _contexts(self, X):
+        if not (type(X) is np.ndarray and X.dtype == np.float64 and X.flags.c_contiguous):
+            X = np.ascontiguousarray(X, dtype=np.float64)
+        if X.shape != self._shape:
+            raise ValueError(f"contexts must have shape {self._shape} (n_arms, dim), got "
+                             f"{X.shape}")
+        return X
+
+    def select(self, contexts):
+        """The arm to play for ``contexts`` (n_arms, dim)."""
+        X = contexts
+        # the common case in a few attribute reads: an array as the last call's
+        if type(X) is not np.ndarray or X.shape != self._shape or X.dtype != np.float64 \
+                or not X.flags.c_contiguous:
+            X = self._contexts(X)
+        t = self.n_selects
+        i = t - self._sel_base
+        if not 0 <= i < self._block:
+            self._sel_rows = self._rows(self._sel, t)
+            self._sel_base = t - t % self._block
+            i = t - self._sel_base
+        arm = self._choose(self._params, self._buf, self._M, self._T, X, self._sel_rows[i],
+                           MAX_ABS_DATA)
+        if arm < 0:
+            raise ValueError(f"contexts must be finite with entries of magnitude <= "
+                             f"{MAX_ABS_DATA:g}")
+        self.n_selects = t + 1
+        return arm
+
+    def update(self, contexts, arm, reward):
+        """Learn from ``reward`` of ``arm`` played at ``contexts`` (n_arms, dim), or at the
+        arm's features (dim,). Returns self."""
+        X = contexts
+        if type(X) is np.ndarray and X.shape == self._shape and X.dtype == np.float64:
+            if not 0 <= arm < self.n_arms:
+                raise ValueError(f"arm must be in [0, {self.n_arms}), got {arm}")
+            x = X[arm]  # a row of a float64 array: contiguous whatever X's order
+        elif np.ndim(X) == 2:
+            X = self._contexts(X)
+            if not 0 <= arm < self.n_arms:
+                raise ValueError(f"arm must be in [0, {self.n_arms}), got {arm}")
+            x = X[arm]
+        else:
+            x = np.ascontiguousarray(contexts, dtype=np.float64)
+            if x.shape != (self.dim,):
+                raise ValueError(f"contexts must have shape {self._shape} or ({self.dim},), "
+                                 f"got {x.shape}")
+        if self.n_updates >= self.horizon:
+            raise ValueError(f"the state holds horizon={self.horizon} updates; it has them")
+        r = float(reward)
+        if self.spec.binary_rewards and r != 0.0 and r != 1.0:
+            raise ValueError(f"reward must be 0 or 1 for the logistic model, got {reward}")
+        t = self.n_updates
+        i = t - self._step_base
+        if not 0 <= i < self._block:
+            self._step_rows = self._rows(self._steps, t)
+            self._step_base = t - t % self._block
+            i = t - self._step_base
+        n_obs = t + 1
+        code = self._learn(self._params, self._buf, self.n_arms, self._M, self._T, x, r,
+                           n_obs, self._step_rows[i], MAX_ABS_DATA)
+        if code == 0:
+            h = self.spec.step_size
+            raise DivergenceError(self.engine_name, n_obs, h(n_obs) if callable(h) else h,
+                                  detail=self.spec.divergence_detail)
+        if code < 0:
+            what = "reward" if code == -1 else "contexts"
+            raise ValueError(f"{what} must be finite with magnitude <= {MAX_ABS_DATA:g}")
+        self.n_updates = n_obs
+        return self
