@@ -7,7 +7,8 @@ import and compile times), :mod:`.logistic_loop` (the fused loop's VITS-II, LMC-
 Laplace rounds on the logistic model against the Python loop, and the share of a round
 that is the history's O(n d) work) and :mod:`.nonlinear` (logistic and MLP VITS-II
 rounds, IRLS against NumPy and statsmodels), :mod:`.vts` (one CAVI round of VTS) and
-:mod:`.renyi` (one RenyiVI update), each against its NumPy reference. The plain-NumPy side
+:mod:`.renyi` (one RenyiVI update), each against its NumPy reference, and :mod:`.online`
+(a decision of :class:`vits_ref.Online` against the fused loop's round). The plain-NumPy side
 is :mod:`vits_ref.reference`. The asv suite in ``asv_benchmarks/`` tracks the same quantities
 over commits with these helpers.
 
@@ -33,9 +34,11 @@ def main(quick=False):
     print()
     logistic_loop.main(quick=quick)
     # the others are single-thread figures: non-linear VITS-II rounds and IRLS, one CAVI
-    # round of VTS, one RenyiVI update
+    # round of VTS, one RenyiVI update, the online API's decisions
+    from . import online
+
     with numba_threads(1):
-        for section in (nonlinear, vts, renyi):
+        for section in (nonlinear, vts, renyi, online):
             print()
             section.main(quick=quick)
     # one SVGD step: single thread and every core, sets Numba's threads itself

@@ -8,7 +8,7 @@ round for LinTS. :class:`Online` drives the policy's fused bodies instead (the
 loop runs, :mod:`vits_ref.kernels.bandit`): one compiled call per ``select`` and one per
 ``update``, on a state buffer it keeps, with the data checked inside the compiled call
 (finite, magnitude at most :data:`vits_ref._validate.MAX_ABS_DATA`) and no conversion of
-arrays that are already C-contiguous float64.
+arrays that are already float64.
 
 Randomness: the policy's seed gives the same streams as ``policy.fresh(seed)`` and as the
 fused loop's run with that policy seed (:func:`vits_ref._seeding.policy_seed` of the run's
@@ -30,6 +30,8 @@ from ..drivers.fused import draw_chunks
 from ..errors import DivergenceError
 
 __all__ = ["Online"]
+
+_F64 = np.dtype(np.float64)
 
 #: More rounds than any run is played for: the streams of a policy without a horizon.
 _ENDLESS = 2 ** 62
@@ -101,7 +103,7 @@ class Online:
         self._T = self.horizon if grows else 1
         self._buf = np.empty(size(d, K, M, self._T))
         self._start, self._choose, self._learn = cpu.bandit_online(spec.piece)
-        self._params = spec.params
+        self._params = tuple(spec.params)  # a plain tuple: see cpu.bandit_online
         seq = val.as_seed_sequence(seed)
         self._chunks = draw_chunks(spec, seq, self.horizon, d, block)
         self._block = block
@@ -135,7 +137,7 @@ class Online:
         return store[b]
 
     def _contexts(self, X):
-        if not (type(X) is np.ndarray and X.dtype == np.float64 and X.flags.c_contiguous):
+        if not (type(X) is np.ndarray and X.dtype is _F64):
             X = np.ascontiguousarray(X, dtype=np.float64)
         if X.shape != self._shape:
             raise ValueError(f"contexts must have shape {self._shape} (n_arms, dim), got "
@@ -145,9 +147,9 @@ class Online:
     def select(self, contexts):
         """The arm to play for ``contexts`` (n_arms, dim)."""
         X = contexts
-        # the common case in a few attribute reads: an array as the last call's
-        if type(X) is not np.ndarray or X.shape != self._shape or X.dtype != np.float64 \
-                or not X.flags.c_contiguous:
+        # the common case in a few attribute reads (the compiled call takes any strides;
+        # float64 dtypes are one object, so ``is`` compares them)
+        if type(X) is not np.ndarray or X.dtype is not _F64 or X.shape != self._shape:
             X = self._contexts(X)
         t = self.n_selects
         i = t - self._sel_base
@@ -167,7 +169,7 @@ class Online:
         """Learn from ``reward`` of ``arm`` played at ``contexts`` (n_arms, dim), or at the
         arm's features (dim,). Returns self."""
         X = contexts
-        if type(X) is np.ndarray and X.shape == self._shape and X.dtype == np.float64:
+        if type(X) is np.ndarray and X.dtype is _F64 and X.shape == self._shape:
             if not 0 <= arm < self.n_arms:
                 raise ValueError(f"arm must be in [0, {self.n_arms}), got {arm}")
             x = X[arm]  # a row of a float64 array: contiguous whatever X's order

@@ -104,6 +104,10 @@ def bandit_online(piece):
     """``(start, choose, learn)``: a run of ``piece`` one decision at a time, over a state
     buffer the caller keeps (:class:`vits_ref.bandit.online.Online`).
 
+    ``params`` is the piece's parameters as a plain tuple, ``tuple(spec.params)``, rebuilt
+    into the piece's ``params_type`` inside the call: Numba types a plain tuple of numbers
+    through its fast path, a NamedTuple through Python (about 0.5 against 2.4 us a call on
+    this machine), which was most of a LinTS decision's cost.
     ``start(params, buf, K, d, M, T, init_noise)`` initialises the state;
     ``choose(params, buf, M, T, X, sel_noise, bound) -> arm`` is the piece's ``select`` on
     the round's contexts ``X`` (K, d), or -1 if an entry of ``X`` is not finite or exceeds
@@ -117,16 +121,20 @@ def bandit_online(piece):
     """
     views, init, select, update = piece.views, piece.init, piece.select, piece.update
     fp = piece.fingerprint  # in the closure: Numba's cache key follows the bodies
+    P = piece.params_type
+    if P is None:
+        raise TypeError(f"{piece.name}: the online loop needs a piece with a params_type")
 
     @cpu_jit
-    def start(params, buf, K, d, M, T, init_noise):
+    def start(tup, buf, K, d, M, T, init_noise):
         _ = fp
         state, _o = views(buf, d, K, M, T)
-        init(params, state, init_noise)
+        init(P(*tup), state, init_noise)
 
     @cpu_jit
-    def choose(params, buf, M, T, X, sel_noise, bound):
+    def choose(tup, buf, M, T, X, sel_noise, bound):
         _ = fp
+        params = P(*tup)
         K, d = X.shape
         for i in range(K):
             for j in range(d):
@@ -136,8 +144,9 @@ def bandit_online(piece):
         return select(params, state, X, sel_noise)
 
     @cpu_jit
-    def learn(params, buf, K, M, T, x, r, n_obs, step_noise, bound):
+    def learn(tup, buf, K, M, T, x, r, n_obs, step_noise, bound):
         _ = fp
+        params = P(*tup)
         if not abs(r) <= bound:
             return -1
         d = x.shape[0]
@@ -148,3 +157,4 @@ def bandit_online(piece):
         return 1 if update(params, state, x, r, n_obs, step_noise) else 0
 
     return start, choose, learn
+
