@@ -26,11 +26,8 @@ there; it falls with the training size and is flat from 3 000; the cost is linea
 ``T``. The paper's "about 85 at ``T = 1``, about 50 at ``T = 25``" are absolute values on
 its own "cross", which is drawn but not specified; ours are quoted beside them.
 
-Execution: the bandit runs go in resumable chunks of runs
-(:func:`vits_ref.experiments.diffts._shared.run_panels`, ``out/chunks`` and
-``out/manifest.json``): rerunning the same command reuses the finished chunks, and the
-results do not depend on the chunking or the executor (``--jobs``, Dask); the trained
-priors stay cached in ``out/priors``.
+Execution: the bandit runs go in resumable chunks of runs, as in every experiment of
+:mod:`vits_ref.experiments.diffts` (its docstring says what a rerun reuses).
 """
 
 import os

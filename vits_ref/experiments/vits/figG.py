@@ -272,11 +272,9 @@ def run(runs=20, rounds=1000, seed=0, out="results/vits-figG", progress=None,
 
     Parameters
     ----------
-    runs, rounds, seed : int
-    out : str
-        Output folder (created).
-    progress : callable or None
-        ``progress(message)`` for status lines.
+    runs, rounds, seed, out, progress
+        As every experiment's ``run`` (:class:`~vits_ref.experiments.Experiment`); ``out``
+        is created, ``progress(message)`` (or None) takes the status lines.
     rewards : sequence of {"linear", "logistic"}
         The panels.
     n_jobs : int

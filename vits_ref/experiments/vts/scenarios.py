@@ -151,11 +151,9 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
 
     Parameters
     ----------
-    runs, rounds, seed : int
-    out : str
-        Output folder (created).
-    progress : callable or None
-        ``progress(message)`` for status lines.
+    runs, rounds, seed, out, progress
+        As every experiment's ``run`` (:class:`~vits_ref.experiments.Experiment`); ``out``
+        is created, ``progress(message)`` (or None) takes the status lines.
     components : sequence of int
         The ``K`` to run (1, the reference, is always run).
     scoring : {"sample_pi", "sample_z", "expected_pi"}
