@@ -46,6 +46,7 @@ import numpy as np
 from .. import _claims
 from .._common import regret_table, write_json
 from .._paired import format_difference, paired_difference, panel_entries
+from ..plotting import plotted
 from . import _shared
 
 NAME = "diffts-synthetic"
@@ -155,14 +156,10 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
     result["late_slopes"] = slopes
     result["cost"] = _cost(result)
     plot_path = os.path.join(out, "regret.png")
-    try:
-        _shared.prior_and_regret_figure(
+    if plotted(lambda: _shared.prior_and_regret_figure(
             {k: (v[0][:500], v[1][:500]) for k, v in scatter.items()}, curves, plot_path,
-            title=f"Kveton et al., Figures 2 and 4: {runs} runs x {rounds} rounds")
+            title=f"Kveton et al., Figures 2 and 4: {runs} runs x {rounds} rounds"), progress):
         result["files"].append(plot_path)
-    except ImportError as exc:
-        if progress:
-            progress(f"no plot written: {exc}")
     write_json(result["files"][1], result)
     return result
 
