@@ -298,10 +298,15 @@ class Engine:
             return None
         return self.model.prior_mean, np.linalg.cholesky(self.model.prior_cov)
 
+    def _diverged(self, step_size, detail=""):
+        """The :class:`~vits_ref.errors.DivergenceError` of this engine after its
+        ``n_obs`` observations, at ``step_size`` (None where it has none)."""
+        return DivergenceError(self.name, self.model.n_obs, step_size, detail=detail)
+
     def _check_finite(self, step_size, *arrays, detail=""):
         for a in arrays:
             if not np.all(np.isfinite(a)):
-                raise DivergenceError(self.name, self.model.n_obs, step_size, detail=detail)
+                raise self._diverged(step_size, detail)
 
     def _refit(self, features, rewards):  # pragma: no cover - abstract
         raise NotImplementedError

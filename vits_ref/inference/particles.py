@@ -16,7 +16,6 @@ import numpy as np
 
 from .. import _validate as val
 from ..drivers import cpu
-from ..errors import DivergenceError
 from . import svgd as _svgd
 from .base import ParticleEngine
 
@@ -153,11 +152,10 @@ class SVGD(ParticleEngine):
             ADAGRAD_FUDGE, self._t, hist, self._G, self._H, self._phi, self._scratch,
             self.model.kernel_scratch(self.n_particles), trace)
         if not ok or not np.all(np.isfinite(X)):
-            raise DivergenceError(
-                self.name, self.model.n_obs, self.step_size,
-                detail="The SVGD direction became non-finite (a step too large for the "
-                       "potential, or particles where it overflows); the particles are "
-                       "unchanged.")
+            raise self._diverged(
+                self.step_size, "The SVGD direction became non-finite (a step too large for "
+                                "the potential, or particles where it overflows); the "
+                                "particles are unchanged.")
         self.particles, self._hist = X, hist
         self._t += n_steps
         self.diagnostics.update(step_size=self.step_size, n_steps=n_steps,
