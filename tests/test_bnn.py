@@ -286,3 +286,19 @@ def test_cuda_bodies_under_simulator():
     # CPU products are BLAS, the simulator runs the loops of kernels/linalg.py: the same
     # sums in another order, a few ulps at these sizes
     assert max_diff_under_cuda_simulator(CUDA_SCRIPT) < 1e-12
+
+
+def test_spawn_and_repr_keep_the_shape_and_prior():
+    """spawn (NetworkModel's, for both network models) gives a model of the same class,
+    shape, prior, capacity and chunk with the new eta and lam and no data; repr names the
+    shape and prior arguments."""
+    m = BNNRegression(3, hidden=4, a0=2.0, b0=0.5, eta=1.5, capacity=4, chunk=8)
+    m.add(np.ones((2, 3)), np.array([0.5, -0.5]))
+    c = BNNClassifier(3, n_classes=4, hidden=5, alpha=2.0, capacity=4, chunk=16)
+    for model, args in ((m, "input_dim=3, hidden=4, a0=2.0, b0=0.5"),
+                        (c, "input_dim=3, n_classes=4, hidden=5, alpha=2.0")):
+        s = model.spawn(0.5, 2.0)
+        assert type(s) is type(model) and s.n_obs == 0 and s.dim == model.dim
+        assert (s.eta, s.lam, s.capacity, s.chunk) == (0.5, 2.0, 4, model.chunk)
+        assert s.layout == model.layout
+        assert repr(s) == f"{type(model).__name__}({args}, eta=0.5)"

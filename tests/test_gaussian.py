@@ -477,3 +477,40 @@ PHI, R = np.ones((3, 2)), np.ones(3)
 def test_bad_input_names_the_argument(fn, args, kwargs, exc, match):
     with pytest.raises(exc, match=match):
         fn(*args, **kwargs)
+
+
+def test_shared_docstring_sections_are_filled_in():
+    """The closed forms' shared Parameters/Raises sections (vits_ref/gaussian/_docstrings.py)
+    are in every public docstring that names them, and no ``{name}`` slot is left."""
+    import re
+
+    from vits_ref.gaussian import divergences
+    from vits_ref.gaussian._docstrings import SECTIONS, fill
+
+    for mod in (g, divergences):
+        for name in mod.__all__:
+            doc = getattr(mod, name).__doc__
+            assert not re.search(r"(?m)^\s*\{\w+\}$", doc), name
+    pair = "    mean_p : array_like, shape (d,)\n        Mean of ``p``."
+    for fn in (g.kl, g.w2, g.w2_squared, g.renyi, g.amari, g.i_divergence):
+        assert "    Parameters\n    ----------\n" + pair in fn.__doc__, fn.__name__
+    assert "    alpha : float\n        The order ``a``" in g.linear_gaussian_renyi_bound.__doc__
+
+    def planted():
+        r"""Top.
+
+        {alpha}
+
+        .. math:: S_2^{-1}
+        """
+
+    doc = fill(planted).__doc__
+    assert "        alpha : float\n            The order" in doc  # indented as the slot
+    assert "S_2^{-1}" in doc  # LaTeX braces are not slots
+    assert SECTIONS["alpha"].split("\n")[0] in doc
+
+    def unknown():
+        """{no_such_section}"""
+
+    with pytest.raises(KeyError):
+        fill(unknown)

@@ -84,3 +84,25 @@ def test_outside_legend_nothing_to_label():
     fig, axes = plotting.figure(1)
     axes[0].plot([0, 1], [0, 1])  # no label
     assert plotting.outside_legend(axes) is None
+
+
+def test_plotted_reports_a_missing_matplotlib_and_nothing_else():
+    """plotted (what every experiment's run calls around its figures): True after a
+    drawing; False and one progress line naming what was not written when the drawing
+    raises ImportError (matplotlib missing); any other error propagates."""
+    said, drawn = [], []
+    assert plotting.plotted(lambda: drawn.append(1), said.append)
+    assert drawn == [1] and said == []
+
+    def missing():
+        raise ImportError("plotting needs matplotlib")
+
+    assert not plotting.plotted(missing, said.append, "arm plot")
+    assert said == ["no arm plot written: plotting needs matplotlib"]
+    assert not plotting.plotted(missing)  # no progress callback: silent
+
+    def broken():
+        raise ValueError("a bug in the figure code")
+
+    with pytest.raises(ValueError, match="bug"):
+        plotting.plotted(broken, said.append)

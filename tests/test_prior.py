@@ -49,6 +49,24 @@ def test_vits_converges_to_the_general_posterior(prior_and_data):
     assert vr.gaussian.kl(eng.mean, eng.cov, mean, cov) < 0.05
 
 
+def test_prior_statistics_are_the_prior_in_information_form(prior_and_data):
+    """``(V0, b0)`` (what OPVI's mini-batches add to the data's statistics): ``(lam I, 0)``
+    for the default prior, ``(inv(Sigma0)/eta, inv(Sigma0) theta0/eta)`` for a general one,
+    unchanged by data and returned as copies."""
+    theta0, Sigma0, X, y = prior_and_data
+    V0, b0 = Linear(3, eta=2.0, lam=0.5).prior_statistics()
+    np.testing.assert_array_equal(V0, 0.5 * np.eye(3))
+    np.testing.assert_array_equal(b0, np.zeros(3))
+    m = Linear(3, eta=4.0, prior_mean=theta0, prior_cov=Sigma0)
+    m.add(X, y)
+    V0, b0 = m.prior_statistics()
+    # inverse and product of a matrix of condition ~ 10: agreement to ~1e-14 relative
+    np.testing.assert_allclose(V0 @ Sigma0, np.eye(3) / 4.0, atol=1e-13)
+    np.testing.assert_allclose(b0, np.linalg.solve(Sigma0, theta0) / 4.0, rtol=1e-12)
+    V0[0, 0] = b0[0] = np.nan
+    assert np.all(np.isfinite(m.prior_statistics()[0]))
+
+
 def test_diagonal_prior_as_vector_and_validation():
     m = Linear(2, prior_cov=np.array([2.0, 0.5]))
     np.testing.assert_allclose(m.prior_cov, np.diag([2.0, 0.5]))

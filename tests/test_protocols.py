@@ -29,7 +29,7 @@ from vits_ref.bandit.protocols import FusedPolicy, Policy
 from vits_ref.drivers.fused import FusedSpec
 from vits_ref.experiments import EXPERIMENTS, Experiment
 from vits_ref.experiments.renyi.mab import RenyiArms, arm_engines
-from vits_ref.inference.base import Diagnostics, Engine, GaussianEngine
+from vits_ref.inference.base import Diagnostics, Engine, GaussianEngine, ParticleEngine
 
 # --------------------------------------------------------------------------- policies
 
@@ -123,9 +123,11 @@ def _subclasses(cls):
         yield from _subclasses(sub)
 
 
+# the abstract bases (a Gaussian, a particle cloud) are not engines
 ENGINE_CLASSES = sorted({c for c in _subclasses(Engine)
                          if c.__module__.startswith("vits_ref.inference")
-                         and not c.__name__.startswith("_") and c is not GaussianEngine},
+                         and not c.__name__.startswith("_")
+                         and c not in (GaussianEngine, ParticleEngine)},
                         key=lambda c: c.__name__)
 
 

@@ -66,17 +66,31 @@ def reverse_mean(prior, t, s):
     return out
 
 
-def reverse_chain(prior, z):
-    """Prior draws from the normals ``z`` (n, T + 1, d): the plain reverse chain."""
+def _draws(driver, prior, z, inputs):
+    """``(draws (n, d), ok (n,))`` of a chain driver that marks each draw finite or not:
+    ``driver(prior.eps_bodies)(coef, eps_params, *inputs(chain_arrays), z, out,
+    scratch_rows, ok)``; ``inputs`` is called after ``z`` is checked."""
     z = _z(prior, z)
     n = z.shape[0]
     ca = prior.chain_arrays()
     out = np.empty((n, prior.dim))
     ok = np.zeros(n, dtype=np.bool_)
-    cpu.diffusion_chain(prior.eps_bodies)(ca.coef, prior.eps_params, ca.prec_chol,
-                                          ca.start_mean, ca.start_chol, z, out,
-                                          scratch_rows(prior, n), ok)
+    driver(prior.eps_bodies)(ca.coef, prior.eps_params, *inputs(ca), z, out,
+                             scratch_rows(prior, n), ok)
+    return out, ok
+
+
+def _contiguous(*arrays):
+    """The arrays as C-contiguous float64 (what the compiled drivers take)."""
+    return tuple(np.ascontiguousarray(a, dtype=np.float64) for a in arrays)
+
+
+def reverse_chain(prior, z):
+    """Prior draws from the normals ``z`` (n, T + 1, d): the plain reverse chain."""
+    out, ok = _draws(cpu.diffusion_chain, prior, z,
+                     lambda ca: (ca.prec_chol, ca.start_mean, ca.start_chol))
     if not ok.all():
+        n = ok.shape[0]
         raise DivergenceError(f"{type(prior).__name__} reverse chain", 0, None,
                               detail=f"{int((~ok).sum())} of {n} draws are not finite: "
                                      f"check the prior's eps parameters.")
@@ -95,16 +109,8 @@ def laplace_linear(prior, G, h, w, z):
     ``G = sum phi phi^T`` (d, d), ``h = sum phi y`` (d,), ``w = sigma^-2``; ``z``
     (n, T + 1, d). Returns ``(draws (n, d), ok (n,))``.
     """
-    z = _z(prior, z)
-    n = z.shape[0]
-    ca = prior.chain_arrays()
-    out = np.empty((n, prior.dim))
-    ok = np.zeros(n, dtype=np.bool_)
-    cpu.diffusion_laplace_linear(prior.eps_bodies)(
-        ca.coef, prior.eps_params, ca.prec, ca.start_prec, ca.start_b,
-        np.ascontiguousarray(G, dtype=np.float64), np.ascontiguousarray(h, dtype=np.float64),
-        float(w), z, out, scratch_rows(prior, n), ok)
-    return out, ok
+    return _draws(cpu.diffusion_laplace_linear, prior, z,
+                  lambda ca: (ca.prec, ca.start_prec, ca.start_b, *_contiguous(G, h), float(w)))
 
 
 def laplace_glm(prior, potential, data, pscratch, z, tol=1e-8, max_iter=100):
@@ -132,16 +138,8 @@ def laplace_glm(prior, potential, data, pscratch, z, tol=1e-8, max_iter=100):
 def dps_linear(prior, G, h, syy, z):
     """DPS draws for the linear model (Algorithm 4 of Kveton et al.) from the statistics
     ``G = sum phi phi^T``, ``h = sum phi y``, ``syy = sum y^2``. Returns ``(draws, ok)``."""
-    z = _z(prior, z)
-    n = z.shape[0]
-    ca = prior.chain_arrays()
-    out = np.empty((n, prior.dim))
-    ok = np.zeros(n, dtype=np.bool_)
-    cpu.diffusion_dps(prior.eps_bodies)(
-        ca.coef, prior.eps_params, ca.start_mean, ca.start_chol,
-        np.ascontiguousarray(G, dtype=np.float64), np.ascontiguousarray(h, dtype=np.float64),
-        float(syy), z, out, scratch_rows(prior, n), ok)
-    return out, ok
+    return _draws(cpu.diffusion_dps, prior, z,
+                  lambda ca: (ca.start_mean, ca.start_chol, *_contiguous(G, h), float(syy)))
 
 
 def run_linear_bandit(prior, contexts, means, rewards, sigma=1.0, z=None, seeds=None,

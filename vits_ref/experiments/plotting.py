@@ -169,3 +169,19 @@ def has_band(curves):
 
     return any(np.isfinite(np.asarray(se, dtype=float)).any() for _, se in curves.values())
 
+
+
+def plotted(draw, progress=None, what="plot"):
+    """Call ``draw()``, which writes a figure; whether it did.
+
+    Without matplotlib (the ``plot`` extra) an experiment still writes its CSV and JSON:
+    the ``ImportError`` is caught, ``progress("no <what> written: <why>")`` is told (when
+    given) and False returned, so the caller leaves the figure out of ``result["files"]``.
+    """
+    try:
+        draw()
+    except ImportError as exc:
+        if progress:
+            progress(f"no {what} written: {exc}")
+        return False
+    return True

@@ -14,6 +14,7 @@ import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
 
 from .._validate import float_array, positive_float, spd_matrix
+from ._docstrings import fill
 from ._spd import chol as _chol
 from ._spd import finite_result as _finite
 from ._spd import inv_from_chol as _inv_from_chol
@@ -85,19 +86,11 @@ def _features_rewards(features, rewards):
 # divergences
 # ---------------------------------------------------------------------------------------
 
+@fill
 def kl(mean_p, cov_p, mean_q, cov_q):
     r"""Kullback-Leibler divergence ``KL(p || q)`` between two Gaussians.
 
-    Parameters
-    ----------
-    mean_p : array_like, shape (d,)
-        Mean of ``p``.
-    cov_p : array_like, shape (d, d)
-        Covariance of ``p``, symmetric positive definite.
-    mean_q : array_like, shape (d,)
-        Mean of ``q``.
-    cov_q : array_like, shape (d, d)
-        Covariance of ``q``, symmetric positive definite.
+    {pair_parameters}
 
     Returns
     -------
@@ -153,19 +146,11 @@ def kl(mean_p, cov_p, mean_q, cov_q):
     return _finite("KL(p || q)", value)  # an overflowed term was a silent inf
 
 
+@fill
 def w2_squared(mean_p, cov_p, mean_q, cov_q):
     r"""Squared 2-Wasserstein distance between two Gaussians.
 
-    Parameters
-    ----------
-    mean_p : array_like, shape (d,)
-        Mean of ``p``.
-    cov_p : array_like, shape (d, d)
-        Covariance of ``p``, symmetric positive definite.
-    mean_q : array_like, shape (d,)
-        Mean of ``q``.
-    cov_q : array_like, shape (d, d)
-        Covariance of ``q``, symmetric positive definite.
+    {pair_parameters}
 
     Returns
     -------
@@ -205,19 +190,11 @@ def w2_squared(mean_p, cov_p, mean_q, cov_q):
     return _finite("W2^2", float(diff @ diff) + bures)
 
 
+@fill
 def w2(mean_p, cov_p, mean_q, cov_q):
     r"""2-Wasserstein distance between two Gaussians (not squared).
 
-    Parameters
-    ----------
-    mean_p : array_like, shape (d,)
-        Mean of ``p``.
-    cov_p : array_like, shape (d, d)
-        Covariance of ``p``, symmetric positive definite.
-    mean_q : array_like, shape (d,)
-        Mean of ``q``.
-    cov_q : array_like, shape (d, d)
-        Covariance of ``q``, symmetric positive definite.
+    {pair_parameters}
 
     Returns
     -------

@@ -39,6 +39,7 @@ from scipy.linalg import eigh, solve_triangular
 from scipy.special import gammaln
 
 from .._validate import float_array, positive_float, spd_matrix
+from ._docstrings import fill
 from ._spd import chol as _chol
 from ._spd import inv_from_chol as _inv_from_chol
 from ._spd import logdet as _logdet
@@ -173,21 +174,12 @@ def _exprel(x):
 # the divergence family
 # ---------------------------------------------------------------------------------------
 
+@fill
 def log_i_divergence(mean_p, cov_p, mean_q, cov_q, alpha):
     r"""Logarithm of the I-divergence ``log int p^a q^(1-a) ds`` between two Gaussians.
 
-    Parameters
-    ----------
-    mean_p : array_like, shape (d,)
-        Mean of ``p``.
-    cov_p : array_like, shape (d, d)
-        Covariance of ``p``, symmetric positive definite.
-    mean_q : array_like, shape (d,)
-        Mean of ``q``.
-    cov_q : array_like, shape (d, d)
-        Covariance of ``q``, symmetric positive definite.
-    alpha : float
-        The order ``a``, any finite real number.
+    {pair_parameters}
+    {alpha}
 
     Returns
     -------
@@ -195,13 +187,7 @@ def log_i_divergence(mean_p, cov_p, mean_q, cov_q, alpha):
         ``log I_a``: ``<= 0`` for ``0 <= a <= 1`` (``0`` at ``a`` in ``{0, 1}``), ``>= 0``
         outside; ``inf`` where the integral diverges (see Notes).
 
-    Raises
-    ------
-    TypeError
-        If ``alpha`` is not a real number.
-    ValueError
-        If ``alpha`` or an array is non-finite, a shape is wrong, or a covariance is not
-        symmetric positive definite.
+    {alpha_raises}
 
     Notes
     -----
@@ -237,21 +223,12 @@ def log_i_divergence(mean_p, cov_p, mean_q, cov_q, alpha):
     return a * _reduced(u, z, a) * (a - 1.0)
 
 
+@fill
 def i_divergence(mean_p, cov_p, mean_q, cov_q, alpha):
     r"""I-divergence ``int p^a q^(1-a) ds`` between two Gaussians.
 
-    Parameters
-    ----------
-    mean_p : array_like, shape (d,)
-        Mean of ``p``.
-    cov_p : array_like, shape (d, d)
-        Covariance of ``p``, symmetric positive definite.
-    mean_q : array_like, shape (d,)
-        Mean of ``q``.
-    cov_q : array_like, shape (d, d)
-        Covariance of ``q``, symmetric positive definite.
-    alpha : float
-        The order ``a``, any finite real number.
+    {pair_parameters}
+    {alpha}
 
     Returns
     -------
@@ -259,13 +236,7 @@ def i_divergence(mean_p, cov_p, mean_q, cov_q, alpha):
         ``I_a = exp(log_i_divergence(...))``: in ``(0, 1]`` for ``0 <= a <= 1``, ``>= 1``
         outside; ``inf`` where the integral diverges or overflows.
 
-    Raises
-    ------
-    TypeError
-        If ``alpha`` is not a real number.
-    ValueError
-        If ``alpha`` or an array is non-finite, a shape is wrong, or a covariance is not
-        symmetric positive definite.
+    {alpha_raises}
 
     Notes
     -----
@@ -283,21 +254,12 @@ def i_divergence(mean_p, cov_p, mean_q, cov_q, alpha):
         return float(np.exp(log_i_divergence(mean_p, cov_p, mean_q, cov_q, alpha)))
 
 
+@fill
 def renyi(mean_p, cov_p, mean_q, cov_q, alpha):
     r"""Rényi divergence ``D_a(p || q) = log(int p^a q^(1-a)) / (a - 1)`` between Gaussians.
 
-    Parameters
-    ----------
-    mean_p : array_like, shape (d,)
-        Mean of ``p``.
-    cov_p : array_like, shape (d, d)
-        Covariance of ``p``, symmetric positive definite.
-    mean_q : array_like, shape (d,)
-        Mean of ``q``.
-    cov_q : array_like, shape (d, d)
-        Covariance of ``q``, symmetric positive definite.
-    alpha : float
-        The order ``a``, any finite real number.
+    {pair_parameters}
+    {alpha}
 
     Returns
     -------
@@ -306,13 +268,7 @@ def renyi(mean_p, cov_p, mean_q, cov_q, alpha):
         ``a = 1`` gives ``KL(p || q)`` and ``a = 0`` gives ``0``. Where the integral
         diverges the value is ``+inf`` for ``a > 1`` and ``-inf`` for ``a < 0``.
 
-    Raises
-    ------
-    TypeError
-        If ``alpha`` is not a real number.
-    ValueError
-        If ``alpha`` or an array is non-finite, a shape is wrong, or a covariance is not
-        symmetric positive definite.
+    {alpha_raises}
 
     Notes
     -----
@@ -357,21 +313,12 @@ def renyi(mean_p, cov_p, mean_q, cov_q, alpha):
     return a * _reduced(u, z, a)
 
 
+@fill
 def tsallis(mean_p, cov_p, mean_q, cov_q, alpha):
     r"""Tsallis divergence ``(int p^a q^(1-a) - 1) / (a - 1)`` between two Gaussians.
 
-    Parameters
-    ----------
-    mean_p : array_like, shape (d,)
-        Mean of ``p``.
-    cov_p : array_like, shape (d, d)
-        Covariance of ``p``, symmetric positive definite.
-    mean_q : array_like, shape (d,)
-        Mean of ``q``.
-    cov_q : array_like, shape (d, d)
-        Covariance of ``q``, symmetric positive definite.
-    alpha : float
-        The order ``a``, any finite real number.
+    {pair_parameters}
+    {alpha}
 
     Returns
     -------
@@ -380,13 +327,7 @@ def tsallis(mean_p, cov_p, mean_q, cov_q, alpha):
         at ``a = 1``, ``0`` at ``a = 0``. Where the integral diverges or overflows the
         value is ``+inf`` for ``a > 1`` and ``-inf`` for ``a < 0``.
 
-    Raises
-    ------
-    TypeError
-        If ``alpha`` is not a real number.
-    ValueError
-        If ``alpha`` or an array is non-finite, a shape is wrong, or a covariance is not
-        symmetric positive definite.
+    {alpha_raises}
 
     Notes
     -----
@@ -419,21 +360,12 @@ def tsallis(mean_p, cov_p, mean_q, cov_q, alpha):
     return a * r * _exprel(a * r * (a - 1.0))  # a r first: see log_i_divergence
 
 
+@fill
 def amari(mean_p, cov_p, mean_q, cov_q, alpha):
     r"""Amari's alpha-divergence ``4/(1 - a^2) (1 - int p^((1+a)/2) q^((1-a)/2))``.
 
-    Parameters
-    ----------
-    mean_p : array_like, shape (d,)
-        Mean of ``p``.
-    cov_p : array_like, shape (d, d)
-        Covariance of ``p``, symmetric positive definite.
-    mean_q : array_like, shape (d,)
-        Mean of ``q``.
-    cov_q : array_like, shape (d, d)
-        Covariance of ``q``, symmetric positive definite.
-    alpha : float
-        The order ``a``, any finite real number.
+    {pair_parameters}
+    {alpha}
 
     Returns
     -------
@@ -442,13 +374,7 @@ def amari(mean_p, cov_p, mean_q, cov_q, alpha):
         ``KL(q || p)`` at ``a = -1``; ``inf`` where the integral diverges
         (``|a| > 1`` only).
 
-    Raises
-    ------
-    TypeError
-        If ``alpha`` is not a real number.
-    ValueError
-        If ``alpha`` or an array is non-finite, a shape is wrong, or a covariance is not
-        symmetric positive definite.
+    {alpha_raises}
 
     Notes
     -----
@@ -544,37 +470,19 @@ def _log_evidence(o, X, prior_cov, noise_cov):
     return -0.5 * (o.shape[0] * _LOG_2PI + _logdet(chol) + float(r @ r))
 
 
+@fill
 def linear_gaussian_log_evidence(o, X, prior_cov, noise_cov, *, gamma_prior=None):
     r"""Log evidence ``log p(o)`` of the linear-Gaussian model of the Rényi appendix B.
 
-    Parameters
-    ----------
-    o : array_like, shape (n,)
-        The observation vector (``n >= 1``).
-    X : array_like, shape (n, d)
-        Design matrix: ``E[o | s] = X s``. The appendix's scalar ``s`` with a vector
-        ``x`` is ``d = 1``, ``X = x[:, None]``.
-    prior_cov : array_like, shape (d, d)
-        Prior covariance ``Sigma_p`` of ``s`` (prior mean 0), symmetric positive definite.
-        With ``gamma_prior`` it is the conditional covariance ``(lambda_p sigma_p)^-1``.
-    noise_cov : array_like, shape (n, n)
-        Observation noise covariance ``Sigma_l``, symmetric positive definite.
-    gamma_prior : tuple (shape, rate, precision) or None, default None
-        Appendix B.1's Gamma prior on the prior precision scale, ``lambda_p ~
-        Gam(alpha_p, beta_p)`` (rate ``beta_p``), evaluated at the fixed value
-        ``lambda_p = precision``: the target becomes ``p(o, s, lambda_p)`` and
-        ``log Gam(lambda_p; alpha_p, beta_p)`` (eq. 64) is added. ``None`` leaves it out.
+    {model_parameters}
+    {gamma_prior}
 
     Returns
     -------
     float
         ``log N(o; 0, noise_cov + X prior_cov X^T)`` (plus the Gamma term if given).
 
-    Raises
-    ------
-    TypeError, ValueError
-        On non-numeric, non-finite or wrongly shaped input, or a covariance that is not
-        symmetric positive definite; the message names the argument.
+    {model_raises}
 
     Notes
     -----
@@ -593,41 +501,20 @@ def linear_gaussian_log_evidence(o, X, prior_cov, noise_cov, *, gamma_prior=None
     return _log_evidence(o, X, prior_cov, noise_cov) + _log_gamma_prior(gamma_prior)
 
 
+@fill
 def linear_gaussian_elbo(o, X, prior_cov, noise_cov, mean_q, cov_q, *, gamma_prior=None):
     r"""Negative variational free energy ``E_q[log p(o, s) - log q(s)]`` (Rényi appendix B.1).
 
-    Parameters
-    ----------
-    o : array_like, shape (n,)
-        The observation vector (``n >= 1``).
-    X : array_like, shape (n, d)
-        Design matrix: ``E[o | s] = X s``. The appendix's scalar ``s`` with a vector
-        ``x`` is ``d = 1``, ``X = x[:, None]``.
-    prior_cov : array_like, shape (d, d)
-        Prior covariance ``Sigma_p`` of ``s`` (prior mean 0), symmetric positive definite.
-        With ``gamma_prior`` it is the conditional covariance ``(lambda_p sigma_p)^-1``.
-    noise_cov : array_like, shape (n, n)
-        Observation noise covariance ``Sigma_l``, symmetric positive definite.
-    mean_q : array_like, shape (d,)
-        Mean ``mu_q`` of the Gaussian ``q(s)``.
-    cov_q : array_like, shape (d, d)
-        Covariance ``Sigma_q`` of ``q(s)``, symmetric positive definite.
-    gamma_prior : tuple (shape, rate, precision) or None, default None
-        Appendix B.1's Gamma prior on the prior precision scale, ``lambda_p ~
-        Gam(alpha_p, beta_p)`` (rate ``beta_p``), evaluated at the fixed value
-        ``lambda_p = precision``: the target becomes ``p(o, s, lambda_p)`` and
-        ``log Gam(lambda_p; alpha_p, beta_p)`` (eq. 64) is added. ``None`` leaves it out.
+    {model_parameters}
+    {model_q}
+    {gamma_prior}
 
     Returns
     -------
     float
         ``ELBO(q) = -KL[q(s) || p(s, o)] = log p(o) - KL(q || p(s | o)) <= log p(o)``.
 
-    Raises
-    ------
-    TypeError, ValueError
-        On non-numeric, non-finite or wrongly shaped input, or a covariance that is not
-        symmetric positive definite; the message names the argument.
+    {model_raises}
 
     Notes
     -----
@@ -675,33 +562,15 @@ def linear_gaussian_elbo(o, X, prior_cov, noise_cov, mean_q, cov_q, *, gamma_pri
     return value + _log_gamma_prior(gamma_prior)
 
 
+@fill
 def linear_gaussian_renyi_bound(o, X, prior_cov, noise_cov, mean_q, cov_q, alpha, *,
                                 gamma_prior=None):
     r"""Rényi variational bound ``L_a(q)`` of the linear-Gaussian model (Rényi appendix B.2).
 
-    Parameters
-    ----------
-    o : array_like, shape (n,)
-        The observation vector (``n >= 1``).
-    X : array_like, shape (n, d)
-        Design matrix: ``E[o | s] = X s``. The appendix's scalar ``s`` with a vector
-        ``x`` is ``d = 1``, ``X = x[:, None]``.
-    prior_cov : array_like, shape (d, d)
-        Prior covariance ``Sigma_p`` of ``s`` (prior mean 0), symmetric positive definite.
-        With ``gamma_prior`` it is the conditional covariance ``(lambda_p sigma_p)^-1``.
-    noise_cov : array_like, shape (n, n)
-        Observation noise covariance ``Sigma_l``, symmetric positive definite.
-    mean_q : array_like, shape (d,)
-        Mean ``mu_q`` of the Gaussian ``q(s)``.
-    cov_q : array_like, shape (d, d)
-        Covariance ``Sigma_q`` of ``q(s)``, symmetric positive definite.
-    alpha : float
-        The order ``a``, any finite real number.
-    gamma_prior : tuple (shape, rate, precision) or None, default None
-        Appendix B.1's Gamma prior on the prior precision scale, ``lambda_p ~
-        Gam(alpha_p, beta_p)`` (rate ``beta_p``), evaluated at the fixed value
-        ``lambda_p = precision``: the target becomes ``p(o, s, lambda_p)`` and
-        ``log Gam(lambda_p; alpha_p, beta_p)`` (eq. 64) is added. ``None`` leaves it out.
+    {model_parameters}
+    {model_q}
+    {alpha}
+    {gamma_prior}
 
     Returns
     -------
@@ -712,11 +581,7 @@ def linear_gaussian_renyi_bound(o, X, prior_cov, noise_cov, mean_q, cov_q, alpha
         the expectation diverges the value is ``-inf`` for ``a > 1`` and ``+inf`` for
         ``a < 0``.
 
-    Raises
-    ------
-    TypeError, ValueError
-        On non-numeric, non-finite or wrongly shaped input, or a covariance that is not
-        symmetric positive definite; the message names the argument.
+    {model_raises}
 
     Notes
     -----

@@ -34,6 +34,7 @@ seeding from it).
 The policies' structural contract is :class:`vits_ref.bandit.protocols.Policy`.
 """
 
+import math
 import warnings
 
 import numpy as np
@@ -297,10 +298,15 @@ class Engine:
             return None
         return self.model.prior_mean, np.linalg.cholesky(self.model.prior_cov)
 
+    def _diverged(self, step_size, detail=""):
+        """The :class:`~vits_ref.errors.DivergenceError` of this engine after its
+        ``n_obs`` observations, at ``step_size`` (None where it has none)."""
+        return DivergenceError(self.name, self.model.n_obs, step_size, detail=detail)
+
     def _check_finite(self, step_size, *arrays, detail=""):
         for a in arrays:
             if not np.all(np.isfinite(a)):
-                raise DivergenceError(self.name, self.model.n_obs, step_size, detail=detail)
+                raise self._diverged(step_size, detail)
 
     def _refit(self, features, rewards):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -385,3 +391,29 @@ class GaussianEngine(Engine):
                              f"{self.model.name!r} model has none (only model='linear' does)")
         mean_p, cov_p = posterior()
         return kl(self.mean, self.cov, mean_p, cov_p)
+
+
+class ParticleEngine(GaussianEngine):
+    """An engine whose posterior is ``n_particles`` equally weighted particles, the rows of
+    ``particles`` (n_particles, dim): :meth:`sample` picks particles with replacement and
+    :attr:`mean` is theirs; :attr:`cov` is the subclass's (the particle measure's moments,
+    or the chains' sample covariance)."""
+
+    def _prior_particles(self):
+        """``n_particles`` prior draws from the update stream: ``z / sqrt(lam eta)`` for the
+        default prior ``N(0, I/(lam eta))``, else ``m0 + z B0^T`` (:meth:`_prior_start`)."""
+        z = self._rng_update.standard_normal((self.n_particles, self.dim))
+        start = self._prior_start()
+        if start is None:
+            return z / math.sqrt(self.lam * self.eta)
+        mean, B0 = start
+        return np.ascontiguousarray(mean + z @ B0.T)
+
+    def _sample(self, n):
+        idx = self._rng_sample.integers(0, self.n_particles, size=n)
+        return self.particles[idx].copy()
+
+    @property
+    def mean(self):
+        """The particles' mean, shape ``(dim,)``."""
+        return self.particles.mean(axis=0)

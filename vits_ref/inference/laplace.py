@@ -12,7 +12,6 @@ from scipy.linalg import solve_triangular
 from .. import _validate as val
 from ..drivers import cpu
 from ..drivers.fused import FusedSpec, thompson_noise, thompson_noise_chunks
-from ..errors import DivergenceError
 from ..kernels import logistic_bandit as klogb
 from ..kernels.newton import CONVERGED, FAILED
 from .base import GaussianEngine
@@ -121,12 +120,10 @@ class Laplace(GaussianEngine):
                                   theta, self.tol, self.max_iter, H, L,
                                   self.model.kernel_scratch(1))
         if status == FAILED or not (np.all(np.isfinite(theta)) and np.all(np.isfinite(L))):
-            raise DivergenceError(
-                self.name, self.model.n_obs, None,
-                detail=f"The IRLS/Newton fit of the "
-                       f"{self.model.name} model produced a non-finite value or a Hessian "
-                       f"that is not positive definite after {it} iterations: check the "
-                       f"scale of the features or increase lam.")
+            raise self._diverged(
+                None, f"The IRLS/Newton fit of the {self.model.name} model produced a "
+                      f"non-finite value or a Hessian that is not positive definite after "
+                      f"{it} iterations: check the scale of the features or increase lam.")
         converged = status == CONVERGED
         self.theta, self.H, self.L = theta, H, L
         self.diagnostics.update(newton_iterations=int(it), converged=converged)

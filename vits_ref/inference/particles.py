@@ -16,9 +16,8 @@ import numpy as np
 
 from .. import _validate as val
 from ..drivers import cpu
-from ..errors import DivergenceError
 from . import svgd as _svgd
-from .base import GaussianEngine
+from .base import ParticleEngine
 
 OPTIMIZERS = ("adagrad", "sgd")
 #: AdaGrad of Liu & Wang's ``svgd.py``: ``alpha = 0.9`` (decay of the historical squared
@@ -29,7 +28,7 @@ ADAGRAD_FUDGE = 1e-6
 PAPER_PRIOR_WEIGHT = "6/(pi^2 t^2)"
 
 
-class SVGD(GaussianEngine):
+class SVGD(ParticleEngine):
     r"""Stein variational gradient descent on the full potential, warm-started each update.
 
     Parameters
@@ -134,12 +133,7 @@ class SVGD(GaussianEngine):
                 raise ValueError(f"model.sample_prior returned shape {X.shape}, "
                                  f"expected {(n, d)}")
             return np.ascontiguousarray(X)
-        z = self._rng_update.standard_normal((n, d))
-        start = self._prior_start()
-        if start is None:  # N(0, I/(lam eta))
-            return z / math.sqrt(self.lam * self.eta)
-        mean, B0 = start
-        return np.ascontiguousarray(mean + z @ B0.T)
+        return self._prior_particles()
 
     def _params(self):
         return {**super()._params(), "n_particles": self.n_particles,
@@ -158,11 +152,10 @@ class SVGD(GaussianEngine):
             ADAGRAD_FUDGE, self._t, hist, self._G, self._H, self._phi, self._scratch,
             self.model.kernel_scratch(self.n_particles), trace)
         if not ok or not np.all(np.isfinite(X)):
-            raise DivergenceError(
-                self.name, self.model.n_obs, self.step_size,
-                detail="The SVGD direction became non-finite (a step too large for the "
-                       "potential, or particles where it overflows); the particles are "
-                       "unchanged.")
+            raise self._diverged(
+                self.step_size, "The SVGD direction became non-finite (a step too large for "
+                                "the potential, or particles where it overflows); the "
+                                "particles are unchanged.")
         self.particles, self._hist = X, hist
         self._t += n_steps
         self.diagnostics.update(step_size=self.step_size, n_steps=n_steps,
@@ -171,16 +164,7 @@ class SVGD(GaussianEngine):
     def _refit(self, features, rewards):
         self._steps(self.model.kernel_data(), self.n_steps, self.repulsion)
 
-    # -- protocol -----------------------------------------------------------------------
-    def _sample(self, n):
-        idx = self._rng_sample.integers(0, self.n_particles, size=n)
-        return self.particles[idx].copy()
-
-    @property
-    def mean(self):
-        """The particles' mean."""
-        return self.particles.mean(axis=0)
-
+    # -- protocol (sample and mean: ParticleEngine's) -----------------------------------
     @property
     def cov(self):
         """The particles' covariance ``1/n sum_i (x_i - mean)(x_i - mean)^T`` (the moments
@@ -331,13 +315,7 @@ class _LinearHistory:
 
     def __init__(self, model, capacity=256):
         self.eta = model.eta
-        if model.prior_cov is None:
-            self.V0 = model.lam * np.eye(model.dim)
-            self.b0 = np.zeros(model.dim)
-        else:
-            self.V0 = np.linalg.inv(model.prior_cov) / model.eta
-            self.V0 = 0.5 * (self.V0 + self.V0.T)
-            self.b0 = self.V0 @ model.prior_mean
+        self.V0, self.b0 = model.prior_statistics()
         self.X = np.empty((capacity, model.dim))
         self.r = np.empty(capacity)
         self.n = 0

@@ -10,10 +10,10 @@ import numpy as np
 
 from .. import _validate as val
 from ..drivers import cpu
-from .base import GaussianEngine
+from .base import ParticleEngine
 
 
-class SGLD(GaussianEngine):
+class SGLD(ParticleEngine):
     r"""Stochastic-gradient Langevin dynamics on mini-batches, several chains at once.
 
     Parameters
@@ -117,11 +117,7 @@ class SGLD(GaussianEngine):
         if callable(init):
             return np.ascontiguousarray(init(self.n_particles, seed=self._rng_update),
                                         dtype=np.float64)
-        z = self._rng_update.standard_normal((self.n_particles, self.dim))
-        start = self._prior_start()
-        if start is None:
-            return z / math.sqrt(self.lam * self.eta)
-        return start[0] + z @ start[1].T
+        return self._prior_particles()
 
     def step_size_at(self, t):
         """``h_t``: ``a``, or ``a (b + t)^-gamma`` under ``schedule="polynomial"``."""
@@ -157,15 +153,6 @@ class SGLD(GaussianEngine):
 
     def _refit(self, features, rewards):
         self.run(self.n_steps)
-
-    def _sample(self, n):
-        pick = self._rng_sample.integers(0, self.n_particles, size=n)
-        return self.particles[pick].copy()
-
-    @property
-    def mean(self):
-        """The chains' mean (dim,)."""
-        return self.particles.mean(axis=0)
 
     @property
     def cov(self):

@@ -10,7 +10,6 @@ import numpy as np
 from .. import _validate as val
 from ..drivers import cpu
 from ..drivers.fused import FusedSpec, thompson_noise, thompson_noise_chunks
-from ..errors import DivergenceError
 from ..kernels import logistic_bandit as klogb
 from ..kernels import vits as kvits
 from ..kernels.vits import VARIANT_HF, VARIANT_HF_CV, VARIANT_I, VARIANT_II
@@ -167,8 +166,7 @@ class VITS(GaussianEngine):
             try:
                 h, K = theoretical_step(self.model.V, self.eta, self.horizon, self.R)
             except ValueError as err:
-                raise DivergenceError(self.name, self.model.n_obs, None, detail=str(err)
-                                      + "; the features are too large") from None
+                raise self._diverged(None, str(err) + "; the features are too large") from None
             if K > self.max_steps:
                 self.diagnostics["capped_rounds"] += 1
                 K = self.max_steps
@@ -189,12 +187,10 @@ class VITS(GaussianEngine):
         self._check_finite(h, self.mu, self.B, self.C)
         big = float(np.abs(self.B).max())
         if big > self._max_abs_B:
-            raise DivergenceError(
-                self.name, self.model.n_obs, h,
-                detail=f"The square root B left its stable range: max |B| = {big:.3g} "
-                       f"exceeds 1e6 times the prior's standard deviation "
-                       f"({self._max_abs_B:.3g}); the covariance B B^T never exceeds the "
-                       f"prior's.")
+            raise self._diverged(
+                h, f"The square root B left its stable range: max |B| = {big:.3g} exceeds "
+                   f"1e6 times the prior's standard deviation ({self._max_abs_B:.3g}); the "
+                   f"covariance B B^T never exceeds the prior's.")
 
     def fused(self, kl=False):
         """The fused loop's spec on the linear or logistic model with the default prior,

@@ -72,18 +72,38 @@ class History:
 class NetworkModel(History, Model):
     """Base of the gradient-only network potentials on a growing history.
 
-    A subclass sets ``potential``, ``dim``, ``eta``, ``chunk``, ``_what`` (the model in
-    messages) and defines ``_shape_data()`` (the ``data`` entries between ``y`` and the
-    weights) and ``_scratch_widths()`` (the widths of the scratch's ``(R, width)`` arrays).
+    A subclass sets ``potential``, ``_what`` (the model in messages) and
+    ``_shape_args`` (the constructor's arguments that fix the shape and the prior, set as
+    attributes of the same names), validates those and sets ``dim``, then calls
+    :meth:`_init_network`; it defines ``_shape_data()`` (the ``data`` entries between ``y``
+    and the weights) and ``_scratch_widths()`` (the widths of the scratch's
+    ``(R, width)`` arrays).
     """
 
     #: how messages name the model
     _what = "network"
+    #: the constructor's arguments, besides eta, lam, capacity and chunk (see spawn)
+    _shape_args = ()
 
-    def _init_scratch(self):
+    def _init_network(self, eta, lam, capacity, chunk):
+        """Validate and set what every network model takes; allocate the history and the
+        scratch (``dim`` and the shape arguments are set)."""
+        self.eta = val.positive_float(eta, "eta")
+        self.lam = val.positive_float(lam, "lam")
+        self.chunk = val.positive_int(chunk, "chunk")
+        self._init_history(capacity)
         self._rows = 0
         self._scratch = None
         self.kernel_scratch(1)
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._shape_args + ("eta",))
+        return f"{type(self).__name__}({args})"
+
+    def spawn(self, eta, lam):
+        """A model of the same shape and prior, no data."""
+        return type(self)(**{k: getattr(self, k) for k in self._shape_args}, eta=eta,
+                          lam=lam, capacity=self.capacity, chunk=self.chunk)
 
     # -- kernel interface ---------------------------------------------------------------
     def kernel_data(self, prior=True):

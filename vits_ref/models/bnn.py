@@ -79,6 +79,7 @@ class BNNRegression(NetworkModel):
     name = "bnn"
     potential = POTENTIAL
     _what = "BNN regression"
+    _shape_args = ("input_dim", "hidden", "a0", "b0")
 
     def __init__(self, input_dim, hidden=50, a0=1.0, b0=0.1, eta=1.0, lam=1.0, capacity=1024,
                  chunk=CHUNK):
@@ -86,9 +87,6 @@ class BNNRegression(NetworkModel):
         self.hidden = val.positive_int(hidden, "hidden")
         self.a0 = val.positive_float(a0, "a0")
         self.b0 = val.positive_float(b0, "b0")
-        self.eta = val.positive_float(eta, "eta")
-        self.lam = val.positive_float(lam, "lam")
-        self.chunk = val.positive_int(chunk, "chunk")
         p, h = self.input_dim, self.hidden
         self.n_network = h * (p + 2) + 1
         self.dim = self.n_network + 2
@@ -98,12 +96,7 @@ class BNNRegression(NetworkModel):
                        "log_gamma": (self.dim - 2, self.dim - 1, ()),
                        "log_lambda": (self.dim - 1, self.dim, ())}
         self._widths = np.array([h], dtype=np.int64)
-        self._init_history(capacity)
-        self._init_scratch()
-
-    def __repr__(self):
-        return (f"BNNRegression(input_dim={self.input_dim}, hidden={self.hidden}, "
-                f"a0={self.a0!r}, b0={self.b0!r}, eta={self.eta!r})")
+        self._init_network(eta, lam, capacity, chunk)
 
     # -- data -----------------------------------------------------------------------------
     def add(self, features, rewards):
@@ -136,11 +129,6 @@ class BNNRegression(NetworkModel):
         """``F[m, s] = f_{theta_m}(X[s])`` for the rows of ``thetas`` (M, dim)."""
         thetas = self._thetas(thetas)
         return np.stack([self.predict(t, X) for t in thetas])
-
-    def spawn(self, eta, lam):
-        """A model of the same shape and priors, no data."""
-        return BNNRegression(self.input_dim, hidden=self.hidden, a0=self.a0, b0=self.b0,
-                             eta=eta, lam=lam, capacity=self.capacity, chunk=self.chunk)
 
     # -- parameters ---------------------------------------------------------------------
     def unpack(self, theta):

@@ -78,6 +78,7 @@ class BNNClassifier(NetworkModel):
     name = "bnn_classifier"
     potential = POTENTIAL
     _what = "BNN classifier"
+    _shape_args = ("input_dim", "n_classes", "hidden", "alpha")
 
     def __init__(self, input_dim, n_classes=2, hidden=100, alpha=1.0, eta=1.0, lam=1.0,
                  capacity=1024, chunk=CHUNK):
@@ -85,21 +86,13 @@ class BNNClassifier(NetworkModel):
         self.n_classes = val.positive_int(n_classes, "n_classes", minimum=2)
         self.hidden = val.positive_int(hidden, "hidden")
         self.alpha = val.positive_float(alpha, "alpha")
-        self.eta = val.positive_float(eta, "eta")
-        self.lam = val.positive_float(lam, "lam")
-        self.chunk = val.positive_int(chunk, "chunk")
         p, h, K = self.input_dim, self.hidden, self.n_classes
         self.dim = h * (p + 1) + K * (h + 1)
         o1, o2, o3 = h * p, h * p + h, h * p + h + K * h
         #: ``{block: (start, stop, shape)}`` of the flat vector
         self.layout = {"W1": (0, o1, (h, p)), "b1": (o1, o2, (h,)),
                        "W2": (o2, o3, (K, h)), "b2": (o3, o3 + K, (K,))}
-        self._init_history(capacity)
-        self._init_scratch()
-
-    def __repr__(self):
-        return (f"BNNClassifier(input_dim={self.input_dim}, n_classes={self.n_classes}, "
-                f"hidden={self.hidden}, alpha={self.alpha!r}, eta={self.eta!r})")
+        self._init_network(eta, lam, capacity, chunk)
 
     # -- data -----------------------------------------------------------------------------
     def add(self, features, rewards):
@@ -149,12 +142,6 @@ class BNNClassifier(NetworkModel):
             a, b, shape = self.layout[name]
             out[:, a:b] = rng.standard_normal((n, b - a)) / np.sqrt(shape[1])
         return out
-
-    def spawn(self, eta, lam):
-        """A model of the same shape and prior, no data."""
-        return BNNClassifier(self.input_dim, n_classes=self.n_classes, hidden=self.hidden,
-                             alpha=self.alpha, eta=eta, lam=lam, capacity=self.capacity,
-                             chunk=self.chunk)
 
     def unpack(self, theta):
         """``{"W1", "b1", "W2", "b2"}``: views of ``theta``."""

@@ -76,6 +76,12 @@ class Linear(Model):
         self.sum_r2 = 0.0
         self.n_obs = 0
 
+    def prior_statistics(self):
+        """The prior's share ``(V0, b0)`` of the statistics (copies): ``(lam I, 0)``, or
+        ``(inv(Sigma0)/eta, V0 theta0)`` for a general prior; ``V - V0`` and ``b - b0`` are
+        the data's."""
+        return self._V0.copy(), self._b0.copy()
+
     def kernel_data(self, prior=True):
         """``(eta V, eta b)`` for the kernels; ``prior=False``: the likelihood's part only."""
         if prior:

@@ -10,6 +10,12 @@ one module per experiment.
 - :mod:`~vits_ref.experiments.diffts.digits` (``diffts-digits``): appendix C.2 (Figure 5)
   on scikit-learn's digits, which replace MNIST.
 
+Execution: in each of them the bandit runs go in resumable chunks of runs
+(:func:`vits_ref.experiments.diffts._shared.run_panels`, ``out/chunks`` and
+``out/manifest.json``): rerunning the same command reuses the finished chunks, and the
+results do not depend on the chunking or the executor (``--jobs``, Dask); the trained
+priors stay cached in ``out/priors``.
+
 ``MODULES`` lists the experiment modules registered in
 :data:`vits_ref.experiments.EXPERIMENTS`.
 """

@@ -29,6 +29,7 @@ import numpy as np
 from ... import _validate as val
 from ..._seeding import child
 from ..._threads import numba_threads
+from ..plotting import plotted
 
 #: The methods in the paper's order (section 6.1).
 METHODS = ("TS", "TunedTS", "MixTS", "DPS", "DiffTS")
@@ -365,14 +366,11 @@ def run_embedding_experiment(name, description, samples, make_env, rewards, sigm
                         extra=extra, n_jobs=n_jobs, reference="DiffTS")
     curves = result.pop("curves")
     path = os.path.join(out, "regret.png")
-    try:
-        t2, l2 = pca2(true[:500], learned[:500])
-        prior_and_regret_figure({p: (t2, l2) for p in curves}, curves, path,
-                                title=f"{title} ({runs} runs x {rounds} rounds)")
+    t2, l2 = pca2(true[:500], learned[:500])
+    if plotted(lambda: prior_and_regret_figure(
+            {p: (t2, l2) for p in curves}, curves, path,
+            title=f"{title} ({runs} runs x {rounds} rounds)"), progress):
         result["files"].append(path)
-    except ImportError as exc:
-        if progress:
-            progress(f"no plot written: {exc}")
     from .._common import write_json
 
     write_json(result["files"][1], result)

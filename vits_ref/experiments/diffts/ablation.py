@@ -26,11 +26,8 @@ there; it falls with the training size and is flat from 3 000; the cost is linea
 ``T``. The paper's "about 85 at ``T = 1``, about 50 at ``T = 25``" are absolute values on
 its own "cross", which is drawn but not specified; ours are quoted beside them.
 
-Execution: the bandit runs go in resumable chunks of runs
-(:func:`vits_ref.experiments.diffts._shared.run_panels`, ``out/chunks`` and
-``out/manifest.json``): rerunning the same command reuses the finished chunks, and the
-results do not depend on the chunking or the executor (``--jobs``, Dask); the trained
-priors stay cached in ``out/priors``.
+Execution: the bandit runs go in resumable chunks of runs, as in every experiment of
+:mod:`vits_ref.experiments.diffts` (its docstring says what a rerun reuses).
 """
 
 import os
@@ -41,6 +38,7 @@ import numpy as np
 from .. import _claims
 from .._common import regret_table, write_json
 from .._paired import format_difference, panel_entries
+from ..plotting import plotted, regret_panels
 from . import _shared
 from .synthetic import ALPHA, SIGMA, environment, true_samples
 
@@ -167,22 +165,13 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-ablation", progress=No
                                 extra=extra, n_jobs=n_jobs, reference=reference)
     curves = result.pop("curves")
     files = result["files"]
-    try:
-        from ..plotting import regret_panels
-
-        regret_panels(curves, os.path.join(out, "regret.png"),
-                      title=f"DiffTS on '{SHAPE}' ({runs} runs)")
-        files.append(os.path.join(out, "regret.png"))
-    except ImportError as exc:
-        if progress:
-            progress(f"no plot written: {exc}")
-    path = os.path.join(out, "ablation.png")
-    try:
-        _figure(result, path)
+    path = os.path.join(out, "regret.png")
+    if plotted(lambda: regret_panels(curves, path, title=f"DiffTS on '{SHAPE}' ({runs} runs)"),
+               progress):
         files.append(path)
-    except ImportError as exc:
-        if progress:
-            progress(f"no plot written: {exc}")
+    path = os.path.join(out, "ablation.png")
+    if plotted(lambda: _figure(result, path), progress):
+        files.append(path)
     write_json(files[1], result)
     return result
 

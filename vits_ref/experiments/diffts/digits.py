@@ -13,11 +13,8 @@ round; linear rewards ``x^T theta_*`` with noise ``sigma = 1`` and logistic rewa
 DPS on the linear panel only), paired differences against DiffTS; 100 runs of 100 rounds
 (not stated in the paper). Needs scikit-learn (a test extra) for the data.
 
-Execution: the bandit runs go in resumable chunks of runs
-(:func:`vits_ref.experiments.diffts._shared.run_panels`, ``out/chunks`` and
-``out/manifest.json``): rerunning the same command reuses the finished chunks, and the
-results do not depend on the chunking or the executor (``--jobs``, Dask); the trained
-priors stay cached in ``out/priors``.
+Execution: the bandit runs go in resumable chunks of runs, as in every experiment of
+:mod:`vits_ref.experiments.diffts` (its docstring says what a rerun reuses).
 """
 
 from .. import _claims

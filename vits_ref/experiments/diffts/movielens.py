@@ -21,11 +21,8 @@ only) and DiffTS; paired differences against DiffTS. Runs and rounds are not sta
 the paper: 100 runs of 100 rounds, as the synthetic problems (see
 :mod:`~vits_ref.experiments.diffts.synthetic` for that horizon).
 
-Execution: the bandit runs go in resumable chunks of runs
-(:func:`vits_ref.experiments.diffts._shared.run_panels`, ``out/chunks`` and
-``out/manifest.json``): rerunning the same command reuses the finished chunks, and the
-results do not depend on the chunking or the executor (``--jobs``, Dask); the trained
-priors stay cached in ``out/priors``.
+Execution: the bandit runs go in resumable chunks of runs, as in every experiment of
+:mod:`vits_ref.experiments.diffts` (its docstring says what a rerun reuses).
 """
 
 from .. import _claims

@@ -35,11 +35,8 @@ resemble the true prior's (energy distance against the distance between two inde
 true samples); the cost (sampling only, prior training excluded) of 100 DiffTS runs
 against 100 TS runs.
 
-Execution: the bandit runs go in resumable chunks of runs
-(:func:`vits_ref.experiments.diffts._shared.run_panels`, ``out/chunks`` and
-``out/manifest.json``): rerunning the same command reuses the finished chunks, and the
-results do not depend on the chunking or the executor (``--jobs``, Dask); the trained
-priors stay cached in ``out/priors``.
+Execution: the bandit runs go in resumable chunks of runs, as in every experiment of
+:mod:`vits_ref.experiments.diffts` (its docstring says what a rerun reuses).
 """
 
 import os
@@ -49,6 +46,7 @@ import numpy as np
 from .. import _claims
 from .._common import regret_table, write_json
 from .._paired import format_difference, paired_difference, panel_entries
+from ..plotting import plotted
 from . import _shared
 
 NAME = "diffts-synthetic"
@@ -158,14 +156,10 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
     result["late_slopes"] = slopes
     result["cost"] = _cost(result)
     plot_path = os.path.join(out, "regret.png")
-    try:
-        _shared.prior_and_regret_figure(
+    if plotted(lambda: _shared.prior_and_regret_figure(
             {k: (v[0][:500], v[1][:500]) for k, v in scatter.items()}, curves, plot_path,
-            title=f"Kveton et al., Figures 2 and 4: {runs} runs x {rounds} rounds")
+            title=f"Kveton et al., Figures 2 and 4: {runs} runs x {rounds} rounds"), progress):
         result["files"].append(plot_path)
-    except ImportError as exc:
-        if progress:
-            progress(f"no plot written: {exc}")
     write_json(result["files"][1], result)
     return result
 

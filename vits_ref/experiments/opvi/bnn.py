@@ -52,7 +52,8 @@ from ...errors import DivergenceError
 from .. import _claims
 from .._common import environment_info, write_json
 from .._paired import format_difference, paired_difference
-from .mixture import model_gradient, particle_run, record_rounds, se_text
+from ..plotting import plotted
+from .mixture import check_arguments, model_gradient, particle_run, record_rounds, se_text
 
 NAME = "opvi-bnn"
 DESCRIPTION = ("OPVI paper section 5.2: BNN regression (50 hidden, 20 particles), "
@@ -310,12 +311,9 @@ def write_outputs(result, out, rec, metric_names, labels, title, progress):
     files = result["files"]
     write_curves(files[0], out, rec, metric_names)
     write_json(files[1], result)
-    try:
-        plot_curves(result, metric_names, labels, files[2], title)
-    except ImportError as exc:
+    if not plotted(lambda: plot_curves(result, metric_names, labels, files[2], title),
+                   progress):
         result["files"] = files[:2]
-        if progress:
-            progress(f"no plot written: {exc}")
     return result
 
 
@@ -359,19 +357,9 @@ def _curve_stderr(out, results, metric_names, runs):
 
 
 def _check(runs, rounds, n_particles, step_size, methods, known):
-    for name, v in (("runs", runs), ("rounds", rounds), ("n_particles", n_particles)):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
-    if n_particles < 2:
-        raise ValueError(f"n_particles must be at least 2 (SVGD's median bandwidth), got "
-                         f"{n_particles}")
-    if not (isinstance(step_size, (int, float)) and math.isfinite(step_size) and step_size > 0):
-        raise ValueError(f"step_size must be a positive finite number, got {step_size!r}")
-    chosen = list(known) if methods is None else list(methods)
-    bad = [m for m in chosen if m not in known]
-    if bad or not chosen:
-        raise ValueError(f"methods must be labels of METHODS {list(known)}, got {bad or chosen}")
-    return chosen
+    return check_arguments(methods, known, (("runs", runs), ("rounds", rounds),
+                                            ("n_particles", n_particles)),
+                           (("step_size", step_size),))
 
 
 # -- the experiment --------------------------------------------------------------------

@@ -72,6 +72,7 @@ from ...errors import DivergenceError
 from .. import _chunks, _claims
 from .._common import environment_info, write_json
 from .._paired import format_difference, paired_difference
+from ..plotting import plotted
 
 NAME = "opvi-mixture"
 DESCRIPTION = ("OPVI paper section 5.1: Welling-Teh mixture, OPVI vs SVGD/SGLD at "
@@ -394,6 +395,31 @@ def mode_shares(X, grid, level):
 # -- the experiment --------------------------------------------------------------------
 
 
+def check_arguments(methods, known, counts, positive):
+    """The particle experiments' checks of ``run``'s arguments, before any work.
+
+    ``counts``: ``(name, value)`` pairs that must be positive ints, ``n_particles`` among
+    them (at least 2: SVGD's median bandwidth); ``positive``: pairs that must be positive
+    finite numbers. Returns the chosen method labels: ``methods``, a non-empty subset of
+    ``known``, or all of ``known`` for None.
+    """
+    for name, v in counts:
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    n_particles = dict(counts)["n_particles"]
+    if n_particles < 2:
+        raise ValueError(f"n_particles must be at least 2 (SVGD's median bandwidth), got "
+                         f"{n_particles}")
+    for name, v in positive:
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a positive finite number, got {v!r}")
+    chosen = list(known) if methods is None else list(methods)
+    bad = [m for m in chosen if m not in known]
+    if bad or not chosen:
+        raise ValueError(f"methods must be labels of METHODS {list(known)}, got {bad or chosen}")
+    return chosen
+
+
 def run(runs=10, rounds=500, seed=0, out="results/opvi-mixture", progress=None,
         n_data=N_DATA, n_particles=N_PARTICLES, sigma_x2=SIGMA_X2, methods=None,
         step_size=STEP_SIZE, sgld_step=SGLD_STEP, grid_n=161):
@@ -424,20 +450,10 @@ def run(runs=10, rounds=500, seed=0, out="results/opvi-mixture", progress=None,
 
     Runs in resumable chunks of runs (``out/chunks``; see the module docstring).
     """
-    for name, v in (("runs", runs), ("rounds", rounds), ("n_data", n_data),
-                    ("n_particles", n_particles), ("grid_n", grid_n)):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
-    if n_particles < 2:
-        raise ValueError(f"n_particles must be at least 2 (SVGD's median bandwidth), got "
-                         f"{n_particles}")
-    for name, v in (("sigma_x2", sigma_x2), ("step_size", step_size), ("sgld_step", sgld_step)):
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-            raise ValueError(f"{name} must be a positive finite number, got {v!r}")
-    chosen = list(METHODS) if methods is None else list(methods)
-    bad = [m for m in chosen if m not in METHODS]
-    if bad or not chosen:
-        raise ValueError(f"methods must be labels of METHODS {list(METHODS)}, got {bad or chosen}")
+    chosen = check_arguments(
+        methods, METHODS, (("runs", runs), ("rounds", rounds), ("n_data", n_data),
+                           ("n_particles", n_particles), ("grid_n", grid_n)),
+        (("sigma_x2", sigma_x2), ("step_size", step_size), ("sgld_step", sgld_step)))
     os.makedirs(out, exist_ok=True)
     t0 = time.perf_counter()
     root = as_seed_sequence(seed)
@@ -542,13 +558,12 @@ def run(runs=10, rounds=500, seed=0, out="results/opvi-mixture", progress=None,
                 w.writerow([m, t, f"{np.nanmean(curves[m][:, k]):.6g}", f"{sh[0]:.4g}",
                             f"{sh[1]:.4g}"])
     write_json(files[1], result)
-    try:
+    def draw():
         _plot_energy(result, files[2])
         _plot_particles(grid, snapshots, snaps, files[3], sigma_x2)
-    except ImportError as exc:
+
+    if not plotted(draw, progress):
         result["files"] = files[:2]
-        if progress:
-            progress(f"no plot written: {exc}")
     return result
 
 

@@ -67,6 +67,7 @@ from ...models.mixture_prior import MixturePrior
 from .. import _claims
 from .._common import regret_table, run_panels, write_json
 from .._paired import format_difference, panel_entries
+from ..plotting import arm_fractions, plotted
 
 NAME = "renyi-mab"
 DESCRIPTION = ("Rényi appendix C: 3-armed bandit with multi-modal priors and rewards "
@@ -274,18 +275,13 @@ def run(runs=20, rounds=4000, seed=0, out="results/renyi-mab", progress=None, al
         pulls.setdefault(panel, {})[lab] = pull_fractions(a)
     result["pulls"] = pulls
     path = os.path.join(os.path.dirname(result["files"][0]), "arms.png")
-    try:
-        from ..plotting import arm_fractions
-
-        bars = {p: {m: {"arm1": f["all"][0], "arm2": f["all"][1], "arm3": f["all"][2]}
-                    for m, f in ms.items()} for p, ms in pulls.items()}
-        arm_fractions(bars, path, title=f"Arms pulled ({runs} runs x {rounds} rounds)",
-                      categories=(("arm1", "arm 1 (10.36)"), ("arm2", "arm 2 (16, optimal)"),
-                                  ("arm3", "arm 3 (10)")))
+    bars = {p: {m: {"arm1": f["all"][0], "arm2": f["all"][1], "arm3": f["all"][2]}
+                for m, f in ms.items()} for p, ms in pulls.items()}
+    if plotted(lambda: arm_fractions(
+            bars, path, title=f"Arms pulled ({runs} runs x {rounds} rounds)",
+            categories=(("arm1", "arm 1 (10.36)"), ("arm2", "arm 2 (16, optimal)"),
+                        ("arm3", "arm 3 (10)"))), progress, "arm plot"):
         result["files"].append(path)
-    except ImportError as exc:
-        if progress:
-            progress(f"no arm plot written: {exc}")
     write_json(result["files"][1], result)  # again, with the pull fractions
     return result
 

@@ -181,11 +181,9 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, me
 
     Parameters
     ----------
-    runs, rounds, seed : int
-    out : str
-        Output folder (created).
-    progress : callable or None
-        ``progress(message)`` for status lines.
+    runs, rounds, seed, out, progress
+        As every experiment's ``run`` (:class:`~vits_ref.experiments.Experiment`); ``out``
+        is created, ``progress(message)`` (or None) takes the status lines.
     methods : sequence of labels, optional
         Subset of :data:`METHODS` and :data:`PARTICLE_METHODS` to run (LinTS, the
         reference, is always run).

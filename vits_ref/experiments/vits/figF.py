@@ -55,6 +55,7 @@ from ...drivers.cpu import trace_one
 from .. import _chunks, _claims
 from .._common import environment_info, write_json
 from .._paired import paired_difference
+from ..plotting import plotted
 from .target import (
     METHODS,
     SCALE_COVARIANCE,
@@ -173,11 +174,7 @@ def run(runs=100, rounds=50000, seed=0, out="results/vits-figF", progress=None,
               "total_wall_time_s": time.perf_counter() - t0, "environment": environment_info()}
     result["files"] = [os.path.join(out, f) for f in ("steps.csv", "summary.json", "steps.png")]
     write_json(os.path.join(out, "summary.json"), result)
-    try:
-        _plot(result, os.path.join(out, "steps.png"))
-    except ImportError as exc:
-        if progress:
-            progress(f"no plot written: {exc}")
+    plotted(lambda: _plot(result, os.path.join(out, "steps.png")), progress)
     return result
 
 

@@ -143,6 +143,7 @@ from .. import _claims
 from .._common import regret_table, run_panels, write_json
 from .._paired import format_difference, paired_difference
 from .._tuning import TUNE_RUNS, TUNE_SEED_OFFSET, diverged_points, grid_search
+from ..plotting import arm_fractions, plotted
 from . import grid
 from .fig1 import OPVI_TS, PARTICLE_GRID, PARTICLE_TUNE_RUNS, SVGD_TS, particle_policy
 
@@ -272,11 +273,9 @@ def run(runs=20, rounds=1000, seed=0, out="results/vits-figG", progress=None,
 
     Parameters
     ----------
-    runs, rounds, seed : int
-    out : str
-        Output folder (created).
-    progress : callable or None
-        ``progress(message)`` for status lines.
+    runs, rounds, seed, out, progress
+        As every experiment's ``run`` (:class:`~vits_ref.experiments.Experiment`); ``out``
+        is created, ``progress(message)`` (or None) takes the status lines.
     rewards : sequence of {"linear", "logistic"}
         The panels.
     n_jobs : int
@@ -369,16 +368,12 @@ def run(runs=20, rounds=1000, seed=0, out="results/vits-figG", progress=None,
     result["arm_pulls_wall_time_s"] = time.perf_counter() - start
     result["total_wall_time_s"] += result["arm_pulls_wall_time_s"]
     path = os.path.join(os.path.dirname(result["files"][0]), "arms.png")
-    try:
-        from ..plotting import arm_fractions
-
-        arm_fractions({p: {**m, **pulls_vts.get(p, {}), **pulls_particles.get(p, {})}
-                       for p, m in pulls.items()}, path,
-                      title=f"Arms pulled, hard instance ({runs} runs x {rounds} rounds)")
+    bars = {p: {**m, **pulls_vts.get(p, {}), **pulls_particles.get(p, {})}
+            for p, m in pulls.items()}
+    if plotted(lambda: arm_fractions(
+            bars, path, title=f"Arms pulled, hard instance ({runs} runs x {rounds} rounds)"),
+            progress, "arm plot"):
         result["files"].append(path)
-    except ImportError as exc:
-        if progress:
-            progress(f"no arm plot written: {exc}")
     write_json(result["files"][1], result)  # again, with the pull fractions
     return result
 

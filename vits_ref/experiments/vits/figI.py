@@ -55,6 +55,7 @@ from ...kernels.linear import POTENTIAL as LINEAR
 from ...kernels.target import METHOD_LMC
 from .. import _chunks, _claims
 from .._common import environment_info, write_json
+from ..plotting import plotted
 from .target import METHODS, SCALE_COVARIANCE, SCALE_DESCRIPTIONS, gaussian_target, run_seeds
 
 NAME = "vits-figI"
@@ -184,11 +185,8 @@ def run(runs=1000, rounds=10000, seed=0, out="results/vits-figI", progress=None,
               "files": [path_csv, os.path.join(out, "summary.json"),
                         os.path.join(out, "kl_vs_time.png")]}
     write_json(os.path.join(out, "summary.json"), result)
-    try:
-        _plot(curves, costs, result, os.path.join(out, "kl_vs_time.png"))
-    except ImportError as exc:
-        if progress:
-            progress(f"no plot written: {exc}")
+    plotted(lambda: _plot(curves, costs, result, os.path.join(out, "kl_vs_time.png")),
+            progress)
     return result
 
 

@@ -151,11 +151,9 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
 
     Parameters
     ----------
-    runs, rounds, seed : int
-    out : str
-        Output folder (created).
-    progress : callable or None
-        ``progress(message)`` for status lines.
+    runs, rounds, seed, out, progress
+        As every experiment's ``run`` (:class:`~vits_ref.experiments.Experiment`); ``out``
+        is created, ``progress(message)`` (or None) takes the status lines.
     components : sequence of int
         The ``K`` to run (1, the reference, is always run).
     scoring : {"sample_pi", "sample_z", "expected_pi"}
@@ -173,7 +171,7 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
         the relative ``reduction`` with its interval; the per-arm MSE curves and final
         per-run MSEs; CAVI iterations; wall times. ``claims`` evaluates the paper's claims.
     """
-    from ..plotting import regret_panels
+    from ..plotting import plotted, regret_panels
 
     Ks = sorted(set(components) | {1})
     os.makedirs(out, exist_ok=True)
@@ -236,13 +234,12 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
               "paper_reduction": PAPER_REDUCTION, "results": results, "files": files,
               "total_wall_time_s": time.perf_counter() - t0,
               "environment": environment_info()}
-    try:
+    def draw():
         regret_panels(curves, files[3], title=f"VTS, scenarios A and B ({runs} runs)")
         mse_panels(mse_curves, files[4], title=f"MSE of the expected reward ({runs} runs)")
-    except ImportError as exc:
+
+    if not plotted(draw, progress):
         result["files"] = files[:3]
-        if progress:
-            progress(f"no plot written: {exc}")
     result["total_wall_time_s"] = time.perf_counter() - t0
     write_json(files[2], result)
     return result
