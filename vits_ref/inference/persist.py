@@ -498,7 +498,10 @@ class _Reader:
                 setattr(obj, f, v)
         hook = getattr(obj, "_persist_restored", None)
         if hook is not None:
-            hook()
+            try:
+                hook()
+            except ValueError as exc:  # a class's own consistency check
+                self.fail(f"{where}: {exc}")
 
     def _check_bounds(self, cls, obj, values, where):
         for count, array, axis in _declared(cls, "_persist_bounds"):
