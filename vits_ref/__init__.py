@@ -8,12 +8,16 @@ baselines :class:`MixTS` (Gaussian-mixture prior, EM in :mod:`vits_ref.inference
 :func:`TunedTS`; particles: :class:`SVGD`, :class:`OPVI` (the direction in
 :mod:`vits_ref.inference.svgd`), :class:`SGLD`; variational mixtures: :class:`VTS`, :class:`NIGTS`.
 Policies: :class:`ThompsonSampling`, :class:`LinUCB`, :class:`RandomPolicy`,
-:class:`PerArm`; :class:`Online` plays a policy one decision at a time at the speed of
-its compiled round. Environments: :mod:`vits_ref.envs`. Many seeded runs: :func:`simulate`.
-Closed forms: :mod:`vits_ref.gaussian`. Data loaders: :mod:`vits_ref.data`.
+:class:`PerArm`; with scikit-learn's verbs (``fit``, ``partial_fit``, ``predict``,
+``predict_expectations``): :class:`Bandit`; one decision at a time at the speed of the
+compiled round: :class:`Online`. Save and load, without pickle: ``save(path)`` on any
+engine, policy or :class:`Bandit`, and :func:`load`. Environments:
+:mod:`vits_ref.envs`. Many seeded runs: :func:`simulate`. Closed forms:
+:mod:`vits_ref.gaussian`. Data loaders: :mod:`vits_ref.data`.
 """
 
 from . import data, diffusion, envs, gaussian, models
+from .bandit.estimator import Bandit
 from .bandit.online import Online
 from .bandit.policies import LinUCB, PerArm, RandomPolicy, ThompsonSampling
 from .bandit.simulate import POLICY_NAMES, SimulationResult, make_policy, simulate
@@ -37,12 +41,14 @@ from .inference import (
     svgd,
     vts,
 )
+from .inference.persist import load
 from .inference.vts import NIGTS, VTS
 
 __version__ = "0.1.0"
 
-__all__ = ["DPS", "DiffTS", "DivergenceError", "Laplace", "LinTS", "LinUCB", "Langevin",
-           "MixTS", "NIGTS", "OPVI", "Online", "POLICY_NAMES", "PerArm", "RandomPolicy", "RenyiVI",
+__all__ = ["Bandit", "DPS", "DiffTS", "DivergenceError", "Laplace", "LinTS", "LinUCB",
+           "Langevin", "MixTS", "NIGTS", "OPVI", "Online", "POLICY_NAMES", "PerArm",
+           "RandomPolicy", "RenyiVI",
            "SGLD", "SVGD", "SimulationResult", "ThompsonSampling", "TunedTS", "VITS", "VTS",
-           "data", "diffusion", "envs", "gaussian", "gmm", "make_policy", "models",
+           "data", "diffusion", "envs", "gaussian", "gmm", "load", "make_policy", "models",
            "schedules", "simulate", "simulate_vts", "svgd", "vts"]

@@ -9,7 +9,9 @@ Online use::
 :func:`vits_ref.bandit.simulate` starts each run. Every policy here satisfies the protocol
 :class:`vits_ref.bandit.protocols.Policy` (``name``, ``dim``, ``select``, ``update``,
 ``fresh``); those with a fused compiled loop also :class:`~vits_ref.bandit.protocols.FusedPolicy`
-(``fused(kl=False)``).
+(``fused(kl=False)``). ``policy.save(path)`` writes a policy (its engine and its own state,
+declared in ``_persist_params`` and ``_persist_state``) and :func:`vits_ref.load` reads it
+back (:mod:`vits_ref.inference.persist`).
 """
 
 
@@ -21,6 +23,7 @@ from ..drivers import cpu
 from ..drivers.fused import FusedSpec
 from ..errors import DivergenceError
 from ..inference.base import Engine
+from ..inference.persist import Persistent
 from ..kernels import bandit as kbandit
 from ..kernels import linucb as klinucb
 
@@ -48,7 +51,7 @@ def _uniform_chunks(policy_seed, n_rounds, dim, chunk):
         yield np.zeros(0), rng_sample.random((n, 1)), np.zeros((n, 0, 1, dim))
 
 
-class ThompsonSampling:
+class ThompsonSampling(Persistent):
     """Thompson sampling: play ``argmax_a x_a theta`` for one draw ``theta`` of the engine.
 
     Parameters
@@ -65,6 +68,9 @@ class ThompsonSampling:
     >>> pol.update(X, arm, 1.0).engine.n_obs
     1
     """
+
+    #: for vits_ref.load: the constructor's arguments; the state is the engine's
+    _persist_params = ("engine",)
 
     def __init__(self, engine):
         if not isinstance(engine, Engine):
@@ -98,7 +104,7 @@ class ThompsonSampling:
         return f"ThompsonSampling({self.engine!r})"
 
 
-class LinUCB:
+class LinUCB(Persistent):
     """LinUCB: ``argmax_a x_a theta_hat + alpha sqrt(x_a^T inv(V) x_a)``.
 
     ``inv(V)`` (``V = lam I + sum x x^T``) is kept by Sherman-Morrison updates, ``O(d^2)``
@@ -123,6 +129,9 @@ class LinUCB:
     """
 
     name = "LinUCB"
+    #: for vits_ref.load: the constructor's arguments and the state
+    _persist_params = ("dim", "alpha", "lam")
+    _persist_state = ("Vinv", "b", "n_obs")
 
     def __init__(self, dim, alpha=1.0, lam=1.0):
         self.dim = val.positive_int(dim, "dim")
@@ -175,7 +184,7 @@ class LinUCB:
         return f"LinUCB(dim={self.dim}, alpha={self.alpha!r}, lam={self.lam!r})"
 
 
-class RandomPolicy:
+class RandomPolicy(Persistent):
     """Uniformly random arm: ``floor(u K)`` for ``u ~ U(0, 1)`` from the sampling stream.
 
     Parameters
@@ -186,6 +195,9 @@ class RandomPolicy:
     """
 
     name = "random"
+    #: for vits_ref.load: the constructor's arguments (and seed) and the state
+    _persist_params = ("dim",)
+    _persist_state = ("_rng",)
 
     def __init__(self, dim=None, seed=None):
         self.dim = None if dim is None else val.positive_int(dim, "dim")
@@ -219,7 +231,7 @@ class RandomPolicy:
         return f"RandomPolicy(dim={self.dim})"
 
 
-class PerArm:
+class PerArm(Persistent):
     """Thompson sampling with one independent posterior per arm (the MovieLens setting).
 
     Each arm ``a`` has its own engine (a fresh copy of ``engine`` with its own seed); a
@@ -245,6 +257,10 @@ class PerArm:
     >>> pol.update(X, pol.select(X), 1.0).n_obs
     1
     """
+
+    #: for vits_ref.load: the constructor's arguments (and seed) and the state
+    _persist_params = {"engine": "template", "n_arms": "n_arms"}
+    _persist_state = ("engines",)
 
     def __init__(self, engine, n_arms, seed=None):
         if not isinstance(engine, Engine):

@@ -78,6 +78,9 @@ class DiffusionPriorBase:
 
     eps_bodies = None
     eps_params = None
+    #: for vits_ref.load (vits_ref.inference.persist): what a subclass's constructor does
+    #: not rebuild from :meth:`_params` (nothing here)
+    _persist_state = ()
 
     def __init__(self, dim, n_stages=100, alpha=0.97):
         self.dim = val.positive_int(dim, "dim")

@@ -108,6 +108,12 @@ class GaussianDiffusionPrior(DiffusionPriorBase):
             self.start_mean = np.sqrt(ab[T]) * mean
             self.start_chol = np.linalg.cholesky(sym(c[T:T + 1])[0])
 
+    def _params(self):
+        """The constructor's arguments (for vits_ref.load)."""
+        return {"mean": self.mean, "cov": self.cov, "n_stages": self.n_stages,
+                "alpha": self.schedule.alpha[1:], "reverse_variance": self.reverse_variance,
+                "start": self.start}
+
     def marginal(self, t):
         """``(mean, cov)`` of the forward marginal ``s_t ~ N(sqrt(abar_t) m, C_t)``."""
         t = val.positive_int(t, "t", minimum=0)

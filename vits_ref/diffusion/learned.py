@@ -129,6 +129,10 @@ class DiffusionPrior(DiffusionPriorBase):
     """
 
     eps_bodies = MLP
+    #: for vits_ref.load (vits_ref.inference.persist): the fit (what the constructor
+    #: does not rebuild from :meth:`_params`)
+    _persist_state = ("eps_params", "start_mean", "start_chol", "input_shift", "input_scale",
+                      "loss_history", "n_train", "fit_seconds", "fitted")
 
     def __init__(self, dim, n_stages=100, alpha=0.97, hidden=(32, 32), seed=0,
                  start="standard", reverse_variance="ddpm"):
@@ -143,6 +147,12 @@ class DiffusionPrior(DiffusionPriorBase):
         self.loss_history = None
         self.fit_seconds = None
         self.n_train = None
+
+    def _params(self):
+        """The constructor's arguments (for vits_ref.load; the fit is the state)."""
+        return {"dim": self.dim, "n_stages": self.n_stages, "alpha": self.schedule.alpha[1:],
+                "hidden": self.hidden, "seed": self._seed, "start": self.start,
+                "reverse_variance": self.reverse_variance}
 
     # -- what the chains read ---------------------------------------------------------------
     def eps_scratch(self):

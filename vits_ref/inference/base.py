@@ -43,6 +43,7 @@ from .. import _validate as val
 from .._seeding import engine_streams
 from ..errors import DivergenceError
 from ..models import MODELS
+from .persist import Persistent
 
 
 class Diagnostics(dict):
@@ -161,11 +162,18 @@ class Diagnostics(dict):
                                                 and dict.__contains__(self, new))
 
 
-class Engine:
-    """Base class: validation, seeding, the model and the protocol's defaults."""
+class Engine(Persistent):
+    """Base class: validation, seeding, the model and the protocol's defaults.
+
+    ``save(path)`` writes the engine (hyperparameters: :meth:`_params`; state: the
+    attributes each class lists in ``_persist_state``, accumulated over its bases) and
+    :func:`vits_ref.load` reads it back (:mod:`vits_ref.inference.persist`).
+    """
 
     #: short name used in messages and results
     name = "engine"
+    #: what :func:`vits_ref.load` puts back after construction (a subclass adds its own)
+    _persist_state = ("_rng_sample", "_rng_update", "diagnostics", "model")
 
     def __init__(self, dim, model="linear", eta=1.0, lam=1.0, seed=None):
         self.dim = val.positive_int(dim, "dim")
@@ -270,7 +278,10 @@ class Engine:
         return type(self)(**{**self._params(), "seed": seed})
 
     def _params(self):
-        return {"dim": self.dim, "eta": self.eta, "lam": self.lam, "model": self.model_spec}
+        # a model named by a string is built from the features' size (its input_dim),
+        # which differs from the engine's dim (the parameter count) for "mlp" and "bnn"
+        dim = self.model.input_dim if isinstance(self.model_spec, str) else self.dim
+        return {"dim": dim, "eta": self.eta, "lam": self.lam, "model": self.model_spec}
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())

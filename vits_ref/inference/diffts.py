@@ -42,6 +42,9 @@ class _DiffusionEngine(Engine):
     ``dim`` and the noise scale in place of ``eta``.
     """
 
+    #: what vits_ref.load puts back after construction (with Engine's streams and model)
+    _persist_state = ("_G", "_h", "_syy")
+
     def __init__(self, prior, model, sigma, seed):
         self.prior = _prior(prior)
         if isinstance(model, numbers.Real) and not isinstance(model, bool):

@@ -46,6 +46,8 @@ class LinTS(GaussianEngine):
     name = "LinTS"
     #: what :meth:`update` changes in place (the transactional snapshot)
     _state_attrs = ("L",)
+    #: what vits_ref.load puts back after construction (with Engine's streams and model)
+    _persist_state = ("L",)
 
     def __init__(self, dim, model="linear", eta=1.0, lam=1.0, seed=None):
         super().__init__(dim, model=model, eta=eta, lam=lam, seed=seed)

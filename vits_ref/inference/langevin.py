@@ -51,6 +51,8 @@ class Langevin(Engine):
     name = "LMC-TS"
     #: what :meth:`update` changes in place (the transactional snapshot)
     _state_attrs = ("theta",)
+    #: what vits_ref.load puts back after construction (with Engine's streams and model)
+    _persist_state = ("theta",)
 
     def __init__(self, dim, model="linear", eta=1.0, lam=1.0, step_size=0.01, n_steps=10,
                  schedule="decayed", seed=None):

@@ -84,6 +84,8 @@ class Laplace(GaussianEngine):
     name = "Laplace"
     #: what :meth:`update` changes (the transactional snapshot; the fit reassigns them)
     _state_attrs = ()
+    #: what vits_ref.load puts back after construction (with Engine's streams and model)
+    _persist_state = ("theta", "H", "L")
 
     def __init__(self, dim, model="linear", eta=1.0, lam=1.0, tol=1e-8, max_iter=100,
                  seed=None):

@@ -125,6 +125,10 @@ class MixTS(Engine):
     """
 
     name = "MixTS"
+    #: what vits_ref.load puts back after construction (with Engine's streams and model);
+    #: the prior weights too, normalised again by the constructor (not always to the
+    #: same last bit)
+    _persist_state = ("_L", "prior_weights", "posterior_weights", "_cum_weights")
 
     def __init__(self, weights, means, covs, sigma=1.0, seed=None):
         self.prior_weights, self.prior_means, self.prior_covs = _mixture(weights, means, covs)

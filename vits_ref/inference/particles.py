@@ -98,6 +98,8 @@ class SVGD(ParticleEngine):
     """
 
     name = "SVGD"
+    #: what vits_ref.load puts back after construction (with Engine's streams and model)
+    _persist_state = ("particles", "_hist", "_t")
 
     def __init__(self, dim, model="linear", eta=1.0, lam=1.0, n_particles=100, step_size=0.01,
                  n_steps=50, bandwidth="median", repulsion=1.0, optimizer="adagrad",
@@ -239,6 +241,8 @@ class OPVI(SVGD):
     """
 
     name = "OPVI"
+    #: what vits_ref.load puts back after construction (with SVGD's)
+    _persist_state = ("round", "_history")
 
     def __init__(self, dim, model="linear", eta=1.0, lam=1.0, n_particles=100, step_size=0.01,
                  n_steps=1, batch="power", batch_power=0.55, N=None, rho=None,
@@ -312,6 +316,11 @@ class _LinearHistory:
     prior_weight b0`` with the prior's ``V0 = lam I`` (or ``inv(Sigma0)/eta``), ``b0 = V0
     theta0``.
     """
+
+    #: OPVI's state: the buffers (which double when full) and the rows they hold
+    _persist_state = ("X", "r", "n")
+    _persist_growing = ("X", "r")
+    _persist_bounds = (("n", "X", 0), ("n", "r", 0))
 
     def __init__(self, model, capacity=256):
         self.eta = model.eta

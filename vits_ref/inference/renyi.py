@@ -101,6 +101,11 @@ class RenyiVI(GaussianEngine):
     True
     """
 
+    #: what vits_ref.load puts back after construction: q's parameters and factor, Adam's
+    #: state, the last update's trace (with Engine's streams and model)
+    _persist_state = ("_P", "_L", "_m", "_v", "_t", "trace")
+    _persist_growing = ("trace",)
+
     def __init__(self, dim, model="linear", *, eta=1.0, lam=1.0, alpha=0.5, n_mc=300,
                  n_steps=10, step_size=2e-2, betas=(0.9, 0.999), adam_eps=1e-8,
                  init_mean=None, init_cov=None, learning_rate=None, seed=None):

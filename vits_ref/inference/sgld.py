@@ -81,6 +81,8 @@ class SGLD(ParticleEngine):
     """
 
     name = "SGLD"
+    #: what vits_ref.load puts back after construction (with Engine's streams and model)
+    _persist_state = ("particles", "t")
 
     def __init__(self, dim, model="linear", eta=1.0, lam=1.0, step_size=1e-3, batch_size=20,
                  n_particles=1, n_steps=1, schedule="constant", step_offset=1.0,

@@ -95,6 +95,8 @@ class VITS(GaussianEngine):
 
     #: what :meth:`update` changes in place (the transactional snapshot)
     _state_attrs = ("mu", "B", "C")
+    #: what vits_ref.load puts back after construction (with Engine's streams and model)
+    _persist_state = ("mu", "B", "C")
 
     def __init__(self, dim, model="linear", eta=1.0, lam=1.0, variant="II", step_size=0.01,
                  cov_step_size=None, n_steps=10, n_mc=1, schedule="decayed", symmetrize=False,

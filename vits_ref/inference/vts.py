@@ -52,6 +52,7 @@ from ..drivers import cpu
 from ..errors import DivergenceError
 from ..kernels.cavi import EXPECTED_PI, SAMPLE_PI, SAMPLE_Z
 from .base import Diagnostics
+from .persist import Persistent
 
 __all__ = ["DEFAULT_MAX_ITER", "DEFAULT_TOL", "SCORINGS", "MixtureFit", "NIGTS",
            "VTS", "fit_mixture"]
@@ -249,7 +250,7 @@ def _rng_state(seed):
     return state
 
 
-class VTS:
+class VTS(Persistent):
     """Variational Thompson sampling: a mixture of linear-Gaussian experts per arm.
 
     A *policy*, not an engine: it satisfies :class:`vits_ref.bandit.protocols.Policy`
@@ -314,6 +315,13 @@ class VTS:
     """
 
     _default_u0 = "spread"
+    #: what vits_ref.load puts back after construction (``save(path)`` writes it): the
+    #: stream, every arm's factors and statistics, the histories (which double when full)
+    #: with the E-step's scratch sized with them, the counts, the diagnostics
+    _persist_state = ("_rng", "_facs", "_sts", "_X", "_y", "_resp", "_W", "counts",
+                      "diagnostics")
+    _persist_growing = ("_X", "_y", "_resp", "_W")
+    _persist_bounds = (("counts", "_X", 1),)
 
     def __init__(self, dim, n_arms, n_components=2, gamma0=1.0, u0=None, V0=None, alpha0=1.0,
                  beta0=1.0, scoring="sample_pi", sample_params=True, tol=DEFAULT_TOL,
@@ -475,6 +483,14 @@ class VTS:
             new[:, :self._cap] = old
             setattr(self, name, new)
         self._cap = cap
+
+    def _persist_restored(self):
+        """After vits_ref.load: the histories share one capacity, which ``_cap`` records
+        (the compiled update writes row ``counts[arm] < _cap`` of each)."""
+        caps = sorted({getattr(self, k).shape[1] for k in ("_X", "_y", "_resp", "_W")})
+        if len(caps) != 1:
+            raise ValueError(f"the history buffers have different capacities {caps}")
+        self._cap = caps[0]
 
     def _params(self):
         return {"dim": self.dim, "n_arms": self.n_arms, "n_components": self.n_components,

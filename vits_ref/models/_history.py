@@ -31,6 +31,16 @@ class History:
     time the buffers grow) to resize what is sized with the history.
     """
 
+    #: for vits_ref.load (vits_ref.inference.persist): the history is the state; the
+    #: buffers may have grown, and hold at least n_obs rows
+    _persist_state = ("n_obs", "_X", "_y")
+    _persist_growing = ("_X", "_y")
+    _persist_bounds = (("n_obs", "_X", 0), ("n_obs", "_y", 0))
+
+    def _persist_restored(self):
+        """After vits_ref.load: buffers of one capacity, and what is sized with them."""
+        self._alloc(self._X.shape[0])
+
     def _init_history(self, capacity):
         self.capacity = val.positive_int(capacity, "capacity")
         self.n_obs = 0

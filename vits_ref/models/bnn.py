@@ -80,6 +80,8 @@ class BNNRegression(NetworkModel):
     potential = POTENTIAL
     _what = "BNN regression"
     _shape_args = ("input_dim", "hidden", "a0", "b0")
+    #: for vits_ref.load: the constructor's arguments (the history is History's state)
+    _persist_params = ("input_dim", "hidden", "a0", "b0", "eta", "lam", "capacity", "chunk")
 
     def __init__(self, input_dim, hidden=50, a0=1.0, b0=0.1, eta=1.0, lam=1.0, capacity=1024,
                  chunk=CHUNK):

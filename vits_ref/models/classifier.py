@@ -79,6 +79,9 @@ class BNNClassifier(NetworkModel):
     potential = POTENTIAL
     _what = "BNN classifier"
     _shape_args = ("input_dim", "n_classes", "hidden", "alpha")
+    #: for vits_ref.load: the constructor's arguments (the history is History's state)
+    _persist_params = ("input_dim", "n_classes", "hidden", "alpha", "eta", "lam", "capacity",
+                       "chunk")
 
     def __init__(self, input_dim, n_classes=2, hidden=100, alpha=1.0, eta=1.0, lam=1.0,
                  capacity=1024, chunk=CHUNK):

@@ -53,6 +53,10 @@ class Linear(Model):
     """
 
     name = "linear"
+    #: for vits_ref.load (vits_ref.inference.persist): the constructor's arguments and the
+    #: state that add changes
+    _persist_params = ("dim", "eta", "lam", "prior_mean", "prior_cov")
+    _persist_state = ("V", "b", "sum_r2", "n_obs")
     #: the kernel bodies of this potential (``data = (eta V, eta b)``)
     potential = POTENTIAL
 

@@ -87,6 +87,8 @@ class Logistic(History, Model):
     """
 
     name = "logistic"
+    #: for vits_ref.load: the constructor's arguments (the history is History's state)
+    _persist_params = ("dim", "eta", "lam", "capacity", "prior_mean", "prior_cov")
     #: the kernel bodies of this potential (:mod:`vits_ref.kernels.logistic`)
     potential = POTENTIAL
 

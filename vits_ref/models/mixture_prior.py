@@ -64,6 +64,11 @@ class MixturePrior(Model):
     """
 
     name = "mixture-prior"
+    #: for vits_ref.load (vits_ref.inference.persist): the constructor's arguments and the
+    #: state; the weights and their log constants too, normalised again by the constructor
+    #: (not always to the same last bit)
+    _persist_params = ("dim", "means", "variances", "weights", "eta", "lam")
+    _persist_state = ("V", "b", "n_obs", "weights", "_logc")
     #: the kernel bodies of this potential (:data:`vits_ref.kernels.renyi.MIXTURE_PRIOR`)
     potential = MIXTURE_PRIOR
 

@@ -143,6 +143,13 @@ class MLP(Model):
     """
 
     name = "mlp"
+    #: for vits_ref.load (vits_ref.inference.persist): the constructor's arguments, the
+    #: history (buffers that double when full, holding at least n_obs rows)
+    _persist_params = ("input_dim", "hidden", "eta", "lam", "prior_mean", "prior_cov",
+                       "capacity", "chunk")
+    _persist_state = ("n_obs", "_X", "_r")
+    _persist_growing = ("_X", "_r")
+    _persist_bounds = (("n_obs", "_X", 0), ("n_obs", "_r", 0))
     #: the kernel bodies of this potential (:mod:`vits_ref.kernels.mlp`)
     potential = POTENTIAL
 

@@ -209,6 +209,12 @@ class WellingTeh(Model):
     potential = POTENTIAL
     input_dim = 0
     dim = 2
+    #: for vits_ref.load (vits_ref.inference.persist): the constructor's arguments, the
+    #: observations (a buffer that doubles when full, holding at least n_obs of them)
+    _persist_params = ("sigma_x", "prior_var", "eta", "lam", "capacity")
+    _persist_state = ("n_obs", "_x")
+    _persist_growing = ("_x",)
+    _persist_bounds = (("n_obs", "_x", 0),)
 
     def __init__(self, x=None, sigma_x=SIGMA_X_SEED, prior_var=(10.0, 1.0), eta=1.0, lam=1.0,
                  capacity=1024):

@@ -1,0 +1,245 @@
+"""A scikit-learn-style front door to the policies: ``Bandit``.
+
+For users coming from MABWiser or bayesianbandits: one object that learns from logged
+rounds (``fit``, ``partial_fit``), chooses arms (``predict``), reports each arm's expected
+reward (``predict_expectations``) and saves itself (``save``; :func:`vits_ref.load`). It is
+a thin layer: every call is a loop over the policy's own ``update`` and ``select``
+(:mod:`vits_ref.bandit.policies`), and a policy by name is :func:`make_policy`'s.
+"""
+
+import numpy as np
+
+from .. import _validate as val
+from ..drivers import cpu
+from ..inference.base import Engine, GaussianEngine
+from ..inference.persist import Persistent
+from .policies import LinUCB, PerArm, ThompsonSampling
+from .simulate import make_policy
+
+
+class Bandit(Persistent):
+    """A contextual bandit with scikit-learn's verbs, over any policy of the library.
+
+    Parameters
+    ----------
+    policy : str, policy or engine, default "lints"
+        A name of :data:`vits_ref.POLICY_NAMES` (the policy :func:`vits_ref.make_policy`
+        builds with ``dim``, ``seed`` and ``options``), a policy object
+        (:class:`vits_ref.ThompsonSampling`, :class:`vits_ref.LinUCB`,
+        :class:`vits_ref.PerArm`, :class:`vits_ref.VTS`, ...; used as it is, its state
+        included), or an engine (played by :class:`vits_ref.ThompsonSampling`).
+    n_arms : int or None, default None
+        The number of arms ``K`` every round must have; None: any (a per-arm policy's own).
+    dim : int or None
+        The features' size ``d``: required with a policy name, checked against a policy
+        object's.
+    seed : int, SeedSequence or None
+        Seeds a named policy, and the restart of :meth:`fit` (``policy.fresh(seed)``).
+    **options
+        Hyperparameters of a named policy (``eta``, ``step_size``, ...: overrides of
+        :data:`vits_ref.bandit.simulate.POLICY_DEFAULTS`).
+
+    Attributes
+    ----------
+    policy : Policy
+        The policy played; :meth:`fit` replaces it with ``policy.fresh(seed)``.
+
+    Notes
+    -----
+    ``contexts`` are the features of each round's arms: ``(n, K, d)`` for ``n`` rounds
+    (one ``(K, d)`` round is also accepted by :meth:`predict` and
+    :meth:`predict_expectations`), ``arms`` the ``n`` arms played (integers in
+    ``[0, K)``) and ``rewards`` the ``n`` rewards observed. ``partial_fit`` is
+    ``policy.update(contexts[i], arms[i], rewards[i])`` for ``i = 0..n-1``; ``predict`` is
+    ``policy.select(contexts[i])`` (a Thompson draw: it uses up the sampling stream, as
+    MABWiser's ``predict`` does). Shapes are checked for the whole batch before the first
+    update.
+
+    Examples
+    --------
+    >>> import numpy as np, vits_ref as vr
+    >>> rng = np.random.default_rng(0)
+    >>> contexts = rng.standard_normal((100, 4, 3))            # 100 rounds, 4 arms, d = 3
+    >>> arms = rng.integers(0, 4, size=100)
+    >>> rewards = contexts[np.arange(100), arms] @ [1.0, -1.0, 0.5]
+    >>> bandit = vr.Bandit("lints", n_arms=4, dim=3, seed=0).fit(contexts, arms, rewards)
+    >>> bandit.predict(contexts[:5]).shape
+    (5,)
+    >>> # one (K, d) round; "lints" defaults to lam = 10, a ridge that shrinks (1, -1, 0.5)
+    >>> np.round(bandit.predict_expectations(np.eye(4, 3)), 2)
+    array([ 0.9 , -0.89,  0.45,  0.  ])
+    """
+
+    _persist_params = ("policy", "n_arms", "dim")
+
+    def __init__(self, policy="lints", n_arms=None, dim=None, seed=None, **options):
+        self.n_arms = None if n_arms is None else val.positive_int(n_arms, "n_arms")
+        self.seed = seed
+        if isinstance(policy, str):
+            if dim is None:
+                raise TypeError(f"dim (the features' size) is required with a policy name "
+                                f"({policy!r})")
+            self.dim = val.positive_int(dim, "dim")
+            self.policy = make_policy(policy, self.dim, seed=seed, **options)
+            return
+        if options:
+            raise TypeError(f"options {sorted(options)} apply to a policy name only; "
+                            f"{type(policy).__name__} is already built")
+        if isinstance(policy, Engine):
+            policy = ThompsonSampling(policy)
+        if not all(callable(getattr(policy, m, None)) for m in ("select", "update", "fresh")):
+            raise TypeError(f"policy must be a name of vits_ref.POLICY_NAMES, a policy (with "
+                            f"select, update, fresh) or an engine, got "
+                            f"{type(policy).__name__}")
+        own = getattr(policy, "dim", None)
+        if dim is not None and own is not None and val.positive_int(dim, "dim") != own:
+            raise ValueError(f"dim ({dim}) differs from the policy's ({own})")
+        self.dim = own if own is not None else (None if dim is None
+                                                else val.positive_int(dim, "dim"))
+        arms = getattr(policy, "n_arms", None)
+        if arms is not None and self.n_arms not in (None, arms):
+            raise ValueError(f"n_arms ({self.n_arms}) differs from the policy's ({arms})")
+        self.n_arms = arms if arms is not None else self.n_arms
+        self.policy = policy
+
+    # -- learning ----------------------------------------------------------------------
+    def fit(self, contexts, arms, rewards):
+        """Restart from the prior (``policy.fresh(seed)``) and learn from the rounds.
+
+        Parameters
+        ----------
+        contexts : (n, K, d) array
+        arms : (n,) integers in ``[0, K)``
+        rewards : (n,) array
+
+        Returns
+        -------
+        self
+        """
+        rounds = self._rounds(contexts, arms, rewards)
+        self.policy = self.policy.fresh(self.seed)
+        return self._learn(*rounds)
+
+    def partial_fit(self, contexts, arms, rewards):
+        """Learn from more rounds, from the current state (arguments as :meth:`fit`).
+
+        Returns
+        -------
+        self
+        """
+        return self._learn(*self._rounds(contexts, arms, rewards))
+
+    def _learn(self, X, arms, rewards):
+        for x, arm, reward in zip(X, arms, rewards, strict=True):
+            self.policy.update(x, int(arm), float(reward))
+        return self
+
+    # -- choosing ----------------------------------------------------------------------
+    def predict(self, contexts):
+        """The arm the policy plays in each round: ``policy.select(contexts[i])``.
+
+        Parameters
+        ----------
+        contexts : (n, K, d) or (K, d) array
+
+        Returns
+        -------
+        (n,) int array, or an int for one ``(K, d)`` round
+        """
+        X, one = self._contexts(contexts)
+        out = np.array([self.policy.select(x) for x in X], dtype=np.int64)
+        return int(out[0]) if one else out
+
+    def predict_expectations(self, contexts):
+        """Every arm's expected reward under the posterior mean, without a draw.
+
+        ``model.predict(mean, x_a)`` with the engine's posterior mean (for a linear model
+        ``x_a mean``, the posterior expected reward; for the logistic model its logit);
+        LinUCB's ``x_a theta_hat`` (its score without the bonus); VTS's
+        ``expected_rewards``; per arm, each arm's engine at its own row.
+
+        Parameters
+        ----------
+        contexts : (n, K, d) or (K, d) array
+
+        Returns
+        -------
+        (n, K) array, or (K,) for one round
+
+        Raises
+        ------
+        TypeError
+            If the policy has no posterior mean (Langevin, the diffusion engines, random).
+        """
+        X, one = self._contexts(contexts)
+        score = self._expectations()
+        out = np.array([score(x) for x in X]).reshape(X.shape[:2])
+        return out[0] if one else out
+
+    def _expectations(self):
+        """The function ``(K, d) -> (K,)`` of the policy's expected rewards."""
+        pol = self.policy
+        if callable(getattr(pol, "expected_rewards", None)):
+            return pol.expected_rewards
+        if isinstance(pol, LinUCB):
+            def linucb(x):
+                out = np.empty(x.shape[0])
+                # the UCB kernel with no bonus: x theta_hat, LinUCB's own estimate
+                cpu.linucb_scores(pol.Vinv, pol.b, 0.0, np.ascontiguousarray(x), out)
+                return out
+            return linucb
+        engines = ([pol.engine] if isinstance(pol, ThompsonSampling)
+                   else list(pol.engines) if isinstance(pol, PerArm) else [])
+        if not engines or not all(isinstance(e, GaussianEngine) for e in engines):
+            raise TypeError(f"predict_expectations needs a posterior mean: the policy "
+                            f"{getattr(pol, 'name', type(pol).__name__)!r} has none (use "
+                            f"predict, which draws)")
+        if isinstance(pol, ThompsonSampling):
+            e = pol.engine
+            return lambda x: e.model.predict(e.mean, x)
+        return lambda x: np.array([e.model.predict(e.mean, x[a:a + 1])[0]
+                                   for a, e in enumerate(engines)])
+
+    # -- shapes ------------------------------------------------------------------------
+    def _contexts(self, contexts, allow_one=True):
+        """``(X (n, K, d), one)``: the rounds' contexts, validated; ``one`` when a single
+        ``(K, d)`` round was given."""
+        X = val.float_array(contexts, "contexts", finite=False)
+        one = allow_one and X.ndim == 2
+        if one:
+            X = X[None]
+        if X.ndim != 3:
+            want = "(n, K, d) (n rounds of K arms' features)" + (" or (K, d)" if allow_one
+                                                                 else "")
+            raise ValueError(f"contexts must have shape {want}, got {X.shape}")
+        n, K, d = X.shape
+        if self.dim is not None and d != self.dim:
+            raise ValueError(f"contexts must have d = {self.dim} features (the last axis), "
+                             f"got shape {X.shape}")
+        if K == 0 or (self.n_arms is not None and K != self.n_arms):
+            need = self.n_arms if self.n_arms is not None else ">= 1"
+            raise ValueError(f"contexts must have K = {need} arms (the second-to-last "
+                             f"axis), got shape {X.shape}")
+        val.bounded_data(X, "contexts")
+        return X, one
+
+    def _rounds(self, contexts, arms, rewards):
+        X, _ = self._contexts(contexts, allow_one=False)
+        n, K = X.shape[:2]
+        a = np.asarray(arms)
+        if a.ndim != 1 or a.shape[0] != n:
+            raise ValueError(f"arms must have shape ({n},) (one per round of contexts), got "
+                             f"{a.shape}")
+        if a.size and not np.issubdtype(a.dtype, np.integer):
+            raise TypeError(f"arms must be integers, got dtype {a.dtype}")
+        if a.size and (a.min() < 0 or a.max() >= K):
+            raise ValueError(f"arms must be in [0, {K}), got values in [{a.min()}, {a.max()}]")
+        r = val.float_array(rewards, "rewards", ndim=1)
+        if r.shape[0] != n:
+            raise ValueError(f"rewards must have shape ({n},) (one per round of contexts), "
+                             f"got {r.shape}")
+        val.bounded_data(r, "rewards")
+        return X, a, r
+
+    def __repr__(self):
+        return f"Bandit({self.policy!r}, n_arms={self.n_arms}, dim={self.dim})"
