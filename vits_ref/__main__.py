@@ -88,9 +88,14 @@ def _execution_options(p):
     g.add_argument("--jobs", type=int, default=None,
                    help="run the chunks in N worker processes")
     g.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="run the chunks on a Dask distributed scheduler (dask extra)")
+                   help="run the chunks on your own Dask distributed scheduler (dask "
+                        "extra), connecting with the TLS settings of your Dask "
+                        "configuration: anyone who can submit work to that scheduler can "
+                        "run code in this process, so secure it (tls:// with client "
+                        "certificates)")
     g.add_argument("--dask-local", type=int, default=None, metavar="N",
-                   help="run the chunks on a Dask LocalCluster of N workers (dask extra)")
+                   help="run the chunks on a Dask LocalCluster of N workers (dask extra), "
+                        "on loopback, TLS with temporary credentials, no dashboard")
     g.add_argument("--chunk-runs", type=int, default=None, metavar="N",
                    help="runs per chunk (default 10); finished chunks are stored in "
                         "OUT/chunks and reused when the same command runs again")
@@ -207,7 +212,9 @@ def _execution(args):
     if ex.get("scheduler") is not None or ex.get("dask_local") is not None:
         import importlib.util
 
-        if importlib.util.find_spec("distributed") is None:
+        # the local cluster's TLS credentials need cryptography (_chunks._local_cluster)
+        needed = ("distributed",) + (("cryptography",) if ex.get("dask_local") else ())
+        if any(importlib.util.find_spec(m) is None for m in needed):
             raise CLIError("Dask execution needs the dask extra: pip install "
                            "'vits_ref[dask]'")
     sess["workers"] = ex.get("jobs") or ex.get("dask_local") or 1
