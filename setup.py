@@ -26,9 +26,13 @@ EXTRAS = {
     # that tests/test_cuda_ptx.py compiles every kernel to sm_90 PTX; no GPU is used, and
     # without them those tests skip. .ci/run installs it
     "ptx": ["numba-cuda[cu12]>=0.20"],
-    "plot": ["matplotlib>=3.7"],
-    # progress bars of long work (DiffusionPrior.fit); a line per step without it
+    # the figures, and tqdm's progress bars of the runs and of long work
+    # (DiffusionPrior.fit; a line per step without it)
+    "plot": ["matplotlib>=3.7", "tqdm>=4.60"],
     "progress": ["tqdm>=4.60"],
+    # the data sets bundled with scikit-learn: digits (diffts-digits), diabetes
+    # (opvi-bnn without --data), the classifiers' data sets (opvi-classifier)
+    "data": ["scikit-learn>=1.3"],
     # chunks of experiments on a Dask cluster (--scheduler, --dask-local); cryptography
     # makes the local cluster's temporary TLS credentials (only this process may use it)
     "dask": ["distributed>=2024.1", "cryptography>=41"],

@@ -221,6 +221,33 @@ def _execution(args):
     return ex, sess
 
 
+def check_needs(mod, with_data=False):
+    """Raise :class:`CLIError` naming the extra and its pip command if a package that
+    experiment ``mod`` imports is missing (its ``NEEDS``: ``(module, distribution, extra,
+    needed with --data)``), before any work and before the output folder is made."""
+    import importlib.util
+
+    for module, dist, extra, with_data_too in getattr(mod, "NEEDS", ()):
+        if (with_data_too or not with_data) and importlib.util.find_spec(module) is None:
+            raise CLIError(f"{mod.NAME} needs {dist}, which is not installed (the {extra} "
+                           f"extra): pip install 'vits_ref[{extra}]'")
+
+
+def check_device(device):
+    """Raise :class:`CLIError` (one line) unless ``device`` can run here: for ``"cuda"``,
+    numba-cuda working with this NumPy and a visible GPU, or Numba's CUDA simulator
+    (:func:`vits_ref.bandit._cuda_simulate.check_device`). Called before the output
+    folder is made, so a failed ``--device cuda`` leaves nothing behind."""
+    if device != "cuda":
+        return
+    from .bandit._cuda_simulate import check_device as check_cuda
+
+    try:
+        check_cuda()
+    except RuntimeError as exc:
+        raise CLIError(f"--device cuda: {exc}") from None
+
+
 def _prepare_out(args, default, experiment, options):
     """The output folder, checked before any computation: writable, and not holding a
     finished result or chunks of other options (unless ``--force``, which discards
@@ -285,7 +312,9 @@ def _run(args, experiments):
                 _count(value, f"--{key}")
             opts[key] = value
     ex, sess = _execution(args)
+    check_needs(mod, with_data=args.data is not None)
     if args.device != "cpu":
+        check_device(args.device)
         sess["device"] = args.device
     if args.tune:
         if "tune" not in params:
