@@ -115,3 +115,20 @@ def test_readme_cuda_example_without_a_device_says_so():
     # the example's own check: a RuntimeError naming the missing device and the simulator
     assert last.startswith("RuntimeError: device='cuda' found no usable CUDA GPU"), last
     assert "CudaSupportError" not in res.stderr
+
+
+def test_run_help_shows_each_experiments_own_size(capsys):
+    with pytest.raises(SystemExit):
+        cli_main(["run", "--help"])
+    text = capsys.readouterr().out
+    assert "(paper: 50)" not in text and "(paper: 1000)" not in text  # vits-fig1's, for all
+    lines = {line.split()[0]: line for line in text.splitlines()
+             if line.startswith("  ") and line.split() and line.split()[0] in EXPERIMENTS}
+    assert set(lines) == set(EXPERIMENTS)
+    for name, mod in EXPERIMENTS.items():
+        size = f"{mod.DEFAULTS['runs']} x {mod.DEFAULTS['rounds']}"
+        assert lines[name].split()[1:4] == size.split(), lines[name]
+        paper = getattr(mod, "PAPER_SIZE", None)
+        if paper and (paper["runs"], paper["rounds"]) != (mod.DEFAULTS["runs"],
+                                                          mod.DEFAULTS["rounds"]):
+            assert f"--paper: {paper['runs']} x {paper['rounds']}" in lines[name]

@@ -13,11 +13,11 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
+from fake_runs import Policy as _Policy  # noqa: E402
+from fake_runs import fake_simulate as _fake_simulate  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from vits_ref.bandit.simulate import SimulationResult  # noqa: E402
-from vits_ref.errors import DivergenceError  # noqa: E402
 from vits_ref.experiments import _chunks, plotting  # noqa: E402
 from vits_ref.experiments._common import run_panels  # noqa: E402
 from vits_ref.experiments.diffts import _shared  # noqa: E402
@@ -100,27 +100,6 @@ def test_outside_legend_refuses_a_label_drawn_two_ways():
     b.plot([0, 1], label="DiffTS", color="C2")
     with pytest.raises(ValueError, match="alike"):
         plotting.outside_legend([a, b])
-
-
-class _Policy:
-    """A stand-in policy: only its step size matters to :func:`_fake_simulate`."""
-
-    def __init__(self, step_size):
-        self.step_size = step_size
-        self.name = "fake"
-
-    def __repr__(self):
-        return f"_Policy(step_size={self.step_size})"
-
-
-def _fake_simulate(policy, env, n_rounds, n_runs, seed, new_instance_per_run=True,
-                   kl_rounds=None, first_run=0, device="cpu"):
-    """The step 0.01 diverges on the panel ``"A"`` only; regrets are constant."""
-    if env == "A" and policy.step_size == 0.01:
-        raise DivergenceError("fake", round=1, step_size=0.01, run=first_run)
-    regret = np.full((n_runs, n_rounds), policy.step_size)
-    return SimulationResult("fake", env, regret, np.zeros((n_runs, n_rounds), np.int64),
-                            np.zeros(0, np.int64), None, 0.0, False, seed)
 
 
 def test_fallback_step_is_named_in_the_legend(tmp_path):

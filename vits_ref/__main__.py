@@ -103,6 +103,20 @@ def _execution_options(p):
                    help="no progress bar and no status lines")
 
 
+def _sizes(experiments):
+    """The epilog of ``run --help``: each experiment's default size, and its ``--paper``
+    size where that differs."""
+    lines = ["sizes (runs x rounds; --paper where it differs from the default):"]
+    for name, mod in sorted(experiments.items()):
+        d = mod.DEFAULTS
+        paper = {**d, **getattr(mod, "PAPER_SIZE", {})}
+        line = f"  {name:18s} {d['runs']} x {d['rounds']}"
+        if (paper["runs"], paper["rounds"]) != (d["runs"], d["rounds"]):
+            line += f" (--paper: {paper['runs']} x {paper['rounds']})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def _build_parser(experiments, papers):
     from . import __version__
 
@@ -118,12 +132,15 @@ def _build_parser(experiments, papers):
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the experiments", parents=[common])
     p_run = sub.add_parser("run", help="run an experiment and write CSV, JSON and PNG",
-                           parents=[common])
+                           parents=[common], epilog=_sizes(experiments),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     p_run.add_argument("name", choices=sorted(experiments))
-    p_run.add_argument("--runs", type=int, default=None, help="independent runs (paper: 50)")
+    p_run.add_argument("--runs", type=int, default=None,
+                       help="independent runs (default: the experiment's own, listed below)")
     p_run.add_argument("--rounds", type=int, default=None,
-                       help="rounds per run (paper: 1000); for "
-                            + "; for ".join(f"{k}: {v}" for k, v in STEP_CAPPED.items()))
+                       help="rounds per run (default: the experiment's own, listed below); "
+                            "for " + "; for ".join(f"{k}: {v}"
+                                                   for k, v in STEP_CAPPED.items()))
     p_run.add_argument("--seed", type=int, default=None, help="root seed (default 0)")
     p_run.add_argument("--out", default=None,
                        help="output folder (default results/NAME; a finished result there "

@@ -488,7 +488,12 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
                 for lab, diff in compare(entries, ref).items():
                     next(x for x in entries if x["method"] == lab)[
                         "paired_vs_reference"] = {"reference": ref, **diff}
-    names = ("curves.csv", "summary.json") + (("regret.png",) if plot else ())
+    from .plotting import available
+
+    drawn = plot and available()
+    if plot and not drawn and say:
+        say("no plot written: plotting needs matplotlib: pip install 'vits_ref[plot]'")
+    names = ("curves.csv", "summary.json") + (("regret.png",) if drawn else ())
     files = [os.path.join(out, f) for f in names]
     result = {"experiment": name, "description": description, "runs": runs, "rounds": rounds,
               "seed": seed, "reference": reference, **(extra or {}), "results": summary,
@@ -498,7 +503,7 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
                             "device": s.device, **s.stats}}
     write_curves_csv(files[0], rows)
     write_json(files[1], result)
-    if plot:
+    if drawn:
         try:
             from .plotting import regret_panels
 
@@ -506,7 +511,7 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
         except ImportError as exc:
             if say:
                 say(f"no plot written: {exc}")
-    else:
+    elif not plot:
         result["curves"] = curves  # for the caller's own figure; not in the JSON
     return result
 

@@ -18,6 +18,17 @@ N_COLOURS = 10
 LINE_STYLES = ("-", "--", ":", "-.")
 
 
+def available():
+    """Whether matplotlib can be imported (checked before the outputs are listed, so that
+    a summary never lists a PNG that was not written)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("matplotlib") is not None
+    except ValueError:  # a module object without a spec in sys.modules
+        return False
+
+
 def figure(ncols=1, width=5.5, height=4.0):
     """A ``(fig, axes)`` pair, ``axes`` a list of ``ncols`` Axes, off pyplot."""
     try:
