@@ -309,6 +309,7 @@ def _prepare_out(args, default, experiment, options):
 
 
 def _run(args, experiments):
+    from . import _compile_watch
     from .experiments import _chunks, get
 
     mod = get(args.name)
@@ -353,16 +354,18 @@ def _run(args, experiments):
     if "path" in opts:
         options["data_bytes"] = os.path.getsize(opts["path"])
     out = _prepare_out(args, f"results/{args.name}", args.name, options)
+    progress = None if args.quiet else _progress(args.name)
     with _chunks.executor(**ex) as (executor, ex_name), _chunks.session(
-            executor=executor, executor_name=ex_name, options=options, **sess):
-        result = mod.run(out=out, progress=None if args.quiet else _progress(args.name),
-                         **opts)
+            executor=executor, executor_name=ex_name, options=options, **sess), \
+            _compile_watch.watch(progress):
+        result = mod.run(out=out, progress=progress, **opts)
     print(mod.table(result))
     print(f"wrote {', '.join(result['files'])} ({result['total_wall_time_s']:.1f} s)")
     return 0
 
 
 def _sweep(args):
+    from . import _compile_watch
     from .experiments import _chunks
     from .experiments.sweep import SWEEPS, table
 
@@ -383,11 +386,12 @@ def _sweep(args):
     options = {"sweep": args.name, **{k: opts.get(k, params[k].default)
                                       for k in ("runs", "rounds", "seed", "methods")}}
     out = _prepare_out(args, f"results/sweep-{args.name}", None, options)
+    progress = None if args.quiet else _progress(args.name)
     try:
         with _chunks.executor(**ex) as (executor, ex_name), _chunks.session(
-                executor=executor, executor_name=ex_name, options=options, **sess):
-            result = fn(out=out, progress=None if args.quiet else _progress(args.name),
-                        **opts)
+                executor=executor, executor_name=ex_name, options=options, **sess), \
+                _compile_watch.watch(progress):
+            result = fn(out=out, progress=progress, **opts)
     except ValueError as exc:
         if "methods" in str(exc):
             raise CLIError(f"--{exc}") from None

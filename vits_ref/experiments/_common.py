@@ -88,11 +88,15 @@ def write_curves_csv(path, rows):
 
 
 def environment_info():
-    """Versions and thread settings, stored in every JSON summary."""
+    """Versions and thread settings, stored in every JSON summary, with the seconds this
+    process spent compiling kernels so far (:func:`vits_ref._compile_watch.seconds`; None
+    outside the command line, which times them)."""
+    from .. import _compile_watch
+
     return {"python": platform.python_version(), "numpy": np.__version__,
             "numba": numba.__version__, "numba_threads": numba.get_num_threads(),
             "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
-            "machine": platform.machine()}
+            "machine": platform.machine(), "numba_compile_s": _compile_watch.seconds()}
 
 
 _NONFINITE_NOTE = {
