@@ -18,7 +18,7 @@ EXTRAS = {
              "scikit-learn>=1.3", "nbclient>=0.9", "nbformat>=5.9", "ipykernel>=6",
              "matplotlib>=3.7", "ruff>=0.5", "import-linter>=2", "tqdm>=4.60",
              # the Dask executor's bit-identity test (tests/test_chunks.py)
-             "distributed>=2024.1",
+             "distributed>=2024.1", "cryptography>=41",
              # numba-cuda alone runs the CUDA simulator tests (NUMBA_ENABLE_CUDASIM=1);
              # the compiler wheels that tests/test_cuda_ptx.py needs are the "ptx" extra
              "numba-cuda>=0.20"],
@@ -26,11 +26,16 @@ EXTRAS = {
     # that tests/test_cuda_ptx.py compiles every kernel to sm_90 PTX; no GPU is used, and
     # without them those tests skip. .ci/run installs it
     "ptx": ["numba-cuda[cu12]>=0.20"],
-    "plot": ["matplotlib>=3.7"],
-    # progress bars of long work (DiffusionPrior.fit); a line per step without it
+    # the figures, and tqdm's progress bars of the runs and of long work
+    # (DiffusionPrior.fit; a line per step without it)
+    "plot": ["matplotlib>=3.7", "tqdm>=4.60"],
     "progress": ["tqdm>=4.60"],
-    # chunks of experiments on a Dask cluster (--scheduler, --dask-local)
-    "dask": ["distributed>=2024.1"],
+    # the data sets bundled with scikit-learn: digits (diffts-digits), diabetes
+    # (opvi-bnn without --data), the classifiers' data sets (opvi-classifier)
+    "data": ["scikit-learn>=1.3"],
+    # chunks of experiments on a Dask cluster (--scheduler, --dask-local); cryptography
+    # makes the local cluster's temporary TLS credentials (only this process may use it)
+    "dask": ["distributed>=2024.1", "cryptography>=41"],
     "bench": ["asv>=0.6"],
     # the JAX peer of the GPU benchmark (vits_ref._bench.jax_peer); on a GPU install
     # "jax[cuda12]" instead, so that the peer runs on the device

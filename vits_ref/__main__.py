@@ -88,14 +88,33 @@ def _execution_options(p):
     g.add_argument("--jobs", type=int, default=None,
                    help="run the chunks in N worker processes")
     g.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="run the chunks on a Dask distributed scheduler (dask extra)")
+                   help="run the chunks on your own Dask distributed scheduler (dask "
+                        "extra), connecting with the TLS settings of your Dask "
+                        "configuration: anyone who can submit work to that scheduler can "
+                        "run code in this process, so secure it (tls:// with client "
+                        "certificates)")
     g.add_argument("--dask-local", type=int, default=None, metavar="N",
-                   help="run the chunks on a Dask LocalCluster of N workers (dask extra)")
+                   help="run the chunks on a Dask LocalCluster of N workers (dask extra), "
+                        "on loopback, TLS with temporary credentials, no dashboard")
     g.add_argument("--chunk-runs", type=int, default=None, metavar="N",
                    help="runs per chunk (default 10); finished chunks are stored in "
                         "OUT/chunks and reused when the same command runs again")
     g.add_argument("--quiet", action="store_true",
                    help="no progress bar and no status lines")
+
+
+def _sizes(experiments):
+    """The epilog of ``run --help``: each experiment's default size, and its ``--paper``
+    size where that differs."""
+    lines = ["sizes (runs x rounds; --paper where it differs from the default):"]
+    for name, mod in sorted(experiments.items()):
+        d = mod.DEFAULTS
+        paper = {**d, **getattr(mod, "PAPER_SIZE", {})}
+        line = f"  {name:18s} {d['runs']} x {d['rounds']}"
+        if (paper["runs"], paper["rounds"]) != (d["runs"], d["rounds"]):
+            line += f" (--paper: {paper['runs']} x {paper['rounds']})"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _build_parser(experiments, papers):
@@ -113,12 +132,15 @@ def _build_parser(experiments, papers):
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the experiments", parents=[common])
     p_run = sub.add_parser("run", help="run an experiment and write CSV, JSON and PNG",
-                           parents=[common])
+                           parents=[common], epilog=_sizes(experiments),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     p_run.add_argument("name", choices=sorted(experiments))
-    p_run.add_argument("--runs", type=int, default=None, help="independent runs (paper: 50)")
+    p_run.add_argument("--runs", type=int, default=None,
+                       help="independent runs (default: the experiment's own, listed below)")
     p_run.add_argument("--rounds", type=int, default=None,
-                       help="rounds per run (paper: 1000); for "
-                            + "; for ".join(f"{k}: {v}" for k, v in STEP_CAPPED.items()))
+                       help="rounds per run (default: the experiment's own, listed below); "
+                            "for " + "; for ".join(f"{k}: {v}"
+                                                   for k, v in STEP_CAPPED.items()))
     p_run.add_argument("--seed", type=int, default=None, help="root seed (default 0)")
     p_run.add_argument("--out", default=None,
                        help="output folder (default results/NAME; a finished result there "
@@ -207,11 +229,40 @@ def _execution(args):
     if ex.get("scheduler") is not None or ex.get("dask_local") is not None:
         import importlib.util
 
-        if importlib.util.find_spec("distributed") is None:
+        # the local cluster's TLS credentials need cryptography (_chunks._local_cluster)
+        needed = ("distributed",) + (("cryptography",) if ex.get("dask_local") else ())
+        if any(importlib.util.find_spec(m) is None for m in needed):
             raise CLIError("Dask execution needs the dask extra: pip install "
                            "'vits_ref[dask]'")
     sess["workers"] = ex.get("jobs") or ex.get("dask_local") or 1
     return ex, sess
+
+
+def check_needs(mod, with_data=False):
+    """Raise :class:`CLIError` naming the extra and its pip command if a package that
+    experiment ``mod`` imports is missing (its ``NEEDS``: ``(module, distribution, extra,
+    needed with --data)``), before any work and before the output folder is made."""
+    import importlib.util
+
+    for module, dist, extra, with_data_too in getattr(mod, "NEEDS", ()):
+        if (with_data_too or not with_data) and importlib.util.find_spec(module) is None:
+            raise CLIError(f"{mod.NAME} needs {dist}, which is not installed (the {extra} "
+                           f"extra): pip install 'vits_ref[{extra}]'")
+
+
+def check_device(device):
+    """Raise :class:`CLIError` (one line) unless ``device`` can run here: for ``"cuda"``,
+    numba-cuda working with this NumPy and a visible GPU, or Numba's CUDA simulator
+    (:func:`vits_ref.bandit._cuda_simulate.check_device`). Called before the output
+    folder is made, so a failed ``--device cuda`` leaves nothing behind."""
+    if device != "cuda":
+        return
+    from .bandit._cuda_simulate import check_device as check_cuda
+
+    try:
+        check_cuda()
+    except RuntimeError as exc:
+        raise CLIError(f"--device cuda: {exc}") from None
 
 
 def _prepare_out(args, default, experiment, options):
@@ -258,6 +309,7 @@ def _prepare_out(args, default, experiment, options):
 
 
 def _run(args, experiments):
+    from . import _compile_watch
     from .experiments import _chunks, get
 
     mod = get(args.name)
@@ -278,7 +330,9 @@ def _run(args, experiments):
                 _count(value, f"--{key}")
             opts[key] = value
     ex, sess = _execution(args)
+    check_needs(mod, with_data=args.data is not None)
     if args.device != "cpu":
+        check_device(args.device)
         sess["device"] = args.device
     if args.tune:
         if "tune" not in params:
@@ -300,16 +354,18 @@ def _run(args, experiments):
     if "path" in opts:
         options["data_bytes"] = os.path.getsize(opts["path"])
     out = _prepare_out(args, f"results/{args.name}", args.name, options)
+    progress = None if args.quiet else _progress(args.name)
     with _chunks.executor(**ex) as (executor, ex_name), _chunks.session(
-            executor=executor, executor_name=ex_name, options=options, **sess):
-        result = mod.run(out=out, progress=None if args.quiet else _progress(args.name),
-                         **opts)
+            executor=executor, executor_name=ex_name, options=options, **sess), \
+            _compile_watch.watch(progress):
+        result = mod.run(out=out, progress=progress, **opts)
     print(mod.table(result))
     print(f"wrote {', '.join(result['files'])} ({result['total_wall_time_s']:.1f} s)")
     return 0
 
 
 def _sweep(args):
+    from . import _compile_watch
     from .experiments import _chunks
     from .experiments.sweep import SWEEPS, table
 
@@ -330,11 +386,12 @@ def _sweep(args):
     options = {"sweep": args.name, **{k: opts.get(k, params[k].default)
                                       for k in ("runs", "rounds", "seed", "methods")}}
     out = _prepare_out(args, f"results/sweep-{args.name}", None, options)
+    progress = None if args.quiet else _progress(args.name)
     try:
         with _chunks.executor(**ex) as (executor, ex_name), _chunks.session(
-                executor=executor, executor_name=ex_name, options=options, **sess):
-            result = fn(out=out, progress=None if args.quiet else _progress(args.name),
-                        **opts)
+                executor=executor, executor_name=ex_name, options=options, **sess), \
+                _compile_watch.watch(progress):
+            result = fn(out=out, progress=progress, **opts)
     except ValueError as exc:
         if "methods" in str(exc):
             raise CLIError(f"--{exc}") from None

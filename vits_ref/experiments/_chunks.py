@@ -129,6 +129,32 @@ def _worker_init(n_threads):
 
 
 @contextlib.contextmanager
+def _local_cluster(local_cluster, n_workers):
+    """A ``LocalCluster`` that only this process can use: any client may submit code to a
+    Dask scheduler and its workers, and the results are unpickled here, so the cluster
+    speaks TLS with temporary credentials held by this process alone (``security=True``,
+    the ``cryptography`` package), on the loopback interface only. The scheduler's
+    and workers' HTTP servers (dashboard, metrics, the proxy to the workers) serve no
+    route and listen on a free loopback port: ``dashboard_address=None`` alone still
+    serves them on 127.0.0.1:8787."""
+    try:
+        import cryptography  # noqa: F401
+    except ImportError:
+        raise ImportError("a Dask LocalCluster needs the cryptography package for its TLS "
+                          "credentials (in the dask extra): pip install "
+                          "'vits_ref[dask]'") from None
+    import dask
+
+    # the workers are spawned with this configuration (the nannies pass it on)
+    with dask.config.set({"distributed.scheduler.http.routes": [],
+                          "distributed.worker.http.routes": []}), \
+            local_cluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                          host="127.0.0.1", security=True, dashboard_address="127.0.0.1:0",
+                          scheduler_kwargs={"dashboard": False}) as cluster:
+        yield cluster
+
+
+@contextlib.contextmanager
 def executor(jobs=None, scheduler=None, dask_local=None):
     """The executor of the command-line options, closed on exit: ``(executor, name)``.
 
@@ -160,11 +186,12 @@ def executor(jobs=None, scheduler=None, dask_local=None):
             raise ImportError("Dask execution needs the dask extra: pip install "
                               "'vits_ref[dask]'") from None
         if scheduler is not None:
+            # the user's cluster, with the security of the Dask configuration
+            # (distributed.comm.tls.*): README "Running experiments" says what it needs
             with Client(scheduler) as client:
                 yield client.get_executor(pure=False), f"dask ({scheduler})"
             return
-        with LocalCluster(n_workers=dask_local, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+        with _local_cluster(LocalCluster, dask_local) as cluster, Client(cluster) as client:
             yield client.get_executor(pure=False), f"dask LocalCluster ({dask_local} workers)"
         return
     yield None, "in-process"

@@ -88,11 +88,15 @@ def write_curves_csv(path, rows):
 
 
 def environment_info():
-    """Versions and thread settings, stored in every JSON summary."""
+    """Versions and thread settings, stored in every JSON summary, with the seconds this
+    process spent compiling kernels so far (:func:`vits_ref._compile_watch.seconds`; None
+    outside the command line, which times them)."""
+    from .. import _compile_watch
+
     return {"python": platform.python_version(), "numpy": np.__version__,
             "numba": numba.__version__, "numba_threads": numba.get_num_threads(),
             "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
-            "machine": platform.machine()}
+            "machine": platform.machine(), "numba_compile_s": _compile_watch.seconds()}
 
 
 _NONFINITE_NOTE = {
@@ -410,6 +414,31 @@ def _run_plan(plan, store, runs, rounds, say):
     return outcome
 
 
+def _curve_labels(plan, outcome):
+    """``{(p, m): label}`` of the curves: a method's label, followed by the
+    hyperparameters that set its curves apart where they differ between panels or from its
+    first candidate (a fallback after a divergence, a per-panel tuned point), e.g.
+    ``"VITS-II (step_size = 0.001)"``: a figure's one legend entry per label must stand
+    for one configuration."""
+    used = {}
+    for e in plan:
+        o = outcome[(e["p"], e["m"])]
+        if "blocks" in o:
+            used.setdefault(e["label"], []).append(
+                (e, e["candidates"][o["c"]]["info"], e["candidates"][0]["info"]))
+    out = {}
+    for label, items in used.items():
+        points = [i.get("hyperparameters", i) for _, *infos in items for i in infos]
+        differ = sorted(k for k in set().union(*points)
+                        if len({repr(p.get(k)) for p in points}) > 1)
+        for e, info, _ in items:
+            point = info.get("hyperparameters", info)
+            values = [f"{k} = {point.get(k):g}" if isinstance(point.get(k), float)
+                      else f"{k} = {point.get(k)}" for k in differ]
+            out[(e["p"], e["m"])] = f"{label} ({', '.join(values)})" if differ else label
+    return out
+
+
 def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out, title,
                extra, reference, on_result, say, plot, s, t0):
     from ..bandit.simulate import SimulationResult
@@ -417,6 +446,7 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
     rows, summary, curves = [], [], {}
     for panel, _, _, _ in panels:
         curves[panel] = {}
+    legend = _curve_labels(plan, outcome)
     for k, e in enumerate(plan):
         panel, label, info = e["panel"], e["label"], e["info"]
         o = outcome[(e["p"], e["m"])]
@@ -438,7 +468,7 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
             if runs == 1:  # a standard error of one run is undefined, not 0
                 se = np.full_like(mean, np.nan)
             rows.append({"panel": panel, "method": label, "mean": mean, "stderr": se})
-            curves[panel][label] = (mean, se)
+            curves[panel][legend[(e["p"], e["m"])]] = (mean, se)
             entry = {**info, **cand["info"], "panel": panel, "method": label,
                      "final_regret_mean": float(mean[-1]),
                      "final_regret_stderr": float(se[-1]),  # NaN (null) for one run
@@ -462,7 +492,12 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
                 for lab, diff in compare(entries, ref).items():
                     next(x for x in entries if x["method"] == lab)[
                         "paired_vs_reference"] = {"reference": ref, **diff}
-    names = ("curves.csv", "summary.json") + (("regret.png",) if plot else ())
+    from .plotting import available
+
+    drawn = plot and available()
+    if plot and not drawn and say:
+        say("no plot written: plotting needs matplotlib: pip install 'vits_ref[plot]'")
+    names = ("curves.csv", "summary.json") + (("regret.png",) if drawn else ())
     files = [os.path.join(out, f) for f in names]
     result = {"experiment": name, "description": description, "runs": runs, "rounds": rounds,
               "seed": seed, "reference": reference, **(extra or {}), "results": summary,
@@ -472,7 +507,7 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
                             "device": s.device, **s.stats}}
     write_curves_csv(files[0], rows)
     write_json(files[1], result)
-    if plot:
+    if drawn:
         try:
             from .plotting import regret_panels
 
@@ -480,7 +515,7 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
         except ImportError as exc:
             if say:
                 say(f"no plot written: {exc}")
-    else:
+    elif not plot:
         result["curves"] = curves  # for the caller's own figure; not in the JSON
     return result
 

@@ -11,6 +11,22 @@ entry (:data:`BAND_NOTE`).
 
 #: The legend entry that explains the shaded bands of :func:`band` curves.
 BAND_NOTE = "shaded band: \u00b11 standard error over runs"
+#: Colours of :func:`line_styles`: matplotlib's default cycle (``C0`` to ``C9``).
+N_COLOURS = 10
+#: Line styles of :func:`line_styles`: solid for the paper's methods, dashed for the
+#: ``"extra: ..."`` ones, the others once the colours have all been used.
+LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def available():
+    """Whether matplotlib can be imported (checked before the outputs are listed, so that
+    a summary never lists a PNG that was not written)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("matplotlib") is not None
+    except ValueError:  # a module object without a spec in sys.modules
+        return False
 
 
 def figure(ncols=1, width=5.5, height=4.0):
@@ -26,12 +42,57 @@ def figure(ncols=1, width=5.5, height=4.0):
     return fig, axes
 
 
-def band(ax, x, mid, lo, hi, label):
-    """A line with a shaded band (``lo`` to ``hi``) of the same colour; dashed for a
-    method labelled ``"extra: ..."`` (not in the paper's figure)."""
+def line_styles(labels):
+    """A distinct ``(colour, linestyle)`` pair per label, in order of first appearance.
+
+    Panels of one figure share one legend (:func:`outside_legend`), so a label must look
+    the same in every panel even where a panel leaves some methods out: drawing each panel
+    with the axes' own colour cycle gives a later method the colour an earlier panel gave
+    another one. Colours cycle through :data:`N_COLOURS`; a method labelled
+    ``"extra: ..."`` (not in the paper's figure) is dashed, and from the eleventh label on
+    the style moves on through :data:`LINE_STYLES`, so that no two labels share a pair.
+
+    Parameters
+    ----------
+    labels : iterable of str
+        The curves' labels (repeats are ignored).
+
+    Returns
+    -------
+    dict
+        ``{label: (colour, linestyle)}``, colours as ``"C0"`` ... ``"C9"``.
+
+    Examples
+    --------
+    >>> line_styles(["LinTS", "extra: VITS-I", "LinTS"])
+    {'LinTS': ('C0', '-'), 'extra: VITS-I': ('C1', '--')}
+    """
+    out, used = {}, set()
+    for label in labels:
+        if label in out:
+            continue
+        n = len(out)
+        colour = f"C{n % N_COLOURS}"
+        first = label.startswith("extra:") + 2 * (n // N_COLOURS)
+        free = [ls for j in range(len(LINE_STYLES))
+                for ls in [LINE_STYLES[(first + j) % len(LINE_STYLES)]]
+                if (colour, ls) not in used]
+        if not free:
+            raise ValueError(f"more than {N_COLOURS * len(LINE_STYLES)} labels to tell "
+                             f"apart in one figure")
+        out[label] = (colour, free[0])
+        used.add(out[label])
+    return out
+
+
+def band(ax, x, mid, lo, hi, label, style=None):
+    """A line with a shaded band (``lo`` to ``hi``) of the same colour; ``style``: its
+    ``(colour, linestyle)`` (:func:`line_styles`); without it the axes' next colour,
+    dashed for a method labelled ``"extra: ..."`` (not in the paper's figure)."""
     import numpy as np
 
-    line, = ax.plot(x, mid, label=label, ls="--" if label.startswith("extra:") else "-")
+    colour, ls = style or (None, "--" if label.startswith("extra:") else "-")
+    line, = ax.plot(x, mid, label=label, ls=ls, color=colour)
     if np.isfinite(np.asarray(lo, dtype=float)).any():  # one run: no band (NaN stderr)
         ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2)
     return line
@@ -45,7 +106,9 @@ def outside_legend(axes, band_note=None, fontsize=8):
     axes : sequence of matplotlib.axes.Axes
         The panels of one figure; their labelled artists are gathered (one entry per
         label, first seen first) into a legend to the right of the last panel, outside its
-        data area, so it never covers a curve.
+        data area, so it never covers a curve. Lines that share a label must share their
+        colour and style (:func:`line_styles`), and lines of different labels must not:
+        the one entry stands for all of them.
     band_note : str, optional
         An extra legend entry (a grey patch) explaining the shaded bands, e.g.
         :data:`BAND_NOTE`.
@@ -56,13 +119,31 @@ def outside_legend(axes, band_note=None, fontsize=8):
     -------
     matplotlib.legend.Legend or None
         None when there is nothing to label.
+
+    Raises
+    ------
+    ValueError
+        If a label's lines differ in colour or style between panels, or two labels' lines
+        look the same: the legend would name a curve wrongly (a panel without some of the
+        methods used to draw the next method in the colour of a missing one).
     """
-    handles, labels = [], []
+    handles, labels, looks = [], [], {}
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            look = _look(h)
+            if look is not None:
+                if looks.setdefault(lab, look) != look:
+                    raise ValueError(f"the curves labelled {lab!r} are drawn in two "
+                                     f"styles, {looks[lab]} and {look}: one legend entry "
+                                     f"cannot name both (plotting.line_styles)")
             if lab not in labels:
                 handles.append(h)
                 labels.append(lab)
+    seen = {}
+    for lab, look in looks.items():
+        if seen.setdefault(look, lab) != lab:
+            raise ValueError(f"{seen[look]!r} and {lab!r} are drawn alike {look}: the "
+                             f"legend cannot tell them apart (plotting.line_styles)")
     if band_note:
         from matplotlib.patches import Patch
 
@@ -74,6 +155,16 @@ def outside_legend(axes, band_note=None, fontsize=8):
     # makes room for it (an axes legend is part of the axes' tight bounding box)
     return axes[-1].legend(handles, labels, fontsize=fontsize, loc="upper left",
                            bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+
+
+def _look(handle):
+    """``(colour, linestyle, marker)`` of a line (hex colour), None for other artists."""
+    from matplotlib.colors import to_hex
+    from matplotlib.lines import Line2D
+
+    if not isinstance(handle, Line2D):
+        return None
+    return (to_hex(handle.get_color()), handle.get_linestyle(), handle.get_marker())
 
 
 def save(fig, path):
@@ -92,9 +183,11 @@ def regret_panels(panels, path, title=None, ylabel="cumulative regret"):
     notebook).
     """
     fig, axes = figure(len(panels))
+    styles = line_styles(label for curves in panels.values() for label in curves)
     for ax, (panel, curves) in zip(axes, panels.items(), strict=True):
         for label, (mean, se) in curves.items():
-            band(ax, range(1, len(mean) + 1), mean, mean - se, mean + se, label)
+            band(ax, range(1, len(mean) + 1), mean, mean - se, mean + se, label,
+                 styles[label])
         ax.set_title(panel)
         ax.set_xlabel("round t")
         ax.set_ylabel(ylabel)

@@ -182,9 +182,11 @@ def prior_and_regret_figure(scatter, curves, path, title=None, labels=("true pri
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from ..plotting import BAND_NOTE, band, has_band, outside_legend, save
+    from ..plotting import BAND_NOTE, band, has_band, line_styles, outside_legend, save
 
     panels = list(curves)
+    # one style per method across the panels: the logistic panel has no MixTS or DPS
+    styles = line_styles(label for c in curves.values() for label in c)
     n = len(panels)
     fig = Figure(figsize=(3.6 * n, 7.0))
     FigureCanvasAgg(fig)
@@ -204,7 +206,8 @@ def prior_and_regret_figure(scatter, curves, path, title=None, labels=("true pri
         bottom.append(ax2)
         for label, (mean, se) in curves[panel].items():
             mean, se = np.asarray(mean), np.asarray(se)
-            band(ax2, np.arange(1, len(mean) + 1), mean, mean - se, mean + se, label)
+            band(ax2, np.arange(1, len(mean) + 1), mean, mean - se, mean + se, label,
+                 styles[label])
         ax2.set_xlabel("round n")
         if j == 0:
             ax2.set_ylabel("cumulative regret")

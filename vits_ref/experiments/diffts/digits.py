@@ -25,6 +25,9 @@ NAME = "diffts-digits"
 DESCRIPTION = ("Diffusion-prior paper appendix C.2 on scikit-learn's digits (replaces "
                "MNIST): 8-d embeddings, K = 10, linear (sigma = 1) and logistic rewards")
 DEFAULTS = {"runs": 100, "rounds": 100, "seed": 0}
+#: What the experiment imports from an extra: ``(module, distribution, extra, needed
+#: with --data)`` (checked by the command line before any work).
+NEEDS = (("sklearn", "scikit-learn", "data", True),)
 N_ARMS, SIGMA, DIM = 10, 1.0, 8
 REWARDS = ("linear", "logistic")
 

@@ -60,6 +60,10 @@ DESCRIPTION = ("OPVI paper section 5.2: BNN regression (50 hidden, 20 particles)
                "test RMSE and log-likelihood over rounds; diabetes by default, --data "
                "kin8nm.csv for the paper's data")
 DEFAULTS = {"runs": 20, "rounds": 500, "seed": 0}
+#: What the experiment imports from an extra: ``(module, distribution, extra, needed
+#: with --data)`` (checked by the command line before any work; a Kin8nm CSV given
+#: with ``--data`` needs no scikit-learn).
+NEEDS = (("sklearn", "scikit-learn", "data", False),)
 N_PARTICLES, HIDDEN, BATCH = 20, 50, 20
 STEP_SIZE = 1e-3
 TEST_FRACTION = 0.1
@@ -320,9 +324,11 @@ def write_outputs(result, out, rec, metric_names, labels, title, progress):
 def plot_curves(result, metric_names, labels, path, title):
     """The mean curves with bands of +-1 standard error over runs (none for one run),
     one panel per metric, one legend right of the last panel; returns the Figure."""
-    from ..plotting import BAND_NOTE, band, figure, outside_legend, save
+    from ..plotting import BAND_NOTE, band, figure, line_styles, outside_legend, save
 
     fig, axes = figure(len(metric_names), width=5.0)
+    # one style per method in every panel, whichever metrics a method records
+    styles = line_styles(e["method"] for e in result["results"])
     rec = np.asarray(result["record_rounds"])
     any_band = False
     for ax, name, lab in zip(axes, metric_names, labels, strict=True):
@@ -334,7 +340,7 @@ def plot_curves(result, metric_names, labels, path, title):
             # one run: NaN (None once read back from the JSON), and no band is drawn
             se = np.full_like(mean, np.nan) if se is None else np.asarray(se, dtype=float)
             any_band |= bool(np.isfinite(se).any())
-            band(ax, rec, mean, mean - se, mean + se, e["method"])
+            band(ax, rec, mean, mean - se, mean + se, e["method"], styles[e["method"]])
         ax.set_xscale("log")
         ax.set_xlabel("round t")
         ax.set_ylabel(lab)

@@ -61,6 +61,9 @@ NAME = "opvi-classifier"
 DESCRIPTION = ("OPVI paper section 5.3: two-layer BNN classifier (100 hidden, "
                "20 particles) on breast cancer (or digits), test accuracy over rounds")
 DEFAULTS = {"runs": 5, "rounds": 500, "seed": 0}
+#: What the experiment imports from an extra: ``(module, distribution, extra, needed
+#: with --data)`` (checked by the command line before any work).
+NEEDS = (("sklearn", "scikit-learn", "data", True),)
 #: The paper-like size (the earlier default; module docstring: cost), a ``slow`` test.
 PAPER_SIZE = {"runs": 10, "rounds": 500}
 N_PARTICLES, HIDDEN, BATCH = 20, 100, 20

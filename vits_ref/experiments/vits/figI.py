@@ -24,6 +24,8 @@ The fixed times are 1%, 10% and 100% of ``T = rounds x`` the smallest cost per s
 fastest method's whole budget: the longest time at which every method has a recorded
 value, so no curve is extrapolated or read after its method stopped. A method that has
 done no step by a time, or whose KL is still undefined (LMC's burn-in), shows none.
+``kl_vs_time.csv`` and ``summary.json`` write such an undefined KL alike: an empty CSV field,
+a JSON null (:data:`UNDEFINED_KL`, also the summary's ``kl_nulls``), never ``inf``.
 
 Cost (this 2-core machine, numba 0.68, d = 10): 0.16 (LMC), 2.4 (VI-I), 1.1 (VI-II) and
 2.4 (Hessian-free) us per step without the KL. With the KL traced after every step the
@@ -53,7 +55,7 @@ from ...drivers import cpu
 from ...drivers.cpu import trace_many
 from ...kernels.linear import POTENTIAL as LINEAR
 from ...kernels.target import METHOD_LMC
-from .. import _chunks, _claims
+from .. import _chunks, _claims, plotting
 from .._common import environment_info, write_json
 from ..plotting import plotted
 from .target import METHODS, SCALE_COVARIANCE, SCALE_DESCRIPTIONS, gaussian_target, run_seeds
@@ -172,8 +174,9 @@ def run(runs=1000, rounds=10000, seed=0, out="results/vits-figI", progress=None,
         stride = max(1, rounds // 1000)
         for label, q in curves.items():
             for k in range(stride - 1, rounds, stride):
-                w.writerow([label, k + 1, f"{costs[label] * (k + 1):.6g}", f"{q[0, k]:.6g}",
-                            f"{q[1, k]:.6g}", f"{q[2, k]:.6g}"])
+                w.writerow([label, k + 1, f"{costs[label] * (k + 1):.6g}",
+                            *(_csv_value(q[i, k]) for i in range(3))])
+    png = os.path.join(out, "kl_vs_time.png")
     result = {"experiment": NAME, "description": DESCRIPTION, "runs": runs, "steps": rounds,
               "seed": seed, "dim": DIM, "kappa": kappa, "step_size": h,
               "target": SCALE_DESCRIPTIONS[scale], "target_scale": scale, "burn_in": BURN_IN,
@@ -181,13 +184,24 @@ def run(runs=1000, rounds=10000, seed=0, out="results/vits-figI", progress=None,
               "time_reference": "fractions of the fastest method's budget (steps x its cost "
                                 "per step): every method has a value at these times",
               "results": summary, "total_wall_time_s": time.perf_counter() - t0,
-              "environment": environment_info(),
-              "files": [path_csv, os.path.join(out, "summary.json"),
-                        os.path.join(out, "kl_vs_time.png")]}
+              "environment": environment_info(), "kl_nulls": UNDEFINED_KL,
+              "files": [path_csv, os.path.join(out, "summary.json")]
+              + ([png] if plotting.available() else [])}
     write_json(os.path.join(out, "summary.json"), result)
-    plotted(lambda: _plot(curves, costs, result, os.path.join(out, "kl_vs_time.png")),
-            progress)
+    plotted(lambda: _plot(curves, costs, result, png), progress)
     return result
+
+
+#: What an empty field of ``kl_vs_time.csv`` and a null KL in ``summary.json`` mean (the
+#: same: neither file holds ``inf``).
+UNDEFINED_KL = ("an empty CSV field or a null KL: the quartile is not defined at that "
+                "step (LMC's burn-in, before its running moments start, or more than the "
+                "quartile's share of seeds diverged)")
+
+
+def _csv_value(x):
+    """A quartile for the CSV: empty where it is not finite (:data:`UNDEFINED_KL`)."""
+    return f"{x:.6g}" if np.isfinite(x) else ""
 
 
 def trace_block(code, n_mc, P, Pm, h, rounds, seeds, lo, hi):

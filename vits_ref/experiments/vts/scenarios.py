@@ -275,14 +275,17 @@ def _write_mse_csv(path, mse_curves):
 
 def mse_panels(mse_curves, path, title=None):
     """Figure 3: one panel per scenario and arm, ``MSE_a(t)`` of every ``K`` (log scale)."""
-    from ..plotting import figure, outside_legend, save
+    from ..plotting import figure, line_styles, outside_legend, save
 
     keys = [(panel, a) for panel, by_method in mse_curves.items()
             for a in range(next(iter(by_method.values())).shape[1])]
     fig, axes = figure(len(keys), width=4.2)
+    styles = line_styles(m for by_method in mse_curves.values() for m in by_method)
     for ax, (panel, a) in zip(axes, keys, strict=True):
         for method, mse in mse_curves[panel].items():
-            ax.semilogy(np.arange(1, mse.shape[0] + 1), mse[:, a], label=method)
+            colour, ls = styles[method]
+            ax.semilogy(np.arange(1, mse.shape[0] + 1), mse[:, a], label=method,
+                        color=colour, ls=ls)
         ax.set_title(f"{panel}, arm {a}")
         ax.set_xlabel("round t")
         ax.set_ylabel("MSE of the expected reward")
