@@ -20,8 +20,9 @@ def child(ss, i):
 # (``new_instance_per_run``). Every path derives them here, so that the same run gets the
 # same numbers on every path (tests/test_plumbing.py).
 
-#: Children of a run's seed: the environment's draws, the policy, the problem instance.
-ENV_CHILD, POLICY_CHILD, INSTANCE_CHILD = 0, 1, 2
+#: Children of a run's seed: the environment's draws, the policy, the problem instance,
+#: the delays of the feedback (``simulate(delay=...)``).
+ENV_CHILD, POLICY_CHILD, INSTANCE_CHILD, DELAY_CHILD = 0, 1, 2, 3
 
 
 def _root(root):
@@ -65,6 +66,12 @@ def instance_seed(seed):
     """The seed of the run's problem instance (the run's child 2:
     ``env.new_instance(instance_seed(s))``)."""
     return child(seed, INSTANCE_CHILD)
+
+
+def delay_rng(seed):
+    """The Generator of the run's feedback delays: PCG64 of the run's child 3 (drawn only
+    by a random ``delay``, so the other streams are the same with or without one)."""
+    return np.random.Generator(np.random.PCG64(child(seed, DELAY_CHILD)))
 
 
 def engine_streams(seed):

@@ -633,6 +633,8 @@ class BatchedMLP:
         why = _unsupported(block.policy)
         if why is None and block.stream != "numpy":
             why = "it draws with NumPy's streams"
+        if why is None and not block.immediate:
+            why = "it learns each round's reward at once (no delay or batch)"
         return why
 
     def run(self, block, rows):

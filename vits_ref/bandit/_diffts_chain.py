@@ -37,6 +37,8 @@ class DiffTSChains:
             return "the policy is not Thompson sampling over DiffTS on the linear model"
         if (block.device, block.stream) != ("cpu", "numpy"):
             return "DiffTS's driver runs on the CPU with NumPy's streams"
+        if not block.immediate:
+            return "its driver learns each round's reward at once (no delay or batch)"
         return None
 
     def run(self, block, rows):

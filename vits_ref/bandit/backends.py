@@ -74,6 +74,9 @@ class RunBlock:
         ``"cpu"``/``"cuda"`` and ``"numpy"``/``"philox"``.
     progress : callable or None
         ``progress(runs_done, n_runs)``.
+    delay, batch
+        When feedback arrives (:func:`vits_ref.bandit.simulate`): round ``t``'s reward
+        after ``delay`` more decisions, delivered at the end of every ``batch``-th round.
     """
 
     policy: object
@@ -91,6 +94,14 @@ class RunBlock:
     device: str = "cpu"
     stream: str = "numpy"
     progress: Callable | None = None
+    delay: object = 0
+    batch: int = 1
+
+    @property
+    def immediate(self):
+        """Whether each round's reward is learnt before the next round's decision (no
+        ``delay``, batches of one): what the compiled loops play."""
+        return isinstance(self.delay, int) and self.delay == 0 and self.batch == 1
 
     @property
     def name(self):

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from .. import _validate as val
-from .._seeding import instance_seed, policy_seed, run_seed, run_seeds
+from .._seeding import delay_rng, instance_seed, policy_seed, run_seed, run_seeds
 from .._threads import numba_threads
 from ..drivers import cpu
 from ..envs import Environment
@@ -156,7 +156,8 @@ def _validate_kl_rounds(kl_rounds, n_rounds):
 
 def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
              new_instance_per_run=False, fused=None, n_threads=None, progress=None,
-             n_jobs=1, first_run=0, device="cpu", stream="numpy", backend=None):
+             n_jobs=1, first_run=0, device="cpu", stream="numpy", backend=None, delay=0,
+             batch=1):
     """Run ``n_runs`` independent seeded simulations of ``policy`` on ``env``.
 
     Parameters
@@ -216,6 +217,18 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         that takes the block and gives the Python loop's numbers bit for bit, so a policy
         with a compiled fast path (the fused loop, VTS's and DiffTS's ``prange`` drivers)
         gets it. A named backend that cannot run the block raises a ValueError saying why.
+    delay : int or callable, default 0
+        Feedback that arrives late: round ``t``'s reward is learnt only after ``delay``
+        more decisions (an int >= 0), or after ``delay(rng)`` more (a callable drawing an
+        int >= 0 per round from the run's own generator, child 3 of the run's seed:
+        :func:`vits_ref._seeding.delay_rng`; e.g. ``lambda rng: rng.poisson(5)``).
+        Feedback is learnt in the order of the rounds it belongs to; what is still due at
+        the horizon is never learnt. Only the Python loop plays it (the compiled loops
+        learn each round at once), so a policy's draws are those of its ``select`` and
+        ``update`` calls in that order.
+    batch : int, default 1
+        Feedback delivered in batches: what has arrived is learnt at the end of every
+        ``batch``-th round (with ``delay``, what is due by then).
 
     Returns
     -------
@@ -260,6 +273,9 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         raise ValueError(f"kl_rounds needs a Gaussian posterior on the linear model (Thompson "
                          f"sampling over LinTS, VITS, Laplace, ...); policy "
                          f"{_policy_name(policy)!r} has none: pass kl_rounds=None")
+    batch = val.positive_int(batch, "batch")
+    if not callable(delay):
+        delay = val.positive_int(delay, "delay", minimum=0)
     if backend is not None and not isinstance(backend, str):
         raise TypeError(f"backend must be a backend's name or None, got {backend!r}")
     if getattr(policy, "n_arms", None) not in (None, env.n_arms):
@@ -274,7 +290,7 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
                        new_instance_per_run)
     block = backends.RunBlock(policy, env, n_rounds, n_runs, root, first_run, kl_rounds,
                               bool(new_instance_per_run), spec, n_threads, n_jobs, device,
-                              stream, progress)
+                              stream, progress, delay, batch)
     chosen = backends.choose(block, backend, fused)
     if chosen is None and device == "cuda":
         raise ValueError(f"device='cuda' needs a fused loop; {block.name} has none "
@@ -311,8 +327,8 @@ class PythonLoop:
         engine = getattr(block.policy, "engine", None)
         gaussian = isinstance(engine, GaussianEngine) and engine.model.name == "linear"
         jobs = [(block.policy, block.env, block.new_instance_per_run, block.root,
-                 block.first_run + r, block.n_rounds, block.kl_rounds, gaussian)
-                for r in range(block.n_runs)]
+                 block.first_run + r, block.n_rounds, block.kl_rounds, gaussian, block.delay,
+                 block.batch) for r in range(block.n_runs)]
         n_jobs = min(block.n_jobs, block.n_runs)
         if n_jobs > 1:
             import multiprocessing
@@ -392,6 +408,8 @@ class PhiloxCUDA:
 def _fused_declines(block, device, stream):
     if block.spec is None:
         return "the policy has no fused loop on this model/schedule"
+    if not block.immediate:
+        return "the fused loop learns each round's reward at once (no delay or batch)"
     if (block.device, block.stream) != (device, stream):
         return f"it runs on device={device!r} with stream={stream!r}"
     return None
@@ -409,13 +427,17 @@ def _run_env(env, new_instance, seed):
 
 def _python_job(job):
     """One run of the Python loop (module level, so worker processes can import it)."""
-    policy, env, new_instance, root, r, n_rounds, kl_rounds, gaussian = job
+    policy, env, new_instance, root, r, n_rounds, kl_rounds, gaussian, delay, batch = job
     seed = run_seed(root, r)
     real = _realise(_run_env(env, new_instance, seed), seed, n_rounds)
     pol = policy.fresh(policy_seed(seed))
     regret, arms = np.empty(n_rounds), np.empty(n_rounds, dtype=np.int64)
     kl = np.zeros(kl_rounds.size)
-    _run_python(pol, real, kl_rounds, regret, arms, kl, r, gaussian)
+    if isinstance(delay, int) and delay == 0 and batch == 1:
+        _run_python(pol, real, kl_rounds, regret, arms, kl, r, gaussian)
+    else:
+        _run_python_late(pol, real, kl_rounds, regret, arms, kl, r, gaussian, delay, batch,
+                         delay_rng(seed) if callable(delay) else None)
     return regret, arms, kl
 
 
@@ -443,6 +465,41 @@ def _run_python(pol, real, kl_rounds, regret, arms, kl, run, gaussian):
             pol.update(X, arm, real.rewards[t, arm])
         except DivergenceError as err:
             raise err.in_run(run) from None
+        if nk < kl_rounds.size and kl_rounds[nk] == t + 1:
+            if gaussian:
+                kl[nk] = pol.engine.kl_to_posterior()
+            nk += 1
+
+
+def _run_python_late(pol, real, kl_rounds, regret, arms, kl, run, gaussian, delay, batch,
+                     rng):
+    """:func:`_run_python` with late feedback: round ``t``'s reward is due after round
+    ``t + delay_t`` (``delay_t`` fixed, or ``delay(rng)``), and what is due is learnt, in
+    the order of its rounds, at the end of every ``batch``-th round. The KL of a recorded
+    round is that of the posterior after the round's deliveries."""
+    T = real.means.shape[0]
+    nk = 0
+    due = []  # (round it is due after, its round) in the order of the rounds
+    for t in range(T):
+        X = real.contexts[t]
+        try:
+            arm = pol.select(X)
+        except DivergenceError as err:
+            raise err.in_run(run, round=t + 1) from None
+        regret[t] = real.means[t].max() - real.means[t, arm]
+        arms[t] = arm
+        lag = delay if rng is None else delay(rng)
+        if not isinstance(lag, (int, np.integer)) or lag < 0:
+            raise ValueError(f"delay must draw integers >= 0, got {lag!r} in round {t + 1}")
+        due.append((t + int(lag), t))
+        if (t + 1) % batch == 0:
+            ready = [s for d, s in due if d <= t]
+            due = [(d, s) for d, s in due if d > t]
+            for s in ready:
+                try:
+                    pol.update(real.contexts[s], arms[s], real.rewards[s, arms[s]])
+                except DivergenceError as err:
+                    raise err.in_run(run) from None
         if nk < kl_rounds.size and kl_rounds[nk] == t + 1:
             if gaussian:
                 kl[nk] = pol.engine.kl_to_posterior()

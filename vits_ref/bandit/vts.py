@@ -104,6 +104,8 @@ class VTSRuns:
             return "the policy is not a VTS"
         if (block.device, block.stream) != ("cpu", "numpy"):
             return "VTS's driver runs on the CPU with NumPy's streams"
+        if not block.immediate:
+            return "its driver learns each round's reward at once (no delay or batch)"
         return None
 
     def run(self, block, rows):
