@@ -58,7 +58,7 @@ def _python(policy, env, T, R, seed=SEED, first_run=0):
         real = realise(_run_env(env, True, rs), rs, T)
         pol = policy.fresh(child(rs, 1))
         reg, arms = np.empty(T), np.empty(T, dtype=np.int64)
-        _run_python(pol, real, np.zeros(0, dtype=np.int64), reg, arms, np.zeros(0), r, False)
+        _run_python(pol, [real], np.zeros(0, dtype=np.int64), reg, arms, np.zeros(0), r, False)
         e = pol.engine
         states = ({"mu": e.mu, "B": e.B, "C": e.C} if isinstance(e, vr.VITS)
                   else {"theta": e.theta})

@@ -156,3 +156,28 @@ def test_divergence_is_the_simulation_loops_error():
         _play(online, realise(env, rs, 30), 30)
     w, g = want.value, got.value
     assert (g.engine, g.round, g.step_size) == (w.engine, w.round, w.step_size)
+
+
+@pytest.mark.parametrize("name", ["lints", "vits-ii"])
+def test_a_batch_of_requests_is_decided_as_one_by_one(name):
+    """``select_many`` over 20 requests, across blocks of 7 draws, with the feedback of
+    each batch learnt between batches: the arms of the same selects one at a time."""
+    pol, env, _ = POLICIES[name]()
+    rs = run_seed(np.random.SeedSequence(4), 0)
+    real = realise(env, rs, 60)
+    a = vr.Online.for_run(pol, env.n_arms, rs, block=7)
+    b = vr.Online.for_run(pol, env.n_arms, rs, block=7)
+    for t0 in (0, 20, 40):
+        many = a.select_many(real.contexts[t0:t0 + 20])
+        one = [b.select(real.contexts[t]) for t in range(t0, t0 + 20)]
+        np.testing.assert_array_equal(many, one)
+        for t in range(t0, t0 + 20):
+            for o in (a, b):
+                o.update(real.contexts[t], one[t - t0], real.rewards[t, one[t - t0]])
+    bad = real.contexts[:5].copy()
+    bad[3, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="contexts of request 3 must be finite"):
+        a.select_many(bad)
+    assert a.n_selects == 63  # the three requests before the bad one were decided
+    with pytest.raises(ValueError, match=r"contexts must have shape \(n, 6, 4\)"):
+        a.select_many(real.contexts[0])

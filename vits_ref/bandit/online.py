@@ -102,7 +102,8 @@ class Online:
         self.horizon = _ENDLESS if horizon is None else val.positive_int(horizon, "horizon")
         self._T = self.horizon if grows else 1
         self._buf = np.empty(size(d, K, M, self._T))
-        self._start, self._choose, self._learn = cpu.bandit_online(spec.piece)
+        self._start, self._choose, self._learn, self._choose_many = \
+            cpu.bandit_online(spec.piece)
         self._params = tuple(spec.params)  # a plain tuple: see cpu.bandit_online
         seq = val.as_seed_sequence(seed)
         self._chunks = draw_chunks(spec, seq, self.horizon, d, block)
@@ -164,6 +165,38 @@ class Online:
                              f"{MAX_ABS_DATA:g}")
         self.n_selects = t + 1
         return arm
+
+    def select_many(self, contexts):
+        """The arms for a batch of requests, ``contexts`` (n, n_arms, dim), decided in
+        order as ``n`` calls of :meth:`select` would (the same draws, the same arms), in
+        one compiled call per block of randomness. Returns an (n,) int array. A request
+        with non-finite or too large contexts raises a ValueError naming it; the requests
+        before it are decided (``n_selects`` counts them)."""
+        Xs = contexts
+        if not (type(Xs) is np.ndarray and Xs.dtype is _F64):
+            Xs = np.ascontiguousarray(Xs, dtype=np.float64)
+        if Xs.ndim != 3 or Xs.shape[1:] != self._shape:
+            raise ValueError(f"contexts must have shape (n, {self._shape[0]}, "
+                             f"{self._shape[1]}), got {Xs.shape}")
+        out = np.empty(Xs.shape[0], dtype=np.int64)
+        i = 0
+        while i < Xs.shape[0]:
+            t = self.n_selects
+            j = t - self._sel_base
+            if not 0 <= j < self._block:
+                self._sel_rows = self._rows(self._sel, t)
+                self._sel_base = t - t % self._block
+                j = t - self._sel_base
+            n = min(Xs.shape[0] - i, self._block - j)  # the rest of this block's draws
+            done = self._choose_many(self._params, self._buf, self._M, self._T,
+                                     Xs[i:i + n], self._sel_rows[j:j + n], MAX_ABS_DATA,
+                                     out[i:i + n])
+            self.n_selects = t + done
+            if done < n:
+                raise ValueError(f"contexts of request {i + done} must be finite with "
+                                 f"entries of magnitude <= {MAX_ABS_DATA:g}")
+            i += n
+        return out
 
     def update(self, contexts, arm, reward):
         """Learn from ``reward`` of ``arm`` played at ``contexts`` (n_arms, dim), or at the

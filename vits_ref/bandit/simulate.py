@@ -33,7 +33,7 @@ from ..inference import VITS, Langevin, LinTS
 from ..inference.base import GaussianEngine
 from . import _plan, backends
 from ._fused_draws import batch_chunks  # shared with the CUDA path
-from ._fused_draws import realise as _realise
+from ._fused_draws import realise_chunks as _realise_chunks
 from .policies import LinUCB, RandomPolicy, ThompsonSampling
 from .result import SimulationResult
 
@@ -77,6 +77,8 @@ POLICY_DEFAULTS = {
 POLICY_NAMES = tuple(POLICY_DEFAULTS)
 
 _MEMORY_BUDGET = 256 * 2 ** 20  # bytes of pre-drawn randomness held at once
+#: Bytes of a run's realisation the Python loop holds at once (a chunk of rounds).
+PYTHON_CHUNK_BYTES = 16 * 2 ** 20
 
 
 def make_policy(name, dim, seed=None, **overrides):
@@ -426,19 +428,35 @@ def _run_env(env, new_instance, seed):
 
 
 def _python_job(job):
-    """One run of the Python loop (module level, so worker processes can import it)."""
+    """One run of the Python loop (module level, so worker processes can import it).
+
+    The run's realisation is drawn :data:`PYTHON_CHUNK_BYTES` at a time
+    (:func:`vits_ref.bandit._fused_draws.realise_chunks`: the rows of the whole draw, bit
+    for bit), so a long run holds its outputs and one chunk, not the whole horizon."""
     policy, env, new_instance, root, r, n_rounds, kl_rounds, gaussian, delay, batch = job
     seed = run_seed(root, r)
-    real = _realise(_run_env(env, new_instance, seed), seed, n_rounds)
+    run_env = _run_env(env, new_instance, seed)
+    per_round = _plan.WORD * run_env.n_arms * (run_env.dim + 2)
+    chunk = _plan.fit(PYTHON_CHUNK_BYTES // per_round, n_rounds)
+    chunks = _realise_chunks(run_env, seed, n_rounds, chunk)
     pol = policy.fresh(policy_seed(seed))
     regret, arms = np.empty(n_rounds), np.empty(n_rounds, dtype=np.int64)
     kl = np.zeros(kl_rounds.size)
     if isinstance(delay, int) and delay == 0 and batch == 1:
-        _run_python(pol, real, kl_rounds, regret, arms, kl, r, gaussian)
+        _run_python(pol, chunks, kl_rounds, regret, arms, kl, r, gaussian)
     else:
-        _run_python_late(pol, real, kl_rounds, regret, arms, kl, r, gaussian, delay, batch,
+        _run_python_late(pol, chunks, kl_rounds, regret, arms, kl, r, gaussian, delay, batch,
                          delay_rng(seed) if callable(delay) else None)
     return regret, arms, kl
+
+
+def _rounds(chunks):
+    """``(t, contexts, means, rewards)`` of every round of a run's chunks, ``t`` global."""
+    t = 0
+    for real in chunks:
+        for i in range(real.means.shape[0]):
+            yield t, real.contexts[i], real.means[i], real.rewards[i]
+            t += 1
 
 
 def _collect(outcomes, rows, block):
@@ -447,11 +465,9 @@ def _collect(outcomes, rows, block):
         block.report(r + 1)
 
 
-def _run_python(pol, real, kl_rounds, regret, arms, kl, run, gaussian):
-    T = real.means.shape[0]
+def _run_python(pol, chunks, kl_rounds, regret, arms, kl, run, gaussian):
     nk = 0
-    for t in range(T):
-        X = real.contexts[t]
+    for t, X, means, rewards in _rounds(chunks):
         try:
             arm = pol.select(X)
         except DivergenceError as err:
@@ -459,10 +475,10 @@ def _run_python(pol, real, kl_rounds, regret, arms, kl, run, gaussian):
             # observations): the run and the 1-based bandit round t + 1 of the draw, as the
             # compiled chains (vits_ref.diffusion.chain) report it
             raise err.in_run(run, round=t + 1) from None
-        regret[t] = real.means[t].max() - real.means[t, arm]
+        regret[t] = means.max() - means[arm]
         arms[t] = arm
         try:
-            pol.update(X, arm, real.rewards[t, arm])
+            pol.update(X, arm, rewards[arm])
         except DivergenceError as err:
             raise err.in_run(run) from None
         if nk < kl_rounds.size and kl_rounds[nk] == t + 1:
@@ -471,33 +487,32 @@ def _run_python(pol, real, kl_rounds, regret, arms, kl, run, gaussian):
             nk += 1
 
 
-def _run_python_late(pol, real, kl_rounds, regret, arms, kl, run, gaussian, delay, batch,
+def _run_python_late(pol, chunks, kl_rounds, regret, arms, kl, run, gaussian, delay, batch,
                      rng):
     """:func:`_run_python` with late feedback: round ``t``'s reward is due after round
     ``t + delay_t`` (``delay_t`` fixed, or ``delay(rng)``), and what is due is learnt, in
     the order of its rounds, at the end of every ``batch``-th round. The KL of a recorded
-    round is that of the posterior after the round's deliveries."""
-    T = real.means.shape[0]
+    round is that of the posterior after the round's deliveries. A pending round keeps its
+    contexts (a view of its chunk) until it is learnt."""
     nk = 0
-    due = []  # (round it is due after, its round) in the order of the rounds
-    for t in range(T):
-        X = real.contexts[t]
+    due = []  # (round it is due after, contexts, arm, reward) in the order of the rounds
+    for t, X, means, rewards in _rounds(chunks):
         try:
             arm = pol.select(X)
         except DivergenceError as err:
             raise err.in_run(run, round=t + 1) from None
-        regret[t] = real.means[t].max() - real.means[t, arm]
+        regret[t] = means.max() - means[arm]
         arms[t] = arm
         lag = delay if rng is None else delay(rng)
         if not isinstance(lag, (int, np.integer)) or lag < 0:
             raise ValueError(f"delay must draw integers >= 0, got {lag!r} in round {t + 1}")
-        due.append((t + int(lag), t))
+        due.append((t + int(lag), X, arm, rewards[arm]))
         if (t + 1) % batch == 0:
-            ready = [s for d, s in due if d <= t]
-            due = [(d, s) for d, s in due if d > t]
-            for s in ready:
+            ready = [p for p in due if p[0] <= t]
+            due = [p for p in due if p[0] > t]
+            for _, Xs, a, r in ready:
                 try:
-                    pol.update(real.contexts[s], arms[s], real.rewards[s, arms[s]])
+                    pol.update(Xs, a, r)
                 except DivergenceError as err:
                     raise err.in_run(run) from None
         if nk < kl_rounds.size and kl_rounds[nk] == t + 1:

@@ -101,7 +101,8 @@ def bandit_rounds(piece):
 
 @functools.cache
 def bandit_online(piece):
-    """``(start, choose, learn)``: a run of ``piece`` one decision at a time, over a state
+    """``(start, choose, learn, choose_many)``: a run of ``piece`` one decision at a time,
+    or a batch of decisions in one call (``choose_many``), over a state
     buffer the caller keeps (:class:`vits_ref.bandit.online.Online`).
 
     ``params`` is the piece's parameters as a plain tuple, ``tuple(spec.params)``, rebuilt
@@ -156,5 +157,17 @@ def bandit_online(piece):
         state, _o = views(buf, d, K, M, T)
         return 1 if update(params, state, x, r, n_obs, step_noise) else 0
 
-    return start, choose, learn
+    @cpu_jit
+    def choose_many(tup, buf, M, T, Xs, sel_noise, bound, out):
+        """``choose`` for ``n`` rounds' contexts ``Xs`` (n, K, d) with ``sel_noise`` (n, .)
+        into ``out`` (n,); returns the index of the first round whose contexts are refused
+        (nothing after it is chosen), or ``n``."""
+        for i in range(Xs.shape[0]):
+            arm = choose(tup, buf, M, T, Xs[i], sel_noise[i], bound)
+            if arm < 0:
+                return i
+            out[i] = arm
+        return Xs.shape[0]
+
+    return start, choose, learn, choose_many
 
