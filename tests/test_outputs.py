@@ -27,20 +27,31 @@ import pytest
 import vits_ref as vr
 from vits_ref.__main__ import main as cli_main
 from vits_ref.bandit.simulate import make_policy
+from vits_ref.envs.synthetic import PoolEnvironment
 from vits_ref.experiments import EXPERIMENTS, _chunks
 from vits_ref.experiments._common import regret_table, run_panels, write_curves_csv, write_json
 
 TINY = "tiny-outputs"
 
 
-def _tiny_run(runs, rounds, seed, out, progress=None, path=None):
-    """One LinTS panel; ``path``: a data file whose first byte sets the arms' spread (as a
-    data file sets a real experiment's environment)."""
-    zeta = 1.0
-    if path is not None:
+class _FileEnvironment(PoolEnvironment):
+    """A pool environment made from a data file and named by the file's path only, as the
+    MovieLens environment is: the chunks' fingerprint (reprs) cannot see the content."""
+
+    def __init__(self, path, seed=None):
+        self.path = path
         with open(path, "rb") as fh:
-            zeta = 0.5 + fh.read(1)[0] / 255
-    env = vr.envs.pool(dim=3, n_arms=4, zeta=zeta, seed=1)
+            zeta = 0.5 + fh.read(1)[0] / 255  # the first byte sets the arms' spread
+        super().__init__(dim=3, n_arms=4, zeta=zeta, seed=seed)
+
+    def _params(self):
+        return {"path": self.path, "seed": self.seed}
+
+
+def _tiny_run(runs, rounds, seed, out, progress=None, path=None):
+    """One LinTS panel; ``path``: a data file for the environment."""
+    env = (vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=1) if path is None
+           else _FileEnvironment(path, seed=1))
     panels = [("p", env, [("LinTS", make_policy("lints", 3))], {})]
     return run_panels(TINY, "tiny output test", panels, runs, rounds, seed, out, progress)
 
@@ -252,6 +263,7 @@ def test_a_changed_data_file_of_the_same_size_is_refused(tmp_path, tiny, capsys)
     data, out = tmp_path / "ratings.dat", tmp_path / "out"
     data.write_bytes(b"\x10" + b"x" * 99)
     assert _cli(capsys, "--data", str(data), "--out", str(out))[0] == 0
+    first = json.loads((out / "summary.json").read_text())["results"][0]["final_regrets"]
     (out / "summary.json").unlink()  # as after an interruption: chunks, no summary
     before = os.stat(data)
     data.write_bytes(b"\xf0" + b"x" * 99)  # other content, same size
@@ -262,6 +274,10 @@ def test_a_changed_data_file_of_the_same_size_is_refused(tmp_path, tiny, capsys)
     assert new in err
     rc, err = _cli(capsys, "--data", str(data), "--out", str(out), "--force")
     assert rc == 0, err
+    # the data matters: reusing the old chunks would have reported the old data's regret
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["execution"]["reused"] == 0
+    assert summary["results"][0]["final_regrets"] != first
     man = json.loads((out / "manifest.json").read_text())
     assert man["options"]["data_sha256"] == new
     assert man["inputs"][str(data)]["sha256"] == new
