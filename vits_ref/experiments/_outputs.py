@@ -133,7 +133,7 @@ def text_output(path):
     >>> import csv, os, tempfile
     >>> p = os.path.join(tempfile.mkdtemp(), "t.csv")
     >>> with text_output(p) as fh:
-    ...     csv.writer(fh).writerow(["a", 1])
+    ...     _ = csv.writer(fh).writerow(["a", 1])
     >>> open(p, newline="").read()
     'a,1\\r\\n'
     """
