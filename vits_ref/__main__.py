@@ -267,8 +267,7 @@ def _prepare_out(args, default, experiment, options):
                            f"--out DIR to write elsewhere")
         left = _outputs.discard(out, man)
         if left:
-            _say(f"--force: left {len(left)} files in {out} that vits_ref did not write: "
-                 f"{_outputs.name_some(left)}")
+            _say(_outputs.left_message(out, left))
     elif man is not None and "finished" in man:
         _outputs.unseal(out)  # a run killed from here on must not look finished
     return out

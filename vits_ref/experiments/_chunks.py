@@ -273,8 +273,7 @@ class Store:
                     f"discard them (force=True), or write to another folder")
             left = _outputs.discard(folder, man)
             if left:
-                notice(f"--force: left {len(left)} files in {folder} that vits_ref did not "
-                       f"write: {_outputs.name_some(left)}")
+                notice(_outputs.left_message(folder, left))
 
         def adopt(man):
             if options is not None:

@@ -179,8 +179,8 @@ def damaged(folder, man):
 def seal(folder, files):
     """Mark the run in ``folder`` finished: ``files`` (paths) are its result. A file not
     recorded by :func:`write_output` is recorded from its content now."""
-    names = sorted({os.path.relpath(os.path.abspath(f), os.path.abspath(folder))
-                    for f in files if os.path.isfile(f)})
+    names = sorted(n for n in {os.path.relpath(os.path.abspath(f), os.path.abspath(folder))
+                               for f in files if os.path.isfile(f)} if _inside(n))
 
     def change(man):
         outs = man.setdefault("outputs", {})
@@ -288,6 +288,12 @@ def planted_links(folder):
                 if os.path.islink(os.path.join(root, n)):
                     found.append(os.path.relpath(os.path.join(root, n), folder))
     return sorted(set(found))
+
+
+def left_message(folder, left):
+    """The line saying what :func:`discard` left in ``folder``."""
+    return (f"--force: left {len(left)} files in {folder} that its manifest does not list "
+            f"as written by vits_ref: {name_some(left)}")
 
 
 def name_some(paths, most=8):
