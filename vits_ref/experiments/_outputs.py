@@ -178,9 +178,12 @@ def damaged(folder, man):
 
 def seal(folder, files):
     """Mark the run in ``folder`` finished: ``files`` (paths) are its result. A file not
-    recorded by :func:`write_output` is recorded from its content now."""
+    recorded by :func:`write_output` is recorded from its content now. A run that wrote
+    no file leaves nothing to protect and is not sealed."""
     names = sorted(n for n in {os.path.relpath(os.path.abspath(f), os.path.abspath(folder))
                                for f in files if os.path.isfile(f)} if _inside(n))
+    if not names:
+        return
 
     def change(man):
         outs = man.setdefault("outputs", {})
