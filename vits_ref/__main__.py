@@ -256,7 +256,7 @@ def _prepare_out(args, default, experiment, options):
                 problem = _outputs.FINISHED
             else:
                 _say(f"{out}: the finished result is damaged ("
-                     + _outputs.name_some([f"{n}: {why}" for n, why in bad], 3)
+                     + _outputs.name_some([f"{n}: {reason}" for n, reason in bad], 3)
                      + "); rebuilding it from the chunks")
     elif problem is None and _finished(out):
         # written without a manifest (another version): nothing to check it against

@@ -68,7 +68,8 @@ class Session:
     executor : concurrent.futures.Executor or None
         Where chunks run; None runs them one by one in this process.
     force : bool
-        Discard chunks of another run found in the output folder instead of refusing.
+        Discard a run of other options found in the output folder (the files its manifest
+        lists) instead of refusing.
     quiet : bool
         No progress bar and no status lines.
     chunk_runs : int
