@@ -6,7 +6,6 @@ while running.
 """
 
 import argparse
-import contextlib
 import inspect
 import os
 import sys
@@ -44,8 +43,13 @@ def _progress(name):
 
 def check_out(path, option="--out"):
     """Make sure ``path`` is a usable output folder before any computation: not empty,
-    not a file, creatable and writable (a probe file is written and removed). Creates the
-    folder. Raises :class:`CLIError` with a one-line message."""
+    not a file, creatable and writable (a probe file is written and removed), and holding
+    no symlink at a name this tool writes (:func:`vits_ref.experiments._outputs.
+    planted_links`: writes replace such a link, but ``--force`` and resuming must not
+    act on what it points to). Creates the folder. Raises :class:`CLIError` with a
+    one-line message."""
+    from .experiments import _outputs
+
     if path is not None and not str(path).strip():
         raise CLIError(f"{option} must not be empty (leave it out for the default folder)")
     path = os.fspath(path)
@@ -59,6 +63,11 @@ def check_out(path, option="--out"):
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise CLIError(f"{option} {path!r} is not a writable folder: {reason}") from None
+    links = _outputs.planted_links(path)
+    if links:
+        raise CLIError(f"{option} {path!r} holds symlinks where vits_ref writes its files "
+                       f"({_outputs.name_some(links)}); remove them or write to another "
+                       f"folder")
     return path
 
 
@@ -146,7 +155,9 @@ def _build_parser(experiments, papers):
                        help="output folder (default results/NAME; a finished result there "
                             "is not overwritten without --force)")
     p_run.add_argument("--force", action="store_true",
-                       help="overwrite a finished result in the default folder results/NAME")
+                       help="discard a finished result or chunks of other options in the "
+                            "folder: removes only the files its manifest.json lists, and "
+                            "names any other file it leaves")
     _execution_options(p_run)
     p_run.add_argument("--paper", action="store_true",
                        help="the paper's size (runs and rounds) instead of the default; "
@@ -177,7 +188,8 @@ def _build_parser(experiments, papers):
                       help="policy names to sweep (default: all with a grid)")
     p_sw.add_argument("--out", default=None, help="output folder (default results/sweep-NAME)")
     p_sw.add_argument("--force", action="store_true",
-                      help="discard a finished result or chunks of other options in the folder")
+                      help="discard a finished result or chunks of other options in the "
+                           "folder (only the files its manifest.json lists)")
     _execution_options(p_sw)
     p_rep = sub.add_parser("report", help="run a paper's experiments and write its "
                                           "reproduction report (Markdown and HTML)",
@@ -265,52 +277,80 @@ def check_device(device):
         raise CLIError(f"--device cuda: {exc}") from None
 
 
-def _prepare_out(args, default, experiment, options):
-    """The output folder, checked before any computation: writable, and not holding a
-    finished result or chunks of other options (unless ``--force``, which discards
-    them)."""
-    import shutil
+def _say(message):
+    """One line on stderr that is not an error (shown with --quiet too)."""
+    print(f"python -m vits_ref: {message}", file=sys.stderr, flush=True)
 
-    from .experiments import _chunks
+
+def _prepare_out(args, default, experiment, options):
+    """The output folder, checked before any computation: writable, no symlinks at the
+    names this tool writes, and not holding a finished result or chunks of other options
+    (unless ``--force``, which removes the files the manifest lists and names any other
+    file it leaves). A finished result some of whose files fail their check (missing,
+    unparseable, another shape or checksum than the manifest records) is not finished:
+    it is rebuilt from the chunks, with one line saying so."""
+    from .experiments import _manifest, _outputs
 
     out = check_out(default if args.out is None else args.out)
-    manifest = os.path.join(out, "manifest.json")
-    problem = None
-    if os.path.isfile(manifest):
-        try:
-            import json
-
-            with open(manifest) as fh:
-                man = json.load(fh)
-        except (OSError, ValueError) as exc:
-            problem = f"an unreadable manifest.json ({exc})"
-        else:
-            if man.get("experiment") not in (None, experiment):
-                problem = f"chunks of {man.get('experiment')}"
-            elif man.get("versions") != _chunks.versions():
-                problem = f"chunks computed with other versions ({man.get('versions')})"
-            elif man.get("options") not in (None, options):
-                old = man["options"]
-                changed = sorted(k for k in set(old) | set(options)
-                                 if old.get(k) != options.get(k))
-                problem = "chunks of other options (" + ", ".join(
-                    f"{k}: {old.get(k)!r} -> {options.get(k)!r}" for k in changed) + ")"
-    if problem is None and _finished(out):
-        problem = "a finished result (summary.json)"
+    problem, man = None, None
+    try:
+        man = _manifest.read(out)
+    except _manifest.ManifestError as exc:
+        problem = f"an unreadable manifest.json ({exc})"
+    if man is not None:
+        why = _manifest.mismatch(man, experiment, options)
+        if why is not None:
+            problem = f"chunks of another run ({why})"
+        elif "finished" in man:
+            bad = _outputs.damaged(out, man)
+            if not bad:
+                problem = _outputs.FINISHED
+            else:
+                _say(f"{out}: the finished result is damaged ("
+                     + _outputs.name_some([f"{n}: {reason}" for n, reason in bad], 3)
+                     + "); rebuilding it from the chunks")
+    elif problem is None and _finished(out):
+        # written without a manifest (another version): nothing to check it against
+        problem = _outputs.FINISHED
     if problem is not None:
         if not args.force:
             raise CLIError(f"{out} already holds {problem}; pass --force to discard it, or "
                            f"--out DIR to write elsewhere")
-        shutil.rmtree(os.path.join(out, "chunks"), ignore_errors=True)
-        for f in ("manifest.json", "summary.json", "report.md"):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(os.path.join(out, f))
+        left = _outputs.discard(out, man)
+        if left:
+            _say(_outputs.left_message(out, left))
+    elif man is not None and "finished" in man:
+        _outputs.unseal(out)  # a run killed from here on must not look finished
     return out
+
+
+def _data_digest(path, out):
+    """The SHA-256 of data file ``path``, reused from ``out``'s manifest while the file's
+    size and modification time are those it was computed at."""
+    from .experiments import _manifest
+
+    try:
+        man = _manifest.read(out)
+    except _manifest.ManifestError:
+        man = None
+    cached = ((man or {}).get("inputs") or {}).get(os.path.abspath(path))
+    try:
+        return _manifest.data_digest(path, cached)
+    except OSError as exc:
+        raise CLIError(f"--data {path!r} is not readable: {exc.strerror or exc}") from None
+
+
+def _record_input(out, path, digest):
+    """Keep ``digest`` in ``out``'s manifest, for :func:`_data_digest` next time."""
+    from .experiments import _manifest
+
+    _manifest.update(out, lambda m: m.setdefault("inputs", {}).__setitem__(
+        os.path.abspath(path), digest))
 
 
 def _run(args, experiments):
     from . import _compile_watch
-    from .experiments import _chunks, get
+    from .experiments import _chunks, _outputs, get
 
     mod = get(args.name)
     params = inspect.signature(mod.run).parameters
@@ -351,14 +391,21 @@ def _run(args, experiments):
             raise CLIError(f"--data {args.data!r} is not readable")
         opts["path"] = args.data
     options = {"experiment": args.name, **opts, "device": args.device}
+    digest = None
     if "path" in opts:
-        options["data_bytes"] = os.path.getsize(opts["path"])
+        # the data's content, not its size, decides whether chunks may be reused
+        digest = _data_digest(opts["path"], check_out(
+            f"results/{args.name}" if args.out is None else args.out))
+        options["data_sha256"] = digest["sha256"]
     out = _prepare_out(args, f"results/{args.name}", args.name, options)
+    if digest is not None:
+        _record_input(out, opts["path"], digest)
     progress = None if args.quiet else _progress(args.name)
     with _chunks.executor(**ex) as (executor, ex_name), _chunks.session(
             executor=executor, executor_name=ex_name, options=options, **sess), \
             _compile_watch.watch(progress):
         result = mod.run(out=out, progress=progress, **opts)
+    _outputs.seal(out, result["files"])
     print(mod.table(result))
     print(f"wrote {', '.join(result['files'])} ({result['total_wall_time_s']:.1f} s)")
     return 0
@@ -366,7 +413,7 @@ def _run(args, experiments):
 
 def _sweep(args):
     from . import _compile_watch
-    from .experiments import _chunks
+    from .experiments import _chunks, _outputs
     from .experiments.sweep import SWEEPS, table
 
     fn = SWEEPS[args.name][0]
@@ -396,6 +443,7 @@ def _sweep(args):
         if "methods" in str(exc):
             raise CLIError(f"--{exc}") from None
         raise
+    _outputs.seal(out, result["files"])
     print(table(result))
     print(f"wrote {', '.join(result['files'])} ({result['total_wall_time_s']:.1f} s)")
     return 0
@@ -409,6 +457,15 @@ def _report(args):
                                      args.force))
     else:
         out = check_out(args.out)
+    from .experiments.report import EXPERIMENTS as PAPER_EXPERIMENTS
+
+    for name in PAPER_EXPERIMENTS[args.paper]:  # each experiment writes into OUT/NAME
+        sub = os.path.join(out, name)
+        if os.path.islink(sub):
+            raise CLIError(f"--out {out!r} holds a symlink where vits_ref writes {name}/; "
+                           f"remove it or write to another folder")
+        if os.path.isdir(sub):
+            check_out(sub)
     try:
         rep = build(args.paper, size=args.size, out=out,
                     progress=_progress(f"report {args.paper}"), only=args.only)

@@ -13,14 +13,17 @@ depend on how the runs are cut into chunks, nor on where the chunks run:
   ``LocalCluster`` of N single-threaded workers; the ``dask`` extra, imported lazily).
 
 Each finished chunk is written by this process (workers need no shared file system) into
-``OUT/chunks/STAGE/KEY.npz`` atomically (a temporary file in the same folder, then
-:func:`os.replace`), and listed in ``OUT/manifest.json`` (experiment, options, versions,
-seed and the chunk list, also rewritten atomically). Running the same command again
-reuses every finished chunk and computes the others, so an interrupted run (even killed
-with SIGKILL) resumes and ends with results bit-identical to an uninterrupted one
-(``tests/test_chunks.py``). A folder holding chunks of different options or versions is
-refused (:class:`MixedRunError`) unless the session has ``force=True`` (``--force``: the
-old chunks are discarded) or another folder is used.
+``OUT/chunks/STAGE/KEY.npz`` atomically (:mod:`._atomic`: a temporary file in the same
+folder, flushed, then renamed), and listed in ``OUT/manifest.json`` (:mod:`._manifest`:
+experiment, options, versions, seed and the chunk list, each chunk with its size, SHA-256
+and the shape and dtype of its arrays). Running the same command again reuses every
+finished chunk that still matches its entry and computes the others, so an interrupted run
+(even killed with SIGKILL) resumes and ends with results bit-identical to an uninterrupted
+one (``tests/test_chunks.py``); a chunk file that was edited, truncated or replaced is
+computed again, with one line on stderr naming it. A folder holding chunks of different
+options or versions is refused (:class:`MixedRunError`) unless the session has
+``force=True`` (``--force``: the files the manifest lists are removed, anything else in the
+folder is left and named) or another folder is used.
 
 The execution settings live in a :class:`Session`, set for a block of code with
 :func:`session` (the command line does this) and read by
@@ -31,17 +34,22 @@ import concurrent.futures
 import contextlib
 import contextvars
 import hashlib
+import io
 import json
 import os
-import shutil
-import tempfile
+import sys
 import time
+import zipfile
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import _atomic, _manifest, _outputs
+
 #: Format of ``manifest.json`` (raised when its layout changes).
-MANIFEST_FORMAT = 1
+MANIFEST_FORMAT = _manifest.FORMAT
+#: The versions that must match for chunks to be mixed.
+versions = _manifest.versions
 #: Default runs per chunk: small enough to lose little work to an interruption, large
 #: enough for the fused loop's threads to share runs.
 CHUNK_RUNS = 10
@@ -60,7 +68,8 @@ class Session:
     executor : concurrent.futures.Executor or None
         Where chunks run; None runs them one by one in this process.
     force : bool
-        Discard chunks of another run found in the output folder instead of refusing.
+        Discard a run of other options found in the output folder (the files its manifest
+        lists) instead of refusing.
     quiet : bool
         No progress bar and no status lines.
     chunk_runs : int
@@ -200,18 +209,6 @@ def executor(jobs=None, scheduler=None, dask_local=None):
 # --------------------------------------------------------------------------- storage
 
 
-def versions():
-    """The versions that must match for chunks to be mixed."""
-    import platform
-
-    import numba
-
-    from .. import __version__
-
-    return {"vits_ref": __version__, "numpy": np.__version__, "numba": numba.__version__,
-            "python": platform.python_version()}
-
-
 def fingerprint(obj):
     """A short stable hash of a JSON-able description (what a stage's results depend
     on)."""
@@ -219,19 +216,10 @@ def fingerprint(obj):
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _atomic_write(path, write):
-    folder = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
+def notice(message):
+    """One line on stderr about the output folder (a damaged chunk, files left by
+    ``--force``), shown even in a quiet session: it says the folder was not as left."""
+    print(f"vits_ref: {message}", file=sys.stderr, flush=True)
 
 
 def _encode(result):
@@ -246,12 +234,13 @@ def _encode(result):
     return arrays
 
 
-def _decode(npz):
-    out = {k: npz[k] for k in npz.files if k != "__none__"}
+def _decode(arrays):
+    """The chunk result of :func:`_encode` 's arrays (a dict name -> array)."""
+    out = {k: v for k, v in arrays.items() if k != "__none__"}
     for k, v in out.items():
         if v.ndim == 0:
             out[k] = v.item()
-    for k in npz["__none__"].tolist():
+    for k in arrays["__none__"].tolist():
         out[k] = None
     return out
 
@@ -271,9 +260,17 @@ class Store:
         What the stage's results depend on (JSON-able); its :func:`fingerprint` must
         match the stored one for the chunks to be reused.
     force : bool
-        Discard a mismatching stage instead of raising :class:`MixedRunError`.
+        Discard a mismatching run instead of raising :class:`MixedRunError`: the files
+        its manifest lists are removed (:func:`vits_ref.experiments._outputs.discard`),
+        any other file is left and named on stderr.
     options : dict or None
         The command's options (compared too when both runs give them).
+
+    Notes
+    -----
+    Each chunk's manifest entry records its file's size and SHA-256 and the shape and
+    dtype of each array; :meth:`load` checks all of them and computes a chunk that fails
+    again, saying so in one line (:func:`notice`).
     """
 
     def __init__(self, folder, experiment, stage, description, force=False, options=None):
@@ -284,62 +281,41 @@ class Store:
             self._memory = {}
             return
         self._memory = None
-        self.stage = stage
-        self.dir = os.path.join(folder, "chunks", stage)
-        self.manifest_path = os.path.join(folder, "manifest.json")
+        self.dir = os.path.join(folder, _outputs.CHUNKS, stage)
+        self.manifest_path = _manifest.path(folder)
         fp = fingerprint(description)
-        man = self._read()
+        try:
+            man = _manifest.read(folder)
+        except _manifest.ManifestError as exc:
+            raise MixedRunError(f"{exc}; remove it or pass --force") from None
         problem = None
         if man is not None:
-            if man.get("format") != MANIFEST_FORMAT:
-                problem = f"manifest format {man.get('format')} (this version writes " \
-                          f"{MANIFEST_FORMAT})"
-            elif experiment is not None and man.get("experiment") not in (None, experiment):
-                problem = f"experiment {man.get('experiment')!r}, not {experiment!r}"
-            elif man.get("versions") != versions():
-                problem = f"versions {man.get('versions')} (now {versions()})"
-            elif (options is not None and man.get("options") is not None
-                  and man["options"] != options):
-                changed = sorted(k for k in set(options) | set(man["options"])
-                                 if options.get(k) != man["options"].get(k))
-                problem = "other options (" + ", ".join(
-                    f"{k}: {man['options'].get(k)!r} -> {options.get(k)!r}"
-                    for k in changed) + ")"
-            elif stage in man.get("stages", {}) and man["stages"][stage]["fingerprint"] != fp:
+            problem = _manifest.mismatch(man, experiment, options)
+            entry = (man.get("stages") or {}).get(stage)
+            if problem is None and entry is not None and entry.get("fingerprint") != fp:
                 problem = f"stage {stage!r} of other parameters"
         if problem is not None:
             if not force:
                 raise MixedRunError(
                     f"{folder} holds chunks of another run ({problem}); pass --force to "
                     f"discard them (force=True), or write to another folder")
-            shutil.rmtree(os.path.join(folder, "chunks"), ignore_errors=True)
-            man = None
-        if man is None:
-            man = {"format": MANIFEST_FORMAT, "experiment": experiment, "options": options,
-                   "versions": versions(), "stages": {}}
-        if options is not None:
-            man["options"] = options
-        if experiment is not None:
-            man["experiment"] = experiment
-        stage_entry = man["stages"].setdefault(stage, {"fingerprint": fp, "chunks": {}})
-        stage_entry["description"] = description
-        self.manifest = man
+            left = _outputs.discard(folder, man)
+            if left:
+                notice(_outputs.left_message(folder, left))
+
+        def adopt(man):
+            if options is not None:
+                man["options"] = options
+            if experiment is not None:
+                man["experiment"] = experiment
+            entry = man["stages"].setdefault(stage, {"fingerprint": fp, "chunks": {}})
+            entry["description"] = description
+
         os.makedirs(self.dir, exist_ok=True)
-        self._write_manifest()
+        self.manifest = _manifest.update(folder, adopt)
 
-    def _read(self):
-        try:
-            with open(self.manifest_path) as fh:
-                return json.load(fh)
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
-            raise MixedRunError(f"{self.manifest_path} is unreadable ({exc}); remove it or "
-                                f"pass --force") from None
-
-    def _write_manifest(self):
-        text = json.dumps(self.manifest, indent=1, sort_keys=True, default=str).encode()
-        _atomic_write(self.manifest_path, lambda fh: fh.write(text))
+    def _chunks(self):
+        return self.manifest["stages"][self.stage]["chunks"]
 
     def _path(self, key):
         return os.path.join(self.dir, f"{key}.npz")
@@ -349,31 +325,76 @@ class Store:
         still recomputes a listed chunk whose file is damaged)."""
         if self._memory is not None:
             return key in self._memory
-        return (key in self.manifest["stages"][self.stage]["chunks"]
-                and os.path.isfile(self._path(key)))
+        return key in self._chunks() and os.path.isfile(self._path(key))
+
+    def _check(self, key, entry):
+        """``(result, None)`` for chunk ``key`` matching its manifest ``entry``, else
+        ``(None, why)``."""
+        path = self._path(key)
+        if os.path.islink(path):
+            return None, "a symlink"
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            return None, "missing"
+        except OSError as exc:
+            return None, f"unreadable ({exc.strerror or type(exc).__name__})"
+        arrays = entry.get("arrays")
+        if not isinstance(arrays, dict) or "sha256" not in entry:
+            return None, "no checksum in the manifest"
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+                found = {k: npz[k] for k in npz.files}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            return None, f"unreadable ({type(exc).__name__}: {exc})"
+        if sorted(found) != sorted(arrays):
+            return None, f"arrays {sorted(found)}, the manifest lists {sorted(arrays)}"
+        for k, v in found.items():
+            want = arrays[k]
+            if list(v.shape) != want.get("shape") or v.dtype.str != want.get("dtype"):
+                return None, (f"array {k!r} is {v.dtype.str} of shape {list(v.shape)}, the "
+                              f"manifest records {want.get('dtype')} of shape "
+                              f"{want.get('shape')}")
+        if _outputs.sha256(data) != entry["sha256"]:
+            return None, "its checksum differs from the manifest's"
+        return _decode(found), None
 
     def load(self, key):
-        """The stored result of chunk ``key``, or None if it is not finished."""
+        """The stored result of chunk ``key``, or None if it is not finished or its file
+        does not match its manifest entry (then one line on stderr says so)."""
         if self._memory is not None:
             return self._memory.get(key)
-        if key not in self.manifest["stages"][self.stage]["chunks"]:
+        entry = self._chunks().get(key)
+        if entry is None:
             return None
-        try:
-            with np.load(self._path(key), allow_pickle=False) as npz:
-                return _decode(npz)
-        except (OSError, ValueError, KeyError):
-            return None  # listed but missing or damaged: compute it again
+        result, why = self._check(key, entry)
+        if why is not None:
+            notice(f"chunk {os.path.relpath(self._path(key), self.folder)} is damaged "
+                   f"({why}); computing it again")
+        return result
 
     def save(self, key, result, info):
-        """Write chunk ``key`` atomically, then list it (with ``info``) in the manifest."""
+        """Write chunk ``key`` atomically, then list it (with ``info``, its checksum and
+        its arrays' shapes and dtypes) in the manifest."""
         if self._memory is not None:
             self._memory[key] = result
             return
         arrays = _encode(result)
-        _atomic_write(self._path(key), lambda fh: np.savez(fh, **arrays))
-        self.manifest["stages"][self.stage]["chunks"][key] = {
-            **info, "file": os.path.relpath(self._path(key), self.folder)}
-        self._write_manifest()
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        data = buf.getvalue()
+        _atomic.write_bytes(self._path(key), data)
+        entry = {**info, "file": os.path.relpath(self._path(key), self.folder),
+                 "bytes": len(data), "sha256": _outputs.sha256(data),
+                 "arrays": {k: {"shape": list(v.shape), "dtype": v.dtype.str}
+                            for k, v in arrays.items()}}
+
+        def add(man):
+            stage = man["stages"].setdefault(self.stage, self.manifest["stages"][self.stage])
+            stage["chunks"][key] = entry
+
+        self.manifest = _manifest.update(self.folder, add)
 
 
 # --------------------------------------------------------------------------- running

@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 import numba
 import numpy as np
 
-from . import _chunks
+from . import _chunks, _outputs
 from ._paired import compare, format_difference
 
 
@@ -76,8 +76,10 @@ class Experiment(Protocol):
 
 
 def write_curves_csv(path, rows):
-    """``rows``: iterable of dicts with keys panel, method, round, mean, stderr."""
-    with open(path, "w", newline="") as fh:
+    """``rows``: iterable of dicts with keys panel, method, round, mean, stderr. Written
+    atomically and recorded in the folder's manifest
+    (:func:`vits_ref.experiments._outputs.text_output`)."""
+    with _outputs.text_output(path) as fh:
         w = csv.writer(fh)
         w.writerow(["panel", "method", "round", "mean_cumulative_regret", "stderr"])
         for r in rows:
@@ -144,10 +146,11 @@ def write_json(path, obj):
     """Write ``obj`` as strict JSON: no ``Infinity``/``NaN`` tokens. A non-finite value
     becomes null and its key gets a sibling ``KEY_nulls`` saying what the nulls stand for
     (inf, -inf or NaN, and why such values arise). NumPy scalars and arrays become
-    plain numbers and lists; other objects their ``str``."""
+    plain numbers and lists; other objects their ``str``. Written atomically and recorded
+    in the folder's manifest (:func:`vits_ref.experiments._outputs.write_output`)."""
     clean = _strict(obj, set())
-    with open(path, "w") as fh:
-        json.dump(clean, fh, indent=2, default=str, allow_nan=False)
+    text = json.dumps(clean, indent=2, default=str, allow_nan=False)
+    _outputs.write_output(path, text.encode("utf-8"))
 
 
 def run_panels(name, description, panels, runs, rounds, seed, out, progress=None,

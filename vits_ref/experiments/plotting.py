@@ -168,9 +168,20 @@ def _look(handle):
 
 
 def save(fig, path):
-    """Lay out and write ``fig`` as a PNG; returns ``path``."""
+    """Lay out and write ``fig`` as a PNG; returns ``path``.
+
+    The PNG is drawn in memory, then written atomically and recorded in the folder's
+    manifest (:func:`vits_ref.experiments._outputs.write_output`): a killed run never
+    leaves a torn image, and a symlink at ``path`` is replaced, not followed.
+    """
+    import io
+
+    from ._outputs import write_output
+
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=120, format="png")
+    write_output(path, buf.getvalue())
     return path
 
 

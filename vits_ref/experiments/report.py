@@ -26,6 +26,7 @@ import time
 
 from . import get
 from ._claims import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, VERDICTS
+from ._outputs import write_output
 
 PAPERS = {"vits": "VITS: Variational Inference Thompson Sampling for contextual bandits "
                   "(Clavier, Huix and Durmus, ICML 2024)",
@@ -153,10 +154,9 @@ def build(paper="vits", size="paper", out=None, progress=None, only=None):
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "wall_time_s": time.perf_counter() - t0}
     md_path, html_path = os.path.join(out, "report.md"), os.path.join(out, "report.html")
-    with open(md_path, "w") as fh:
-        fh.write(to_markdown(meta, sections, out))
-    with open(html_path, "w") as fh:
-        fh.write(to_html(meta, sections))
+    # atomically (a killed build never leaves a torn page) and recorded in the manifest
+    write_output(md_path, to_markdown(meta, sections, out).encode("utf-8"))
+    write_output(html_path, to_html(meta, sections).encode("utf-8"))
     return {"paper": paper, "size": size, "files": [md_path, html_path],
             "claims": [c for s in sections for c in s["claims"]],
             "experiments": {s["name"]: s["result"] for s in sections}}

@@ -20,6 +20,7 @@ import os
 import time
 
 from ._common import environment_info, write_json
+from ._outputs import text_output
 from ._tuning import TUNE_RUNS, TUNE_SEED_OFFSET, grid_search
 
 
@@ -72,7 +73,7 @@ def vits_grid(runs=TUNE_RUNS, rounds=1000, seed=0, out="results/sweep-vits-grid"
                          "diverged_points": sum("diverged" in x for x in sc),
                          "points": len(sc)})
     files = [os.path.join(out, f) for f in ("sweep.csv", "summary.json")]
-    with open(files[0], "w", newline="") as fh:
+    with text_output(files[0]) as fh:
         w = csv.writer(fh)
         w.writerow(["panel", "method", "point", "final_regret_mean", "final_regret_stderr",
                     "diverged"])

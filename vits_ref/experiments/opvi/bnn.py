@@ -51,6 +51,7 @@ from ..._validate import as_seed_sequence
 from ...errors import DivergenceError
 from .. import _claims
 from .._common import environment_info, write_json
+from .._outputs import text_output
 from .._paired import format_difference, paired_difference
 from ..plotting import plotted
 from .mixture import check_arguments, model_gradient, particle_run, record_rounds, se_text
@@ -298,7 +299,7 @@ def summarise(out, metric_names, runs, reference=OPVI):
 
 
 def write_curves(path, out, rec, metric_names):
-    with open(path, "w", newline="") as fh:
+    with text_output(path) as fh:
         w = csv.writer(fh)
         w.writerow(["method", "round", *(f"{n}_mean" for n in metric_names)])
         for m, e in out.items():

@@ -71,6 +71,7 @@ from ..._validate import as_seed_sequence
 from ...errors import DivergenceError
 from .. import _chunks, _claims
 from .._common import environment_info, write_json
+from .._outputs import text_output
 from .._paired import format_difference, paired_difference
 from ..plotting import plotted
 
@@ -546,7 +547,7 @@ def run(runs=10, rounds=500, seed=0, out="results/opvi-mixture", progress=None,
               "total_wall_time_s": time.perf_counter() - t0,
               "environment": environment_info()}
     _paired(result)
-    with open(files[0], "w", newline="") as fh:
+    with text_output(files[0]) as fh:
         w = csv.writer(fh)
         w.writerow(["method", "round", "energy_mean", "hpd_share_upper_mode",
                     "hpd_share_lower_mode"])

@@ -54,6 +54,7 @@ from ... import _seeding
 from ...drivers.cpu import trace_one
 from .. import _chunks, _claims
 from .._common import environment_info, write_json
+from .._outputs import text_output
 from .._paired import paired_difference
 from ..plotting import plotted
 from .target import (
@@ -163,7 +164,7 @@ def run(runs=100, rounds=50000, seed=0, out="results/vits-figF", progress=None,
                                 "fraction_reached": float(reached.mean()),
                                 "median_censored": bool(2 * (~reached).sum() >= runs),
                                 "steps": steps.tolist(), "reached": reached.tolist()})
-    with open(os.path.join(out, "steps.csv"), "w", newline="") as fh:
+    with text_output(os.path.join(out, "steps.csv")) as fh:
         w = csv.writer(fh)
         w.writerow(["method", steps_key, "kappa", "seed_index", "steps", "reached"])
         w.writerows(rows)

@@ -57,6 +57,7 @@ from ...kernels.linear import POTENTIAL as LINEAR
 from ...kernels.target import METHOD_LMC
 from .. import _chunks, _claims, plotting
 from .._common import environment_info, write_json
+from .._outputs import text_output
 from ..plotting import plotted
 from .target import METHODS, SCALE_COVARIANCE, SCALE_DESCRIPTIONS, gaussian_target, run_seeds
 
@@ -168,7 +169,7 @@ def run(runs=1000, rounds=10000, seed=0, out="results/vits-figI", progress=None,
     for e in summary:
         e["kl_at_times"] = [_at_time(curves[e["method"]], costs[e["method"]], t) for t in times]
     path_csv = os.path.join(out, "kl_vs_time.csv")
-    with open(path_csv, "w", newline="") as fh:
+    with text_output(path_csv) as fh:
         w = csv.writer(fh)
         w.writerow(["method", "step", "time_s", "kl_q25", "kl_median", "kl_q75"])
         stride = max(1, rounds // 1000)

@@ -70,6 +70,7 @@ from ...envs import vts_scenario
 from ...inference.vts import VTS
 from .. import _chunks, _claims
 from .._common import environment_info, regret_table, write_curves_csv, write_json
+from .._outputs import text_output
 from .._paired import (
     _bootstrap_rng,
     compare,
@@ -263,7 +264,7 @@ def run_block(scenario, K, scoring, rounds, seed, n_threads, lo, hi):
 
 
 def _write_mse_csv(path, mse_curves):
-    with open(path, "w", newline="") as fh:
+    with text_output(path) as fh:
         w = csv.writer(fh)
         w.writerow(["panel", "method", "arm", "round", "mse"])
         for panel, by_method in mse_curves.items():
