@@ -442,11 +442,8 @@ def _python_job(job):
     pol = policy.fresh(policy_seed(seed))
     regret, arms = np.empty(n_rounds), np.empty(n_rounds, dtype=np.int64)
     kl = np.zeros(kl_rounds.size)
-    if isinstance(delay, int) and delay == 0 and batch == 1:
-        _run_python(pol, chunks, kl_rounds, regret, arms, kl, r, gaussian)
-    else:
-        _run_python_late(pol, chunks, kl_rounds, regret, arms, kl, r, gaussian, delay, batch,
-                         delay_rng(seed) if callable(delay) else None)
+    _run_python(pol, chunks, kl_rounds, regret, arms, kl, r, gaussian, delay, batch,
+                delay_rng(seed) if callable(delay) else None)
     return regret, arms, kl
 
 
@@ -465,8 +462,17 @@ def _collect(outcomes, rows, block):
         block.report(r + 1)
 
 
-def _run_python(pol, chunks, kl_rounds, regret, arms, kl, run, gaussian):
+def _run_python(pol, chunks, kl_rounds, regret, arms, kl, run, gaussian, delay=0, batch=1,
+                rng=None):
+    """A run of the policy's ``select``/``update`` over the rounds of ``chunks``.
+
+    Round ``t``'s reward is due after round ``t + delay_t`` (``delay`` fixed, or
+    ``delay(rng)`` per round) and what is due is learnt, in the order of its rounds, at the
+    end of every ``batch``-th round: with the defaults, each round's reward right after its
+    decision. The KL of a recorded round is that of the posterior after the round's
+    deliveries. A pending round keeps its contexts (a view of its chunk) until learnt."""
     nk = 0
+    due = []  # (round it is due after, contexts, arm, reward) in the order of the rounds
     for t, X, means, rewards in _rounds(chunks):
         try:
             arm = pol.select(X)
@@ -474,32 +480,6 @@ def _run_python(pol, chunks, kl_rounds, regret, arms, kl, run, gaussian):
             # a failed draw of the round's select (DiffTS's Thompson draw, raised at its t
             # observations): the run and the 1-based bandit round t + 1 of the draw, as the
             # compiled chains (vits_ref.diffusion.chain) report it
-            raise err.in_run(run, round=t + 1) from None
-        regret[t] = means.max() - means[arm]
-        arms[t] = arm
-        try:
-            pol.update(X, arm, rewards[arm])
-        except DivergenceError as err:
-            raise err.in_run(run) from None
-        if nk < kl_rounds.size and kl_rounds[nk] == t + 1:
-            if gaussian:
-                kl[nk] = pol.engine.kl_to_posterior()
-            nk += 1
-
-
-def _run_python_late(pol, chunks, kl_rounds, regret, arms, kl, run, gaussian, delay, batch,
-                     rng):
-    """:func:`_run_python` with late feedback: round ``t``'s reward is due after round
-    ``t + delay_t`` (``delay_t`` fixed, or ``delay(rng)``), and what is due is learnt, in
-    the order of its rounds, at the end of every ``batch``-th round. The KL of a recorded
-    round is that of the posterior after the round's deliveries. A pending round keeps its
-    contexts (a view of its chunk) until it is learnt."""
-    nk = 0
-    due = []  # (round it is due after, contexts, arm, reward) in the order of the rounds
-    for t, X, means, rewards in _rounds(chunks):
-        try:
-            arm = pol.select(X)
-        except DivergenceError as err:
             raise err.in_run(run, round=t + 1) from None
         regret[t] = means.max() - means[arm]
         arms[t] = arm
