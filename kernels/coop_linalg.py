@@ -240,10 +240,16 @@ def chol_rank1_update(L, x, work):
         _sync()  # every thread has read L[k, k] and work[k]
         if t == 0:
             L[k, k] = r
-        for i in range(k + 1 + t, d, nt):
-            lik = (L[i, k] + s * work[i]) * ic
-            L[i, k] = lik
-            work[i] = c * work[i] - s * lik
+        if c < linalg.STEEP_ROTATION:
+            for i in range(k + 1 + t, d, nt):
+                lik = (L[i, k] + s * work[i]) * ic
+                L[i, k] = lik
+                work[i] = c * work[i] - s * lik
+        else:
+            for i in range(k + 1 + t, d, nt):
+                lold = L[i, k]
+                L[i, k] = (lold + s * work[i]) * ic
+                work[i] = (work[i] - s * lold) * ic
     _sync()
 
 

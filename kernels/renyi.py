@@ -248,7 +248,9 @@ def make_renyi_steps(potential):
     ``eps`` (S, M, d): the draws of each step; ``adam = (m, v, t)``; ``trace`` (S, 2)
     receives each step's ``(bound, ess)`` at the step's starting point. On return
     ``scr[0]`` holds the final ``L``. Returns False (state partly updated: the caller
-    restores it) as soon as a bound, a gradient or the final state is not finite.
+    restores it) as soon as a bound, a gradient, Adam's second moment (a finite gradient
+    beyond 1e154 squares to inf, which would freeze ``P``) or the final state is not
+    finite.
     """
     grad_body = make_renyi_grad(potential)
 
@@ -264,6 +266,10 @@ def make_renyi_steps(potential):
             if not math.isfinite(bound) or not all_finite_mat(grad):
                 return False
             adam_update(P, grad, m, v, t, lr, beta1, beta2, adam_eps)
+            # a finite gradient beyond 1e154 squares to inf: v = inf freezes P (m / inf = 0)
+            # and the update would silently return its start
+            if not all_finite_mat(v):
+                return False
         factor_from_params(P, scr[0])
         return all_finite_mat(P) and all_finite_mat(scr[0])
 

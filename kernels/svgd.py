@@ -39,7 +39,9 @@ The CPU drivers (:mod:`vits_ref.drivers.cpu.particles`) run the row bodies in a
 ``prange`` over particles, or, for large ``n d``, compute ``X X^T`` and ``K [Y | 1]`` with
 BLAS and the exponentials with NumPy's SIMD ``np.exp`` (about 4x faster than
 :func:`exp_nonpos` there); the CUDA drivers run the row bodies one thread per particle.
-Bodies allocate nothing.
+The CPU drivers first shift the particles near the origin (:func:`centre_into`): the
+direction does not change under a common shift, its products' rounding does. Bodies
+allocate nothing.
 """
 
 import math
@@ -103,6 +105,43 @@ def exp_nonpos_into(y, out):
     """``out[j] = exp_nonpos(y[j])`` (tests and benchmarks of the exponential)."""
     for j in range(y.shape[0]):
         out[j] = exp_nonpos(y[j])
+
+
+@kernel
+def centre_into(X, Xc, mu):
+    """``Xc = X - shift``, ``mu`` the shift (d,): the particles moved near the origin, what
+    the direction's products read.
+
+    The direction is invariant under a common shift of the particles, but its two forms
+    compute it from quantities that are not: the Gram products ``|x_i|^2 + |x_j|^2 - 2
+    x_i.x_j`` lose the digits of ``|x_i - x_j|^2`` that ``|x|^2`` carries beyond them (all
+    of them once ``|x| / |x_i - x_j| > 1e8``), and ``g_j - c x_j`` with ``c S_i x_i`` added
+    back lose ``|g|`` to ``c |x|``. Per coordinate ``k`` the shift is the particles' mean
+    rounded to a multiple of ``2^e >= 4 R_k`` (``R_k = max_j |x_jk - mean_k|``), so the
+    shifted coordinates are within ``3 R_k`` of 0 and a cloud already that near the origin
+    (``|mean_k| < 2 R_k``) is not moved at all: its arithmetic is unchanged, bit for bit,
+    and so is any structure finer than its mean's rounding (a mean-centring would round
+    every coordinate to ``eps |mean|``). A coordinate where all particles agree is
+    shifted by that value (to 0 exactly). ``tests/test_svgd_edges.py``.
+    """
+    n, d = X.shape
+    for k in range(d):
+        m = 0.0
+        for j in range(n):
+            m += X[j, k]
+        m /= n
+        r = 0.0
+        for j in range(n):
+            a = abs(X[j, k] - m)
+            r = a if a > r else r
+        if r == 0.0:
+            shift = X[0, k]
+        else:
+            step = math.ldexp(1.0, math.frexp(4.0 * r)[1])  # a power of two > 4 r
+            shift = math.floor(m / step + 0.5) * step
+        mu[k] = shift
+        for j in range(n):
+            Xc[j, k] = X[j, k] - shift
 
 
 @kernel

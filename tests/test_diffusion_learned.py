@@ -625,3 +625,52 @@ def test_public_api_is_exported():
     assert vr.diffusion.DiffusionPrior is DiffusionPrior
     assert "DiffusionPrior" in vr.diffusion.__all__
     assert repr(DiffusionPrior(2, n_stages=3)).startswith("DiffusionPrior(dim=2")
+
+
+def _write_member(zf, name, header, payload=b""):
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, header)
+    zf.writestr(name, buf.getvalue() + payload)
+
+
+def test_load_bounds_every_size_before_allocating(tmp_path):
+    # a 5 KB file whose W1 header claims 7 TB: np.load allocated it (MemoryError)
+    import zipfile
+
+    src = str(tmp_path / "ok.npz")
+    _small_prior().save(src)
+    bad = str(tmp_path / "huge.npz")
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(bad, "w") as zout:
+        for info in zin.infolist():
+            if info.filename == "W1.npy":
+                _write_member(zout, "W1.npy", {"descr": "<f8", "fortran_order": False,
+                                               "shape": (5, 10 ** 6, 175_000)},
+                              b"\0" * 320)
+            else:
+                zout.writestr(info, zin.read(info))
+    with pytest.raises(ValueError, match=r"W1.npy' claims shape \(5, 1000000, 175000\)"):
+        DiffusionPrior.load(bad)
+    # sizes that the arrays bound but the scalars inflate: the constructor would allocate
+    # T (d h1 + h1 h2 + ...) weights for dim = 10^6
+    big = _rewrite(src, str(tmp_path / "dim.npz"), dim=np.array(10 ** 6))
+    with pytest.raises(ValueError, match="invalid schedule or shape: dim=1000000"):
+        DiffusionPrior.load(big)
+
+
+@pytest.mark.parametrize("change", [
+    {"format_version": np.array([2, 2])},   # TypeError before
+    {"format_version": np.array("2")},
+    {"dim": np.array([2, 2])},
+    {"n_train": np.array(1.5)},
+    {"hidden": np.array([[4, 6]])},
+    {"loss_history": np.array(["a", "b"])},
+])
+def test_load_malformed_scalars_are_a_clear_error(tmp_path, change):
+    src = str(tmp_path / "ok.npz")
+    _small_prior().save(src)
+    bad = _rewrite(src, str(tmp_path / "bad.npz"), **change)
+    with pytest.raises(ValueError) as info:
+        DiffusionPrior.load(bad)
+    assert "bad.npz" in str(info.value) and "\n" not in str(info.value)

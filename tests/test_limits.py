@@ -345,3 +345,35 @@ def test_models_check_shapes_and_overflow():
 def test_bounds_are_documented_constants():
     assert val.MAX_ABS_DATA ** 2 < np.finfo(float).max
     assert val.HYPER_RANGE == (1e-100, 1e100)
+
+
+# ---------------------------------------------------------------------------------------
+# Rényi VI's Adam moments, the Gaussian diffusion prior's resolution
+# ---------------------------------------------------------------------------------------
+
+def test_renyi_gradients_whose_squares_overflow_raise_and_roll_back():
+    # features of 1e80: V ~ 1e160, gradients ~1e160 are finite but their squares (Adam's
+    # second moment) are inf, and m / sqrt(inf) = 0 froze q at the prior without a word
+    eng = vr.RenyiVI(2, seed=0, step_size=0.05)
+    rng = np.random.default_rng(0)
+    X, r = 1e80 * rng.standard_normal((5, 2)), rng.standard_normal(5)
+    err = _diverging_update_is_rolled_back(eng, X, r, eng.name, 0.05)
+    assert "second moment" in str(err)
+    # ordinary data after the refused batch: the engine still learns
+    eng.update(rng.standard_normal((5, 2)), rng.standard_normal(5))
+    assert np.all(np.isfinite(eng.mean)) and not np.array_equal(eng.mean, np.zeros(2))
+
+
+def test_gaussian_diffusion_prior_refuses_a_spread_below_its_rounding():
+    # the chain's rounding leaves a spread of ~1e-16 of max(1, |mean|, sqrt(max eig)):
+    # cov = 1e-40 I came out with standard deviation 2.6e-17, not 1e-20
+    GDP = vr.diffusion.GaussianDiffusionPrior
+    for mean, cov in ((np.zeros(2), 1e-40 * np.eye(2)),
+                      (np.full(2, 1e3), 1e-20 * np.eye(2)),  # (1e-12 x 1e3)^2 = 1e-18
+                      (np.zeros(2), np.diag([1e10, 1e-20]))):  # (1e-12 x 1e5)^2 = 1e-14
+        with pytest.raises(ValueError, match="cov's smallest eigenvalue .* must be at least"):
+            GDP(mean, cov, n_stages=10)
+    # inside the range the chain samples N(m, S): a spread of 1e-10 (standard deviation)
+    # at the bound's 1e2 margin, checked to the sampling error of 4000 draws (5 sd: 11%)
+    x = GDP(np.zeros(2), 1e-20 * np.eye(2), n_stages=10).sample(4000, seed=0)
+    assert np.all(np.abs(x.std(axis=0) / 1e-10 - 1.0) < 0.11)

@@ -458,3 +458,19 @@ def test_env_runs_in_simulate():
 def test_env_bad_arguments(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         small_env(**kwargs)
+
+
+@pytest.mark.parametrize("bad", [
+    "99999999999999999999::4::5::6",   # beyond int64: OverflowError before
+    "3::9223372036854775808::5::6",    # 2^63
+    "\u00b2::4::5::6",                  # a superscript passes str.isdigit
+    "3::" + "9" * 5000 + "::5::6",     # past int()'s 4300-digit limit
+])
+def test_load_ids_beyond_int64_are_a_clear_error(tmp_path, bad):
+    p = tmp_path / "ratings.dat"
+    p.write_text("1::1::5::1\n\n" + bad + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"line 3: user and movie ids must be integers in "
+                                         r"\[0, 9223372036854775807\]"):
+        ml.load_ratings(p)
+    p.write_text("1::1::5::1\n9223372036854775807::4::5::6\n")  # the largest id is read
+    assert ml.load_ratings(p).user_ids.tolist() == [1, 2 ** 63 - 1]

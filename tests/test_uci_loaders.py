@@ -96,3 +96,50 @@ def test_missing_sklearn_gives_the_fix(monkeypatch):
         regression_dataset("diabetes", seed=0)
     with pytest.raises(ImportError, match="pip install scikit-learn"):
         classification_dataset("digits", seed=0)
+
+
+def test_kin8nm_with_a_byte_order_mark_keeps_its_first_row(tmp_path):
+    # a UTF-8 BOM glued to the first field made it non-numeric: the first data row was
+    # skipped as a header
+    body = "\n".join(",".join(repr(float(v)) for v in r) for r in ROWS)
+    p = tmp_path / "bom.csv"
+    p.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    X, y = load_kin8nm(p)
+    assert np.array_equal(X, ROWS[:, :8]) and np.array_equal(y, ROWS[:, 8])
+    header = ",".join([f"theta{i}" for i in range(1, 9)] + ["y"])
+    p.write_bytes(b"\xef\xbb\xbf" + (header + "\n" + body).encode())
+    X, y = load_kin8nm(p)
+    assert np.array_equal(X, ROWS[:, :8]) and np.array_equal(y, ROWS[:, 8])
+
+
+@pytest.mark.parametrize("scale", [1e160, 1e300, 1e-160, 1e-300])
+def test_standardisation_of_huge_and_tiny_values(tmp_path, scale):
+    # beyond 1e154 the variance's squares overflowed (the column came out 0 or NaN); below
+    # 1e-154 they underflowed. Scaled by a power of two the statistics are exact scalings
+    # of those of the ordinary table, so the standardised columns are bit for bit the same
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((50, 9)) * 3 + 5
+    p, q = tmp_path / "ordinary.csv", tmp_path / "scaled.csv"
+    np.savetxt(p, table, delimiter=",", fmt="%.17g")
+    e = int(np.round(np.log2(scale)))
+    np.savetxt(q, np.ldexp(table, e), delimiter=",", fmt="%.17g")
+    a = regression_dataset("kin8nm", path=p, seed=1)
+    b = regression_dataset("kin8nm", path=q, seed=1)
+    for name in ("X_train", "X_test", "y_train"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert np.array_equal(np.ldexp(a.x_std, e), b.x_std)
+    assert np.ldexp(a.y_std, e) == b.y_std and np.all(np.isfinite(b.X_train))
+
+
+def test_standardisation_is_numpys_for_ordinary_data():
+    # the power-of-two scaling changes no bit of ordinary statistics (every experiment's
+    # numbers stay as they were): NumPy's mean and std, then (x - mean) / std
+    from vits_ref.data.uci import _standardise
+
+    rng = np.random.default_rng(2)
+    A, B = rng.standard_normal((97, 5)) * [1, 3, 100, 1e-3, 7] + [0, 5, -2, 1, 1e4], \
+        rng.standard_normal((11, 5))
+    tr, te, m, s = _standardise(A, B)
+    assert np.array_equal(m, A.mean(0)) and np.array_equal(s, A.std(0))
+    assert np.array_equal(tr, (A - A.mean(0)) / A.std(0))
+    assert np.array_equal(te, (B - A.mean(0)) / A.std(0))

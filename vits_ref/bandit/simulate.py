@@ -309,6 +309,9 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         start = time.perf_counter()
         chosen.run(block, rows)
         wall = time.perf_counter() - start
+    if gaussian and not np.all(np.isfinite(rows.kl)):  # the compiled loops' failed Cholesky
+        r, j = np.argwhere(~np.isfinite(rows.kl))[0]
+        raise _kl_error(first_run + int(r), int(kl_rounds[j]))
     return chosen.result_type(block.name, repr(env), rows.regret, rows.arms, kl_rounds,
                               rows.kl if gaussian else None, wall, chosen.compiled, seed,
                               **rows.extras)
@@ -497,8 +500,23 @@ def _run_python(pol, chunks, kl_rounds, regret, arms, kl, run, gaussian, delay=0
                     raise err.in_run(run) from None
         if nk < kl_rounds.size and kl_rounds[nk] == t + 1:
             if gaussian:
-                kl[nk] = pol.engine.kl_to_posterior()
+                try:
+                    kl[nk] = pol.engine.kl_to_posterior()
+                except ValueError:
+                    raise _kl_error(run, t + 1) from None
             nk += 1
+
+
+def _kl_error(run, rnd):
+    """The one error of a KL diagnostic that double precision cannot give, on every path
+    (the Python loop's closed forms raise, the compiled loops' Cholesky returns inf)."""
+    return ValueError(
+        f"the KL diagnostic at round {rnd} of run {run} cannot be computed in double "
+        f"precision: V = lam I + sum x x^T is not positive definite to rounding, or too "
+        f"ill-conditioned for a reliable value (its eigenvalues span more than about "
+        f"1e15: while fewer rounds than d have been seen, |x|^2 / lam must stay below "
+        f"about 1e15); rescale the contexts, raise lam, or "
+        f"take kl_rounds from round d on")
 
 
 def _bytes_per_round(spec, d, K):

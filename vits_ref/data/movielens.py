@@ -83,6 +83,17 @@ def _sniff(first_line, path):
                      f"{first_line[:80]!r}")
 
 
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _is_int64(text):
+    """Whether ``text`` is ASCII decimal digits of an integer that fits an int64 (the ids'
+    array; ``str.isdigit`` alone passes superscripts and any length)."""
+    # the length first: int() of a long digit string is slow, and refused past 4300 digits
+    return (text.isascii() and text.isdigit() and len(text) <= 19
+            and int(text) <= _INT64_MAX)
+
+
 def _bad_line(path, lineno, line, why, fmt):
     want = ("UserID::MovieID::Rating::Timestamp" if fmt == "dat"
             else "userId,movieId,rating,timestamp")
@@ -159,10 +170,10 @@ def load_ratings(path):
         if len(parts) != 4:
             raise _bad_line(path, lineno, line, f"{len(parts)} fields instead of 4", fmt)
         u, m, r, s = (p.strip() for p in parts)
-        if not (u.isdigit() and m.isdigit()):
-            raise _bad_line(path, lineno, line, "user and movie ids must be non-negative "
-                            "integers", fmt)
-        if not s.isdigit():
+        if not (_is_int64(u) and _is_int64(m)):
+            raise _bad_line(path, lineno, line, "user and movie ids must be integers in "
+                            f"[0, {_INT64_MAX}]", fmt)
+        if not (s.isascii() and s.isdigit()):
             raise _bad_line(path, lineno, line, "the timestamp must be an integer", fmt)
         try:
             rv = float(r)

@@ -110,7 +110,9 @@ def _load_table(path, n_columns, what):
     if os.path.isdir(path):
         raise IsADirectoryError(f"{what} path is a directory, not a file: {path!r}")
     rows = []
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    # utf-8-sig: a byte-order mark is not part of the first field (as part of it, the first
+    # data row read as a header and was dropped)
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:
         for lineno, line in enumerate(fh, start=1):
             text = line.strip()
             if not text:
@@ -138,7 +140,7 @@ def _load_table(path, n_columns, what):
 
 def _first_line(path):
     """Line number of the first non-blank line of ``path``."""
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:
         for lineno, line in enumerate(fh, start=1):
             if line.strip():
                 return lineno
@@ -166,11 +168,34 @@ def _split(n, test_fraction, seed):
     return perm[n_test:], perm[:n_test]
 
 
+def _pow2_scale(A):
+    """Per column, the power of two ``2^e`` with ``max |A| / 2^e`` in ``[1, 2)`` (1/2 for a
+    zero column)."""
+    top = np.max(np.abs(A), axis=0) if A.shape[0] else np.zeros(A.shape[1:])
+    # 2^(e - 1), not 2^e: 2^1024 overflows (max |A| in [1, 2) after the division)
+    return np.ldexp(1.0, np.frexp(top)[1] - 1).astype(np.float64)
+
+
+def _mean_std(A):
+    """Column means and standard deviations of ``A``, computed on ``A / 2^e`` and scaled back.
+
+    The variance squares the deviations: beyond 1e154 they overflow (the standardised
+    column came out 0 or NaN), below 1e-154 they underflow. Scaled by a power of two (exact
+    in binary floating point, short of overflow and subnormals) the squares stay near 1, and
+    for ordinary data every result is bit for bit NumPy's ``mean`` and ``std``. A standard
+    deviation is at most ``max |A|``, so neither result overflows.
+    """
+    scale = _pow2_scale(A)
+    B = A / scale
+    return B.mean(axis=0) * scale, B.std(axis=0) * scale, scale
+
+
 def _standardise(X_train, X_test):
-    mean = X_train.mean(axis=0)
-    std = X_train.std(axis=0)
+    mean, std, scale = _mean_std(X_train)
     std = np.where(std > 0, std, 1.0)
-    return (X_train - mean) / std, (X_test - mean) / std, mean, std
+    # (x - mean) / std in scaled units: x - mean itself may overflow (1e308 - (-1e308))
+    m, s = mean / scale, std / scale
+    return (X_train / scale - m) / s, (X_test / scale - m) / s, mean, std
 
 
 def regression_dataset(name="diabetes", path=None, test_fraction=0.1, seed=None):
@@ -218,11 +243,9 @@ def regression_dataset(name="diabetes", path=None, test_fraction=0.1, seed=None)
         source = "sklearn.datasets.load_diabetes"
     train, test = _split(X.shape[0], test_fraction, seed)
     Xtr, Xte, xm, xs = _standardise(X[train], X[test])
-    ym = float(y[train].mean())
-    ys = float(y[train].std())
-    ys = ys if ys > 0 else 1.0
-    return Dataset(name, Xtr, (y[train] - ym) / ys, Xte, y[test].copy(), xm, xs, ym, ys, 0,
-                   source)
+    ytr, _, ym, ys = _standardise(y[train, None], y[:0, None])
+    return Dataset(name, Xtr, ytr[:, 0], Xte, y[test].copy(), xm, xs, float(ym[0]),
+                   float(ys[0]), 0, source)
 
 
 def classification_dataset(name="breast_cancer", test_fraction=0.1, seed=None):

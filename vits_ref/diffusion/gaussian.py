@@ -13,6 +13,12 @@ from .base import DiffusionPriorBase
 
 REVERSE_VARIANCES = ("exact", "ddpm")
 STARTS = ("exact", "standard")
+#: smallest standard deviation of ``cov`` (along any direction), relative to the chain's
+#: scale ``max(1, max |mean|, sqrt(largest eigenvalue))``, that :class:`GaussianDiffusionPrior`
+#: accepts: the chain's rounding leaves a spread of about 1e-16 of that scale (measured:
+#: 2.6e-17 at scale 1, 7.4e-17 at 1e3, whatever smaller spread is asked for), which adds
+#: at most 1e-8 of the variance from here on
+MIN_RELATIVE_SPREAD = 1e-12
 
 
 class GaussianDiffusionPrior(DiffusionPriorBase):
@@ -59,6 +65,12 @@ class GaussianDiffusionPrior(DiffusionPriorBase):
     (``vits_ref.reference.diffusion.chain_moments`` propagates the
     moments exactly): a property of the DDPM reverse process at finite T, not of this code.
 
+    The chain adds and removes unit-variance noise: its rounding leaves a spread of about
+    1e-16 of ``max(1, max |mean|, sqrt(largest eigenvalue of cov))`` (the samples of
+    ``cov = 1e-40 I`` came out with standard deviation 2.6e-17, not 1e-20). A ``cov`` whose
+    smallest eigenvalue is below ``(1e-12 x that scale)^2``
+    (:data:`MIN_RELATIVE_SPREAD`) is refused with a ValueError; rescale the problem.
+
     Attributes
     ----------
     mean, cov : ndarray
@@ -90,6 +102,7 @@ class GaussianDiffusionPrior(DiffusionPriorBase):
         sch = self.schedule
         T = self.n_stages
         lam, Q = np.linalg.eigh(0.5 * (cov + cov.T))
+        _check_spread(mean, lam)
         ab = sch.abar
         c = ab[:, None] * lam[None, :] + (1.0 - ab[:, None])  # (T + 1, d): eigenvalues of C_t
 
@@ -125,3 +138,16 @@ class GaussianDiffusionPrior(DiffusionPriorBase):
     def __repr__(self):
         return (f"GaussianDiffusionPrior(dim={self.dim}, n_stages={self.n_stages}, "
                 f"reverse_variance={self.reverse_variance!r}, start={self.start!r})")
+
+
+def _check_spread(mean, eigenvalues):
+    """Raise ValueError unless ``cov``'s spread is above the chain's rounding
+    (:data:`MIN_RELATIVE_SPREAD`)."""
+    scale = max(1.0, float(np.max(np.abs(mean))), float(np.sqrt(max(eigenvalues.max(), 0.0))))
+    floor = (MIN_RELATIVE_SPREAD * scale) ** 2
+    if not eigenvalues.min() >= floor:
+        raise ValueError(
+            f"cov's smallest eigenvalue {eigenvalues.min():.3g} is below the diffusion "
+            f"chain's resolution: its unit-variance noise leaves a spread of about 1e-16 x "
+            f"{scale:.3g} (max(1, max |mean|, sqrt(largest eigenvalue))), so cov's eigenvalues "
+            f"must be at least (1e-12 x {scale:.3g})^2 = {floor:.3g}; rescale the problem")

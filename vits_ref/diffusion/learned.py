@@ -7,6 +7,7 @@ section 3. The bodies (network, hand-written gradients, Adam) are in
 """
 
 import math
+import os
 import sys
 import time
 import zipfile
@@ -330,11 +331,19 @@ class DiffusionPrior(DiffusionPriorBase):
             If the file is not a readable ``.npz`` of this class, has another format
             version, or an array has the wrong shape or is not finite.
         """
+        single = False
         try:
-            loaded = np.load(path, allow_pickle=False)
+            if not zipfile.is_zipfile(path):  # read no further: np.load would allocate
+                with open(path, "rb") as fh:
+                    single = fh.read(6) == b"\x93NUMPY"
+                if not single:
+                    raise ValueError("not a .npz (zip) file")
+            else:
+                n_values = _npz_sizes(path)
+                loaded = np.load(path, allow_pickle=False)
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise ValueError(f"cannot read a DiffusionPrior from {path!r}: {exc}") from None
-        if not isinstance(loaded, np.lib.npyio.NpzFile):
+        if single:
             raise ValueError(f"{path!r} is a single array, not a DiffusionPrior .npz file "
                              f"(written by DiffusionPrior.save)")
         try:
@@ -351,14 +360,27 @@ class DiffusionPrior(DiffusionPriorBase):
         if missing:
             raise ValueError(f"{path!r} lacks the arrays {missing}: not a complete "
                              f"DiffusionPrior file")
-        version = int(data["format_version"])
+        version = _int_field(data, "format_version", path)
         if version != FORMAT_VERSION:
             raise ValueError(f"{path!r} has format version {version}; this vits_ref reads "
                              f"version {FORMAT_VERSION}")
+        alpha, hidden = data["alpha"], data["hidden"]
+        if alpha.ndim != 1 or hidden.shape != (2,) or not np.issubdtype(hidden.dtype,
+                                                                         np.integer):
+            raise ValueError(f"{path!r} has an invalid schedule or shape: alpha must be 1-D "
+                             f"and hidden two integers, got {alpha.shape} and "
+                             f"{hidden.dtype} {hidden.shape}")
+        dim, n_train = _int_field(data, "dim", path), _int_field(data, "n_train", path)
+        # the constructor allocates the weights the sizes claim: bound them by the file's
+        T, (h1, h2) = alpha.shape[0], (max(int(h), 0) for h in hidden)
+        d = max(dim, 0)
+        claimed = T * (d * h1 + h1 + h1 * h2 + h2 + h2 * d + d) + d * d
+        if claimed > n_values:
+            raise ValueError(f"{path!r} has an invalid schedule or shape: dim={dim}, "
+                             f"hidden=({h1}, {h2}) and {T} stages need {claimed} weights, "
+                             f"the file holds {n_values} values")
         try:
-            alpha = data["alpha"]
-            prior = cls(int(data["dim"]), n_stages=int(alpha.shape[0]), alpha=alpha,
-                        hidden=tuple(int(h) for h in data["hidden"]),
+            prior = cls(dim, n_stages=int(T), alpha=alpha, hidden=(h1, h2),
                         start=str(data["start"]))
         except (TypeError, ValueError, IndexError) as exc:
             raise ValueError(f"{path!r} has an invalid schedule or shape: {exc}") from None
@@ -378,8 +400,12 @@ class DiffusionPrior(DiffusionPriorBase):
         prior.eps_params = tuple(arrs[name] for name in _PARAM_NAMES)
         prior.start_mean, prior.start_chol = arrs["start_mean"], arrs["start_chol"]
         prior.input_shift, prior.input_scale = arrs["input_shift"], arrs["input_scale"]
-        prior.loss_history = np.asarray(data["loss_history"], dtype=np.float64)
-        prior.n_train = int(data["n_train"])
+        losses = data["loss_history"]
+        if not np.issubdtype(losses.dtype, np.number):
+            raise ValueError(f"{path!r}: loss_history must be a numeric array, got "
+                             f"{losses.dtype} {losses.shape}")
+        prior.loss_history = np.asarray(losses, dtype=np.float64)
+        prior.n_train = n_train
         prior.fitted = True
         return prior
 
@@ -387,6 +413,59 @@ class DiffusionPrior(DiffusionPriorBase):
         state = "fitted" if self.fitted else "not fitted"
         return (f"DiffusionPrior(dim={self.dim}, n_stages={self.n_stages}, "
                 f"hidden={self.hidden}, {state})")
+
+
+#: largest decompressed / compressed ratio of a deflated zip member (deflate's bound is
+#: about 1032; a member claiming more is corrupt or hostile)
+_MAX_DEFLATE_RATIO = 1100
+
+
+def _npz_sizes(path):
+    """The number of values the ``.npz`` at ``path`` holds, after bounding every size it
+    states by its bytes on disk, before anything is allocated.
+
+    ``np.load`` allocates each array at the shape its ``.npy`` header states and reads into
+    it afterwards: a 4.9 KB file whose header claims 7 TB failed with a MemoryError. Here
+    each member's header is read alone (:mod:`numpy.lib.format`), and ValueError is raised
+    unless the member's stated sizes fit the file (a stored member is its bytes, a deflated
+    one at most :data:`_MAX_DEFLATE_RATIO` times them) and the array fits the member.
+    """
+    on_disk = os.path.getsize(path)
+    fmt = np.lib.format
+    total = 0
+    with zipfile.ZipFile(path) as zf:
+        for info in zf.infolist():
+            stored = info.compress_type == zipfile.ZIP_STORED
+            if info.compress_size > on_disk or info.file_size > (
+                    info.compress_size if stored
+                    else _MAX_DEFLATE_RATIO * info.compress_size + 1024):
+                raise ValueError(f"member {info.filename!r} states {info.file_size} bytes, "
+                                 f"more than a {on_disk}-byte file can hold")
+            with zf.open(info) as fh:
+                version = fmt.read_magic(fh)
+                if version not in ((1, 0), (2, 0)):  # what np.savez writes
+                    raise ValueError(f"member {info.filename!r} is .npy version {version}")
+                read = (fmt.read_array_header_1_0 if version == (1, 0)
+                        else fmt.read_array_header_2_0)
+                shape, _, dtype = read(fh, max_header_size=10_000)
+                header = fh.tell()
+            if dtype.hasobject:
+                raise ValueError(f"member {info.filename!r} holds Python objects")
+            n = math.prod(shape)
+            if header + n * dtype.itemsize > info.file_size:
+                raise ValueError(f"member {info.filename!r} claims shape {shape} "
+                                 f"({n * dtype.itemsize} bytes) in {info.file_size} bytes")
+            total += n
+    return total
+
+
+def _int_field(data, name, path):
+    """``data[name]`` as an int: an integer scalar array, else a one-line ValueError."""
+    a = data[name]
+    if a.shape != () or not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"{path!r}: {name} must be an integer scalar, got {a.dtype} "
+                         f"{a.shape}")
+    return int(a)
 
 
 def _hidden(hidden):

@@ -188,9 +188,11 @@ class RenyiVI(GaussianEngine):
             raise DivergenceError(
                 self.name, self.model.n_obs, self.step_size,
                 detail="The step size is Adam's step_size (its learning rate); the Monte "
-                       "Carlo Rényi bound or its gradient became non-finite (a step size "
-                       "too large for the log-diagonal of L, or draws where the model's "
-                       "potential overflows). The engine is unchanged.")
+                       "Carlo Rényi bound, its gradient or Adam's second moment became "
+                       "non-finite (a step size too large for the log-diagonal of L, draws "
+                       "where the model's potential overflows, or gradients beyond 1e154, "
+                       "whose squares overflow: features too large). The engine is "
+                       "unchanged.")
         self._L = self._scratch[0].copy()
         self.trace = trace
         self.diagnostics.update(step_size=self.step_size, n_steps=S,

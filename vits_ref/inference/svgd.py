@@ -39,6 +39,8 @@ of 5 on 2 cores the extra threads wait for the other processes, so no honest two
 speed-up could be measured here.
 """
 
+import math
+
 import numpy as np
 
 from .. import _validate as val
@@ -91,6 +93,62 @@ def _bandwidth(bandwidth):
         val.choice(bandwidth, "bandwidth", ("median",))
         return 0.0
     return val.positive_float(bandwidth, "bandwidth")
+
+
+#: the direction must keep at least half its 53 bits: a rounding error bound below 2^-26 of
+#: its largest entry (:func:`check_result`)
+RESOLUTION = 2.0 ** 26
+#: largest spread ``max |x_i - mean|`` whose squared distances cannot overflow (the
+#: library's bound on data, :data:`vits_ref._validate.MAX_ABS_DATA`)
+MAX_SPREAD = val.MAX_ABS_DATA
+
+
+def _spread(X):
+    return float(np.max(np.abs(X - X.mean(axis=0))))
+
+
+def check_scales(particles, bandwidth, repulsion):
+    """Raise ValueError, before any work, where the SVGD direction would overflow: a spread
+    ``max |x_i - mean|`` beyond 1e150 (squared distances) or ``2 repulsion / bandwidth``
+    beyond the largest double (``repulsion = 1e308`` gave NaN)."""
+    R = _spread(particles)
+    if not R <= MAX_SPREAD:
+        raise ValueError(f"particles spread over {R:.3g} (max |x_i - mean|): beyond "
+                         f"{MAX_SPREAD:.0e} their squared distances overflow; rescale them")
+    if not math.isfinite(2.0 * float(repulsion) / float(bandwidth)):
+        raise ValueError(f"2 * repulsion / bandwidth overflows (repulsion={repulsion:.3g}, "
+                         f"bandwidth={bandwidth:.3g}): repulsion / bandwidth must be below "
+                         f"8e307")
+
+
+def check_result(particles, grads, bandwidth, repulsion, phi, median=False):
+    r"""Raise ValueError where rounding left the direction ``phi`` fewer than half its digits.
+
+    Both forms compute ``n phi_i = sum_j k_ij (g_j - c x_j) + c S_i x_i`` (``c = 2 r / h``,
+    ``S_i = sum_j k_ij <= n``) from particles shifted near the origin
+    (:func:`vits_ref.kernels.svgd.centre_into`: within ``3 R``, ``R = max |x_i - mean|``):
+    terms up to ``S_i (|g| + 3 c R)`` cancel, so the result carries an error of about
+    ``eps (max |g| + 6 c R)``. It is refused when that exceeds ``2^-26 max |phi|``: a
+    bandwidth far below the particles' spread (``h = 1e-300``: the gradients vanished
+    under ``c R``), whether given or from the median heuristic (``median``: more than half
+    the pairs nearly coincide). ``repulsion = 0`` cancels nothing and takes any ``h``.
+    """
+    r, h = float(repulsion), float(bandwidth)
+    if r == 0.0:
+        return
+    R = _spread(particles)
+    cancelled = float(np.max(np.abs(grads))) + 12.0 * r / h * R
+    size = float(np.max(np.abs(phi)))
+    if not cancelled <= RESOLUTION * size:
+        what = ("the median bandwidth" if median else "bandwidth") + f"={h:.3g}"
+        need = (f"bandwidth >= {12.0 * r * R / (RESOLUTION * size):.3g} or so" if size > 0.0
+                else "a bandwidth near the particles' spread")
+        raise ValueError(
+            f"{what} is too small for particles spread over {R:.3g} (max |x_i - mean|): "
+            f"the direction's terms of size max|grads| + 12 repulsion spread / bandwidth = "
+            f"{cancelled:.3g} cancel to leave a direction of size {size:.3g}, fewer than "
+            f"half its digits; the bandwidth must keep that ratio below 2^26 (here "
+            f"{need}), or repulsion=0")
 
 
 def median_bandwidth(particles):
@@ -164,14 +222,21 @@ def phi(particles, grads, bandwidth="median", repulsion=1.0, form="auto", parall
     ------
     ValueError, TypeError
         On shapes that differ, non-finite entries, ``bandwidth`` not positive (nor
-        ``"median"``), ``repulsion < 0`` or an unknown ``form``.
+        ``"median"``), ``repulsion < 0`` or an unknown ``form``; ValueError also where
+        double precision cannot give the direction: ``2 repulsion / bandwidth`` or the
+        squared distances overflowing (:func:`check_scales`, before the work), a bandwidth
+        so far below the particles' spread that rounding leaves the direction fewer than
+        half its digits (:func:`check_result`); never a NaN or a silently wrong direction.
 
     Notes
     -----
     Liu & Wang (2016), eq. (8); the OPVI paper (Algorithm 1, with the repulsive term weighted);
     ``grad_{x_j} k(x_j, x_i) = (2/h)(x_i - x_j) k(x_j, x_i)``, so
     ``n phi(x_i) = sum_j k_ij (g_j - c x_j) + c (sum_j k_ij) x_i`` with ``c = 2 r / h``:
-    one weighted sum per particle (the loop form) or the product ``K (G - c X)`` (BLAS).
+    one weighted sum per particle (the loop form) or the product ``K (G - c X)`` (BLAS),
+    both from the particles shifted near the origin
+    (:func:`vits_ref.kernels.svgd.centre_into`; the same direction: a common shift cancels,
+    but without it the Gram products lose the digits of an offset, 1e8 say).
 
     Examples
     --------
@@ -189,6 +254,9 @@ def phi(particles, grads, bandwidth="median", repulsion=1.0, form="auto", parall
     h = _bandwidth(bandwidth)
     r = val.positive_float(repulsion, "repulsion", allow_zero=True)
     gemm = _form(form, n, d) == "gemm"
+    check_scales(X, h if h > 0.0 else 1.0, r)  # the median's h: checked with the result
     out = np.empty((n, d))
-    cpu.svgd_phi(use_parallel(n, d, parallel))(X, G, h, r, gemm, out, cpu.svgd_scratch(n, d))
+    h = cpu.svgd_phi(use_parallel(n, d, parallel))(X, G, h, r, gemm, out,
+                                                   cpu.svgd_scratch(n, d))
+    check_result(X, G, h, r, out, median=isinstance(bandwidth, str))
     return out

@@ -21,6 +21,7 @@ from ...config import cpu_jit, sources_stamp, stamped
 from ...kernels.linalg import all_finite_mat
 from ...kernels.svgd import (
     adagrad_row,
+    centre_into,
     kernel_row,
     median_bandwidth_from,
     median_sqdist,
@@ -37,11 +38,12 @@ from ...kernels.svgd import (
 
 def svgd_scratch(n, d):
     """The SVGD direction's scratch ``(XT (d, n), D (n, n), w (m,), Y (n, d), Y1 (n, d + 1),
-    acc (n, d + 1), sq (n,))``, ``m = max(1, n (n - 1) / 2)`` (the median's work). An
-    engine keeps one across its steps."""
+    acc (n, d + 1), sq (n,), Xc (n, d), shift (d,))``, ``m = max(1, n (n - 1) / 2)`` (the
+    median's work). An engine keeps one across its steps."""
     m = max(1, n * (n - 1) // 2)
     return (np.empty((d, n)), np.empty((n, n)), np.empty(m), np.empty((n, d)),
-            np.empty((n, d + 1)), np.empty((n, d + 1)), np.empty(n))
+            np.empty((n, d + 1)), np.empty((n, d + 1)), np.empty(n), np.empty((n, d)),
+            np.empty(d))
 
 
 @stamped
@@ -77,55 +79,59 @@ def svgd_phi(parallel=False):
     machine, milliseconds on a loaded one), which small problems do not repay
     (:func:`vits_ref.inference.svgd.use_parallel`).
 
-    The BLAS form, per step: ``sq_i = |x_i|^2``; ``D = X X^T`` (BLAS); the strict lower
-    triangle of the squared distances (only when the median needs it) and the median by
-    sampling selection (:func:`vits_ref.kernels.svgd.median_sqdist`); ``D <- -dist^2 / h``
-    row by row; ``D <- exp(D)`` (NumPy); ``acc = D [G - c X | 1]`` (one BLAS product whose
-    last column is the kernel's row sums); ``out_i = (acc_i + c S_i x_i) / n``.
+    Both forms read the particles shifted near the origin ``Xc = X - shift``
+    (:func:`vits_ref.kernels.svgd.centre_into`; the direction is the same, its products lose
+    no digits to a common offset). The BLAS form, per step: ``sq_i = |x_i|^2``; ``D = X
+    X^T`` (BLAS); the strict lower triangle of the squared distances (only when the median
+    needs it) and the median by sampling selection
+    (:func:`vits_ref.kernels.svgd.median_sqdist`); ``D <- -dist^2 / h`` row by row; ``D <-
+    exp(D)`` (NumPy); ``acc = D [G - c X | 1]`` (one BLAS product whose last column is the
+    kernel's row sums); ``out_i = (acc_i + c S_i x_i) / n``.
     """
     stamp = sources_stamp()
 
     @cpu_jit(parallel=parallel)
     def run(X, G, h, repulsion, gemm, out, scr):
         _ = stamp
-        XT, D, w, Y, Y1, acc, sq = scr
+        XT, D, w, Y, Y1, acc, sq, Xc, mu = scr
         n, d = X.shape
         median = h <= 0.0
+        centre_into(X, Xc, mu)
         if gemm:
             for i in prange(n):
                 s = 0.0
                 for k in range(d):
-                    s += X[i, k] * X[i, k]
+                    s += Xc[i, k] * Xc[i, k]
                 sq[i] = s
-            np.dot(X, X.T, D)  # BLAS: the Gram matrix
+            np.dot(Xc, Xc.T, D)  # BLAS: the Gram matrix
             if median:
                 for i in prange(n):
                     sqdist_from_gram_lower(sq, i, D[i])
         else:
-            transpose_into(X, XT)
+            transpose_into(Xc, XT)
             if median:
                 for i in prange(n):
-                    sqdist_row(X, XT, i, D[i])
+                    sqdist_row(Xc, XT, i, D[i])
         if median:
             h = median_bandwidth_from(median_sqdist(D, w), n)
         inv_h = 1.0 / h
         c = 2.0 * repulsion * inv_h
         if gemm:
             for i in prange(n):
-                shifted_grads_ones(X, G, c, Y1, i)
+                shifted_grads_ones(Xc, G, c, Y1, i)
                 neg_scaled_sqdist_row(sq, i, D[i], inv_h, median)
             _numpy_exp(D)  # NumPy's SIMD exp: the kernel matrix K
             np.dot(D, Y1, acc)  # BLAS: K [G - c X | 1]
             for i in prange(n):
-                phi_finish_sums_row(acc[i], X, i, c, out[i])
+                phi_finish_sums_row(acc[i], Xc, i, c, out[i])
         else:
             for i in prange(n):
-                shifted_grads(X, G, c, Y, i)
+                shifted_grads(Xc, G, c, Y, i)
             for i in prange(n):
                 if not median:
-                    sqdist_row(X, XT, i, D[i])
+                    sqdist_row(Xc, XT, i, D[i])
                 s = kernel_row(D[i], inv_h)
-                phi_row(D[i], Y, X, i, c, s, out[i])
+                phi_row(D[i], Y, Xc, i, c, s, out[i])
         return h
 
     return run
