@@ -238,9 +238,12 @@ def runs_needed(claim, interval, confidence=CONFIDENCE, max_runs=10**7):
         return None
     q = 0.5 + confidence / 2
     n = max(2, math.ceil((stats.norm.ppf(q) * interval.sd / gap) ** 2))
-    while n <= max_runs and stats.t.ppf(q, n - 1) * interval.sd / math.sqrt(n) >= gap:
-        # the t quantile exceeds the normal one: n grows a little, a few steps at most
-        n = max(n + 1, math.ceil((stats.t.ppf(q, n - 1) * interval.sd / gap) ** 2))
+    if n > max_runs:
+        return None
+    # the t quantile exceeds the normal one, so the answer is at or a few runs above the
+    # normal approximation's n (about z^2 / 2 + 1 more): step up one run at a time
+    while stats.t.ppf(q, n - 1) * interval.sd / math.sqrt(n) >= gap:
+        n += 1
     return n if n <= max_runs else None
 
 
