@@ -7,8 +7,8 @@ claims are not yet in the table keep their own ``claims(result)`` rules (the rep
 which rule judged each claim).
 """
 
-from .judging import EQUAL, HIGHER, LOWER, Claim
-from .measures import PairedMean, PairedStatistic, TimeRatio
+from .judging import EQUAL, HIGHER, LIBRARY_READING, LOWER, Claim
+from .measures import MeanOf, PairedMean, PairedStatistic, TimeRatio
 
 #: "similar", "on par", "performs identically": the paired difference of final regrets
 #: within +-10% of the reference method's mean final regret.
@@ -135,5 +135,29 @@ VTS = (
             **{**_VTS, "quantity": _MSE}) for s in "AB" for arm in (0, 1) for k in (_K1, _K2)),
 )
 
+# -- Li and Turner's Rényi appendix C, Algorithm 1: renyi-mab ------------------------------
+
+#: A library reading of Algorithm 1's purpose: the share of the last 10% of the rounds on
+#: the optimal arm, above this threshold.
+OPTIMAL_SHARE = 0.9
+_ALPHAS = (("0", "alpha = 0 (IW bound)"), ("0.5", "alpha = 0.5"), ("1", "alpha = 1 (KL)"),
+           ("2", "alpha = 2"), ("5", "alpha = 5"))
+
+RENYI = tuple(
+    Claim(id=f"renyi-mab-optimal-arm-alpha-{a}", paper="renyi", experiment="renyi-mab",
+          where=LIBRARY_READING,
+          words="Algorithm 1 of appendix C, run as printed (score s_i / Sigma_q^i), is read "
+                "as an arm-selection rule that finds the optimal arm: it plays it in at least "
+                "90% of the last 10% of the rounds. The appendix reports no result of its "
+                "simulations; this reading is the library's, not a sentence of the paper.",
+          quantity="share of the last 10% of the rounds on the optimal arm (per run)",
+          measure=MeanOf(("pulls", "variance-scaled", lab, "optimal_last_per_run"),
+                         f"{lab}, variance-scaled score"),
+          claimed=HIGHER, threshold=OPTIMAL_SHARE,
+          data="appendix C's three-arm bandit (Tables 3 and 4), simulated",
+          note="The variance-scaled score favours the arm whose q is narrowest, i.e. the "
+               "most pulled one, so a run that pulls a suboptimal arm early can lock onto it.")
+    for a, lab in _ALPHAS)
+
 #: Every claim of the table.
-CLAIMS = (*FIG1, *VTS)
+CLAIMS = (*FIG1, *VTS, *RENYI)
