@@ -1,20 +1,24 @@
 """The reproduction report (``python -m vits_ref report vits``): it builds, and every claim
 of the paper that an experiment checks gets a verdict, the measured numbers and a rule."""
 
+import json
 import subprocess
 import sys
 
 import pytest
 
-from vits_ref.experiments import get, report
-from vits_ref.experiments._claims import VERDICTS, claim
+from vits_ref.experiments import claims, report
+from vits_ref.experiments._claims import claim
+from vits_ref.experiments.report import VERDICTS
 
 
 def _check(rep, names):
     assert set(rep["experiments"]) == set(names)
     md, html = (open(f).read() for f in rep["files"])
+    doc = json.loads(open(rep["claims_json"]).read())
+    assert [c["id"] for c in doc["claims"]] == [c["id"] for c in rep["claims"]]
     for name in names:
-        found = get(name).claims(rep["experiments"][name])
+        found = [c for c in rep["claims"] if c["experiment"] == name]
         assert found, f"{name} checks no claim of the paper"
         for c in found:
             assert c["verdict"] in VERDICTS
@@ -25,12 +29,23 @@ def _check(rep, names):
             assert f"id='{c['id']}'" in html
     assert "data:image/png;base64," in html  # figures embedded: one self-contained file
     assert "](vits-fig1/regret.png)" in md
+    # the claims of the claim table: judged on every root seed, each seed's interval kept
+    for c in doc["claims"]:
+        if c["judged_by"] == report.TABLE_RULE:
+            assert c["verdict"] in claims.VERDICTS
+            assert [s["seed"] for s in c["seeds"]] == list(rep["seeds"])
+            assert c["quantity"] and c["comparison"] and c["data"] and c["sizes"]
+            assert (c["margin"] is not None) == (c["claimed"] == "equal")
 
 
 def test_small_report_builds_with_a_verdict_for_every_claim(tmp_path):
     rep = report.build("vits", size="small", out=str(tmp_path))
     _check(rep, report.EXPERIMENTS["vits"])
     assert "Small size" in open(rep["files"][0]).read()
+    # vits-fig1's claims are in the claim table: its second seed ran in its own folder
+    assert rep["seeds"] == report.SEEDS["small"] and (tmp_path / "vits-fig1-seed1").is_dir()
+    assert {c["judged_by"] for c in rep["claims"] if c["experiment"] == "vits-fig1"} \
+        == {report.TABLE_RULE}
 
 
 @pytest.mark.parametrize("paper", ["vts", "renyi"])
@@ -49,6 +64,10 @@ def test_cli_report(tmp_path):
                          capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr
     assert "fig1-vits-ii-like-lints" in res.stdout and "report.html" in res.stdout
+    assert "claims.json" in res.stdout
+    bad = subprocess.run([sys.executable, "-m", "vits_ref", "report", "vits", "--seeds", "1",
+                          "1", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert bad.returncode == 2 and "seeds" in bad.stderr and "Traceback" not in bad.stderr
     bad = subprocess.run([sys.executable, "-m", "vits_ref", "report", "vits", "--only",
                           "nope", "--out", str(tmp_path)], capture_output=True, text=True)
     assert bad.returncode == 2 and "nope" in bad.stderr and "Traceback" not in bad.stderr
@@ -68,6 +87,3 @@ def test_paper_size_report(tmp_path):
     """The whole report at the paper's sizes (tens of minutes on 2 cores)."""
     rep = report.build("vits", size="paper", out=str(tmp_path))
     _check(rep, report.EXPERIMENTS["vits"])
-    # at paper size the VITS-II claim of Figure 1 holds
-    verdicts = {c["id"]: c["verdict"] for c in rep["claims"]}
-    assert verdicts["fig1-vits-ii-like-lints"] == "reproduced"

@@ -207,6 +207,10 @@ def _build_parser(experiments, papers):
                        help="overwrite a finished report in the default folder")
     p_rep.add_argument("--only", nargs="+", default=None, metavar="NAME",
                        help="run only these experiments (e.g. vits-fig1 vits-figG)")
+    p_rep.add_argument("--seeds", nargs="+", type=int, default=None, metavar="SEED",
+                       help="root seeds of the experiments whose claims are in the claim "
+                            "table; a verdict that differs between seeds is inconclusive "
+                            "(default: 0 1)")
     p_bench = sub.add_parser("bench", help="print speed ratios against the NumPy reference",
                              description="Time the compiled kernels against their plain-NumPy "
                              "references in this process (calls interleaved). ratio = NumPy time "
@@ -468,12 +472,13 @@ def _report(args):
             check_out(sub)
     try:
         rep = build(args.paper, size=args.size, out=out,
-                    progress=_progress(f"report {args.paper}"), only=args.only)
+                    progress=_progress(f"report {args.paper}"), only=args.only,
+                    seeds=args.seeds)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     for c in rep["claims"]:
         print(f"{c['verdict']:>18}  {c['id']}")
-    print(f"wrote {', '.join(rep['files'])}")
+    print(f"wrote {', '.join([*rep['files'], rep['claims_json']])}")
     return 0
 
 

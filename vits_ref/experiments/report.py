@@ -4,10 +4,17 @@
 and writes one page, ``report.md`` and a self-contained ``report.html`` (figures embedded),
 into ``results/report-vits``. For each claim of the paper the page gives the claim quoted
 with its section, the measured numbers with paired 95% intervals, and a verdict
-(reproduced / not reproduced / not testable here) with the rule that gave it and, where a
-claim fails or cannot be tested, the likely cause. The claims and their rules live beside
-the experiments (each experiment module's ``claims(result)``); this module only runs,
-gathers and writes.
+with the rule that gave it and, where a claim fails or cannot be tested, the likely cause.
+The report also writes ``claims.json``, one record per claim
+(:func:`vits_ref.experiments.claims.write_claims_json`).
+
+Two rules judge today. The claims of the claim table (:mod:`vits_ref.experiments.claims`;
+``docs/reproduction/judging.md``) get one of reproduced / contradicted / inconclusive, from
+every root seed of :data:`SEEDS` (each seed's interval is on the page; seeds that disagree
+give inconclusive). The experiments whose claims are not yet in the table keep their own
+``claims(result)`` (reproduced / not reproduced / not testable here), from the first seed;
+each claim on the page says which rule judged it. This module only runs, gathers and
+writes.
 
 Sizes (:data:`SIZES`): ``paper`` runs every experiment at its defaults, which are the
 paper's sizes where this machine allows (each module's docstring says where not), except
@@ -24,9 +31,15 @@ import html
 import os
 import time
 
-from . import get
-from ._claims import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, VERDICTS
+from . import _claims, claims, get
 from ._outputs import write_output
+
+#: Every verdict word a page can carry: the claim table's, then the experiments' own rules'
+VERDICTS = (*claims.VERDICTS, _claims.NOT_REPRODUCED, _claims.NOT_TESTABLE)
+#: ``judged_by`` of a claim: the claim table's rule, or its experiment's own
+TABLE_RULE, OWN_RULE = "claim table", "the experiment's own rule"
+#: size -> root seeds of the experiments whose claims are in the claim table
+SEEDS = {"paper": (0, 1), "small": (0, 1)}
 
 PAPERS = {"vits": "VITS: Variational Inference Thompson Sampling for contextual bandits "
                   "(Clavier, Huix and Durmus, ICML 2024)",
@@ -106,32 +119,40 @@ def _run_kwargs(mod, size, name):
     return {**mod.DEFAULTS, **SIZES[size][name]}
 
 
-def build(paper="vits", size="paper", out=None, progress=None, only=None):
+def build(paper="vits", size="paper", out=None, progress=None, only=None, seeds=None):
     """Run a paper's experiments and write its reproduction report.
 
     Parameters
     ----------
-    paper : {"vits", "vts", "renyi"}
+    paper : {"vits", "vts", "renyi", "opvi", "diffts"}
     size : {"paper", "small"}
         :data:`SIZES`.
     out : str, optional
         Output folder (default ``results/report-PAPER``); each experiment writes into a
-        subfolder named after it, the page into ``out`` itself.
+        subfolder named after it (``NAME-seedS`` for the root seeds after the first), the
+        page and ``claims.json`` into ``out`` itself.
     progress : callable or None
         ``progress(message)`` for status lines.
     only : sequence of str, optional
         Experiment names to run (the others are left out of the page).
+    seeds : sequence of int, optional
+        Root seeds of the experiments whose claims are in the claim table (default
+        :data:`SEEDS` of the size); the others run on the first.
 
     Returns
     -------
     dict
-        ``{"paper", "size", "files": [report.md, report.html], "claims": [...],
-        "experiments": {name: summary}}``.
+        ``{"paper", "size", "seeds", "files": [report.md, report.html], "claims_json",
+        "claims": [...], "experiments": {name: summary of the first seed}}``.
     """
     if paper not in PAPERS:
         raise ValueError(f"unknown paper {paper!r}; available: {', '.join(PAPERS)}")
     if size not in SIZES:
         raise ValueError(f"size must be one of {', '.join(SIZES)}, got {size!r}")
+    seeds = tuple(SEEDS[size] if seeds is None else seeds)
+    if not seeds or len(set(seeds)) != len(seeds) or not all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in seeds):
+        raise ValueError(f"seeds must be distinct integers >= 0, got {seeds!r}")
     names = [n for n in EXPERIMENTS[paper] if only is None or n in only]
     if only is not None and not names:
         raise ValueError(f"only={only!r} names none of {EXPERIMENTS[paper]}")
@@ -141,30 +162,68 @@ def build(paper="vits", size="paper", out=None, progress=None, only=None):
     sections = []
     for name in names:
         mod = get(name)
-        kwargs = _run_kwargs(mod, size, name)
-        if progress:
-            progress(f"{name}: {', '.join(f'{k}={v}' for k, v in kwargs.items())}")
-        result = mod.run(out=os.path.join(out, name), progress=progress, **kwargs)
-        found = mod.claims(result) if hasattr(mod, "claims") else []
-        sections.append({"name": name, "module": mod, "kwargs": kwargs, "result": result,
-                         "claims": found, "table": mod.table(result)})
+        in_table = bool(claims.claims_of(name))
+        results = []
+        for i, seed in enumerate(seeds if in_table else seeds[:1]):
+            kwargs = {**_run_kwargs(mod, size, name), "seed": seed}
+            if progress:
+                progress(f"{name}: {', '.join(f'{k}={v}' for k, v in kwargs.items())}")
+            folder = os.path.join(out, name if i == 0 else f"{name}-seed{seed}")
+            results.append(mod.run(out=folder, progress=progress, **kwargs))
+        if in_table:
+            found = [{**c, "judged_by": TABLE_RULE}
+                     for c in claims.judged_claims(name, results)]
+        else:
+            found = [{**c, "experiment": name, "judged_by": OWN_RULE}
+                     for c in (mod.claims(results[0]) if hasattr(mod, "claims") else [])]
+        kwargs = {**_run_kwargs(mod, size, name), "seed": seeds[0]}
+        sections.append({"name": name, "module": mod, "kwargs": kwargs, "result": results[0],
+                         "results": results, "claims": found, "table": mod.table(results[0])})
     note = _SIZE_NOTE[size] + (_PAPER_EXCEPTIONS.get(paper, "") if size == "paper" else "")
-    meta = {"paper": PAPERS[paper], "size": size, "size_note": note,
-            "command": f"python -m vits_ref report {paper} --size {size}",
+    meta = {"paper": PAPERS[paper], "size": size, "size_note": note, "seeds": seeds,
+            "command": f"python -m vits_ref report {paper} --size {size}"
+                       + (f" --seeds {' '.join(map(str, seeds))}"
+                          if seeds != SEEDS[size] else ""),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "wall_time_s": time.perf_counter() - t0}
     md_path, html_path = os.path.join(out, "report.md"), os.path.join(out, "report.html")
     # atomically (a killed build never leaves a torn page) and recorded in the manifest
     write_output(md_path, to_markdown(meta, sections, out).encode("utf-8"))
     write_output(html_path, to_html(meta, sections).encode("utf-8"))
-    return {"paper": paper, "size": size, "files": [md_path, html_path],
-            "claims": [c for s in sections for c in s["claims"]],
+    found = [c for s in sections for c in s["claims"]]
+    json_path = claims.write_claims_json(
+        os.path.join(out, "claims.json"), found, paper=paper, size=size, seeds=list(seeds),
+        command=meta["command"], date=meta["date"])
+    return {"paper": paper, "size": size, "seeds": seeds, "files": [md_path, html_path],
+            "claims_json": json_path, "claims": found,
             "experiments": {s["name"]: s["result"] for s in sections}}
 
 
 def _counts(sections):
-    claims = [c for s in sections for c in s["claims"]]
-    return {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
+    found = [c for s in sections for c in s["claims"]]
+    return {v: sum(c["verdict"] == v for c in found) for v in VERDICTS}
+
+
+def _counts_text(sections):
+    """``"Claims: 2 reproduced, 1 inconclusive, ..."``, the verdicts that occur."""
+    counts = _counts(sections)
+    return "Claims: " + (", ".join(f"{n} {v}" for v, n in counts.items() if n) or "none") + "."
+
+
+def _seeds_text(meta):
+    s = meta["seeds"]
+    return (f"Root seeds: {', '.join(map(str, s))} for the claims of the claim table (each "
+            "seed judged on its own interval; seeds that disagree give inconclusive, "
+            "docs/reproduction/judging.md); the first seed for the others.")
+
+
+def _data_line(c):
+    if c.get("judged_by") != TABLE_RULE:
+        return f"- Judged by: {OWN_RULE}."
+    sub = " (substitute data: the verdict is on it)" if c["substitute"] else ""
+    where = " The place is a library reading, not the paper's words." \
+        if c["library_reading"] else ""
+    return f"- Judged by: the {TABLE_RULE}. Data: {c['data']}{sub}.{where}"
 
 
 def _figures(result):
@@ -183,16 +242,15 @@ _PAPER_EXCEPTIONS = {"vits": " Except vits-fig2: 2 runs of 20 rounds, its paper 
 
 def to_markdown(meta, sections, out):
     """The report as Markdown (figures linked relative to ``out``)."""
-    counts = _counts(sections)
     lines = [f"# Reproduction report: {meta['paper']}", "",
              f"Generated {meta['date']} by `{meta['command']}` in "
-             f"{meta['wall_time_s']:.0f} s.", "", meta["size_note"], "",
-             f"Claims: {counts[REPRODUCED]} reproduced, {counts[NOT_REPRODUCED]} not "
-             f"reproduced, {counts[NOT_TESTABLE]} not testable here.", "",
-             "| claim | where | verdict |", "|---|---|---|"]
+             f"{meta['wall_time_s']:.0f} s.", "", meta["size_note"], "", _seeds_text(meta),
+             "", _counts_text(sections), "",
+             "| claim | where | verdict | judged by |", "|---|---|---|---|"]
     for s in sections:
         for c in s["claims"]:
-            lines.append(f"| {c['id']} | {c['section']} | **{c['verdict']}** |")
+            lines.append(f"| {c['id']} | {c['section']} | **{c['verdict']}** | "
+                         f"{c['judged_by']} |")
     for s in sections:
         res = s["result"]
         lines += ["", f"## {s['name']}: {res.get('description', '')}", "",
@@ -206,7 +264,8 @@ def to_markdown(meta, sections, out):
         for c in s["claims"]:
             lines += [f"### {c['id']}: **{c['verdict']}**", "",
                       f"> {c['quote']}", f"> ({c['section']})", "",
-                      f"- Measured: {c['measured']}", f"- Rule and reading: {c['why']}", ""]
+                      f"- Measured: {c['measured']}", f"- Rule and reading: {c['why']}",
+                      _data_line(c), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -215,7 +274,8 @@ _CSS = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-heigh
         "blockquote{color:#444;border-left:4px solid #ccc;margin:0;padding-left:1em}"
         "pre{background:#f6f6f6;padding:8px;overflow-x:auto}img{max-width:100%}"
         ".reproduced{color:#1a7f37}.not-reproduced{color:#b42318}"
-        ".not-testable-here{color:#8a6d00}")
+        ".not-testable-here{color:#8a6d00}.contradicted{color:#b42318}"
+        ".inconclusive{color:#8a6d00}")
 
 
 def _verdict_html(verdict):
@@ -231,21 +291,19 @@ def _embed(path):
 def to_html(meta, sections):
     """The report as one self-contained HTML page (figures embedded as data URIs)."""
     esc = html.escape
-    counts = _counts(sections)
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Reproduction report"
              f"</title><style>{_CSS}</style></head><body>",
              f"<h1>Reproduction report: {esc(meta['paper'])}</h1>",
              f"<p>Generated {esc(meta['date'])} by <code>{esc(meta['command'])}</code> in "
              f"{meta['wall_time_s']:.0f} s.</p>",
              f"<p>{esc(meta['size_note']).replace('**', '')}</p>",
-             f"<p>Claims: {counts[REPRODUCED]} reproduced, {counts[NOT_REPRODUCED]} not "
-             f"reproduced, {counts[NOT_TESTABLE]} not testable here.</p>",
-             "<table><tr><th>claim</th><th>where</th><th>verdict</th></tr>"]
+             f"<p>{esc(_seeds_text(meta))}</p>", f"<p>{esc(_counts_text(sections))}</p>",
+             "<table><tr><th>claim</th><th>where</th><th>verdict</th><th>judged by</th></tr>"]
     for s in sections:
         for c in s["claims"]:
             parts.append(f"<tr><td><a href='#{esc(c['id'])}'>{esc(c['id'])}</a></td>"
                          f"<td>{esc(c['section'])}</td><td>{_verdict_html(c['verdict'])}</td>"
-                         "</tr>")
+                         f"<td>{esc(c['judged_by'])}</td></tr>")
     parts.append("</table>")
     for s in sections:
         res = s["result"]
@@ -261,6 +319,7 @@ def to_html(meta, sections):
                       "</h3>",
                       f"<blockquote>{esc(c['quote'])}<br>({esc(c['section'])})</blockquote>",
                       f"<ul><li>Measured: {esc(c['measured'])}</li>"
-                      f"<li>Rule and reading: {esc(c['why'])}</li></ul>"]
+                      f"<li>Rule and reading: {esc(c['why'])}</li>"
+                      f"<li>{esc(_data_line(c)[2:])}</li></ul>"]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

@@ -64,9 +64,8 @@ from ..._seeding import child
 from ...envs.renyi_mab import TABLE4, renyi_mab
 from ...inference import RenyiVI
 from ...models.mixture_prior import MixturePrior
-from .. import _claims
 from .._common import regret_table, run_panels, write_json
-from .._paired import format_difference, panel_entries
+from ..claims import judged_claims
 from ..plotting import arm_fractions, plotted
 
 NAME = "renyi-mab"
@@ -300,63 +299,15 @@ def table(result):
 
 # -- claims -----------------------------------------------------------------------------
 
-SECTION = "appendix C, Algorithm 1"
-
 
 def claims(result):
-    """The appendix's claims that this experiment can check, with verdicts.
+    """The appendix's claims that this experiment can check, judged by the one rule of the
+    claim table (:mod:`vits_ref.experiments.claims`, its entries for ``renyi-mab``).
 
-    The appendix reports no results of its simulations (Tables 3-4 are settings), so the
-    only stated outcome is Algorithm 1's "Output: Optimal arm selection"; a comparison of
-    the alphas is not made anywhere in the appendix (the main text it cites, "Section 4",
-    is not part of it), which the second entry records as not testable, with the measured paired
-    differences for the reader.
+    The appendix reports no results of its simulations (Tables 3-4 are settings) and makes
+    no statement about how the alphas compare, so the table holds only a library reading of
+    Algorithm 1 (labelled as such): each alpha, with the score as printed, ends on the
+    optimal arm. The paired differences of the alphas are in :func:`table`, not judged.
+    ``result``: the summary of :func:`run`, or a list of them, one per root seed.
     """
-    size = f"{result['runs']} runs x {result['rounds']} rounds"
-    pulls = result.get("pulls", {})
-    out = []
-    quote = "Output : Optimal arm selection"
-    appendix_panel = SCORES["variance-scaled"]
-    if appendix_panel not in pulls:
-        out.append(_claims.claim(
-            "renyi-mab-optimal-arm", SECTION, quote, _claims.NOT_TESTABLE,
-            f"({size}) the appendix's score was not run",
-            "run renyi-mab with the variance-scaled score"))
-    else:
-        last = {m: f["last"][OPTIMAL_ARM] for m, f in pulls[appendix_panel].items()}
-        failing = [m for m, v in last.items() if v < 0.9]
-        plain = pulls.get(SCORES["sample"], {})
-        out.append(_claims.claim(
-            "renyi-mab-optimal-arm", SECTION, quote,
-            _claims.REPRODUCED if not failing else _claims.NOT_REPRODUCED,
-            f"({size}) fraction of the last 10% of rounds on the optimal arm, mean over "
-            "runs, with the appendix's score: "
-            + ", ".join(f"{m}: {v:.3f}" for m, v in last.items())
-            + ("; with plain Thompson sampling: "
-               + ", ".join(f"{m}: {f['last'][OPTIMAL_ARM]:.3f}" for m, f in plain.items())
-               if plain else ""),
-            "Reproduced if, with Algorithm 1 as printed (score s_i / Sigma_q^i), every "
-            "alpha spends at least 90% of the last 10% of the rounds on the optimal arm "
-            "(mean over runs)"
-            + (f"; failing: {', '.join(failing)}. The variance-scaled score favours the "
-               "arm whose q is narrowest, i.e. the most pulled one, so a run that pulls a "
-               "suboptimal arm early can lock onto it." if failing else ".")))
-    # the alphas: no comparison is stated in the appendix
-    measured = []
-    for panel in (SCORES["sample"], SCORES["variance-scaled"]):
-        entries = panel_entries(result, panel)
-        diffs = [f"{m} - {REFERENCE} = {format_difference(e['paired_vs_reference'])}"
-                 for m, e in entries.items() if "paired_vs_reference" in e]
-        if diffs:
-            measured.append(f"{panel}: " + "; ".join(diffs))
-    out.append(_claims.claim(
-        "renyi-mab-alphas", "appendix C",
-        "We implemented the MAB simulations as described in Algorithm 1.",
-        _claims.NOT_TESTABLE,
-        f"({size}) final regret, paired difference against {REFERENCE} [95% t interval]: "
-        + (" | ".join(measured) if measured else "n/a"),
-        "Li & Turner's appendix describes the simulation but reports none of "
-        "its results and makes no statement about how the alphas compare; the main text it "
-        "refers to ('the system described in Section 4') is not part of the appendix. The measured "
-        "differences are reported, not judged."))
-    return out
+    return judged_claims(NAME, result)

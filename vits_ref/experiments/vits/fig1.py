@@ -62,10 +62,9 @@ round, which the tuning did not favour, would cost about four times as much.
 
 from ...bandit.simulate import POLICY_DEFAULTS, make_policy
 from ...envs import pool
-from .. import _claims
 from .._common import regret_table, run_panels
-from .._paired import format_difference, pair, panel_entries
 from .._tuning import TUNE_RUNS, TUNE_SEED_OFFSET, diverged_points, grid_search
+from ..claims import judged_claims
 from . import grid
 
 NAME = "vits-fig1"
@@ -277,135 +276,11 @@ def round_costs(methods, n_rounds=200, repeats=5):
     return {n: t / n_rounds for n, t in zip(probs, times, strict=True)}
 
 
-def _size(result):
-    return (f"{result['runs']} runs x {result['rounds']} rounds"
-            f"{', tuned on the grid' if result.get('tuned') else ', default grid point'}")
-
-
 def claims(result):
-    """The claims of section 4.1 about Figure 1, with verdicts (see the rules in ``why``).
+    """The claims of section 4.1 about Figure 1, judged by the one rule of the claim table
+    (:mod:`vits_ref.experiments.claims`, its entries for ``vits-fig1``).
 
-    ``result``: the summary returned by :func:`run` (or read back from its JSON).
+    ``result``: the summary returned by :func:`run` (or read back from its JSON), or a list
+    of such summaries, one per root seed.
     """
-    panels = [f"zeta = {z:g}" for z in ZETAS]
-    per = {p: panel_entries(result, p) for p in panels}
-    size = _size(result)
-    out = []
-
-    def pairs_text(a, b):
-        return "; ".join(f"{p}: {a} - {b} = {format_difference(pair(per[p], a, b))}"
-                         for p in panels)
-
-    def missing(*labels):
-        return [lab for lab in labels for p in panels if lab not in per[p]]
-
-    # 1. VITS-II performs similarly to LinTS
-    quote = ("we can conclude that VITS — II performs similarly to LinTS")
-    if missing("VITS-II", REFERENCE):
-        out.append(_claims.claim("fig1-vits-ii-like-lints", "section 4.1, Figure 1", quote,
-                                 _claims.NOT_TESTABLE, f"({size}) a method did not run",
-                                 "VITS-II or LinTS diverged or was not run"))
-    else:
-        diffs = [pair(per[p], "VITS-II", REFERENCE) for p in panels]
-        ok = all(d["ci"] is not None and d["ci"][0] <= 0 for d in diffs)
-        out.append(_claims.claim(
-            "fig1-vits-ii-like-lints", "section 4.1, Figure 1", quote,
-            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) final regret, paired difference [95% t interval]: "
-            + pairs_text("VITS-II", REFERENCE),
-            "Reproduced if, at both zetas, the 95% interval of VITS-II - LinTS contains 0 "
-            "or lies below it (VITS-II is not detectably worse than exact sampling)."))
-    # 2. Hessian-free slightly underperforms VITS-II
-    quote = ("its Hessian-free version slightly underperforms but is computationally more "
-             "efficient")
-    if missing("VITS-II", HF):
-        out.append(_claims.claim("fig1-hf-slightly-worse", "section 4.1, Figure 1", quote,
-                                 _claims.NOT_TESTABLE, f"({size}) a method did not run",
-                                 "the Hessian-free line or VITS-II diverged or was not run"))
-    else:
-        diffs = {p: pair(per[p], HF, "VITS-II") for p in panels}
-        rel = {p: d["relative"] for p, d in diffs.items()}
-        same = [pair(per[p], HF, SAME_STEP) for p in panels]
-        same_step = ("; ".join(f"{p}: {HF} - VITS-II at h0 = 0.001 = {format_difference(d)}"
-                               for p, d in zip(panels, same, strict=True) if d is not None)
-                     or "not run")
-        warm = result["us_per_round_warm"]
-        speed = warm[HF] / warm["VITS-II"]
-        slight = all(r <= 0.15 for r in rel.values())
-        faster = speed < 1
-        out.append(_claims.claim(
-            "fig1-hf-slightly-worse", "section 4.1, Figure 1", quote,
-            _claims.REPRODUCED if slight and faster else _claims.NOT_REPRODUCED,
-            f"({size}) " + pairs_text(HF, "VITS-II") + "; relative: "
-            + ", ".join(f"{p}: {100 * rel[p]:+.0f}%" for p in panels)
-            + f"; warm time per round: HF {warm[HF]:.1f} us, VITS-II "
-            f"{warm['VITS-II']:.1f} us (ratio {speed:.2f}, one thread)",
-            "Reproduced if the Hessian-free line's final regret is at most 15% above "
-            "VITS-II's at both zetas and its time per round is lower. The paper's variant "
-            "(unsymmetrised A, one step) diverges at the step VITS-II uses (h0 = 0.01) on "
-            "every grid point; its only stable grid step, h0 = 0.001, is too small to follow "
-            "the posterior, which is the likely cause when it is far behind. The library's "
-            "symmetrised extra with a halved square-root step is stable at h0 = 0.01. The "
-            "extra line of VITS-II at h0 = 0.001 tells the two causes apart (measured: "
-            + same_step + "). On the "
-            "linear model the Hessian is the constant eta V, which the library caches, so "
-            "VITS-II pays no Hessian and the 20-draw estimator of A is extra work; the "
-            "paper's speed argument holds where a Hessian costs (logistic, MLP)."))
-    # 3. zeta = 1: all similar except LMC-TS (10 steps)
-    quote = ("for  $\\zeta=1$ , it appears that all methods exhibit similar performance, with "
-             "the exception of LMC-TS with 10 steps, which slightly underperforms")
-    p1 = "zeta = 1"
-    others = ["VITS-II", HF, "LMC-TS (50 steps)"]
-    if missing(REFERENCE, "LMC-TS (10 steps)", *others):
-        out.append(_claims.claim("fig1-zeta1-similar", "section 4.1, Figure 1", quote,
-                                 _claims.NOT_TESTABLE, f"({size}) a method did not run",
-                                 "a method of the figure diverged or was not run"))
-    else:
-        d10 = pair(per[p1], "LMC-TS (10 steps)", REFERENCE)
-        ds = {m: pair(per[p1], m, REFERENCE) for m in others}
-        similar = all(d["ci"][0] <= 0 for d in ds.values())
-        ok = similar and d10["ci"][0] > 0
-        out.append(_claims.claim(
-            "fig1-zeta1-similar", "section 4.1, Figure 1", quote.replace("\\", "\\"),
-            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) zeta = 1, paired against LinTS: "
-            + "; ".join(f"{m}: {format_difference(d)}" for m, d in
-                        {**ds, "LMC-TS (10 steps)": d10}.items()),
-            "Reproduced if at zeta = 1 VITS-II, the Hessian-free line and LMC-TS (50 "
-            "steps) are not detectably worse than LinTS (95% interval reaching 0 or below) "
-            "and LMC-TS (10 steps) is (interval above 0)."))
-    # 4. zeta = 0.1: LMC-TS underperforms even with 50 steps
-    quote = ("for  $\\zeta=0.1$ , the optimization problem becomes harder and LMC-TS "
-             "underperforms even with 50 Langevin steps")
-    p0 = "zeta = 0.1"
-    if missing("VITS-II", REFERENCE, "LMC-TS (50 steps)"):
-        out.append(_claims.claim("fig1-zeta01-lmc-worse", "section 4.1, Figure 1", quote,
-                                 _claims.NOT_TESTABLE, f"({size}) a method did not run",
-                                 "LMC-TS (50 steps), VITS-II or LinTS did not run"))
-    else:
-        d_ref = pair(per[p0], "LMC-TS (50 steps)", REFERENCE)
-        d_vi = pair(per[p0], "LMC-TS (50 steps)", "VITS-II")
-        ok = d_ref["ci"][0] > 0 and d_vi["ci"][0] > 0
-        out.append(_claims.claim(
-            "fig1-zeta01-lmc-worse", "section 4.1, Figure 1", quote,
-            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) zeta = 0.1: LMC-TS (50 steps) - LinTS = {format_difference(d_ref)}; "
-            f"LMC-TS (50 steps) - VITS-II = {format_difference(d_vi)}",
-            "Reproduced if at zeta = 0.1 the 95% intervals of LMC-TS (50 steps) minus LinTS "
-            "and minus VITS-II both lie above 0."))
-    # 5. VITS-I performs identically to VITS-II
-    quote = ("We have omitted the performance of VITS - I since it experimentally performs "
-             "identically to VITS - II")
-    if missing("extra: VITS-I", "VITS-II"):
-        out.append(_claims.claim("fig1-vits-i-like-vits-ii", "section 4.1", quote,
-                                 _claims.NOT_TESTABLE, f"({size}) VITS-I was not run",
-                                 "run vits-fig1 with the extra VITS-I line"))
-    else:
-        diffs = [pair(per[p], "extra: VITS-I", "VITS-II") for p in panels]
-        ok = all(d["ci"][0] <= 0 <= d["ci"][1] for d in diffs)
-        out.append(_claims.claim(
-            "fig1-vits-i-like-vits-ii", "section 4.1", quote,
-            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) " + pairs_text("extra: VITS-I", "VITS-II"),
-            "Reproduced if the 95% interval of VITS-I - VITS-II contains 0 at both zetas."))
-    return out
+    return judged_claims(NAME, result)

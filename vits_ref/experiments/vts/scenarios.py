@@ -28,7 +28,8 @@ proportions (eq. 16) with ``(w, s2)`` drawn from the factors. CAVI stops at a re
 ELBO improvement of ``1e-5`` or 100 iterations, warm-started from the previous round
 (:data:`vits_ref.inference.vts.DEFAULT_TOL`).
 
-Findings at the paper size (seed 0; the report's numbers come from ``claims``): in B,
+Findings at the paper size (seed 0; the report judges them with the claim table,
+:mod:`vits_ref.experiments.claims`): in B,
 K = 2 cuts the regret of K = 1 by 31% [26, 36] (the paper: 28%); in A it *raises* it by
 12% [8, 15] (the paper: a 14% cut). In A each arm's two experts are close (slopes 0 and 1,
 2 and 3 against unit noise), so one linear-Gaussian expert is nearly the true model (the
@@ -68,17 +69,14 @@ import numpy as np
 from ...bandit.vts import VTSSimulationResult, simulate_vts
 from ...envs import vts_scenario
 from ...inference.vts import VTS
-from .. import _chunks, _claims
+from .. import _chunks
 from .._common import environment_info, regret_table, write_curves_csv, write_json
 from .._outputs import text_output
 from .._paired import (
     _bootstrap_rng,
     compare,
-    format_difference,
-    pair,
-    paired_difference,
-    panel_entries,
 )
+from ..claims import judged_claims
 
 NAME = "vts-scenarios"
 DESCRIPTION = "VTS paper Figures 2-3: scenarios A and B, K = 1, 2, 3 experts (2 arms, d = 2)"
@@ -88,9 +86,6 @@ COMPONENTS = (1, 2, 3)
 REFERENCE = "K = 1"
 #: The paper's reductions of the cumulative regret at t = 500, K = 2 against K = 1.
 PAPER_REDUCTION = {"A": 0.14, "B": 0.28}
-#: "Similar" regret of K = 3 and K = 2: the 95% interval of the difference within this
-#: fraction of K = 2's mean final regret.
-SIMILAR_MARGIN = 0.10
 DIM, N_ARMS = 2, 2
 
 
@@ -122,25 +117,6 @@ def reduction(x_ref, x, confidence=0.95, n_resamples=9999, seed=0):
     boot = stats.bootstrap((x_ref, x), stat, paired=True, vectorized=True,
                            confidence_level=confidence, n_resamples=n_resamples,
                            method="BCa", **_bootstrap_rng(stats, seed))
-    return {"value": value, "ci": [float(boot.confidence_interval.low),
-                                   float(boot.confidence_interval.high)]}
-
-
-def sd_ratio(x_ref, x, confidence=0.95, n_resamples=9999, seed=0):
-    """``sd(x)/sd(x_ref)`` over paired runs with a paired percentile bootstrap interval."""
-    from scipy import stats
-
-    x_ref, x = np.asarray(x_ref, float), np.asarray(x, float)
-    value = float(x.std(ddof=1) / x_ref.std(ddof=1)) if x.size > 1 else None
-    if x.size < 3:
-        return {"value": value, "ci": None}
-
-    def stat(a, b, axis=-1):
-        return np.std(b, axis=axis, ddof=1) / np.std(a, axis=axis, ddof=1)
-
-    boot = stats.bootstrap((x_ref, x), stat, paired=True, vectorized=True,
-                           confidence_level=confidence, n_resamples=n_resamples,
-                           method="percentile", **_bootstrap_rng(stats, seed))
     return {"value": value, "ci": [float(boot.confidence_interval.low),
                                    float(boot.confidence_interval.high)]}
 
@@ -324,154 +300,12 @@ def _pct(red):
 
 # -- claims --------------------------------------------------------------------------------
 
-SECTION = "section 4"
-
-
-def _size(result):
-    return f"{result['runs']} runs x {result['rounds']} rounds"
-
 
 def claims(result):
-    """The claims of section 4 about Figures 2 and 3, with verdicts (rules in ``why``).
+    """The claims of section 4 about Figures 2 and 3, judged by the one rule of the claim
+    table (:mod:`vits_ref.experiments.claims`, its entries for ``vts-scenarios``).
 
-    ``result``: the summary returned by :func:`run` (or read back from its JSON). A claim
-    whose methods did not run, or that needs an interval from fewer than 2 runs, is
-    :data:`~vits_ref.experiments._claims.NOT_TESTABLE`.
+    ``result``: the summary returned by :func:`run` (or read back from its JSON), or a list
+    of such summaries, one per root seed.
     """
-    size = _size(result)
-    per = {s: panel_entries(result, panel_title(s)) for s in SCENARIOS}
-    k1, k2, k3 = label(1), label(2), label(3)
-    out = []
-
-    def untestable(cid, section, quote, what):
-        return _claims.claim(cid, section, quote, _claims.NOT_TESTABLE, f"({size}) {what}",
-                             "The claim's methods did not run, or too few runs for a paired "
-                             "interval (2 at least).")
-
-    for scen in SCENARIOS:
-        paper = PAPER_REDUCTION[scen]
-        quote = ("the cumulative regret reduction of \u201cVTS with K = 2\u201d with respect to "
-                 "\u201cVTS with K = 1\u201d at t = 500 is of 14% for Scenario A and 28% for "
-                 "Scenario B")
-        d = pair(per[scen], k2, k1)
-        if d is None or d["ci"] is None:
-            out.append(untestable(f"vts-{scen}-k2-beats-k1", SECTION + ", Figure 2", quote,
-                                  f"K = 1 or K = 2 missing in scenario {scen}"))
-            out.append(untestable(f"vts-{scen}-reduction-size", SECTION + ", Figure 2", quote,
-                                  f"K = 1 or K = 2 missing in scenario {scen}"))
-            continue
-        red = per[scen][k2].get("reduction") or reduction(per[scen][k1]["final_regrets"],
-                                                          per[scen][k2]["final_regrets"])
-        measured = (f"({size}) scenario {scen}, final regret K = 2 - K = 1 = "
-                    f"{format_difference(d)} (K = 1: {per[scen][k1]['final_regret_mean']:.1f}, "
-                    f"K = 2: {per[scen][k2]['final_regret_mean']:.1f}); reduction "
-                    f"{_pct(red)} (paper: {100 * paper:.0f}%)")
-        out.append(_claims.claim(
-            f"vts-{scen}-k2-beats-k1", SECTION + ", Figure 2", quote,
-            _claims.REPRODUCED if d["ci"][1] < 0 else _claims.NOT_REPRODUCED, measured,
-            f"Reproduced if the 95% paired t interval of K = 2 - K = 1 (final cumulative "
-            f"regret) lies below 0 in scenario {scen}: K = 2 reduces the regret."))
-        inside = red["ci"] is not None and red["ci"][0] <= paper <= red["ci"][1]
-        out.append(_claims.claim(
-            f"vts-{scen}-reduction-size", SECTION + ", Figure 2", quote,
-            _claims.REPRODUCED if inside else _claims.NOT_REPRODUCED, measured,
-            f"Reproduced if the paper's {100 * paper:.0f}% lies inside the 95% paired "
-            "bootstrap (BCa) interval of the reduction 1 - mean(K = 2)/mean(K = 1). The paper "
-            "gives no interval and does not state its priors; those of the authors' code "
-            "are used (module docstring, which also reports how the result moves with the "
-            "prior and the scoring rule). At fewer rounds than 500 the reduction is measured "
-            "at the last round."))
-
-    # K = 3 similar to K = 2
-    cid = "vts-k3-like-k2"
-    quote = ("For both Scenario A and B, the regret of the variational approximation with "
-             "K = 3 is similar to that of the true model assumption K = 2")
-    got = {s: pair(per[s], k3, k2) for s in SCENARIOS}
-    if any(g is None or g["ci"] is None for g in got.values()):
-        out.append(untestable(cid, SECTION + ", Figure 2", quote, "K = 2 or K = 3 missing"))
-    else:
-        margins = {s: SIMILAR_MARGIN * per[s][k2]["final_regret_mean"] for s in SCENARIOS}
-        ok = all(-margins[s] <= got[s]["ci"][0] and got[s]["ci"][1] <= margins[s]
-                 for s in SCENARIOS)
-        out.append(_claims.claim(
-            cid, SECTION + ", Figure 2", quote,
-            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) " + "; ".join(f"scenario {s}: K = 3 - K = 2 = "
-                                     f"{format_difference(got[s])} (margin +-{margins[s]:.1f})"
-                                     for s in SCENARIOS),
-            f"Reproduced if, in both scenarios, the 95% paired interval of K = 3 - K = 2 lies "
-            f"within +-{100 * SIMILAR_MARGIN:.0f}% of K = 2's mean final regret (equivalence)."))
-
-    # reduced variability of K = 2 and K = 3
-    cid = "vts-reduced-variability"
-    quote = ("we observe a reduced regret variability for the proposed \u201cVTS with K = 2 and "
-             "K = 3\u201d, in comparison to the contextual linear Gaussian Thompson sampling")
-    have = all(m in per[s] for s in SCENARIOS for m in (k1, k2, k3))
-    if not have or result["runs"] < 3:
-        out.append(untestable(cid, SECTION + ", Figure 2", quote,
-                              "a K missing or fewer than 3 runs"))
-    else:
-        ratios = {(s, m): sd_ratio(per[s][k1]["final_regrets"], per[s][m]["final_regrets"])
-                  for s in SCENARIOS for m in (k2, k3)}
-        ok = all(r["ci"][1] < 1.0 for r in ratios.values())
-        out.append(_claims.claim(
-            cid, SECTION + ", Figure 2", quote,
-            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) sd of the final regret relative to K = 1 [95% paired bootstrap]: "
-            + "; ".join(f"scenario {s}, {m}: {r['value']:.2f} [{r['ci'][0]:.2f}, "
-                        f"{r['ci'][1]:.2f}]" for (s, m), r in ratios.items()),
-            "Reproduced if, in both scenarios, the 95% interval of sd(K)/sd(K = 1) of the "
-            "final regret lies below 1 for K = 2 and K = 3."))
-
-    # Figure 3: K = 1 estimates worst in scenario B; K = 3 fits best everywhere
-    mse_pairs = _mse_pairs(per)
-    cid = "vts-mse-k1-worst-in-B"
-    quote = ("its estimation accuracy is the worst when facing a more complex model (as shown "
-             "in Figs. 3c-3d)")
-    got = {key: v for key, v in mse_pairs.items() if key[0] == "B" and key[1] == k1}
-    if not got or any(v is None or v["ci"] is None for v in got.values()):
-        out.append(untestable(cid, SECTION + ", Figure 3", quote, "a K missing in scenario B"))
-    else:
-        ok = all(v["ci"][0] > 0 for v in got.values())
-        out.append(_claims.claim(
-            cid, SECTION + ", Figure 3", quote,
-            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) scenario B, MSE of the expected reward at the last round, paired: "
-            + _mse_text(got),
-            "Reproduced if in scenario B, for both arms, the 95% paired intervals of "
-            "MSE(K = 1) - MSE(K = 2) and MSE(K = 1) - MSE(K = 3) lie above 0."))
-    cid = "vts-mse-k3-best"
-    quote = ("Note how for all results in Fig. 3, the most complex model (i.e., \u201cVTS with "
-             "K = 3\u201d) fits the expected reward best")
-    got = {key: v for key, v in mse_pairs.items() if key[1] == k3}
-    if len(got) < 2 * len(SCENARIOS) * N_ARMS or any(v is None or v["ci"] is None
-                                                      for v in got.values()):
-        out.append(untestable(cid, SECTION + ", Figure 3", quote, "a K missing"))
-    else:
-        ok = all(v["ci"][1] < 0 for v in got.values())
-        out.append(_claims.claim(
-            cid, SECTION + ", Figure 3", quote,
-            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) MSE at the last round, paired: " + _mse_text(got),
-            "Reproduced if, in both scenarios and for both arms, the 95% paired intervals of "
-            "MSE(K = 3) - MSE(K = 1) and MSE(K = 3) - MSE(K = 2) lie below 0."))
-    return out
-
-
-def _mse_pairs(per):
-    """``{(scenario, K_a, K_b, arm): paired difference of the per-run final MSEs}``."""
-    out = {}
-    for s in SCENARIOS:
-        e = per[s]
-        for a, b in ((label(1), label(2)), (label(1), label(3)), (label(3), label(1)),
-                     (label(3), label(2))):
-            for arm in range(N_ARMS):
-                if a in e and b in e and "final_mse" in e[a]:
-                    out[(s, a, b, arm)] = paired_difference(e[a]["final_mse"][arm],
-                                                            e[b]["final_mse"][arm])
-    return out
-
-
-def _mse_text(got):
-    return "; ".join(f"{s}, arm {arm}: MSE({a}) - MSE({b}) = {format_difference(d, 4)}"
-                     for (s, a, b, arm), d in got.items())
+    return judged_claims(NAME, result)

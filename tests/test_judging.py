@@ -1,0 +1,222 @@
+"""The rule that judges every claim (vits_ref.experiments.claims), on planted data whose
+answer is known: a planted difference is contradicted, a planted equality within the
+margin is reproduced, a tiny run is inconclusive with the runs that would decide it, the
+paired interval covers at its nominal rate, and seeds that disagree are inconclusive."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from vits_ref.experiments.claims import (
+    CLAIMS,
+    CONTRADICTED,
+    INCONCLUSIVE,
+    REPRODUCED,
+    Claim,
+    Interval,
+    judged,
+    runs_needed,
+    verdict,
+    write_claims_json,
+)
+from vits_ref.experiments.claims.judging import EQUAL, HIGHER, LOWER
+from vits_ref.experiments.claims.measures import PairedMean, PairedStatistic, TimeRatio
+from vits_ref.experiments.claims.table import FIG1, SIMILAR
+
+PANEL = "panel"
+
+
+def _claim(claimed=EQUAL, margin=0.5, measure=None, **kw):
+    return Claim(id="planted", paper="test", experiment="test", where="nowhere",
+                 words="a planted claim", quantity="x", data="synthetic",
+                 measure=measure or PairedMean(PANEL, "A", "B"), claimed=claimed,
+                 margin=margin if claimed == EQUAL else None, **kw)
+
+
+def _result(a, b, seed=0, key="final_regrets"):
+    """A summary with two methods' per-run values in one panel."""
+    return {"seed": seed, "runs": len(a), "rounds": 10, "results": [
+        {"panel": PANEL, "method": "A", key: list(map(float, a))},
+        {"panel": PANEL, "method": "B", key: list(map(float, b))}]}
+
+
+def _planted(effect, sd, n, seed):
+    """Paired runs: a shared per-run baseline (large, as an environment's share of the
+    variance) plus independent noise; A is B plus ``effect``."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(100.0, 30.0, n)
+    return (base + effect + rng.normal(0, sd / math.sqrt(2), n),
+            base + rng.normal(0, sd / math.sqrt(2), n))
+
+
+def _judge(claim, *results):
+    return judged([claim], list(results))[0]
+
+
+def test_a_planted_difference_is_contradicted():
+    a, b = _planted(effect=5.0, sd=1.0, n=50, seed=1)
+    res = _result(a, b)
+    assert _judge(_claim(EQUAL, margin=1.0), res)["verdict"] == CONTRADICTED
+    assert _judge(_claim(LOWER), res)["verdict"] == CONTRADICTED
+    assert _judge(_claim(HIGHER), res)["verdict"] == REPRODUCED
+
+
+def test_a_planted_equality_within_the_margin_is_reproduced():
+    a, b = _planted(effect=0.0, sd=1.0, n=200, seed=2)
+    rec = _judge(_claim(EQUAL, margin=0.5), _result(a, b))
+    assert rec["verdict"] == REPRODUCED and rec["runs_needed"] is None
+    lo, hi = rec["seeds"][0]["ci"]
+    assert -0.5 <= lo and hi <= 0.5
+    # a relative margin: 1% of B's mean (about 100) is about 1, the same equality holds
+    assert _judge(_claim(EQUAL, margin=0.01, relative=True), _result(a, b))["verdict"] \
+        == REPRODUCED
+    # the same equality is not a direction: the interval contains 0
+    assert _judge(_claim(LOWER), _result(a, b))["verdict"] == INCONCLUSIVE
+
+
+def _half_width(sd, n):
+    return stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
+
+
+def _is_smallest_n(n, sd, gap):
+    """``n`` runs are the fewest whose t interval's half-width is below ``gap``."""
+    return _half_width(sd, n) < gap <= _half_width(sd, n - 1)
+
+
+def test_a_tiny_run_is_inconclusive_with_the_runs_that_would_decide_it():
+    a, b = _planted(effect=0.0, sd=1.0, n=4, seed=3)
+    claim = _claim(EQUAL, margin=0.5)
+    rec = _judge(claim, _result(a, b))
+    assert rec["verdict"] == INCONCLUSIVE
+    s = rec["seeds"][0]
+    gap = abs(0.5 - abs(s["estimate"]))  # to the margin's end, from inside or outside
+    assert rec["runs_needed"] == s["runs_needed"] > 4
+    assert _is_smallest_n(s["runs_needed"], s["sd"], gap)
+    # at the planted truth (difference 0, sd 1) the margin is decided at 18 runs:
+    # t_{17, 0.975} / sqrt(18) = 0.497 < 0.5 <= t_{16, 0.975} / sqrt(17) = 0.514
+    exact = Interval(0.0, -1.0, 1.0, 4, sd=1.0)
+    assert runs_needed(claim, exact) == 18
+    # and runs of that size from the planted process do decide it, as often as the
+    # estimate lands inside the margin by more than the half-width: most of the time
+    decided = [verdict(claim, _measure(*_planted(0.0, 1.0, 18 * 4, seed=100 + k)))
+               for k in range(50)]
+    assert decided.count(REPRODUCED) >= 45  # 4x the runs: half-width 0.24, margin 0.5
+
+
+def _measure(a, b):
+    return PairedMean(PANEL, "A", "B").measure(_result(a, b))
+
+
+def test_the_seed_0_fig1_comparison_is_inconclusive():
+    """VITS-II - LinTS = +2.2 [-29.6, +34.0] around a regret of about 133 (50 runs): the
+    margin of 'similar' (+-13.3) is narrower than the interval, so it cannot be a
+    reproduction."""
+    claim = FIG1[0]
+    assert claim.claimed == EQUAL and claim.margin == SIMILAR
+    half = (34.0 + 29.6) / 2
+    sd = half * math.sqrt(50) / stats.t.ppf(0.975, 49)
+    got = Interval(2.2, -29.6, 34.0, 50, sd=sd, scale=133.4)
+    assert verdict(claim, got) == INCONCLUSIVE
+    need = runs_needed(claim, got)
+    assert _is_smallest_n(need, sd, 13.34 - 2.2) and need > 300
+
+
+def test_paired_interval_covers_at_its_nominal_rate():
+    """1000 synthetic repeats of 8 paired runs with a known mean difference: the 95% paired
+    t interval covers it within 2 points of 95% (the binomial sd of the coverage is 0.7
+    points, so a correct interval fails this with probability below 1%). A normal-quantile
+    interval on the same data covers about 92%: the check tells them apart."""
+    effect, n, reps = 1.5, 8, 1000
+    covered = z_covered = 0
+    z = stats.norm.ppf(0.975)
+    for k in range(reps):
+        a, b = _planted(effect, sd=2.0, n=n, seed=10_000 + k)
+        i = _measure(a, b)
+        covered += i.low <= effect <= i.high
+        half = z * i.sd / math.sqrt(n)
+        z_covered += i.estimate - half <= effect <= i.estimate + half
+    assert abs(covered / reps - 0.95) <= 0.02, covered / reps
+    assert z_covered / reps < 0.935, z_covered / reps
+
+
+def test_seeds_that_disagree_are_inconclusive():
+    claim = _claim(EQUAL, margin=1.0)
+    same = _result(*_planted(0.0, 1.0, 100, seed=4), seed=0)
+    far = _result(*_planted(3.0, 1.0, 100, seed=5), seed=7)
+    rec = _judge(claim, same, far)
+    assert [s["verdict"] for s in rec["seeds"]] == [REPRODUCED, CONTRADICTED]
+    assert rec["verdict"] == INCONCLUSIVE and "disagree" in rec["reason"]
+    assert [s["seed"] for s in rec["seeds"]] == [0, 7]
+    assert all(s["ci"] is not None for s in rec["seeds"])  # each seed's interval is shown
+    # pooled, the 200 runs estimate a difference of about 1.5 with sd about 1.8: the
+    # margin's end 1.0 is 0.5 away, decided at about (1.96 * 1.8 / 0.5)^2 = 50 runs
+    assert rec["runs_needed"] is not None and rec["runs_needed"] < 200
+    # two seeds that agree keep their verdict
+    again = _result(*_planted(0.0, 1.0, 100, seed=6), seed=1)
+    assert _judge(claim, same, again)["verdict"] == REPRODUCED
+
+
+def test_an_equality_without_a_margin_cannot_be_judged():
+    with pytest.raises(ValueError, match="margin"):
+        Claim(id="x", paper="p", experiment="e", where="w", words="similar", quantity="q",
+              data="d", measure=PairedMean(PANEL, "A", "B"), claimed=EQUAL)
+    with pytest.raises(ValueError, match="margin"):
+        Claim(id="x", paper="p", experiment="e", where="w", words="lower", quantity="q",
+              data="d", measure=PairedMean(PANEL, "A", "B"), claimed=LOWER, margin=0.1)
+    with pytest.raises(ValueError, match="claimed"):
+        _claim("similar")
+    with pytest.raises(ValueError, match="words"):
+        Claim(id="x", paper="p", experiment="e", where="w", words="", quantity="q",
+              data="d", measure=PairedMean(PANEL, "A", "B"), claimed=HIGHER)
+
+
+def test_what_was_not_measured_is_inconclusive():
+    claim = _claim(EQUAL, margin=1.0)
+    res = _result([1.0, 2.0], [1.0, 2.0])
+    res["results"].pop()
+    rec = _judge(claim, res)
+    assert rec["verdict"] == INCONCLUSIVE and "B did not run" in rec["reason"]
+    one = _judge(claim, _result([1.0], [2.0]))
+    assert one["verdict"] == INCONCLUSIVE and one["runs_needed"] is None
+    # a timing without spread is never conclusive, however large the gap
+    slow = _claim(LOWER, measure=TimeRatio("A", "B"), threshold=1.0)
+    rec = _judge(slow, {"seed": 0, "us_per_round_warm": {"A": 1.0, "B": 100.0}})
+    assert rec["verdict"] == INCONCLUSIVE and rec["seeds"][0]["estimate"] == 0.01
+
+
+def test_a_planted_reduction_has_a_bootstrap_interval():
+    """B's runs cut by 30% (a multiplicative effect): the paired BCa interval of
+    1 - mean(A)/mean(B) holds 0.3, and a claimed 30% +- 5% is reproduced."""
+    rng = np.random.default_rng(8)
+    b = rng.gamma(5.0, 20.0, 400)
+    a = 0.7 * b * rng.lognormal(0.0, 0.05, 400)
+    meas = PairedStatistic(PANEL, "A", "B", "reduction")
+    i = meas.measure(_result(a, b))
+    assert i.method == "paired BCa bootstrap" and i.low < 0.3 < i.high
+    claim = _claim(EQUAL, margin=0.05, threshold=0.3, measure=meas)
+    assert verdict(claim, i) == REPRODUCED
+    with pytest.raises(ValueError, match="statistic"):
+        PairedStatistic(PANEL, "A", "B", "median")
+
+
+def test_claims_json_holds_every_field(tmp_path):
+    rec = _judge(_claim(EQUAL, margin=1.0), _result(*_planted(0.0, 1.0, 30, seed=9)))
+    path = write_claims_json(tmp_path / "claims.json", [rec], paper="test", seeds=[0])
+    doc = json.loads(path.read_text())
+    got = doc["claims"][0]
+    for key in ("id", "section", "quote", "library_reading", "quantity", "comparison",
+                "claimed", "margin", "threshold", "relative", "data", "substitute",
+                "verdict", "runs_needed", "seeds", "runs", "sizes"):
+        assert key in got, key
+    assert got["runs"] == 30 and got["sizes"] == ["30 runs x 10 rounds"]
+    assert doc["confidence"] == 0.95 and doc["paper"] == "test"
+
+
+def test_the_table_is_well_formed():
+    ids = [c.id for c in CLAIMS]
+    assert len(ids) == len(set(ids))
+    for c in CLAIMS:  # Claim validates itself; every claim names its comparison
+        assert c.measure.comparison and c.rule()

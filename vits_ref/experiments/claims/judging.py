@@ -1,0 +1,339 @@
+"""One rule of judging for every claim of the reproduction report.
+
+A claim (:class:`Claim`) says where a measured quantity lies: inside an equivalence margin
+around a value (an *equality* claim: "performs similarly", "is 28%"), or on one side of a
+threshold (a *direction*: "underperforms", "reduces"). A measurement (:class:`Interval`) is
+an estimate with a confidence interval, usually the paired t interval of a mean difference
+over runs that share their random numbers. :func:`verdict` compares the two:
+
+- **reproduced**: the interval lies inside the margin (equality), or excludes the threshold
+  on the claimed side (direction);
+- **contradicted**: the interval lies outside the margin, or excludes the threshold on the
+  other side;
+- **inconclusive**: anything else, reported with the number of runs that would decide it
+  (:func:`runs_needed`, from the measured spread).
+
+An equality claim without a margin cannot be judged: :class:`Claim` refuses it. Verdicts
+from several root seeds (:func:`judge`): each seed is judged on its own interval, and a
+verdict that differs between seeds is inconclusive. The margins and why each has its size
+are in ``docs/reproduction/judging.md``.
+"""
+
+import dataclasses
+import math
+
+REPRODUCED, CONTRADICTED, INCONCLUSIVE = "reproduced", "contradicted", "inconclusive"
+VERDICTS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE)
+EQUAL, LOWER, HIGHER = "equal", "lower", "higher"
+CLAIMED = (EQUAL, LOWER, HIGHER)
+#: ``Claim.where`` of a claim that the paper does not state in words: the library's reading
+#: of a figure, table or algorithm, labelled as such on the report.
+LIBRARY_READING = "library reading"
+#: Confidence level of every interval the verdicts use.
+CONFIDENCE = 0.95
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """A measured quantity: estimate and confidence interval, for one root seed.
+
+    Attributes
+    ----------
+    estimate : float
+    low, high : float or None
+        The interval; None when the measurement has none (a single timing, fewer than two
+        runs): such a measurement is never conclusive.
+    n : int
+        Runs behind the estimate.
+    sd : float or None
+        Per-run standard deviation of the estimate's influence (for a mean over runs, the
+        runs' standard deviation; for a bootstrap statistic, its standard error times
+        ``sqrt(n)``): what :func:`runs_needed` scales.
+    scale : float
+        What a relative margin or threshold is a fraction of (the reference method's mean),
+        1 for absolute ones.
+    method : str
+        How the interval was made (e.g. ``"paired t"``).
+    """
+
+    estimate: float
+    low: float | None
+    high: float | None
+    n: int
+    sd: float | None = None
+    scale: float = 1.0
+    method: str = "paired t"
+
+    def __post_init__(self):
+        if (self.low is None) != (self.high is None):
+            raise ValueError("low and high must both be given or both be None")
+        if self.low is not None and not self.low <= self.high:
+            raise ValueError(f"low must be <= high, got [{self.low}, {self.high}]")
+        for name in ("estimate", "low", "high", "sd", "scale"):
+            v = getattr(self, name)
+            if v is not None and not math.isfinite(v):
+                raise ValueError(f"{name} must be finite, got {v}")
+
+    @property
+    def has_interval(self):
+        return self.low is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """One claim of a paper and how it is judged.
+
+    Attributes
+    ----------
+    id : str
+        Stable identifier, e.g. ``"fig1-vits-ii-like-lints-zeta-1"``.
+    paper : str
+        The report's paper key (``"vits"``, ``"vts"``, ``"renyi"``, ...).
+    experiment : str
+        The registered experiment that measures it (e.g. ``"vits-fig1"``).
+    where : str
+        Where the paper says it (section, figure, table), or :data:`LIBRARY_READING`.
+    words : str
+        The paper's words, quoted; for a library reading, the reading itself.
+    quantity : str
+        The quantity measured, e.g. ``"final cumulative regret at T"``.
+    measure : object
+        What extracts the :class:`Interval` from an experiment's summary: an object with
+        ``comparison`` (text such as ``"VITS-II - LinTS (zeta = 1)"``) and
+        ``measure(result)`` returning an :class:`Interval` or, when the summary does not
+        hold the quantity, a string saying why (:mod:`vits_ref.experiments.claims.measures`).
+    claimed : {"equal", "lower", "higher"}
+        Equality within ``margin`` of ``threshold``, or lower / higher than ``threshold``.
+    margin : float or None
+        The equivalence margin (half-width, > 0) of an equality claim; None for a direction.
+    threshold : float, default 0
+        The value an equality is centred on, or a direction is claimed against.
+    relative : bool, default False
+        ``margin`` and ``threshold`` are fractions of the measurement's ``scale`` (the
+        reference method's mean), not absolute values.
+    data : str
+        The data the experiment runs on.
+    substitute : bool, default False
+        True when ``data`` stands in for the paper's (the verdict is labelled so).
+    note : str, default ""
+        Why this margin or threshold, and the likely cause when the claim fails.
+    """
+
+    id: str
+    paper: str
+    experiment: str
+    where: str
+    words: str
+    quantity: str
+    measure: object
+    claimed: str
+    margin: float | None = None
+    threshold: float = 0.0
+    relative: bool = False
+    data: str = ""
+    substitute: bool = False
+    note: str = ""
+
+    def __post_init__(self):
+        for name in ("id", "paper", "experiment", "where", "words", "quantity", "data"):
+            v = getattr(self, name)
+            if not isinstance(v, str) or not v:
+                raise ValueError(f"{name} must be a non-empty string, got {v!r}")
+        if self.claimed not in CLAIMED:
+            raise ValueError(f"claimed must be one of {CLAIMED}, got {self.claimed!r}")
+        if self.claimed == EQUAL:
+            if self.margin is None:
+                raise ValueError(f"margin: the equality claim {self.id!r} has no equivalence "
+                                 "margin and cannot be judged; state one")
+            if not (math.isfinite(self.margin) and self.margin > 0):
+                raise ValueError(f"margin must be finite and > 0, got {self.margin}")
+        elif self.margin is not None:
+            raise ValueError(f"margin: the {self.claimed!r} claim {self.id!r} is a direction, "
+                             "it takes a threshold, not a margin")
+        if not math.isfinite(self.threshold):
+            raise ValueError(f"threshold must be finite, got {self.threshold}")
+        if not hasattr(self.measure, "measure") or not hasattr(self.measure, "comparison"):
+            raise TypeError("measure must have measure(result) and comparison")
+
+    def region(self, scale=1.0):
+        """``(low, high)``: where the claim puts the quantity, in its units (``scale``
+        multiplies a relative margin and threshold); an open end is an infinity."""
+        s = abs(scale) if self.relative else 1.0
+        c = self.threshold * s
+        if self.claimed == EQUAL:
+            return c - self.margin * s, c + self.margin * s
+        return (-math.inf, c) if self.claimed == LOWER else (c, math.inf)
+
+    def rule(self):
+        """The rule in words, for the report."""
+        unit = " of the reference's mean" if self.relative else ""
+        pct = (lambda v: f"{100 * v:g}%") if self.relative else (lambda v: f"{v:g}")
+        if self.claimed == EQUAL:
+            centre = f" around {pct(self.threshold)}{unit}" if self.threshold else ""
+            return (f"Equality within +-{pct(self.margin)}{unit}{centre}: reproduced if the "
+                    f"{100 * CONFIDENCE:g}% interval lies inside the margin, contradicted if "
+                    "it lies outside, inconclusive otherwise.")
+        side, other = ("below", "above") if self.claimed == LOWER else ("above", "below")
+        at = f"{pct(self.threshold)}{unit}" if self.threshold else "0"
+        return (f"Direction ({self.claimed} than {at}): reproduced if the "
+                f"{100 * CONFIDENCE:g}% interval lies {side} {at}, contradicted if it lies "
+                f"{other}, inconclusive if it contains {at}.")
+
+
+def verdict(claim, interval):
+    """The verdict of one measurement: :data:`REPRODUCED`, :data:`CONTRADICTED` or
+    :data:`INCONCLUSIVE` (see the module docstring for the rule).
+
+    Parameters
+    ----------
+    claim : Claim
+    interval : Interval
+
+    Returns
+    -------
+    str
+    """
+    if not interval.has_interval:
+        return INCONCLUSIVE
+    lo, hi = claim.region(interval.scale)
+    if claim.claimed == EQUAL:
+        if lo <= interval.low and interval.high <= hi:
+            return REPRODUCED
+        if interval.high < lo or interval.low > hi:
+            return CONTRADICTED
+        return INCONCLUSIVE
+    t = hi if claim.claimed == LOWER else lo
+    below, above = interval.high < t, interval.low > t
+    if claim.claimed == LOWER:
+        return REPRODUCED if below else CONTRADICTED if above else INCONCLUSIVE
+    return REPRODUCED if above else CONTRADICTED if below else INCONCLUSIVE
+
+
+def runs_needed(claim, interval, confidence=CONFIDENCE, max_runs=10**7):
+    """Runs at which the interval would decide the claim, if the estimate and the per-run
+    spread stayed as measured.
+
+    The half-width of a t interval from ``n`` runs is ``t_{n-1} sd / sqrt(n)``; the claim
+    is decided once it is smaller than the distance ``g`` from the estimate to the nearest
+    end of the claimed region (for an equality, the margin's end on the estimate's side;
+    for a direction, the threshold): the smallest ``n`` with ``t_{n-1} sd / sqrt(n) < g``.
+
+    Returns
+    -------
+    int or None
+        None when it cannot be estimated: no spread measured, or the estimate sits on the
+        boundary (``g = 0``: no number of runs decides it), or more than ``max_runs``.
+    """
+    from scipy import stats
+
+    if interval.sd is None or interval.sd <= 0:
+        return None
+    lo, hi = claim.region(interval.scale)
+    x = interval.estimate
+    if claim.claimed == EQUAL:
+        gap = min(abs(x - lo), abs(x - hi))
+    else:
+        gap = abs(x - (hi if claim.claimed == LOWER else lo))
+    if gap <= 0:
+        return None
+    q = 0.5 + confidence / 2
+    n = max(2, math.ceil((stats.norm.ppf(q) * interval.sd / gap) ** 2))
+    if n > max_runs:
+        return None
+    # the t quantile exceeds the normal one, so the answer is at or a few runs above the
+    # normal approximation's n (about z^2 / 2 + 1 more): step up one run at a time
+    while stats.t.ppf(q, n - 1) * interval.sd / math.sqrt(n) >= gap:
+        n += 1
+    return n if n <= max_runs else None
+
+
+def pooled(intervals):
+    """The intervals of several root seeds as one sample of all their runs: the mean of
+    the estimates weighted by runs, and the spread of the concatenated runs
+    (within-seed plus between-seed variance). Used only to estimate the runs a claim
+    needs when seeds disagree; None if a seed has no spread."""
+    if not intervals or any(i.sd is None for i in intervals):
+        return None
+    n = sum(i.n for i in intervals)
+    if n < 2:
+        return None
+    mean = sum(i.n * i.estimate for i in intervals) / n
+    ss = sum((i.n - 1) * i.sd ** 2 + i.n * (i.estimate - mean) ** 2 for i in intervals)
+    scale = sum(i.n * i.scale for i in intervals) / n
+    return Interval(mean, None, None, n, math.sqrt(ss / (n - 1)), scale,
+                    "pooled over seeds")
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedVerdict:
+    """One root seed's measurement of a claim and its verdict."""
+
+    seed: int | None
+    interval: Interval | None
+    verdict: str
+    runs_needed: int | None
+    size: str = ""
+    missing: str = ""  # why there is no measurement, when there is none
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    """A claim judged on one or more root seeds."""
+
+    claim: Claim
+    verdict: str
+    seeds: tuple
+    runs_needed: int | None
+    reason: str
+
+
+def judge(claim, measurements):
+    """Judge ``claim`` on the measurements of one or more root seeds.
+
+    Parameters
+    ----------
+    claim : Claim
+    measurements : sequence of (seed, Interval or str, size)
+        Per root seed: the seed, its :class:`Interval` (or why the quantity was not
+        measured, a string) and the run's size in words (``"50 runs x 1000 rounds"``).
+
+    Returns
+    -------
+    Judgement
+        Every seed judged by :func:`verdict`; the claim's verdict is the seeds' common
+        verdict, and :data:`INCONCLUSIVE` when they differ or none was measured. An
+        inconclusive verdict carries the runs that would decide it: per seed from its own
+        interval, and for the claim from the seeds pooled (:func:`pooled`).
+    """
+    if not isinstance(claim, Claim):
+        raise TypeError(f"claim must be a Claim, got {type(claim).__name__}")
+    if not measurements:
+        raise ValueError("measurements must hold at least one seed")
+    per = []
+    for seed, got, size in measurements:
+        if isinstance(got, str):
+            per.append(SeedVerdict(seed, None, INCONCLUSIVE, None, size, got))
+            continue
+        if not isinstance(got, Interval):
+            raise TypeError(f"a measurement must be an Interval or a str, got {got!r}")
+        v = verdict(claim, got)
+        need = runs_needed(claim, got) if v == INCONCLUSIVE and got.has_interval else None
+        missing = "" if got.has_interval else f"no interval ({got.method})"
+        per.append(SeedVerdict(seed, got, v, need, size, missing))
+    measured = [s for s in per if s.interval is not None and s.interval.has_interval]
+    found = {s.verdict for s in per}
+    if not measured:
+        reasons = sorted({s.missing for s in per})
+        return Judgement(claim, INCONCLUSIVE, tuple(per), None,
+                         "not measured: " + "; ".join(reasons))
+    if len(found) == 1:
+        (v,) = found
+        if v != INCONCLUSIVE:
+            return Judgement(claim, v, tuple(per), None, "")
+        reason = "the interval does not decide the claim"
+    else:
+        reason = "the seeds disagree (" + ", ".join(
+            f"seed {s.seed}: {s.verdict}" for s in per) + ")"
+    both = pooled([s.interval for s in measured])
+    need = runs_needed(claim, both) if both is not None else None
+    return Judgement(claim, INCONCLUSIVE, tuple(per), need, reason)

@@ -1,0 +1,114 @@
+"""Judged claims as plain records: what the report prints and ``claims.json`` holds."""
+
+import json
+import math
+
+from .judging import CONFIDENCE, LIBRARY_READING, judge
+
+
+def _num(v):
+    return f"{v:+.3g}"
+
+
+def _region_text(lo, hi):
+    if math.isinf(lo):
+        return f"< {_num(hi)}"
+    if math.isinf(hi):
+        return f"> {_num(lo)}"
+    return f"[{_num(lo)}, {_num(hi)}]"
+
+
+def _finite_or_none(v):
+    return v if v is not None and math.isfinite(v) else None
+
+
+def seed_record(claim, s):
+    """One seed's entry of a claim's record (JSON-ready)."""
+    out = {"seed": s.seed, "size": s.size, "verdict": s.verdict,
+           "runs_needed": s.runs_needed, "missing": s.missing or None}
+    i = s.interval
+    if i is None:
+        return {**out, "estimate": None, "ci": None, "n": None, "sd": None, "scale": None,
+                "region": None, "method": None}
+    lo, hi = claim.region(i.scale)
+    return {**out, "estimate": i.estimate, "ci": [i.low, i.high] if i.has_interval else None,
+            "n": i.n, "sd": i.sd, "scale": i.scale, "method": i.method,
+            "region": [_finite_or_none(lo), _finite_or_none(hi)]}
+
+
+def _seed_text(claim, s):
+    head = f"seed {s.seed} ({s.size})" if s.size else f"seed {s.seed}"
+    i = s.interval
+    if i is None:
+        return f"{head}: not measured ({s.missing})"
+    lo, hi = claim.region(i.scale)
+    got = (f"{_num(i.estimate)} [{_num(i.low)}, {_num(i.high)}]" if i.has_interval
+           else f"{_num(i.estimate)} (no interval: {i.method})")
+    tail = f", about {s.runs_needed} runs would decide it" if s.runs_needed else ""
+    return f"{head}: {got}, claimed {_region_text(lo, hi)}: {s.verdict}{tail}"
+
+
+def record(judgement):
+    """A :class:`~vits_ref.experiments.claims.judging.Judgement` as a dict: the claim's
+    fields, the verdict, the per-seed intervals, runs and sizes; ``id``, ``section``,
+    ``quote``, ``verdict``, ``measured`` and ``why`` are what the report page prints."""
+    c, seeds = judgement.claim, judgement.seeds
+    measured = (f"{c.quantity}, {c.measure.comparison} ({100 * CONFIDENCE:g}% "
+                f"{_methods(seeds)} interval): " + "; ".join(_seed_text(c, s) for s in seeds))
+    why = c.rule()
+    if judgement.reason:
+        why += f" Here: {judgement.reason}"
+        if judgement.runs_needed:
+            why += (f"; about {judgement.runs_needed} runs in all (the seeds pooled) would "
+                    "decide it")
+        why += "."
+    if c.substitute:
+        why += f" Judged on substitute data: {c.data}."
+    if c.note:
+        why += " " + c.note
+    return {"id": c.id, "paper": c.paper, "experiment": c.experiment,
+            "section": c.where, "quote": c.words,
+            "library_reading": c.where == LIBRARY_READING,
+            "quantity": c.quantity, "comparison": c.measure.comparison,
+            "claimed": c.claimed, "margin": c.margin, "threshold": c.threshold,
+            "relative": c.relative, "rule": c.rule(), "data": c.data,
+            "substitute": c.substitute, "note": c.note,
+            "verdict": judgement.verdict, "reason": judgement.reason or None,
+            "runs_needed": judgement.runs_needed,
+            "seeds": [seed_record(c, s) for s in seeds],
+            "runs": sum(s.interval.n for s in seeds if s.interval is not None),
+            "sizes": [s.size for s in seeds], "measured": measured, "why": why}
+
+
+def _methods(seeds):
+    found = sorted({s.interval.method for s in seeds
+                    if s.interval is not None and s.interval.has_interval})
+    return "/".join(found) if found else "no"
+
+
+def size_of(result):
+    """``"50 runs x 1000 rounds"``: a summary's size in words."""
+    return f"{result.get('runs', '?')} runs x {result.get('rounds', '?')} rounds"
+
+
+def judged(claims, results):
+    """Records of ``claims`` judged on ``results``, one summary per root seed (its
+    ``seed`` key names it)."""
+    if not results:
+        raise ValueError("results must hold at least one summary")
+    return [record(judge(c, [(r.get("seed"), c.measure.measure(r), size_of(r))
+                             for r in results])) for c in claims]
+
+
+def write_claims_json(path, records, **meta):
+    """Write ``claims.json``: ``meta`` (paper, size, seeds, command, ...), the rule's
+    confidence and one record per claim. Strict JSON (an open end of a region is null)."""
+    doc = {**meta, "confidence": CONFIDENCE,
+           "verdicts": "reproduced / contradicted / inconclusive (docs/reproduction/"
+                       "judging.md); claims not yet in the claim table keep their "
+                       "experiment's own rule and say so in judged_by",
+           "claims": list(records)}
+    with open(path, "w") as fh:
+        json.dump(doc, fh, indent=1, allow_nan=False)
+        fh.write("\n")
+    return path
