@@ -183,8 +183,10 @@ class RoundDraws:
     def draw_rows(self, rng, n, contexts_out=None):
         """``(context parts, reward parts)``: every draw's rows of ``n`` rounds from
         ``rng``, in stream order (the one draw of the round's numbers that everything
-        else is built from); a draw marked ``into_contexts`` fills ``contexts_out``."""
-        ctx = [d.numpy(rng, n, contexts_out if d.into_contexts else None)
+        else is built from); a draw marked ``into_contexts`` fills ``contexts_out`` where
+        it has the draw's shape (else the draw's own array)."""
+        ctx = [d.numpy(rng, n, contexts_out if d.into_contexts and contexts_out is not None
+                       and contexts_out.shape == (n,) + d.shape else None)
                for d in self.context_draws]
         return ctx, [d.numpy(rng, n) for d in self.reward_draws]
 
