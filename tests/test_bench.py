@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from vits_ref import _bench
+from vits_ref._bench import env_rounds as benv
 from vits_ref._bench import linear as bl
 from vits_ref._bench import logistic_loop as blog
 from vits_ref._bench import nonlinear as bn
@@ -74,6 +75,22 @@ def test_bench_prints_the_floor_line():
     assert "lints    round: NumPy reference" in text
 
 
+def test_env_round_section_smoke():
+    # the drawing, the random policy's and LinTS's simulate rounds side by side; their
+    # ratios are reported, not asserted (timings on a shared machine)
+    c = benv.round_costs(n_runs=2, n_rounds=20, repeats=1, dim=3, n_arms=4)
+    for key in ("draw", "random", "lints"):
+        assert np.isfinite(c[key]) and c[key] > 0, key
+    for policy in benv.POLICIES:
+        assert c[f"{policy}/draw"] == pytest.approx(c[policy] / c["draw"])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        benv.main(quick=True, n_runs=2, n_rounds=20, dim=3, n_arms=4)
+    text = out.getvalue()
+    assert "environment round (pool env, d=3, K=4" in text
+    assert "NumPy drawing the round's numbers" in text and "x the drawing" in text
+
+
 def test_ratio_text_is_neutral_below_one():
     assert timing.ratio_text(12.345) == "12.35x"
     assert timing.ratio_text(0.8) == " 0.80x (NumPy faster here)"
@@ -110,6 +127,7 @@ def test_cli_bench_quick():
     res = subprocess.run([sys.executable, "-m", "vits_ref", "bench", "--quick"],
                          capture_output=True, text=True, check=True, timeout=1800)
     for needle in (FLOOR_LINE, "prange over 8 VITS-II runs", "first fused call",
+                   "NumPy drawing the round's numbers",
                    "logistic model, fused loop against the Python loop", "of a late round",
                    "logistic VITS-II round", "IRLS to convergence",
                    "one CAVI round", "RenyiVI update", "NumPy time / compiled time"):

@@ -2,9 +2,10 @@
 
 ``TimeSoak.time_soak``: one run of 20 000 rounds (pool environment, d = 20, K = 50, the
 documented defaults) of LinTS, VITS-II or LinUCB through ``vits_ref._bench.soak.soak``:
-the realisation and the policy's randomness drawn 10 000 rounds at a time (two passes for
-the environment), the state read and checked against a fresh factorisation at rounds
-10 000 and 20 000 (per round = time / 20 000; the checks are a few milliseconds).
+the realisation and the policy's randomness drawn 10 000 rounds at a time (one pass, in
+the environment's blocks of rounds), the state read and checked against a fresh
+factorisation at rounds 10 000 and 20 000 (per round = time / 20 000; the checks are a
+few milliseconds).
 ``PeakmemSoak.peakmem_simulate_lints_long``: ``simulate("lints", ...)`` over 100 000 rounds,
 whose realisation drawn whole would be 880 MB (2.5 GB with the transient copies): chunked
 within ``vits_ref.bandit.simulate._MEMORY_BUDGET`` (256 MB), so the peak is the library's

@@ -3,9 +3,11 @@
 Speed ratios measured in one process, calls interleaved (:mod:`.timing`), so the machine's
 drift affects both sides alike: :mod:`.linear` (linear-bandit rounds of the fused loop
 against the NumPy reference and against the floor of BLAS work, the ``prange`` speed-up,
-import and compile times), :mod:`.logistic_loop` (the fused loop's VITS-II, LMC-TS and
-Laplace rounds on the logistic model against the Python loop, and the share of a round
-that is the history's O(n d) work) and :mod:`.nonlinear` (logistic and MLP VITS-II
+import and compile times), :mod:`.env_rounds` (a ``simulate`` round of the random policy
+and of LinTS against NumPy drawing the environment round's numbers),
+:mod:`.logistic_loop` (the fused loop's VITS-II, LMC-TS and Laplace rounds on the
+logistic model against the Python loop, and the share of a round that is the history's
+O(n d) work) and :mod:`.nonlinear` (logistic and MLP VITS-II
 rounds, IRLS against NumPy and statsmodels), :mod:`.vts` (one CAVI round of VTS) and
 :mod:`.renyi` (one RenyiVI update), each against its NumPy reference, and :mod:`.online`
 (a decision of :class:`vits_ref.Online` against the fused loop's round). The plain-NumPy side
@@ -27,6 +29,11 @@ def main(quick=False):
     print(RATIO_MEANING)
     print()
     linear.main(quick=quick)
+    # an environment round against NumPy drawing its numbers (one thread, set inside)
+    from . import env_rounds
+
+    print()
+    env_rounds.main(quick=quick)
     # the logistic model's fused loop against the Python loop (every Numba thread, one run
     # each; sets the threads itself)
     from . import logistic_loop

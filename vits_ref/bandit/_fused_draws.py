@@ -35,12 +35,29 @@ def realise(env, run_seed, n_rounds):
     return checked(env, real)
 
 
-def realise_chunks(env, run_seed, n_rounds, chunk, binary=False):
+def realise_chunks(env, run_seed, n_rounds, chunk, binary=False, out=None):
     """:func:`realise` by chunks of rounds (:meth:`vits_ref.envs.Environment.realise_chunks`:
     the same rows, bit for bit), each chunk checked as :func:`realise` checks the run
-    (and its rewards in {0, 1} with ``binary``, see :func:`checked`)."""
-    for real in env.realise_chunks(n_rounds, env_rng(run_seed), chunk):
+    (and its rewards in {0, 1} with ``binary``, see :func:`checked`).
+
+    ``out(t0, n)``, if given, returns the buffer ``(n, K, d)`` that the features of rounds
+    ``[t0, t0 + n)`` are bound for (or None): where a block of the realisation is exactly
+    such a chunk, its features are drawn and built in that buffer
+    (:func:`vits_ref.envs.rounds.realise_blocks`), and the chunk's ``contexts`` are it.
+    """
+    n_rounds = val.positive_int(n_rounds, "n_rounds")
+    chunk = val.positive_int(chunk, "chunk")
+    rng = env_rng(run_seed)
+    reals = (env.realise_chunks(n_rounds, rng, chunk) if out is None
+             else env._realise_chunks(n_rounds, rng, chunk, out))
+    for real in reals:
         yield checked(env, real, binary)
+
+
+def _put(dst, src):
+    """``dst[...] = src`` unless ``src`` is ``dst`` already (drawn in place)."""
+    if not (src.shape == dst.shape and src.ctypes.data == dst.ctypes.data):
+        dst[...] = src
 
 
 def batch_chunks(spec, envs, run_seeds, n_rounds, chunk, n_threads=1):
@@ -63,8 +80,20 @@ def batch_chunks(spec, envs, run_seeds, n_rounds, chunk, n_threads=1):
     R = len(run_seeds)
     d, K = envs[0].dim, envs[0].n_arms
     binary = spec.binary_rewards  # the logistic pieces take rewards 0 or 1 only
-    reals = [realise_chunks(e, s, n_rounds, chunk, binary)
-             for e, s in zip(envs, run_seeds, strict=True)]
+    # the stacked features of the chunk being filled: a run whose realisation block is
+    # exactly the chunk draws its features straight into its row (no copy)
+    stack = {}
+
+    def into(i):
+        def out(t0, n):
+            ctx = stack.get("contexts")
+            if ctx is not None and stack["t0"] == t0 and ctx.shape[1] == n:
+                return ctx[i]
+            return None
+        return out
+
+    reals = [realise_chunks(e, s, n_rounds, chunk, binary, out=into(i) if R > 1 else None)
+             for i, (e, s) in enumerate(zip(envs, run_seeds, strict=True))]
     noises = [draw_chunks(spec, policy_seed(s), n_rounds, d, chunk) for s in run_seeds]
     n_threads = max(1, min(int(n_threads), R))
     pool = None
@@ -82,18 +111,23 @@ def batch_chunks(spec, envs, run_seeds, n_rounds, chunk, n_threads=1):
                 del real
                 continue
             out = [np.empty((R, n, K, d)), np.empty((R, n, K)), np.empty((R, n, K))]
+            stack.update(contexts=out[0], t0=t0)
 
             def fill(lo, hi, out=out):
                 for i in range(lo, hi):
                     real = next(reals[i])
-                    out[0][i], out[1][i], out[2][i] = real.contexts, real.means, real.rewards
+                    for dst, src in zip(out[:3], (real.contexts, real.means, real.rewards),
+                                        strict=True):
+                        _put(dst[i], src)
                     del real
                     for arr, x in zip(out[3:], next(noises[i]), strict=True):
                         arr[i] = x
 
             # the first run gives the noise's shapes
             real = next(reals[0])
-            out[0][0], out[1][0], out[2][0] = real.contexts, real.means, real.rewards
+            for dst, src in zip(out[:3], (real.contexts, real.means, real.rewards),
+                                strict=True):
+                _put(dst[0], src)
             del real
             noise = next(noises[0])
             out += [np.empty((R,) + np.shape(x)) for x in noise]
@@ -106,6 +140,7 @@ def batch_chunks(spec, envs, run_seeds, n_rounds, chunk, n_threads=1):
                 jobs = [pool.submit(fill, bounds[k], bounds[k + 1]) for k in range(n_threads)]
                 for job in jobs:
                     job.result()
+            stack.clear()
             yield tuple(out)
     finally:
         if pool is not None:

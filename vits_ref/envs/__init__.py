@@ -3,6 +3,9 @@
 - :mod:`vits_ref.envs.base`: :class:`Environment` (the protocol: a seeded instance,
   :meth:`Environment.realise` for a run) and :class:`Realisation` (one run's contexts,
   expected rewards and rewards);
+- :mod:`vits_ref.envs.rounds`: what a round draws and how it is built, declared once per
+  environment (:meth:`Environment.round_draws`), from which the whole and the chunked
+  realisations and the counter-based streams' round derive;
 - :mod:`vits_ref.envs.synthetic`: the pool of appendix H (:func:`pool`) and the hard
   instance of appendix G (:func:`hard_instance`);
 - :mod:`vits_ref.envs.movielens`: the per-arm MovieLens bandit of section 5

@@ -2,19 +2,24 @@
 
 An environment is a problem *instance* (its ``theta_star``, pool or arm set, drawn from
 the environment's own seed) plus the per-round randomness of a run, drawn by
-:meth:`Environment.realise` from the run's generator. Every realisation carries the
-expected reward of every arm, so regret is exact (no noisy rewards enter it).
+:meth:`Environment.realise` from the run's generator. What a round draws is declared
+once, by :meth:`Environment.round_draws` (:mod:`vits_ref.envs.rounds`): the whole and the
+chunked realisations and the counter-based streams' round body all derive from it. Every
+realisation carries the expected reward of every arm, so regret is exact (no noisy rewards
+enter it).
 
 Logistic rewards use the library's one stable sigmoid, :func:`vits_ref.gaussian.special.sigmoid`
 (the kernels' scalar body compiled as a ufunc), so an environment's expected rewards are
 exactly the probabilities the kernels compute.
 """
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import _validate as val
+from .rounds import Draw, realise_blocks, slice_chunks
 
 __all__ = ["REWARDS", "Environment", "Realisation"]
 
@@ -58,7 +63,17 @@ class Environment:
     # -- reward model --------------------------------------------------------------------
     def expected_reward(self, contexts):
         """Expected reward of each row of ``contexts`` (..., d) under ``theta_star``."""
-        z = np.asarray(contexts, dtype=float) @ self.theta_star
+        return self._link(np.asarray(contexts, dtype=float) @ self.theta_star)
+
+    def optimal_mean_reward(self, contexts):
+        """Expected reward of the best arm among ``contexts`` (K, d)."""
+        return float(self.expected_reward(contexts).max())
+
+    def _link(self, z):
+        """The reward model's expected reward of the scores ``z = x theta*``: ``z``, ``z^2``
+        or ``sigmoid(z)`` (the one place of the three formulas; the counter streams'
+        reference, :func:`vits_ref.reference.streams.env_rounds`, applies it to scores
+        summed in the kernels' order)."""
         if self.reward == "linear":
             return z
         if self.reward == "quadratic":
@@ -69,160 +84,162 @@ class Environment:
 
         return sigmoid(z)
 
-    def optimal_mean_reward(self, contexts):
-        """Expected reward of the best arm among ``contexts`` (K, d)."""
-        return float(self.expected_reward(contexts).max())
+    # -- what a round draws ----------------------------------------------------------------
+    def round_draws(self):
+        """What a round draws and how it is built: a :class:`vits_ref.envs.rounds.RoundDraws`,
+        the one description from which :meth:`realise`, :meth:`realise_chunks` and
+        :meth:`counter_piece` derive; None for an environment that does not declare its
+        draws (the default), which then overrides :meth:`_contexts` and :meth:`_rewards`
+        (or :meth:`realise`) and is realised whole (:attr:`chunk_safe` False)."""
+        return None
 
-    def _rewards(self, means, rng):
-        T, K = means.shape
+    def _reward_round(self, counter=None):
+        """A :class:`~vits_ref.envs.rounds.RoundDraws`'s reward half for the shared reward
+        models, as ``dict(reward_draws=..., rewards=..., counter=counter)``: logistic
+        rewards ``Bernoulli(means)`` by one uniform per arm (``u_a < means_a``), the others
+        ``means + noise_scale eps`` with one normal ``eps`` a round for every arm (only the
+        played arm's is observed). Stream :data:`~vits_ref.kernels.bandit_streams.STREAM_REWARD`
+        (docs/streams.md)."""
+        from ..kernels.bandit_streams import STREAM_REWARD
+
         if self.reward == "logistic":
-            u = rng.random((T, K))
-            return (u < means).astype(float)
-        # the same noise draw for every arm of a round: only the played arm's is observed
-        return means + self.noise_scale * rng.standard_normal((T, 1))
+            return {"reward_draws": (Draw("uniform", (self.n_arms,), stream=STREAM_REWARD),),
+                    "rewards": _bernoulli, "counter": counter}
+        scale = self.noise_scale
+
+        def noisy(contexts, means, parts):
+            return means + scale * parts[0]
+
+        return {"reward_draws": (Draw("normal", (1,), stream=STREAM_REWARD),),
+                "rewards": noisy, "counter": counter}
+
+    def _declared(self):
+        """The :meth:`round_draws` a realisation may use, or None: an environment whose
+        class (or a base other than :class:`Environment`) redefines :meth:`realise`,
+        :meth:`_contexts` or :meth:`_rewards` draws its own way."""
+        cls = type(self)
+        if any(_owner(cls, name) is not Environment for name in _OWN_WAY):
+            return None
+        return self.round_draws()
+
+    @property
+    def chunk_safe(self):
+        """Whether :meth:`realise_chunks` draws block by block (bounded memory, one pass)
+        rather than slicing one whole realisation."""
+        return self._declared() is not None
+
+    def _contexts(self, T, rng):
+        """The features of ``T`` rounds drawn from ``rng`` (the context draws of
+        :meth:`round_draws`); a subclass may redefine it (then realised whole)."""
+        draws = self._undeclared_check()
+        return draws.contexts([d.numpy(rng, T) for d in draws.context_draws], T)
+
+    def _rewards(self, contexts, means, rng):
+        """The rewards of the rounds of ``contexts`` drawn from ``rng`` (the reward draws of
+        :meth:`round_draws`); a subclass may redefine it (then realised whole)."""
+        draws = self._undeclared_check()
+        return draws.rewards(contexts, means, [d.numpy(rng, means.shape[0])
+                                               for d in draws.reward_draws])
+
+    def _undeclared_check(self):
+        draws = self.round_draws()
+        if draws is None:
+            raise NotImplementedError(f"{type(self).__name__} declares no round_draws: it "
+                                      f"must define _contexts and _rewards, or realise")
+        return draws
 
     # -- instances and runs ----------------------------------------------------------------
     def realise(self, n_rounds, rng=None):
-        """Draw one run of ``n_rounds`` rounds from ``rng`` (int, SeedSequence or Generator)."""
+        """Draw one run of ``n_rounds`` rounds from ``rng`` (int, SeedSequence or Generator).
+
+        The rounds are drawn in blocks (:mod:`vits_ref.envs.rounds`): a run of at most
+        :func:`~vits_ref.envs.rounds.block_rounds` rounds draws, for all its rounds, each
+        of :meth:`round_draws`' draws in turn, then builds its features, expected rewards
+        and rewards; a longer run is such blocks one after the other.
+        """
+        n_rounds = self._check_rounds(n_rounds)
+        rng = val.as_generator(rng, "rng")
+        draws = self._declared()
+        if draws is None:
+            contexts = self._contexts(n_rounds, rng)
+            means = self.expected_reward(contexts)
+            return Realisation(contexts, means, self._rewards(contexts, means, rng))
+        blocks = realise_blocks(self, draws, n_rounds, rng)
+        first = next(blocks)
+        if first[0].shape[0] == n_rounds:
+            return Realisation(*first)
+        out = tuple(np.empty((n_rounds,) + a.shape[1:], dtype=a.dtype) for a in first)
+        t0 = 0
+        for block in itertools.chain([first], blocks):
+            n = block[0].shape[0]
+            for dst, src in zip(out, block, strict=True):
+                dst[t0:t0 + n] = src
+            t0 += n
+        return Realisation(*out)
+
+    def _check_rounds(self, n_rounds):
         n_rounds = val.positive_int(n_rounds, "n_rounds")
         # the whole realisation is held at once (simulate draws long runs in chunks)
         if n_rounds * self.n_arms * (self.dim + 2) > _MAX_ELEMENTS:
             raise ValueError(f"n_rounds={n_rounds} is too large to realise at once "
                              f"({self.n_arms} arms x {self.dim} dims per round): use "
                              f"realise_chunks, or simulate, which draws in chunks")
-        rng = val.as_generator(rng, "rng")
-        contexts = self._contexts(n_rounds, rng)
-        means = self.expected_reward(contexts)
-        return Realisation(contexts, means, self._rewards(means, rng))
+        return n_rounds
 
     # -- chunks of rounds -----------------------------------------------------------------
     def realise_chunks(self, n_rounds, rng=None, chunk=1024):
         """:meth:`realise` a chunk of rounds at a time: a generator of :class:`Realisation`
         for rounds ``[t0, t0 + n)``, ``n = min(chunk, n_rounds - t0)``.
 
-        The chunks are the rows of ``realise(n_rounds, rng)``, bit for bit, while only one
-        chunk's draws are held at a time, so a run's memory does not grow with the horizon
-        (:func:`vits_ref.bandit.simulate` draws its fused runs this way). ``rng`` is left where
-        :meth:`realise` leaves it.
+        The chunks are the rows of ``realise(n_rounds, rng)``, bit for bit, and ``rng`` is
+        left where :meth:`realise` leaves it. The run is drawn in one pass, block by block
+        (:mod:`vits_ref.envs.rounds`), so it holds one block of rounds and one chunk at a
+        time, whatever the horizon (:func:`vits_ref.bandit.simulate` draws its fused runs
+        this way); a chunk within a block is a view of it.
 
-        Why two passes: a run's draws come from one Generator in *stream order*: all the
-        rounds' contexts, then all the rounds' rewards (for the pool environment even the
-        contexts are two draws: all the pool indices, then all the perturbations). The
-        rewards of round 0 therefore come after every context of the run in the stream,
-        and cannot be drawn before the contexts have been drawn. The first pass draws (and
-        discards) each of the stream's draws but the last, chunk by chunk, saving the
-        generator's state (``bit_generator.state``) where each draw starts; the second pass
-        keeps one generator per draw, restored from those states, and draws every chunk's
-        rows of each. This relies on each draw being *chunk-safe*: drawing its rows ``n`` at
-        a time consumes the stream exactly as one draw of all of them (true of a
-        Generator's ``standard_normal``, ``random``, ``integers`` and ``choice`` with
-        ``p``: row-major fills with no state outside ``bit_generator.state``;
-        ``tests/test_chunked_rounds.py`` checks every environment). The first pass costs
-        one more draw of all but the last draw's numbers.
-
-        An environment declares its draws in stream order by :meth:`_draws` (by default
-        its contexts' :meth:`_context_draws` then its rewards' :meth:`_reward_draws`).
-        One that does not (a subclass overriding ``_contexts``, ``_rewards`` or
-        ``realise`` without the matching ``_context_draws``, ``_reward_draws`` or
-        ``_draws``) is not chunk-safe (:attr:`chunk_safe` False): it is realised whole and
-        sliced, which gives the same rows without bounding the memory.
+        An environment that does not declare its draws (:meth:`round_draws` None, or a
+        subclass redefining ``realise``, ``_contexts`` or ``_rewards``:
+        :attr:`chunk_safe` False) is realised whole and sliced, which gives the same rows
+        without bounding the memory.
         """
         n_rounds = val.positive_int(n_rounds, "n_rounds")
         chunk = val.positive_int(chunk, "chunk")
         rng = val.as_generator(rng, "rng")
         return self._realise_chunks(n_rounds, rng, chunk)  # validated now, drawn lazily
 
-    def _realise_chunks(self, n_rounds, rng, chunk):
-        draws = self._chunk_draws()
+    def _realise_chunks(self, n_rounds, rng, chunk, out=None):
+        """:meth:`realise_chunks`' generator; ``out`` as in
+        :func:`~vits_ref.envs.rounds.realise_blocks` (a chunk-safe environment only)."""
+        draws = self._declared()
         if draws is None:
             real = self.realise(n_rounds, rng)
-            for t0 in range(0, n_rounds, chunk):
-                sl = slice(t0, t0 + chunk)
-                yield Realisation(real.contexts[sl], real.means[sl], real.rewards[sl])
-            return
-        if chunk >= n_rounds:  # one chunk: the draws one after the other, as realise does
-            yield self._assemble([draw(rng, n_rounds) for draw in draws], n_rounds)
-            return
-        # first pass: where each draw starts in the stream
-        states = []
-        for k, draw in enumerate(draws):
-            states.append(rng.bit_generator.state)
-            if k < len(draws) - 1:
-                for t0 in range(0, n_rounds, chunk):
-                    draw(rng, min(chunk, n_rounds - t0))
-        gens = []
-        for state in states:
-            bitgen = type(rng.bit_generator)()
-            bitgen.state = state
-            gens.append(np.random.Generator(bitgen))
-        # second pass: every chunk's rows of every draw
-        for t0 in range(0, n_rounds, chunk):
-            n = min(chunk, n_rounds - t0)
-            yield self._assemble([draw(g, n) for draw, g in zip(draws, gens, strict=True)], n)
-        rng.bit_generator.state = gens[-1].bit_generator.state
-
-    @property
-    def chunk_safe(self):
-        """Whether :meth:`realise_chunks` draws chunk by chunk (bounded memory) rather than
-        slicing one whole realisation."""
-        return self._chunk_draws() is not None
-
-    def _chunk_draws(self):
-        cls = type(self)
-        if _owner(cls, "realise") is not _owner(cls, "_draws"):
-            return None
-        return self._draws()
-
-    def _draws(self):
-        """The run's draws in stream order, ``draw(rng, n) -> array of n rows`` each, or
-        None (not chunk-safe); :meth:`_assemble` builds a :class:`Realisation` from them."""
-        cls = type(self)
-        if (_owner(cls, "_contexts") is not _owner(cls, "_context_draws")
-                or _owner(cls, "_rewards") is not _owner(cls, "_reward_draws")):
-            return None
-        ctx = self._context_draws()
-        return None if ctx is None else tuple(ctx) + tuple(self._reward_draws())
-
-    def _assemble(self, parts, n):
-        """A chunk's :class:`Realisation` from its rows of each of :meth:`_draws`, computed
-        as :meth:`realise` computes them."""
-        n_ctx = len(self._context_draws())
-        contexts = self._contexts_from(parts[:n_ctx], n)
-        means = self.expected_reward(contexts)
-        return Realisation(contexts, means, self._rewards_from(means, parts[n_ctx:]))
-
-    def _context_draws(self):
-        """The draws of ``_contexts`` in stream order (a tuple, maybe empty), or None."""
-        return None
-
-    def _contexts_from(self, parts, n):  # pragma: no cover - with _context_draws
-        raise NotImplementedError
-
-    def _reward_draws(self):
-        """The draws of :meth:`_rewards` in stream order."""
-        if self.reward == "logistic":
-            K = self.n_arms
-            return (lambda rng, n: rng.random((n, K)),)
-        return (lambda rng, n: rng.standard_normal((n, 1)),)
-
-    def _rewards_from(self, means, parts):
-        """:meth:`_rewards` from its draws' rows."""
-        if self.reward == "logistic":
-            return (parts[0] < means).astype(float)
-        return means + self.noise_scale * parts[0]
+            blocks = iter([(real.contexts, real.means, real.rewards)])
+        else:
+            blocks = realise_blocks(self, draws, n_rounds, rng, out)
+        for part in slice_chunks(blocks, n_rounds, chunk):
+            yield Realisation(*part)
 
     # -- counter-based streams ------------------------------------------------------------
     def counter_piece(self):
         """``(env_round, params)``: the kernel body generating a round of this environment
         from counter-based streams, and its parameter tuple (``simulate(...,
-        stream="philox")``; :mod:`vits_ref.kernels.bandit_streams`, docs/streams.md).
+        stream="philox")``; :mod:`vits_ref.kernels.bandit_streams`, docs/streams.md): the
+        ``counter`` of :meth:`round_draws`.
 
-        Raises ValueError for an environment without one (the default): its rounds can
-        only be drawn by NumPy (``stream="numpy"``).
+        Raises ValueError for an environment without one: its rounds can only be drawn by
+        NumPy (``stream="numpy"``). A subclass that redefines how the rounds are drawn
+        (any of ``realise``, ``_contexts``, ``_rewards``, ``expected_reward``, ``_build``
+        or ``round_draws`` below the class that declared the counter piece) has none.
         """
-        raise ValueError(f"the counter-based stream (stream='philox') is not available for "
-                         f"the environment {self!r}: it has no counter piece (use "
-                         f"stream='numpy')")
+        draws = self.round_draws()
+        owner = _owner(type(self), "round_draws")
+        if (draws is None or draws.counter is None
+                or any(_owner(type(self), name) not in (owner, Environment)
+                       for name in _COUNTER_DRAWS)):
+            raise ValueError(f"the counter-based stream (stream='philox') is not available "
+                             f"for the environment {self!r}: it has no counter piece (use "
+                             f"stream='numpy')")
+        return draws.counter()
 
     def new_instance(self, seed):
         """The same environment with a fresh instance drawn from ``seed``."""
@@ -234,6 +251,17 @@ class Environment:
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
         return f"{type(self).__name__}({args})"
+
+
+#: The methods whose redefinition makes an environment draw its own way (realised whole).
+_OWN_WAY = ("realise", "_contexts", "_rewards")
+#: What a counter piece reproduces: a subclass redefining any of these below the class
+#: that declared it has no counter piece.
+_COUNTER_DRAWS = _OWN_WAY + ("expected_reward", "_build", "round_draws")
+
+
+def _bernoulli(contexts, means, parts):
+    return (parts[0] < means).astype(float)
 
 
 def _owner(cls, name):

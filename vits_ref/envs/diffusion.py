@@ -54,6 +54,7 @@ import numpy as np
 
 from .. import _validate as val
 from .base import Environment
+from .rounds import Draw, RoundDraws
 
 __all__ = ["PRIOR_SHAPES", "PriorBandit", "PriorShape", "digits_prior_bandit",
            "movielens_prior_bandit", "prior_bandit"]
@@ -294,45 +295,30 @@ class PriorBandit(Environment):
         self.arm_set = (_unit_ball((self.n_arms,), self.dim, rng) if self.fixed_arms
                         else None)
 
-    def _contexts(self, T, rng):
-        if self.arm_set is not None:
-            return np.broadcast_to(self.arm_set, (T,) + self.arm_set.shape).copy()
-        if self.pool is None:
-            return _unit_ball((T, self.n_arms), self.dim, rng)
-        return self.pool[self._pool_rows(rng, T)]
+    def round_draws(self):
+        """A round: nothing drawn for fixed arms; for the ball, ``K d`` normals (the
+        directions) then ``K`` uniforms ``u`` (the radii ``u^(1/d)``, :func:`_unit_ball`);
+        for a pool, ``K`` distinct rows, uniform among the subsets; then the reward model's
+        draws (:meth:`Environment._reward_round`). No counter piece."""
+        K, d, arm_set, pool = self.n_arms, self.dim, self.arm_set, self.pool
+        if arm_set is not None:
+            def contexts(parts, n):
+                return np.broadcast_to(arm_set, (n,) + arm_set.shape).copy()
 
-    def _context_draws(self):
-        # in stream order, each chunk-safe (Environment.realise_chunks): nothing (fixed
-        # arms); the ball's directions then radii; the pool's keys, one row a round
-        K, d = self.n_arms, self.dim
-        if self.arm_set is not None:
-            return ()
-        if self.pool is None:
-            return (lambda rng, n: rng.standard_normal((n, K, d)),
-                    lambda rng, n: rng.random((n, K, 1)))
-        return (self._pool_rows,)
+            draws = ()
+        elif pool is None:
+            def contexts(parts, n):
+                g, u = parts
+                g = g / np.linalg.norm(g, axis=-1, keepdims=True)
+                return g * u ** (1.0 / d)
 
-    def _pool_rows(self, rng, n):
-        # K distinct pool rows per round: the K smallest of uniform keys (argpartition),
-        # in chunks of rounds that keep the keys under ~16 MB; the keys are row-major
-        # uniforms, so the inner chunks do not change the draws
-        P = self.pool.shape[0]
-        idx = np.empty((n, self.n_arms), dtype=np.int64)
-        chunk = max(1, 2_000_000 // P)
-        for lo in range(0, n, chunk):
-            hi = min(n, lo + chunk)
-            keys = rng.random((hi - lo, P))
-            idx[lo:hi] = np.argpartition(keys, self.n_arms - 1, axis=1)[:, :self.n_arms]
-        return idx
+            draws = (Draw("normal", (K, d)), Draw("uniform", (K, 1)))
+        else:
+            def contexts(parts, n):
+                return pool[parts[0]]
 
-    def _contexts_from(self, parts, n):
-        if self.arm_set is not None:
-            return np.broadcast_to(self.arm_set, (n,) + self.arm_set.shape).copy()
-        if self.pool is None:
-            g, u = parts
-            g = g / np.linalg.norm(g, axis=-1, keepdims=True)
-            return g * u ** (1.0 / self.dim)
-        return self.pool[parts[0]]
+            draws = (Draw("distinct", (K,), high=pool.shape[0]),)
+        return RoundDraws(draws, contexts, **self._reward_round())
 
     def prior_samples(self, n, rng=None):
         """``n`` draws of the true prior, shape (n, d): the training samples of a learned

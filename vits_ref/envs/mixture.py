@@ -21,7 +21,8 @@ bimodal and overlap arm 0's.
 import numpy as np
 
 from .. import _validate as val
-from .base import Environment, Realisation
+from .base import Environment
+from .rounds import Draw, RoundDraws
 
 __all__ = ["SCENARIOS", "MixtureEnvironment", "vts_scenario"]
 
@@ -82,28 +83,29 @@ class MixtureEnvironment(Environment):
         mean_coef = np.einsum("ak,akd->ad", self.weights, self.coefs)
         return np.einsum("...ad,ad->...a", x, mean_coef)
 
-    def realise(self, n_rounds, rng=None):
-        """One run: contexts (T, A, d) (the shared context on every row), means, rewards."""
-        T = val.positive_int(n_rounds, "n_rounds")
-        rng = val.as_generator(rng, "rng")
-        return self._assemble([draw(rng, T) for draw in self._draws()], T)
-
-    def _draws(self):
-        # realise's three draws in stream order, each chunk-safe (Environment.realise_chunks)
-        A, K, d = self.coefs.shape
-        return (lambda rng, n: rng.random((n, d)), lambda rng, n: rng.random((n, A)),
-                lambda rng, n: rng.standard_normal((n, A)))
-
-    def _assemble(self, parts, n):
-        x, u, eps = parts
+    def round_draws(self):
+        """A round: the shared context ``x ~ U(0, 1)^d``, then per arm a uniform ``u_a``
+        (its expert ``z_a``, the first ``k`` with ``u_a < pi_a1 + ... + pi_ak``) and a
+        normal ``eps_a``: ``rewards[t, a] = x w_{a z_a} + sd_{a z_a} eps_a``. No counter
+        piece."""
         A, K, d = self.coefs.shape
         cum = np.cumsum(self.weights, axis=1)
-        z = np.minimum((u[:, :, None] >= cum[None, :, :]).sum(axis=2), K - 1)  # (n, A)
-        arms = np.arange(A)
-        w = self.coefs[arms[None, :], z]                                      # (n, A, d)
-        rewards = np.einsum("td,tad->ta", x, w) + self.noise_sd[arms[None, :], z] * eps
-        contexts = np.broadcast_to(x[:, None, :], (n, A, d)).copy()
-        return Realisation(contexts, self.expected_reward(contexts), rewards)
+        coefs, noise_sd = self.coefs, self.noise_sd
+
+        def contexts(parts, n):
+            return np.broadcast_to(parts[0][:, None, :], (n, A, d)).copy()
+
+        def rewards(contexts, means, parts):
+            u, eps = parts
+            # every row of a round's contexts is its x: row 0, contiguous as x was drawn
+            x = np.ascontiguousarray(contexts[:, 0, :])
+            z = np.minimum((u[:, :, None] >= cum[None, :, :]).sum(axis=2), K - 1)  # (n, A)
+            arms = np.arange(A)
+            w = coefs[arms[None, :], z]                                          # (n, A, d)
+            return np.einsum("td,tad->ta", x, w) + noise_sd[arms[None, :], z] * eps
+
+        return RoundDraws((Draw("uniform", (d,)),), contexts,
+                          (Draw("uniform", (A,)), Draw("normal", (A,))), rewards)
 
     def _params(self):
         return {"weights": self.weights.tolist(), "coefs": self.coefs.tolist(),

@@ -22,6 +22,7 @@ import numpy as np
 from .. import _validate as val
 from ..data import factorization
 from .base import Environment
+from .rounds import Draw, RoundDraws
 
 __all__ = ["REWARDS", "MovieLensEnvironment", "movielens"]
 
@@ -161,27 +162,19 @@ class MovieLensEnvironment(Environment):
         if x.shape[-2:] != self.theta_star.shape:
             raise ValueError(f"contexts must have shape (..., {self.n_arms}, {self.dim}), "
                              f"got {x.shape}")
-        z = np.einsum("...kd,kd->...k", x, self.theta_star)
-        if self.reward == "linear":
-            return z
-        from ..gaussian.special import sigmoid  # on first use, as in Environment.expected_reward
+        return self._link(np.einsum("...kd,kd->...k", x, self.theta_star))
 
-        return sigmoid(z)
+    def round_draws(self):
+        """A round: one user, uniform among the users, whose vector every arm sees; then
+        the reward model's draws (:meth:`Environment._reward_round`). No counter piece."""
+        users, K, d = self.user_vectors, self.n_arms, self.dim
 
-    def _contexts(self, T, rng):
-        users = rng.integers(self.n_users, size=T)
-        x = self.user_vectors[users]
-        return np.ascontiguousarray(np.broadcast_to(x[:, None, :], (T, self.n_arms,
-                                                                    self.dim)))
+        def contexts(parts, n):
+            x = users[parts[0]]
+            return np.ascontiguousarray(np.broadcast_to(x[:, None, :], (n, K, d)))
 
-    def _context_draws(self):
-        n_users = self.n_users
-        return (lambda rng, n: rng.integers(n_users, size=n),)
-
-    def _contexts_from(self, parts, n):
-        x = self.user_vectors[parts[0]]
-        return np.ascontiguousarray(np.broadcast_to(x[:, None, :], (n, self.n_arms,
-                                                                    self.dim)))
+        return RoundDraws((Draw("integers", (), high=self.n_users),), contexts,
+                          **self._reward_round())
 
     def _params(self):
         return {"path": self.path, "n_movies": self.n_arms, "reward": self.reward,

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _validate as val
 from .base import Environment
+from .rounds import Draw, RoundDraws
 
 __all__ = ["TABLE4", "MixtureArms", "renyi_mab"]
 
@@ -65,7 +66,7 @@ class MixtureArms(Environment):
         self._weights = [c[:, 2] / c[:, 2].sum() for c in comps]
         self.arm_means = np.array([w @ m for w, m in zip(self._weights, self._means,
                                                          strict=True)])
-        self.noise_scale = None  # rewards are drawn by _rewards, arm by arm
+        self.noise_scale = None  # rewards are drawn arm by arm (round_draws)
         super().__init__(1, len(comps), "linear", seed)
 
     def _build(self, rng):
@@ -77,39 +78,27 @@ class MixtureArms(Environment):
         contexts = np.asarray(contexts, dtype=float)
         return np.broadcast_to(self.arm_means, contexts.shape[:-1]).copy()
 
-    def _contexts(self, T, rng):
-        return np.ones((T, self.n_arms, 1))
+    def round_draws(self):
+        """A round: nothing drawn for the (constant) features; then arm by arm, the
+        component (a categorical draw with the arm's weights) and a normal: ``rewards[t,
+        a] = m_{a c} + s_{a c} eps``. No counter piece."""
+        K = self.n_arms
+        comps, sds = self._means, self._sds
 
-    def _rewards(self, means, rng):
-        T, K = means.shape
-        out = np.empty((T, K))
-        for a in range(K):
-            comp = rng.choice(self._weights[a].size, size=T, p=self._weights[a])
-            out[:, a] = self._means[a][comp] + self._sds[a][comp] * rng.standard_normal(T)
-        return out
+        def contexts(parts, n):
+            return np.ones((n, K, 1))
 
-    def _context_draws(self):
-        return ()  # constant contexts
+        def rewards(contexts, means, parts):
+            out = np.empty(means.shape)
+            for a in range(K):
+                comp = parts[2 * a]
+                out[:, a] = comps[a][comp] + sds[a][comp] * parts[2 * a + 1]
+            return out
 
-    def _contexts_from(self, parts, n):
-        return self._contexts(n, None)
-
-    def _reward_draws(self):
-        # _rewards' 2K draws in stream order (arm by arm: components, then normals), each
-        # chunk-safe: ``choice`` with ``p`` is a search of row-major uniforms
-        out = []
+        draws = []
         for w in self._weights:
-            out.append(lambda rng, n, w=w: rng.choice(w.size, size=n, p=w))
-            out.append(lambda rng, n: rng.standard_normal(n))
-        return tuple(out)
-
-    def _rewards_from(self, means, parts):
-        T, K = means.shape
-        out = np.empty((T, K))
-        for a in range(K):
-            comp = parts[2 * a]
-            out[:, a] = self._means[a][comp] + self._sds[a][comp] * parts[2 * a + 1]
-        return out
+            draws += [Draw("choice", (), p=w), Draw("normal", ())]
+        return RoundDraws((), contexts, tuple(draws), rewards)
 
     def _params(self):
         return {"arms": self.arms, "seed": self.seed}

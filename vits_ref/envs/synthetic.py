@@ -8,17 +8,14 @@ run's generator (:meth:`vits_ref.envs.Environment.realise`).
 import numpy as np
 
 from .. import _validate as val
-from .base import REWARDS, Environment, _owner
-
-#: What a counter piece reproduces: a subclass redefining any of these draws differently,
-#: so it has no counter piece (its own ``counter_piece`` may add one).
-_DRAWS = ("realise", "_contexts", "_rewards", "expected_reward", "_build")
-
-
-def _redefines_draws(env, cls):
-    return any(_owner(type(env), name) not in (cls, Environment) for name in _DRAWS)
+from .base import REWARDS, Environment
+from .rounds import Draw, RoundDraws
 
 __all__ = ["HardInstance", "PoolEnvironment", "hard_instance", "pool"]
+
+#: Rounds of the pool's features built at a time (elementwise, so any slab gives the same
+#: numbers): 16 rounds of 50 arms x 20 dims gather 128 KB, which stays in the cache.
+_SLAB = 16
 
 #: Largest ``zeta`` of the pool environment: features of scale ``zeta`` and quadratic
 #: rewards of scale ``zeta^2`` stay far below :data:`vits_ref._validate.MAX_ABS_DATA`.
@@ -56,36 +53,41 @@ class PoolEnvironment(Environment):
         self.pool = rng.standard_normal((self.pool_size, self.dim))
         self.theta_star = rng.standard_normal(self.dim) / np.sqrt(self.dim)
 
-    def _contexts(self, T, rng):
-        idx = rng.integers(self.pool_size, size=(T, self.n_arms))
-        return self.pool[idx] + self.zeta * rng.standard_normal((T, self.n_arms, self.dim))
-
-    def _context_draws(self):
-        # two draws in stream order (all the indices, then all the perturbations), each
-        # chunk-safe: Environment.realise_chunks
-        P, K, d = self.pool_size, self.n_arms, self.dim
-        return (lambda rng, n: rng.integers(P, size=(n, K)),
-                lambda rng, n: rng.standard_normal((n, K, d)))
-
-    def _contexts_from(self, parts, n):
-        # in place: the same sum as _contexts (addition commutes exactly), one copy less
-        idx, noise = parts
-        noise *= self.zeta
-        noise += self.pool[idx]
-        return noise
-
-    def counter_piece(self):
-        """``(pool_round, (pool, theta_star, zeta, noise_scale, reward code))``: the
-        round body of the counter-based streams
-        (:func:`vits_ref.kernels.bandit_streams.pool_round`)."""
-        if _redefines_draws(self, PoolEnvironment):
-            return super().counter_piece()
+    def round_draws(self):
+        """A round: ``K`` pool indices (uniform integers, stream
+        :data:`~vits_ref.kernels.bandit_streams.STREAM_CONTEXT_INDEX`), ``K d`` standard
+        normals ``g`` (stream ``STREAM_CONTEXT_NOISE``), arm ``a`` ``zeta g_a +
+        pool[i_a]``; then the reward model's draws (:meth:`Environment._reward_round`).
+        Counter piece: :func:`vits_ref.kernels.bandit_streams.pool_round`."""
         from ..kernels import bandit_streams as ks
 
-        code = ks.REWARD_QUADRATIC if self.reward == "quadratic" else ks.REWARD_LINEAR
-        return ks.pool_round, (np.ascontiguousarray(self.pool),
-                               np.ascontiguousarray(self.theta_star), float(self.zeta),
-                               float(self.noise_scale), code)
+        K, d, zeta, pool = self.n_arms, self.dim, self.zeta, self.pool
+
+        def contexts(parts, n):
+            # in place on the normals (drawn into the caller's buffer where it has one):
+            # zeta g + pool[i], the sum realise always formed (addition commutes exactly),
+            # a slab of rounds at a time, the pool rows gathered into one small buffer that
+            # stays in the cache (a fancy-indexed temporary of the whole block cost 5x more)
+            idx, g = parts
+            rows = np.empty((min(n, _SLAB), K, d))
+            for s in range(0, n, _SLAB):
+                x = g[s:s + _SLAB]
+                gathered = rows[:x.shape[0]]
+                np.take(pool, idx[s:s + _SLAB], axis=0, out=gathered)
+                x *= zeta
+                x += gathered
+            return g
+
+        def counter():
+            code = ks.REWARD_QUADRATIC if self.reward == "quadratic" else ks.REWARD_LINEAR
+            return ks.pool_round, (np.ascontiguousarray(pool),
+                                   np.ascontiguousarray(self.theta_star), float(zeta),
+                                   float(self.noise_scale), code)
+
+        return RoundDraws(
+            (Draw("integers", (K,), high=self.pool_size, stream=ks.STREAM_CONTEXT_INDEX),
+             Draw("normal", (K, d), stream=ks.STREAM_CONTEXT_NOISE, into_contexts=True)),
+            contexts, **self._reward_round(counter))
 
     def _params(self):
         return {"dim": self.dim, "n_arms": self.n_arms, "zeta": self.zeta,
@@ -119,26 +121,24 @@ class HardInstance(Environment):
         others /= np.linalg.norm(others, axis=1, keepdims=True)
         self.arms = np.vstack([self.theta_star, near / np.linalg.norm(near), others])
 
-    def _contexts(self, T, rng):
-        return np.broadcast_to(self.arms, (T,) + self.arms.shape).copy()
-
-    def _context_draws(self):
-        return ()  # the same arms every round: nothing drawn
-
-    def _contexts_from(self, parts, n):
-        return self._contexts(n, None)
-
-    def counter_piece(self):
-        """``(hard_round, (arms, theta_star, noise_scale, reward code))``: the round body
-        of the counter-based streams (:func:`vits_ref.kernels.bandit_streams.hard_round`)."""
-        if _redefines_draws(self, HardInstance):
-            return super().counter_piece()
+    def round_draws(self):
+        """A round: nothing drawn for the contexts (the same arms every round), then the
+        reward model's draws (:meth:`Environment._reward_round`). Counter piece:
+        :func:`vits_ref.kernels.bandit_streams.hard_round`."""
         from ..kernels import bandit_streams as ks
 
-        code = ks.REWARD_LOGISTIC if self.reward == "logistic" else ks.REWARD_LINEAR
-        return ks.hard_round, (np.ascontiguousarray(self.arms),
-                               np.ascontiguousarray(self.theta_star),
-                               float(self.noise_scale), code)
+        arms = self.arms
+
+        def contexts(parts, n):
+            return np.broadcast_to(arms, (n,) + arms.shape).copy()
+
+        def counter():
+            code = ks.REWARD_LOGISTIC if self.reward == "logistic" else ks.REWARD_LINEAR
+            return ks.hard_round, (np.ascontiguousarray(arms),
+                                   np.ascontiguousarray(self.theta_star),
+                                   float(self.noise_scale), code)
+
+        return RoundDraws((), contexts, **self._reward_round(counter))
 
     def _params(self):
         return {"dim": self.dim, "n_arms": self.n_arms, "reward": self.reward,

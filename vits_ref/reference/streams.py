@@ -4,7 +4,8 @@ Vectorised Philox4x64-10 over arrays of counters (:func:`philox4x64`; NumPy's ow
 ``numpy.random.Philox`` is the independent check of both this and the kernel, in
 ``tests/test_philox.py``), the transforms of :mod:`vits_ref.kernels.philox` (uniforms,
 Box-Muller normals, bounded integers) and a run's whole arrays as the streamed loop
-generates them (:func:`run_arrays`): contexts, means, rewards and the policy's initial,
+generates them (:func:`run_arrays`): contexts, means and rewards (:func:`env_rounds`, from
+the environment's one description of a round) and the policy's initial,
 selection and step noise, in the shapes of the pre-drawn fused loop
 (:func:`vits_ref.kernels.bandit.make_bandit_rounds`), which fed with them must give what
 ``simulate(..., stream="philox")`` gives (``tests/test_streams.py``).
@@ -119,55 +120,49 @@ def run_key(run_seed):
     return run_seed.generate_state(2, dtype=np.uint64)
 
 
-def _means(X, theta, code):
-    z = np.zeros(X.shape[:-1])
-    for i in range(X.shape[-1]):  # index order from 0.0, as the kernel sums
-        z += X[..., i] * theta[i]
-    if code == ks.REWARD_QUADRATIC:
-        return z * z
-    if code == ks.REWARD_LOGISTIC:
-        from ..gaussian.special import sigmoid
+def draw_rows(draw, key, rounds, libm=True):
+    """A :class:`vits_ref.envs.rounds.Draw`'s rows at each of ``rounds`` from its counter
+    stream (:attr:`~vits_ref.envs.rounds.Draw.stream`): normals, uniforms or bounded
+    integers (:func:`normals`, :func:`uniforms`, :func:`bounded`), shape ``(len(rounds),)
+    + draw.shape``; a ValueError for a draw without a stream or a counter transform."""
+    size = int(np.prod(draw.shape, dtype=np.int64))
+    if draw.stream is None or draw.kind not in ("normal", "uniform", "integers"):
+        raise ValueError(f"the draw {draw!r} has no counter-based stream")
+    if draw.kind == "normal":
+        rows = normals(key, rounds, draw.stream, size, libm)
+    elif draw.kind == "uniform":
+        rows = uniforms(key, rounds, draw.stream, size)
+    else:
+        rows = bounded(key, rounds, draw.stream, size, draw.high)
+    return rows.reshape((rows.shape[0],) + draw.shape)
 
-        return sigmoid(z)
+
+def index_order_scores(X, theta):
+    """``z = sum_i X[..., i] theta[i]`` summed in index order from 0.0, as the kernels'
+    :func:`~vits_ref.kernels.bandit_streams.arm_mean` sums (NumPy's product sums in
+    another order)."""
+    z = np.zeros(X.shape[:-1])
+    for i in range(X.shape[-1]):
+        z += X[..., i] * theta[i]
     return z
 
 
-def _rewards(key, rounds, code, noise_scale, means, libm):
-    if code == ks.REWARD_LOGISTIC:
-        u = uniforms(key, rounds, ks.STREAM_REWARD, means.shape[1])
-        return (u < means).astype(np.float64)
-    eps = normals(key, rounds, ks.STREAM_REWARD, 1, libm)
-    return means + noise_scale * eps
-
-
-def pool_rounds(env, key, rounds, d, K, libm=True):
-    """:func:`vits_ref.kernels.bandit_streams.pool_round` at each of ``rounds``:
-    ``(contexts (n, K, d), means (n, K), rewards (n, K))``."""
-    pool, theta, zeta, noise_scale, code = env
-    g = normals(key, rounds, ks.STREAM_CONTEXT_NOISE, K * d, libm).reshape(-1, K, d)
-    idx = bounded(key, rounds, ks.STREAM_CONTEXT_INDEX, K, pool.shape[0])
-    X = zeta * g + pool[idx]
-    means = _means(X, theta, code)
-    return X, means, _rewards(key, rounds, code, noise_scale, means, libm)
-
-
-def hard_rounds(env, key, rounds, d, K, libm=True):
-    """:func:`vits_ref.kernels.bandit_streams.hard_round` at each of ``rounds``."""
-    arms, theta, noise_scale, code = env
-    X = np.broadcast_to(arms, (len(rounds), K, d)).copy()
-    means = _means(X, theta, code)
-    return X, means, _rewards(key, rounds, code, noise_scale, means, libm)
-
-
-def rounds_of(env_round):
-    """The reference of an environment's round body: by convention the function named
-    like the body with an ``s`` (``pool_round`` -> :func:`pool_rounds`); a ValueError if
-    this module has none."""
-    ref = globals().get(env_round.__name__ + "s")
-    if ref is None:
-        raise ValueError(f"no NumPy reference of the round body {env_round.__name__!r} in "
-                         f"vits_ref.reference.streams")
-    return ref
+def env_rounds(env, key, rounds, libm=True):
+    """What :meth:`env.counter_piece() <vits_ref.envs.Environment.counter_piece>`'s body
+    writes at each of ``rounds``, ``(contexts (n, K, d), means (n, K), rewards (n, K))``,
+    from the environment's one description of a round
+    (:meth:`~vits_ref.envs.Environment.round_draws`): every draw's rows from its counter
+    stream (:func:`draw_rows`), built by the description's own builders, the expected
+    rewards by the environment's reward model on scores summed in the kernels' order
+    (:func:`index_order_scores`)."""
+    env.counter_piece()  # a ValueError, as simulate gives, for an environment without one
+    desc = env.round_draws()
+    rounds = np.atleast_1d(np.asarray(rounds))
+    ctx = [draw_rows(d, key, rounds, libm) for d in desc.context_draws]
+    rew = [draw_rows(d, key, rounds, libm) for d in desc.reward_draws]
+    X = desc.contexts(ctx, rounds.size)
+    means = env._link(index_order_scores(X, env.theta_star))
+    return X, means, desc.rewards(X, means, rew)
 
 
 def run_arrays(env, key, n_rounds, dims, select_noise="normal", libm=True):
@@ -179,9 +174,8 @@ def run_arrays(env, key, n_rounds, dims, select_noise="normal", libm=True):
     n_sel), steps (T, S, M, d))``, the arguments of the pre-drawn loop.
     """
     d, K, n_init, n_sel, S, M = dims
-    body, params = env.counter_piece()
     rounds = np.arange(n_rounds)
-    X, means, rewards = rounds_of(body)(params, key, rounds, d, K, libm)
+    X, means, rewards = env_rounds(env, key, rounds, libm)
     init = normals(key, [0], ks.STREAM_INIT, n_init, libm)[0]
     if select_noise == "uniform":
         sel = uniforms(key, rounds, ks.STREAM_SELECT, n_sel)
