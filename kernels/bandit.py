@@ -65,6 +65,16 @@ def argmax(x):
     return best
 
 
+@kernel(inline=True)
+def instant_regret(means, arm):
+    """``max_a means[a] - means[arm]``: the exact regret of playing ``arm`` (``means`` (K,))."""
+    best = means[0]
+    for a in range(1, means.shape[0]):
+        if means[a] > best:
+            best = means[a]
+    return best - means[arm]
+
+
 class BanditPiece:
     """A policy's bodies for the fused loop (see the module docstring).
 
@@ -121,13 +131,8 @@ def make_round(piece):
     @kernel(inline=True)
     def one_round(params, state, tg, X, means, rewards, sel_noise, step_noise, kl_rounds,
                   nk, regret, arms, kl_out):
-        K = X.shape[0]
         arm = select(params, state, X, sel_noise)
-        best = means[0]
-        for a in range(1, K):
-            if means[a] > best:
-                best = means[a]
-        regret[tg] = best - means[arm]
+        regret[tg] = instant_regret(means, arm)
         arms[tg] = arm
         n_obs = tg + 1
         if not update(params, state, X[arm], rewards[arm], n_obs, step_noise):

@@ -76,6 +76,7 @@ import numpy as np
 
 from vits_ref.config import kernel
 
+from .bandit import instant_regret
 from .linalg import chol_rank1_update, cholesky, gemm_nn, gemm_tn, solve_lower, solve_lower_t
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -656,11 +657,7 @@ def vts_run(params, prior, contexts, means, rewards, rng, hist, counts, facs, st
             e = expected_reward(ctx[a], _arm(facs, a)) - means[t, a]
             sqerr[t, a] = e * e
         arm = select(ctx, facs, scoring, sample_params, rng, scores, scr)
-        best = means[t, 0]
-        for a in range(1, A):
-            if means[t, a] > best:
-                best = means[t, a]
-        regret[t] = best - means[t, arm]
+        regret[t] = instant_regret(means[t], arm)
         arms[t] = arm
         n = counts[arm]
         it, _, ok = arm_update(X[arm], y[arm], resp[arm], W[arm], n, ctx[arm], rewards[t, arm],

@@ -26,7 +26,10 @@ The primitives (:data:`REPLACEMENTS`):
   ``add_sqrt_rowdots`` (LinUCB's widths).
 
 Each output entry is computed with the arithmetic and in the order of :mod:`.linalg`'s
-loops, so on one target the cooperative and the serial loops give the same bits (the
+loops (where an entry is more than one line, by the same function: :func:`.linalg.pivot`,
+:func:`.linalg.rotation`, :func:`.linalg.syrk_entry`; ``gemm_tn`` and ``gemm_nt`` are
+``gemm_nn`` on transposed views in both modules), so on one target the cooperative and
+the serial loops give the same bits (the
 simulator tests check equality on blocks of 1 to 16 threads; the CPU drivers' BLAS differs
 from both by rounding). The triangular solves and the rank-one Cholesky update keep their
 column order (axpy form: the order of :func:`.linalg.solve_lower_t` and, for
@@ -57,6 +60,7 @@ from numba import cuda
 from vits_ref.config import kernel
 
 from . import linalg
+from .linalg import pivot, rotation, syrk_entry
 
 
 class _SimulatedCuda:
@@ -110,34 +114,14 @@ def gemm_nn(a, b, out):
 
 @kernel
 def gemm_tn(a, b, out):
-    """``out = a.T @ b``, output entries split over the block."""
-    _sync()
-    k, n = a.shape
-    m = b.shape[1]
-    for e in range(_tid(), n * m, _nthreads()):
-        i = e // m
-        j = e - i * m
-        s = 0.0
-        for p in range(k):
-            s += a[p, i] * b[p, j]
-        out[i, j] = s
-    _sync()
+    """``out = a.T @ b``: :func:`gemm_nn` on the transposed view."""
+    gemm_nn(a.T, b, out)
 
 
 @kernel
 def gemm_nt(a, b, out):
-    """``out = a @ b.T``, output entries split over the block."""
-    _sync()
-    n, k = a.shape
-    m = b.shape[0]
-    for e in range(_tid(), n * m, _nthreads()):
-        i = e // m
-        j = e - i * m
-        s = 0.0
-        for p in range(k):
-            s += a[i, p] * b[j, p]
-        out[i, j] = s
-    _sync()
+    """``out = a @ b.T``: :func:`gemm_nn` on the transposed view."""
+    gemm_nn(a, b.T, out)
 
 
 @kernel
@@ -163,18 +147,12 @@ def gram(a, out):
 def syrk_lower(a, alpha, beta, c):
     """Lower triangle of ``c`` <- ``beta c + alpha a^T a`` (strict upper untouched)."""
     _sync()
-    n, d = a.shape
+    d = a.shape[1]
     for e in range(_tid(), d * d, _nthreads()):
         i = e // d
         j = e - i * d
         if j <= i:
-            s = 0.0
-            for k in range(n):
-                s += a[k, i] * a[k, j]
-            if beta == 0.0:
-                c[i, j] = alpha * s
-            else:
-                c[i, j] = beta * c[i, j] + alpha * s
+            c[i, j] = syrk_entry(a, alpha, beta, c, i, j)
     _sync()
 
 
@@ -231,12 +209,7 @@ def chol_rank1_update(L, x, work):
         work[i] = x[i]
     for k in range(d):
         _sync()
-        lkk = L[k, k]
-        xk = work[k]
-        r = math.sqrt(lkk * lkk + xk * xk)
-        c = r / lkk
-        s = xk / lkk
-        ic = lkk / r
+        r, c, s, ic = rotation(L[k, k], work[k])
         _sync()  # every thread has read L[k, k] and work[k]
         if t == 0:
             L[k, k] = r
@@ -271,12 +244,7 @@ def inv_transpose(b, out, work):
             work[i, j] = 1.0 if i == j - d else 0.0
     for c in range(d):
         _sync()
-        piv = c
-        best = abs(work[c, c])
-        for r in range(c + 1, d):
-            if abs(work[r, c]) > best:
-                best = abs(work[r, c])
-                piv = r
+        piv, best = pivot(work, c, d)
         if best == 0.0 or not math.isfinite(best):
             _sync()
             return False

@@ -32,22 +32,24 @@ from .coop_linalg import _nthreads, _sync, _tid
 from .philox import bounded_block, normal_block, uniform_block
 
 
-@kernel
-def fill_uniforms(k0, k1, c0, c1, out):
-    """:func:`.philox.fill_uniforms`, the Philox blocks split over the CUDA block."""
-    _sync()
-    for j in range(_tid(), (out.shape[0] + 3) // 4, _nthreads()):
-        uniform_block(k0, k1, c0, c1, j, out)
-    _sync()
+def _split_blocks(block):
+    """The cooperative twin of a :mod:`.philox` fill by ``block(k0, k1, c0, c1, j, out)``
+    (elements ``4j .. 4j + 3``): Philox block ``j`` to thread ``j mod blockDim.x``."""
+
+    @kernel
+    def fill(k0, k1, c0, c1, out):
+        _sync()
+        for j in range(_tid(), (out.shape[0] + 3) // 4, _nthreads()):
+            block(k0, k1, c0, c1, j, out)
+        _sync()
+
+    return fill
 
 
-@kernel
-def fill_normals(k0, k1, c0, c1, out):
-    """:func:`.philox.fill_normals`, the Philox blocks split over the CUDA block."""
-    _sync()
-    for j in range(_tid(), (out.shape[0] + 3) // 4, _nthreads()):
-        normal_block(k0, k1, c0, c1, j, out)
-    _sync()
+#: :func:`.philox.fill_uniforms`, the Philox blocks split over the CUDA block.
+fill_uniforms = _split_blocks(uniform_block)
+#: :func:`.philox.fill_normals`, the Philox blocks split over the CUDA block.
+fill_normals = _split_blocks(normal_block)
 
 
 @kernel

@@ -82,7 +82,7 @@ import math
 from vits_ref.config import kernel
 
 from .diffusion_chain import EpsBodies
-from .linalg import gemm_nn, gemm_nt, gemm_tn
+from .linalg import gemm_nn, gemm_nt, gemm_tn, gemv_loops
 
 # --------------------------------------------------------------------------- layers
 
@@ -104,17 +104,6 @@ def _relu(x):
     for j in range(x.shape[0]):
         if not x[j] > 0.0:
             x[j] = 0.0
-
-
-@kernel
-def _dense_t(W, x, out):
-    """``out = W x`` (the transpose of the layer: ``out[i] = sum_j W[i, j] x[j]``)."""
-    n_in, n_out = W.shape
-    for i in range(n_in):
-        acc = 0.0
-        for j in range(n_out):
-            acc += W[i, j] * x[j]
-        out[i] = acc
 
 
 @kernel
@@ -151,11 +140,12 @@ def vjp(params, t, s, v, out, scratch):
     _relu(a1)
     _dense(W2[k], b2[k], a1, a2)
     _relu(a2)
-    _dense_t(W3[k], v, g2)
+    # back through the layers: input-major W makes each transposed layer W v
+    gemv_loops(W3[k], v, g2)
     _mask(g2, a2)
-    _dense_t(W2[k], g2, g1)
+    gemv_loops(W2[k], g2, g1)
     _mask(g1, a1)
-    _dense_t(W1[k], g1, out)
+    gemv_loops(W1[k], g1, out)
 
 
 #: The learned prior's noise regressor for the compiled chains

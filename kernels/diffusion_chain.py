@@ -33,7 +33,8 @@ import math
 
 from vits_ref.config import kernel
 
-from .linalg import cholesky, solve_lower, solve_lower_t
+from .bandit import argmax, instant_regret
+from .linalg import cholesky, gemv_loops, solve_lower, solve_lower_t
 from .newton import FAILED, MAX_ITER, make_newton
 from .potential import fingerprint
 
@@ -387,7 +388,7 @@ def make_diffts_linear_run(bodies):
     @kernel
     def run(coef, params, prec, start_prec, start_b, w, contexts, means, rewards, z, regret,
             arms, stats, theta, scores, M, L, work, scratch):
-        n, K, d = contexts.shape
+        n, _, d = contexts.shape
         G, h = stats
         for i in range(d):
             h[i] = 0.0
@@ -398,20 +399,9 @@ def make_diffts_linear_run(bodies):
                            L, work, scratch):
                 return r + 1
             X = contexts[r]
-            for a in range(K):
-                acc = 0.0
-                for i in range(d):
-                    acc += X[a, i] * theta[i]
-                scores[a] = acc
-            arm = 0
-            for a in range(1, K):
-                if scores[a] > scores[arm]:
-                    arm = a
-            best = means[r, 0]
-            for a in range(1, K):
-                if means[r, a] > best:
-                    best = means[r, a]
-            regret[r] = best - means[r, arm]
+            gemv_loops(X, theta, scores)
+            arm = argmax(scores)
+            regret[r] = instant_regret(means[r], arm)
             arms[r] = arm
             y = rewards[r, arm]
             for i in range(d):

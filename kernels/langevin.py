@@ -5,11 +5,7 @@
 the potential's ``grad`` hook (:mod:`.potential`); :data:`PIECE` runs it on the linear
 potential inside the fused bandit loop.
 
-Block-safe: the bodies store into their arrays only through :mod:`.linalg`'s primitives
-(scalars stay in registers, reductions only read), so a CUDA block can run them with every
-thread on shared state once :func:`vits_ref.drivers.cuda_coop.rebind` swaps in the
-cooperative primitives (:mod:`.coop_linalg`); the CPU compiles the same bodies, with the
-same results.
+Block-safe: stores only through :mod:`.linalg`'s primitives (:mod:`.coop_linalg` says why).
 """
 
 import math

@@ -40,32 +40,29 @@ def gemm_nn(a, b, out):
             out[i, j] = s
 
 
+@kernel
 def gemm_tn(a, b, out):
-    """``out = a.T @ b`` (loops; the CPU target uses BLAS)."""
-    k, n = a.shape
-    m = b.shape[1]
-    for i in range(n):
-        for j in range(m):
-            s = 0.0
-            for p in range(k):
-                s += a[p, i] * b[p, j]
-            out[i, j] = s
+    """``out = a.T @ b``: :func:`gemm_nn` on the transposed view (a view, no copy: BLAS on
+    the CPU, the loops with ``a``'s strides swapped elsewhere)."""
+    gemm_nn(a.T, b, out)
 
 
+@kernel
 def gemm_nt(a, b, out):
-    """``out = a @ b.T`` (loops; the CPU target uses BLAS)."""
-    n, k = a.shape
-    m = b.shape[0]
-    for i in range(n):
-        for j in range(m):
-            s = 0.0
-            for p in range(k):
-                s += a[i, p] * b[j, p]
-            out[i, j] = s
+    """``out = a @ b.T``: :func:`gemm_nn` on the transposed view."""
+    gemm_nn(a, b.T, out)
 
 
 def gemv(a, x, out):
-    """``out = a @ x`` (loops; the CPU target uses BLAS)."""
+    """``out = a @ x`` (:func:`gemv_loops`; the CPU target uses BLAS)."""
+    gemv_loops(a, x, out)
+
+
+@kernel
+def gemv_loops(a, x, out):
+    """``out = a @ x`` by loops on every target: :func:`gemv`'s body off the CPU, and what
+    a caller uses that keeps the loops' summation order on the CPU too (the one-point
+    passes of :mod:`.ddpm_mlp`, which a NumPy reference replays)."""
     n, k = a.shape
     for i in range(n):
         s = 0.0
@@ -88,12 +85,7 @@ def inv_transpose(b, out, work):
             work[i, j] = b[i, j]
             work[i, d + j] = 1.0 if i == j else 0.0
     for c in range(d):
-        piv = c
-        best = abs(work[c, c])
-        for r in range(c + 1, d):
-            if abs(work[r, c]) > best:
-                best = abs(work[r, c])
-                piv = r
+        piv, best = pivot(work, c, d)
         if best == 0.0 or not math.isfinite(best):
             return False
         if piv != c:
@@ -116,24 +108,23 @@ def inv_transpose(b, out, work):
     return True
 
 
+@kernel(inline=True)
+def pivot(work, c, d):
+    """``(r, |work[r, c]|)`` for the row ``c <= r < d`` of the largest ``|work[r, c]|``
+    (the first on ties): the partial pivot of :func:`inv_transpose`'s column ``c``."""
+    piv = c
+    best = abs(work[c, c])
+    for r in range(c + 1, d):
+        if abs(work[r, c]) > best:
+            best = abs(work[r, c])
+            piv = r
+    return piv, best
+
+
 @overload(gemm_nn, target="cpu")
 def _gemm_nn_cpu(a, b, out):
     def impl(a, b, out):
         np.dot(a, b, out)
-    return impl
-
-
-@overload(gemm_tn, target="cpu")
-def _gemm_tn_cpu(a, b, out):
-    def impl(a, b, out):
-        np.dot(a.T, b, out)
-    return impl
-
-
-@overload(gemm_nt, target="cpu")
-def _gemm_nt_cpu(a, b, out):
-    def impl(a, b, out):
-        np.dot(a, b.T, out)
     return impl
 
 
@@ -166,16 +157,6 @@ def _gemm_nn_cuda(a, b, out):
     return gemm_nn
 
 
-@overload(gemm_tn, target="cuda")
-def _gemm_tn_cuda(a, b, out):
-    return gemm_tn
-
-
-@overload(gemm_nt, target="cuda")
-def _gemm_nt_cuda(a, b, out):
-    return gemm_nt
-
-
 @overload(gemv, target="cuda")
 def _gemv_cuda(a, x, out):
     return gemv
@@ -195,16 +176,22 @@ def syrk_lower(a, alpha, beta, c):
     ``beta == 0`` overwrites (whatever ``c`` held, NaN included), as BLAS does. Loops here
     (CUDA, the simulator, tests); BLAS ``dsyrk`` on the CPU for C-contiguous operands.
     """
-    n, d = a.shape
+    d = a.shape[1]
     for i in range(d):
         for j in range(i + 1):
-            s = 0.0
-            for k in range(n):
-                s += a[k, i] * a[k, j]
-            if beta == 0.0:
-                c[i, j] = alpha * s
-            else:
-                c[i, j] = beta * c[i, j] + alpha * s
+            c[i, j] = syrk_entry(a, alpha, beta, c, i, j)
+
+
+@kernel(inline=True)
+def syrk_entry(a, alpha, beta, c, i, j):
+    """Entry ``(i, j)`` of ``beta c + alpha a^T a``; with ``beta == 0`` ``c`` is not read
+    (it may hold NaN)."""
+    s = 0.0
+    for k in range(a.shape[0]):
+        s += a[k, i] * a[k, j]
+    if beta == 0.0:
+        return alpha * s
+    return beta * c[i, j] + alpha * s
 
 
 # scipy's Fortran BLAS, registered under our own symbol name so that compiled functions
@@ -351,14 +338,7 @@ def chol_rank1_update(L, x, work):
     for i in range(d):
         work[i] = x[i]
     for k in range(d):
-        lkk = L[k, k]
-        xk = work[k]
-        # sqrt instead of hypot and a multiplication by 1/c instead of a division: 2x
-        # faster at d = 20; overflow would need |x| ~ 1e154
-        r = math.sqrt(lkk * lkk + xk * xk)
-        c = r / lkk
-        s = xk / lkk
-        ic = lkk / r
+        r, c, s, ic = rotation(L[k, k], work[k])
         L[k, k] = r
         if c < STEEP_ROTATION:
             for i in range(k + 1, d):
@@ -370,6 +350,16 @@ def chol_rank1_update(L, x, work):
                 lold = L[i, k]
                 L[i, k] = (lold + s * work[i]) * ic
                 work[i] = (work[i] - s * lold) * ic
+
+
+@kernel(inline=True)
+def rotation(lkk, xk):
+    """``(r, c, s, 1/c)`` of the rotation taking ``(lkk, xk)`` to ``(r, 0)`` in
+    :func:`chol_rank1_update`: ``r = sqrt(lkk^2 + xk^2)``, ``c = r / lkk``, ``s = xk / lkk``."""
+    # sqrt instead of hypot and a multiplication by 1/c instead of a division: 2x
+    # faster at d = 20; overflow would need |x| ~ 1e154
+    r = math.sqrt(lkk * lkk + xk * xk)
+    return r, r / lkk, xk / lkk, lkk / r
 
 
 @kernel

@@ -14,11 +14,7 @@ VITS-I/II take the mean gradient over the draws as
 ``eta V mu - eta b + (eta V B) mean_j eps_j``, reusing ``A B = eta V B`` that the square-root
 update needs anyway (two BLAS calls fewer per step), and ``A`` is ``eta V`` itself.
 
-Block-safe: the bodies store into their arrays only through :mod:`.linalg`'s primitives
-(scalars stay in registers, reductions only read), so a CUDA block can run them with every
-thread on shared state once :func:`vits_ref.drivers.cuda_coop.rebind` swaps in the
-cooperative primitives (:mod:`.coop_linalg`); the CPU compiles the same bodies, with the
-same results.
+Block-safe: stores only through :mod:`.linalg`'s primitives (:mod:`.coop_linalg` says why).
 """
 
 from vits_ref.config import kernel

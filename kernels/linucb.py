@@ -3,11 +3,7 @@
 Scores ``x_a theta_hat + alpha sqrt(x_a^T inv(V) x_a)`` with ``theta_hat = inv(V) b`` and
 ``V = lam I + sum x x^T`` (Li et al. 2010; the VITS paper's baseline).
 
-Block-safe: the bodies store into their arrays only through :mod:`.linalg`'s primitives
-(scalars stay in registers, reductions only read), so a CUDA block can run them with every
-thread on shared state once :func:`vits_ref.drivers.cuda_coop.rebind` swaps in the
-cooperative primitives (:mod:`.coop_linalg`); the CPU compiles the same bodies, with the
-same results.
+Block-safe: stores only through :mod:`.linalg`'s primitives (:mod:`.coop_linalg` says why).
 """
 
 from typing import NamedTuple

@@ -17,11 +17,7 @@ The step is generic over the potential: :func:`make_vits_steps` closes over a po
 ``vits_inputs`` hook (:mod:`.potential`), and :data:`PIECE` is the VITS policy's part of
 the fused linear-bandit loop (:mod:`.bandit`).
 
-Block-safe: the bodies store into their arrays only through :mod:`.linalg`'s primitives
-(scalars stay in registers, reductions only read), so a CUDA block can run them with every
-thread on shared state once :func:`vits_ref.drivers.cuda_coop.rebind` swaps in the
-cooperative primitives (:mod:`.coop_linalg`); the CPU compiles the same bodies, with the
-same results.
+Block-safe: stores only through :mod:`.linalg`'s primitives (:mod:`.coop_linalg` says why).
 """
 
 import math

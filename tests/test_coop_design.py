@@ -251,7 +251,8 @@ def test_rebind_keeps_the_original():
 
 #: The stores outside primitives that a block may run in every thread: the loop's outputs,
 #: written with the same value by every thread and never read back by the body.
-BENIGN = {"regret[tg] = best - means[arm]", "arms[tg] = arm", "kl_out[nk] = kl(params, state)"}
+BENIGN = {"regret[tg] = instant_regret(means, arm)", "arms[tg] = arm",
+          "kl_out[nk] = kl(params, state)"}
 
 
 @pytest.mark.parametrize("name", ["lints", "linucb", "vits", "lmc", "random"])
