@@ -312,10 +312,10 @@ def _free_device_bytes():
     return int(free) if np.isfinite(free) else None
 
 
-def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, arms, kl,
-                   progress, first_run=0, threads_per_block=THREADS_PER_BLOCK):
-    """The fused runs ``first_run, ..., first_run + n_runs - 1`` on the GPU, into rows
-    ``0..n_runs-1`` of ``regret``, ``arms`` and ``kl`` (as ``_run_fused`` on the CPU).
+def run_fused_cuda(block, rows, threads_per_block=THREADS_PER_BLOCK):
+    """The fused runs of ``block`` (a :class:`vits_ref.bandit.backends.RunBlock`: runs
+    ``first_run, ..., first_run + n_runs - 1``) on the GPU, into ``rows`` (as
+    ``_run_fused`` on the CPU).
 
     Batches of runs advance a chunk of rounds at a time (:func:`plan`) through
     :class:`vits_ref.drivers.cuda.BanditRounds` (one run per thread,
@@ -324,7 +324,7 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
     :data:`last_layout` and logged); each chunk's inputs are drawn on the host
     (:func:`vits_ref.bandit._fused_draws.batch_chunks`, the CPU path's chunked draws, on
     :data:`DRAW_THREADS` threads) by a helper thread while the device runs the previous
-    chunk. ``progress(runs_done, n_runs)`` is called after each batch.
+    chunk. ``block.report(runs_done)`` is called after each batch.
 
     Raises RuntimeError before any work when the CUDA path cannot run
     (:func:`check_device`), DivergenceError naming the engine, run, round and step size
@@ -335,11 +335,13 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
     from concurrent.futures import ThreadPoolExecutor
 
     global last_layout
+    spec, env_for, root, first_run = block.spec, block.env_for, block.root, block.first_run
+    T, n_runs, kl_rounds = block.n_rounds, block.n_runs, block.kl_rounds
     driver = check_device()
     first = env_for(run_seed(root, first_run))
     d, K = first.dim, first.n_arms
     batch, chunk = plan(spec, T, d, K, n_runs, len(kl_rounds), _free_device_bytes())
-    name = getattr(policy, "name", type(policy).__name__)
+    name = block.name
     layout, tpb, why = _choose_layout(spec, d)
     if layout == "block":
         from ..drivers.cuda_coop import BlockRounds
@@ -374,9 +376,8 @@ def run_fused_cuda(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, ar
                     last_layout["shared"] = rounds.shared
                 del arrays
                 record_first_divergence(first_bad, status)
-        regret[lo:hi], arms[lo:hi], kl[lo:hi] = rounds.results()
+        rows.regret[lo:hi], rows.arms[lo:hi], rows.kl[lo:hi] = rounds.results()
         del rounds
         raise_first_divergence(first_bad, name, first_run + lo, spec.step_size,
                                spec.divergence_detail)
-        if progress:
-            progress(hi, n_runs)
+        block.report(hi)

@@ -35,11 +35,7 @@ class DiffTSChains:
     def declines(self, block):
         if not is_linear_diffts(block.policy):
             return "the policy is not Thompson sampling over DiffTS on the linear model"
-        if (block.device, block.stream) != ("cpu", "numpy"):
-            return "DiffTS's driver runs on the CPU with NumPy's streams"
-        if not block.immediate:
-            return "its driver learns each round's reward at once (no delay or batch)"
-        return None
+        return backends.cpu_driver_declines(block, "DiffTS's driver")
 
     def run(self, block, rows):
         eng = block.policy.engine

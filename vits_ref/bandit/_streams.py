@@ -22,7 +22,6 @@ diverging run of the first batch with one, at its first diverging round.
 import numpy as np
 
 from .._seeding import run_seeds
-from .._threads import numba_threads
 from ..errors import raise_first_divergence, record_first_divergence
 from ..kernels.bandit_streams import scratch_size
 from . import _plan
@@ -92,33 +91,32 @@ def plan(spec, dims, T, n_runs, n_kl=0, free_device_bytes=None):
     return int(_plan.even_batches(n_runs, batch)), int(min(T, CHUNK_ROUNDS))
 
 
-def run_streams_cpu(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, kl,
-                    n_threads, progress, first_run=0):
-    """The streamed runs ``first_run .. first_run + n_runs - 1`` on the CPU into rows
-    ``0 .. n_runs - 1`` of ``regret``, ``arms`` and ``kl``."""
+def run_streams_cpu(block, rows):
+    """The streamed runs of ``block`` (runs ``first_run .. first_run + n_runs - 1``, a
+    :class:`vits_ref.bandit.backends.RunBlock`) on the CPU into ``rows``, batches of
+    :data:`CPU_BATCH` runs on the runner's Numba threads."""
     from ..drivers import cpu
 
-    env_round, env_params, dims = check(spec, name, env, False)
+    spec, name, root, first_run = block.spec, block.name, block.root, block.first_run
+    T, n_runs, kl_rounds = block.n_rounds, block.n_runs, block.kl_rounds
+    env_round, env_params, dims = check(spec, name, block.env, False)
     run = cpu.bandit_streams(spec.piece, env_round)
-    with numba_threads(n_threads):
-        for lo in range(0, n_runs, CPU_BATCH):
-            hi = min(n_runs, lo + CPU_BATCH)
-            R = hi - lo
-            keys = run_keys(root, first_run + lo, R)
-            bufs = np.empty((R, state_size(spec, dims, T)))
-            scratch = np.empty((R, scratch_size(*dims)))
-            status = np.zeros(R, dtype=np.int64)
-            run(spec.params, env_params, keys, dims, bufs, scratch, 0, T, kl_rounds,
-                regret[lo:hi], arms[lo:hi], kl[lo:hi], status)
-            raise_first_divergence(status, name, first_run + lo, spec.step_size,
-                                   spec.divergence_detail)
-            if progress:
-                progress(hi, n_runs)
+    for lo in range(0, n_runs, CPU_BATCH):
+        hi = min(n_runs, lo + CPU_BATCH)
+        R = hi - lo
+        keys = run_keys(root, first_run + lo, R)
+        bufs = np.empty((R, state_size(spec, dims, T)))
+        scratch = np.empty((R, scratch_size(*dims)))
+        status = np.zeros(R, dtype=np.int64)
+        run(spec.params, env_params, keys, dims, bufs, scratch, 0, T, kl_rounds,
+            rows.regret[lo:hi], rows.arms[lo:hi], rows.kl[lo:hi], status)
+        raise_first_divergence(status, name, first_run + lo, spec.step_size,
+                               spec.divergence_detail)
+        block.report(hi)
 
 
-def run_streams_cuda(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, kl,
-                     progress, first_run=0, threads_per_block=None):
-    """The streamed runs on the GPU (:func:`plan`'s batches, chunks of
+def run_streams_cuda(block, rows, threads_per_block=None):
+    """The streamed runs of ``block`` on the GPU into ``rows`` (:func:`plan`'s batches, chunks of
     :data:`CHUNK_ROUNDS` rounds a launch); the same rows as :func:`run_streams_cpu`.
 
     The launch layout is :func:`vits_ref.bandit._cuda_simulate.layout_for_streams`' choice, with
@@ -132,7 +130,9 @@ def run_streams_cuda(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, 
     """
     from . import _cuda_simulate as cs
 
-    env_round, env_params, dims = check(spec, name, env, False)
+    spec, name, root, first_run = block.spec, block.name, block.root, block.first_run
+    T, n_runs, kl_rounds = block.n_rounds, block.n_runs, block.kl_rounds
+    env_round, env_params, dims = check(spec, name, block.env, False)
     driver = cs.check_device()  # a clear RuntimeError before any work
     layout, tpb, why = cs.choose_layout_streams(spec, env_round, dims[0])
     if layout == "block":
@@ -163,9 +163,8 @@ def run_streams_cuda(spec, name, env, root, T, n_runs, kl_rounds, regret, arms, 
             record_first_divergence(first_bad, status)
             if first_bad.all():
                 break
-        regret[lo:hi], arms[lo:hi], kl[lo:hi] = runs.results()
+        rows.regret[lo:hi], rows.arms[lo:hi], rows.kl[lo:hi] = runs.results()
         del runs
         raise_first_divergence(first_bad, name, first_run + lo, spec.step_size,
                                spec.divergence_detail)
-        if progress:
-            progress(hi, n_runs)
+        block.report(hi)

@@ -44,8 +44,8 @@ import numpy as np
 from .._seeding import instance_seed, policy_seed, run_seeds
 from ._fused_draws import realise
 
-__all__ = ["Backend", "RunBlock", "Rows", "choose", "names", "register", "registered",
-           "realise_block"]
+__all__ = ["Backend", "RunBlock", "Rows", "choose", "cpu_driver_declines", "names",
+           "register", "registered", "realise_block"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,6 +229,17 @@ def choose(block, name=None, fused=None):
             continue
         if backend.declines(block) is None:
             return backend
+    return None
+
+
+def cpu_driver_declines(block, what):
+    """Why ``what``, a CPU driver fed NumPy's streams that learns each round's reward at
+    once, cannot run ``block``; None if it can (the device, stream and feedback half of a
+    :meth:`Backend.declines`)."""
+    if (block.device, block.stream) != ("cpu", "numpy"):
+        return f"{what} runs on the CPU with NumPy's streams"
+    if not block.immediate:
+        return f"{what} learns each round's reward at once (no delay or batch)"
     return None
 
 

@@ -115,8 +115,7 @@ class Online:
         self._sel[0], self._steps[0] = sel0, steps0
         self._start(self._params, self._buf, K, d, M, self._T, np.ascontiguousarray(init))
         self._shape = (K, d)
-        self._sel_rows, self._step_rows = sel0, steps0
-        self._sel_base = self._step_base = 0
+        self._cache = {"sel": (0, sel0), "steps": (0, steps0)}  # (first draw, its block)
 
     @classmethod
     def for_run(cls, policy, n_arms, run_seed, **kw):
@@ -137,6 +136,16 @@ class Online:
             del self._sel[old], self._steps[old]
         return store[b]
 
+    def _row(self, which, t):
+        """``(rows, i)``: the block of ``which`` draws (``"sel"`` or ``"steps"``) holding
+        the ``t``-th, and its index there (the last block used is kept at hand)."""
+        base, rows = self._cache[which]
+        if not 0 <= t - base < self._block:
+            rows = self._rows(self._sel if which == "sel" else self._steps, t)
+            base = t - t % self._block
+            self._cache[which] = (base, rows)
+        return rows, t - base
+
     def _contexts(self, X):
         if not (type(X) is np.ndarray and X.dtype is _F64):
             X = np.ascontiguousarray(X, dtype=np.float64)
@@ -153,12 +162,8 @@ class Online:
         if type(X) is not np.ndarray or X.dtype is not _F64 or X.shape != self._shape:
             X = self._contexts(X)
         t = self.n_selects
-        i = t - self._sel_base
-        if not 0 <= i < self._block:
-            self._sel_rows = self._rows(self._sel, t)
-            self._sel_base = t - t % self._block
-            i = t - self._sel_base
-        arm = self._choose(self._params, self._buf, self._M, self._T, X, self._sel_rows[i],
+        rows, i = self._row("sel", t)
+        arm = self._choose(self._params, self._buf, self._M, self._T, X, rows[i],
                            MAX_ABS_DATA)
         if arm < 0:
             raise ValueError(f"contexts must be finite with entries of magnitude <= "
@@ -182,15 +187,10 @@ class Online:
         i = 0
         while i < Xs.shape[0]:
             t = self.n_selects
-            j = t - self._sel_base
-            if not 0 <= j < self._block:
-                self._sel_rows = self._rows(self._sel, t)
-                self._sel_base = t - t % self._block
-                j = t - self._sel_base
+            rows, j = self._row("sel", t)
             n = min(Xs.shape[0] - i, self._block - j)  # the rest of this block's draws
             done = self._choose_many(self._params, self._buf, self._M, self._T,
-                                     Xs[i:i + n], self._sel_rows[j:j + n], MAX_ABS_DATA,
-                                     out[i:i + n])
+                                     Xs[i:i + n], rows[j:j + n], MAX_ABS_DATA, out[i:i + n])
             self.n_selects = t + done
             if done < n:
                 raise ValueError(f"contexts of request {i + done} must be finite with "
@@ -222,14 +222,10 @@ class Online:
         if self.spec.binary_rewards and r != 0.0 and r != 1.0:
             raise ValueError(f"reward must be 0 or 1 for the logistic model, got {reward}")
         t = self.n_updates
-        i = t - self._step_base
-        if not 0 <= i < self._block:
-            self._step_rows = self._rows(self._steps, t)
-            self._step_base = t - t % self._block
-            i = t - self._step_base
+        rows, i = self._row("steps", t)
         n_obs = t + 1
         code = self._learn(self._params, self._buf, self.n_arms, self._M, self._T, x, r,
-                           n_obs, self._step_rows[i], MAX_ABS_DATA)
+                           n_obs, rows[i], MAX_ABS_DATA)
         if code == 0:
             h = self.spec.step_size
             raise DivergenceError(self.engine_name, n_obs, h(n_obs) if callable(h) else h,

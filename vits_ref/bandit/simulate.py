@@ -18,6 +18,7 @@ nothing pre-drawn.
 """
 
 import dataclasses
+import importlib
 import math
 import time
 
@@ -345,69 +346,27 @@ class PythonLoop:
             _collect(map(_python_job, jobs), rows, block)
 
 
-class FusedCPU:
-    """The fused compiled loop on the CPU, fed pre-drawn NumPy streams (:func:`_run_fused`)."""
+class Fused:
+    """The fused compiled loop of a policy's :class:`~vits_ref.drivers.fused.FusedSpec` on
+    one ``device`` with one ``stream``: ``loop(block, rows)`` is :func:`_run_fused` (the
+    CPU, pre-drawn NumPy streams),
+    :func:`vits_ref.bandit._cuda_simulate.run_fused_cuda`,
+    :func:`vits_ref.bandit._streams.run_streams_cpu` or ``run_streams_cuda`` (counter-based
+    streams), named ``"module:function"`` and imported when a block runs (the CUDA
+    modules load Numba's CUDA target)."""
 
-    name, order, compiled, exact, result_type = "fused-cpu", 40, True, True, SimulationResult
+    compiled, exact, result_type = True, True, SimulationResult
 
-    def declines(self, block):
-        return _fused_declines(block, "cpu", "numpy")
-
-    def run(self, block, rows):
-        _run_fused(block.spec, block.policy, block.env_for, block.root, block.n_rounds,
-                   block.n_runs, block.kl_rounds, rows.regret, rows.arms, rows.kl,
-                   block.n_threads, block.progress, block.first_run)
-
-
-class FusedCUDA:
-    """The fused loop on CUDA, fed pre-drawn NumPy streams
-    (:func:`vits_ref.bandit._cuda_simulate.run_fused_cuda`)."""
-
-    name, order, compiled, exact, result_type = "fused-cuda", 30, True, True, SimulationResult
+    def __init__(self, name, order, device, stream, loop):
+        self.name, self.order, self.device, self.stream = name, order, device, stream
+        self.loop = loop
 
     def declines(self, block):
-        return _fused_declines(block, "cuda", "numpy")
+        return _fused_declines(block, self.device, self.stream)
 
     def run(self, block, rows):
-        from ._cuda_simulate import run_fused_cuda
-
-        run_fused_cuda(block.spec, block.policy, block.env_for, block.root, block.n_rounds,
-                       block.n_runs, block.kl_rounds, rows.regret, rows.arms, rows.kl,
-                       block.progress, block.first_run)
-
-
-class PhiloxCPU:
-    """The fused loop on the CPU drawing its own counter-based streams
-    (:func:`vits_ref.bandit._streams.run_streams_cpu`)."""
-
-    name, order, compiled, exact, result_type = "philox-cpu", 20, True, True, SimulationResult
-
-    def declines(self, block):
-        return _fused_declines(block, "cpu", "philox")
-
-    def run(self, block, rows):
-        from ._streams import run_streams_cpu
-
-        run_streams_cpu(block.spec, block.name, block.env, block.root, block.n_rounds,
-                        block.n_runs, block.kl_rounds, rows.regret, rows.arms, rows.kl,
-                        block.n_threads, block.progress, block.first_run)
-
-
-class PhiloxCUDA:
-    """The fused loop on CUDA drawing its own counter-based streams
-    (:func:`vits_ref.bandit._streams.run_streams_cuda`)."""
-
-    name, order, compiled, exact, result_type = "philox-cuda", 10, True, True, SimulationResult
-
-    def declines(self, block):
-        return _fused_declines(block, "cuda", "philox")
-
-    def run(self, block, rows):
-        from ._streams import run_streams_cuda
-
-        run_streams_cuda(block.spec, block.name, block.env, block.root, block.n_rounds,
-                         block.n_runs, block.kl_rounds, rows.regret, rows.arms, rows.kl,
-                         block.progress, block.first_run)
+        module, function = self.loop.split(":")
+        getattr(importlib.import_module(module, __package__), function)(block, rows)
 
 
 def _fused_declines(block, device, stream):
@@ -420,7 +379,10 @@ def _fused_declines(block, device, stream):
     return None
 
 
-for _backend in (PythonLoop(), FusedCPU(), FusedCUDA(), PhiloxCPU(), PhiloxCUDA()):
+for _backend in (PythonLoop(), Fused("fused-cpu", 40, "cpu", "numpy", ".simulate:_run_fused"),
+                 Fused("fused-cuda", 30, "cuda", "numpy", "._cuda_simulate:run_fused_cuda"),
+                 Fused("philox-cpu", 20, "cpu", "philox", "._streams:run_streams_cpu"),
+                 Fused("philox-cuda", 10, "cuda", "philox", "._streams:run_streams_cuda")):
     backends.register(_backend)
 
 
@@ -544,24 +506,23 @@ def _fused_plan(n_runs, T, per_round, n_threads):
     return batch, _plan.fit(_MEMORY_BUDGET // (batch * per_round), T)
 
 
-def _run_fused(spec, policy, env_for, root, T, n_runs, kl_rounds, regret, arms, kl,
-               n_threads, progress, first_run=0):
-    """The fused runs ``first_run, ..., first_run + n_runs - 1`` into rows ``0..n_runs-1``
-    of ``regret``, ``arms``, ``kl``, by batches of runs and chunks of rounds sized by
-    :data:`_MEMORY_BUDGET` (:func:`_fused_plan`), so the memory does not grow with the
-    horizon; the chunks are bit-identical to one whole draw (:func:`_fused_batch`)."""
+def _run_fused(block, rows):
+    """The fused runs of ``block`` (runs ``first_run, ..., first_run + n_runs - 1``) into
+    ``rows``, by batches of runs and chunks of rounds sized by :data:`_MEMORY_BUDGET`
+    (:func:`_fused_plan`), so the memory does not grow with the horizon; the chunks are
+    bit-identical to one whole draw (:func:`_fused_batch`)."""
+    spec, env_for, root, first_run = block.spec, block.env_for, block.root, block.first_run
+    T, n_runs = block.n_rounds, block.n_runs
     first = env_for(run_seed(root, first_run))
     d, K = first.dim, first.n_arms
-    with numba_threads(n_threads) as threads:
-        batch, chunk = _fused_plan(n_runs, T, _bytes_per_round(spec, d, K), threads)
-        for lo in range(0, n_runs, batch):
-            hi = min(n_runs, lo + batch)
-            seeds = run_seeds(root, first_run + lo, hi - lo)
-            _fused_batch(spec, _policy_name(policy), [env_for(s) for s in seeds], seeds, T,
-                         chunk, kl_rounds, regret[lo:hi], arms[lo:hi], kl[lo:hi],
-                         first_run + lo)
-            if progress:
-                progress(hi, n_runs)
+    batch, chunk = _fused_plan(n_runs, T, _bytes_per_round(spec, d, K), block.n_threads)
+    for lo in range(0, n_runs, batch):
+        hi = min(n_runs, lo + batch)
+        seeds = run_seeds(root, first_run + lo, hi - lo)
+        _fused_batch(spec, block.name, [env_for(s) for s in seeds], seeds, T, chunk,
+                     block.kl_rounds, rows.regret[lo:hi], rows.arms[lo:hi], rows.kl[lo:hi],
+                     first_run + lo)
+        block.report(hi)
 
 
 def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms, kl,

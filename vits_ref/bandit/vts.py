@@ -102,11 +102,7 @@ class VTSRuns:
     def declines(self, block):
         if not isinstance(block.policy, VTS):
             return "the policy is not a VTS"
-        if (block.device, block.stream) != ("cpu", "numpy"):
-            return "VTS's driver runs on the CPU with NumPy's streams"
-        if not block.immediate:
-            return "its driver learns each round's reward at once (no delay or batch)"
-        return None
+        return backends.cpu_driver_declines(block, "VTS's driver")
 
     def run(self, block, rows):
         policy, R, T = block.policy, block.n_runs, block.n_rounds
