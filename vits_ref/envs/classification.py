@@ -43,8 +43,9 @@ class ClassificationBandit(Environment):
     standardize : bool, default True
         Centre every feature and divide it by its standard deviation (a constant feature
         keeps scale 1), then divide by ``sqrt(p)``, so that a sample's squared norm is 1 on
-        average over the data set: the scale of contexts on which the library's default
-        step sizes were set, whatever the number of features (docs/reproduction/showdown.md).
+        average over the data set whatever the number of features: the scale of the hard
+        instance's unit-norm arms, so that one step size suits every data set
+        (docs/reproduction/showdown.md).
     n_components : int, optional
         Keep only the first ``n_components`` principal components of the (standardised)
         features: their scores on the leading right singular vectors of the centred
@@ -90,7 +91,7 @@ class ClassificationBandit(Environment):
     >>> import numpy as np, vits_ref as vr
     >>> X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
     >>> env = vr.envs.ClassificationBandit(X, ["b", "a", "b"], standardize=False)
-    >>> env.n_arms, env.dim, list(env.classes)
+    >>> env.n_arms, env.dim, env.classes.tolist()
     (2, 6, ['a', 'b'])
     >>> run = env.realise(4, rng=0)
     >>> bool(np.array_equal(run.rewards, run.means)), run.means.sum(axis=1).tolist()
