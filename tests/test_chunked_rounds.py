@@ -49,6 +49,9 @@ ENVS = {
                                            synthetic_kwargs=_SMALL_MOVIELENS),
     "movielens-logistic": lambda: vr.envs.movielens(n_movies=7, seed=0,
                                                     synthetic_kwargs=_SMALL_MOVIELENS),
+    "wheel": lambda: vr.envs.wheel(delta=0.5),
+    "classification": lambda: vr.envs.ClassificationBandit(
+        np.random.default_rng(0).standard_normal((13, 3)), np.arange(13) % 3),
 }
 
 

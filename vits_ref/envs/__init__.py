@@ -11,12 +11,18 @@
 - :mod:`vits_ref.envs.movielens`: the per-arm MovieLens bandit of section 5
   (:func:`movielens`); its data, factorisation and cache are in :mod:`vits_ref.data`;
 - :mod:`vits_ref.envs.mixture`: arms paying mixtures of linear-Gaussian experts, with the
-  VTS paper's scenarios A and B (:func:`vts_scenario`).
+  VTS paper's scenarios A and B (:func:`vts_scenario`);
+- :mod:`vits_ref.envs.classification`: a classification data set as a bandit, one arm per
+  class (:class:`ClassificationBandit`), and scikit-learn's bundled data sets
+  (:func:`sklearn_bandit`); :mod:`vits_ref.envs.wheel`: the wheel bandit of Riquelme et
+  al. (:func:`wheel`); both give the linear engines the disjoint encoding
+  (:mod:`vits_ref.envs.disjoint`).
 
 Every realisation carries the expected reward of every arm, so regret is exact.
 """
 
 from .base import REWARDS, Environment, Realisation
+from .classification import ClassificationBandit, sklearn_bandit
 from .diffusion import (
     PRIOR_SHAPES,
     PriorBandit,
@@ -28,9 +34,11 @@ from .diffusion import (
 from .mixture import MixtureEnvironment, vts_scenario
 from .movielens import MovieLensEnvironment, movielens
 from .synthetic import HardInstance, PoolEnvironment, hard_instance, pool
+from .wheel import WheelBandit, wheel
 
 __all__ = ["REWARDS", "Environment", "HardInstance", "MixtureEnvironment",
            "MovieLensEnvironment", "PoolEnvironment", "Realisation", "hard_instance",
            "movielens", "pool", "vts_scenario"]
 __all__ += ["PRIOR_SHAPES", "PriorBandit", "PriorShape", "digits_prior_bandit",
             "movielens_prior_bandit", "prior_bandit"]
+__all__ += ["ClassificationBandit", "WheelBandit", "sklearn_bandit", "wheel"]

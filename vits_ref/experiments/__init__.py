@@ -3,7 +3,8 @@
 One subpackage per paper (:mod:`vits_ref.experiments.vits`: the VITS paper;
 :mod:`~vits_ref.experiments.vts`: variational Thompson sampling;
 :mod:`~vits_ref.experiments.renyi`: Rényi VI; :mod:`~vits_ref.experiments.diffts`:
-diffusion priors), one module per figure or table;
+diffusion priors), one module per figure or table, and
+:mod:`~vits_ref.experiments.showdown`: every method on shared environments (no paper's);
 :mod:`vits_ref.experiments._common` holds what they share. Each experiment module defines
 ``NAME``, ``DESCRIPTION``, ``DEFAULTS`` (runs, rounds, seed), ``run(runs, rounds, seed,
 out, progress)`` which writes a CSV, a JSON summary and a PNG plot into ``out`` and
@@ -15,10 +16,10 @@ That contract is written down as the protocol :class:`Experiment`
 module against it).
 """
 
-from . import diffts, opvi, renyi, vits, vts
+from . import diffts, opvi, renyi, showdown, vits, vts
 from ._common import Experiment as Experiment  # re-exported: vits_ref.experiments.Experiment
 
-PAPERS = (vits, vts, renyi, diffts, opvi)
+PAPERS = (vits, vts, renyi, diffts, opvi, showdown)
 #: name -> experiment module (each an :class:`Experiment`)
 EXPERIMENTS = {m.NAME: m for paper in PAPERS for m in paper.MODULES}
 

@@ -113,6 +113,13 @@ SIZES["small"].update({
 EXPERIMENTS["diffts"] = ("diffts-synthetic", "diffts-ablation", "diffts-movielens",
                          "diffts-digits")
 
+# beyond the papers: every method on shared environments (no claims: a comparison)
+PAPERS["showdown"] = ("Showdown: every method of the library on shared environments, paired "
+                      "against the best (no paper's)")
+SIZES["paper"]["showdown"] = {**get("showdown").PAPER_SIZE, "size": "full"}
+SIZES["small"]["showdown"] = {}  # its defaults are its small size
+EXPERIMENTS["showdown"] = ("showdown",)
+
 
 def _run_kwargs(mod, size, name):
     """The experiment's defaults overridden by the size's settings."""

@@ -1,0 +1,130 @@
+"""The showdown (vits_ref.experiments.showdown): a tiny run writes its outputs, and the
+comparison with the best method on planted data.
+
+The planted checks are exact or statistical with fixed seeds: a method 5 units worse than
+the best, with run-to-run noise of sd 1 in the paired differences, over 30 runs, has a
+paired t interval of half-width about 0.75, so "worse" is certain (the interval's lower
+end would have to fall 6 standard errors); identical methods give a difference of
+exactly 0.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from vits_ref.experiments import EXPERIMENTS, Experiment
+from vits_ref.experiments.showdown import catalogue, experiment
+from vits_ref.experiments.showdown.versus_best import best_method, versus_best
+
+
+def _entries(values):
+    return [{"method": m, "final_regrets": list(v)} for m, v in values.items()]
+
+
+def test_a_planted_better_method_is_found_and_the_worse_one_called_worse():
+    rng = np.random.default_rng(0)
+    base = rng.gamma(2.0, 50.0, size=30)  # heavy environment noise, shared by the methods
+    good = base - 5.0 + rng.standard_normal(30)
+    best, diffs = versus_best(_entries({"plain": base, "good": good,
+                                        "twin of good": good.copy()}))
+    assert best == "good"
+    d = diffs["plain"]
+    assert d["verdict"] == "higher" and d["ci"][0] > 0
+    assert abs(d["mean"] - np.mean(base - good)) < 1e-12
+    # identical to the best: a zero difference, exactly, with a degenerate interval
+    twin = diffs["twin of good"]
+    assert twin["mean"] == 0.0 and twin["ci"] == [0.0, 0.0]
+    assert twin["verdict"] == "no difference detected"
+    assert "good" not in diffs
+
+
+def test_paired_intervals_are_narrower_than_the_marginal_spread():
+    # the environment's share of the variance cancels in the paired difference
+    rng = np.random.default_rng(1)
+    base = rng.gamma(2.0, 50.0, size=30)
+    _, diffs = versus_best(_entries({"a": base, "b": base + 2.0 + 0.5 * rng.standard_normal(30)}))
+    lo, hi = diffs["b"]["ci"]
+    assert 0 < lo < 2.0 < hi and hi - lo < 0.1 * base.std()
+
+
+def test_best_method_ties_and_missing_values():
+    assert best_method(_entries({"x": [1.0, 3.0], "y": [2.0, 2.0]})) == "x"  # tie: first
+    assert best_method([{"method": "z"}]) is None
+    assert versus_best([]) == (None, {})
+
+
+def test_registered_as_an_experiment():
+    mod = EXPERIMENTS["showdown"]
+    assert mod is experiment and isinstance(mod, Experiment)
+    assert mod.claims({}) == []
+    assert set(catalogue.SIZES["small"]) < set(catalogue.SIZES["full"])
+
+
+def test_arguments_are_checked_before_any_work(tmp_path):
+    for kw, match in (({"size": "huge"}, "size"), ({"environments": ["mars"]}, "environments"),
+                      ({"methods": ["Oracle"]}, "methods")):
+        with pytest.raises(ValueError, match=match):
+            experiment.run(runs=2, rounds=4, out=str(tmp_path), **kw)
+    assert not os.listdir(tmp_path)
+
+
+def _not_here(setting, env):
+    raise catalogue.NotApplicable("planted: needs per-arm identities")
+
+
+def test_tiny_run_writes_its_outputs_and_resumes(tmp_path, monkeypatch):
+    methods = tuple(m for m in catalogue.METHODS if m.label in ("LinTS", "LinUCB", "VITS-II"))
+    monkeypatch.setattr(experiment, "METHODS",
+                        methods + (catalogue.Method("Planted", _not_here),))
+    out = str(tmp_path / "sd")
+    kw = dict(runs=2, rounds=6, seed=0, out=out, environments=["pool", "wheel"])
+    res = experiment.run(**kw)
+    names = {os.path.basename(f) for f in res["files"]}
+    assert {"curves.csv", "summary.json", "showdown.md"} <= names
+    assert all(os.path.exists(f) for f in res["files"])
+    with open(os.path.join(out, "summary.json")) as fh:
+        saved = json.load(fh)
+    assert saved["best"] == res["best"]
+    for panel in ("linear pool (d = 20, K = 50, zeta = 0.1)", "wheel (delta = 0.95)"):
+        entries = [e for e in saved["results"] if e["panel"] == panel]
+        assert [e["method"] for e in entries] == ["LinTS", "LinUCB", "VITS-II"]
+        best = saved["best"][panel]
+        for e in entries:
+            assert len(e["final_regrets"]) == 2 and e["us_per_round"] > 0
+            if e["method"] == best:
+                assert "paired_vs_best" not in e
+            else:
+                diff = np.subtract(e["final_regrets"],
+                                   next(x for x in entries if x["method"] == best)[
+                                       "final_regrets"])
+                assert e["paired_vs_best"]["best"] == best
+                assert abs(e["paired_vs_best"]["mean"] - diff.mean()) < 1e-9
+        kl = {e["method"]: e.get("kl_at_T") for e in entries}
+        assert kl["LinTS"] == pytest.approx(0.0, abs=1e-8)  # LinTS is the exact posterior
+        assert kl["VITS-II"] > 0 and kl["LinUCB"] is None
+    assert {(s["method"], s["reason"]) for s in saved["not_applicable"]} == {
+        ("Planted", "planted: needs per-arm identities")}
+    page = open(os.path.join(out, "showdown.md"), encoding="utf-8").read()
+    assert page.count("not applicable: planted") == 2 and "**best**" in page
+    # the same command again reuses every chunk and gives the same numbers
+    again = experiment.run(**kw)
+    assert again["execution"]["computed"] == 0 and again["execution"]["reused"] > 0
+    assert [e.get("final_regrets") for e in again["results"]] == [
+        e.get("final_regrets") for e in res["results"]]
+
+
+def test_report_and_command_line_know_the_showdown(monkeypatch):
+    import importlib.util
+
+    from vits_ref.__main__ import CLIError, check_needs
+    from vits_ref.experiments import report
+
+    assert report.EXPERIMENTS["showdown"] == ("showdown",)
+    assert report.SIZES["paper"]["showdown"] == {**experiment.PAPER_SIZE, "size": "full"}
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "sklearn" else real(name, *a))
+    with pytest.raises(CLIError, match=r"pip install 'vits_ref\[data\]'"):
+        check_needs(experiment)
