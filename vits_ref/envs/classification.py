@@ -20,6 +20,7 @@ import numpy as np
 from .. import _validate as val
 from .base import Environment
 from .disjoint import decode, encode
+from .rounds import Draw, RoundDraws
 
 __all__ = ["DATA_HINT", "SKLEARN_SETS", "ClassificationBandit", "sklearn_bandit"]
 
@@ -170,30 +171,22 @@ class ClassificationBandit(Environment):
         return self._probs[rows].reshape(x.shape[:-1] + (self.n_arms,))
 
     # -- a run's draws: the samples, then one uniform per round for the rewards ------------
-    def _contexts(self, T, rng):
-        return self._contexts_from([draw(rng, T) for draw in self._context_draws()], T)
+    def round_draws(self):
+        """A round: one sample index (a uniform integer in ``[0, n_samples)``), its features
+        in the disjoint encoding; then one uniform ``u`` that picks the observed class,
+        the first whose cumulative probability exceeds ``u`` (with one-hot expected
+        rewards, the sample's own class whatever ``u``). No counter piece."""
+        X, K = self.X, self.n_arms
 
-    def _context_draws(self):
-        n = self.n_samples
-        return (lambda rng, m: rng.integers(n, size=m),)
+        def contexts(parts, n):
+            return encode(X[parts[0][:, 0]], K)
 
-    def _contexts_from(self, parts, n):
-        return encode(self.X[parts[0]], self.n_arms)
+        def rewards(contexts, means, parts):
+            cls = np.minimum((parts[0] >= np.cumsum(means, axis=1)).sum(axis=1), K - 1)
+            return (cls[:, None] == np.arange(K)[None, :]).astype(float)
 
-    def _rewards(self, means, rng):
-        return self._rewards_from(means, [draw(rng, means.shape[0])
-                                          for draw in self._reward_draws()])
-
-    def _reward_draws(self):
-        return (lambda rng, m: rng.random((m, 1)),)
-
-    def _rewards_from(self, means, parts):
-        # the class whose cumulative probability first exceeds u: with one-hot means the
-        # sample's own class, whatever u in [0, 1)
-        cum = np.cumsum(means, axis=1)
-        K = self.n_arms
-        cls = np.minimum((parts[0] >= cum).sum(axis=1), K - 1)
-        return (cls[:, None] == np.arange(K)[None, :]).astype(float)
+        return RoundDraws((Draw("integers", (1,), high=self.n_samples),), contexts,
+                          (Draw("uniform", (1,)),), rewards)
 
     def _params(self):
         return {"features": self.features, "labels": self.labels,

@@ -21,6 +21,7 @@ import numpy as np
 from .. import _validate as val
 from .base import Environment
 from .disjoint import decode, encode
+from .rounds import Draw, RoundDraws
 
 __all__ = ["WheelBandit", "wheel"]
 
@@ -114,27 +115,24 @@ class WheelBandit(Environment):
         return self.wheel_means(decode(contexts, self.n_features)[..., :2])
 
     # -- a run's draws: the points, then the arms' noise ------------------------------------
-    def _contexts(self, T, rng):
-        return self._contexts_from([draw(rng, T) for draw in self._context_draws()], T)
+    def round_draws(self):
+        """A round: two uniforms ``(u, v)``, the point ``sqrt(u) (cos 2 pi v, sin 2 pi v)``
+        (uniform in the disc: the polar inverse-CDF draw, chunk-safe, where the authors'
+        sampler rejects points of the square), in the disjoint encoding; then one normal
+        per arm, ``reward = mean + noise_sd eps``. No counter piece."""
+        intercept, noise = self.intercept, self.noise_scale
 
-    def _context_draws(self):
-        return (lambda rng, n: rng.random((n, 2)),)
+        def contexts(parts, n):
+            u = parts[0]
+            r, phi = np.sqrt(u[:, 0]), 2.0 * np.pi * u[:, 1]
+            cols = [r * np.cos(phi), r * np.sin(phi)] + ([np.ones(n)] if intercept else [])
+            return encode(np.stack(cols, axis=1), N_ARMS)
 
-    def _contexts_from(self, parts, n):
-        u = parts[0]
-        r, phi = np.sqrt(u[:, 0]), 2.0 * np.pi * u[:, 1]
-        cols = [r * np.cos(phi), r * np.sin(phi)] + ([np.ones(n)] if self.intercept else [])
-        return encode(np.stack(cols, axis=1), N_ARMS)
+        def rewards(contexts, means, parts):
+            return means + noise * parts[0]
 
-    def _rewards(self, means, rng):
-        return self._rewards_from(means, [draw(rng, means.shape[0])
-                                          for draw in self._reward_draws()])
-
-    def _reward_draws(self):
-        return (lambda rng, n: rng.standard_normal((n, N_ARMS)),)
-
-    def _rewards_from(self, means, parts):
-        return means + self.noise_scale * parts[0]
+        return RoundDraws((Draw("uniform", (2,)),), contexts, (Draw("normal", (N_ARMS,)),),
+                          rewards)
 
     def _params(self):
         return {"delta": self.delta, "mu_constant": self.mu_constant,
