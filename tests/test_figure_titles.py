@@ -49,4 +49,4 @@ def test_paper_title():
     assert (plotting.paper_title("renyi", "appendix C")
             == "Li & Turner (Rényi VI), appendix C")
     with pytest.raises(ValueError, match="paper must be one of"):
-        plotting.paper_title("seed 001", "Figure 1")
+        plotting.paper_title("unknown paper", "Figure 1")

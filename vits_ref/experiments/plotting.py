@@ -205,7 +205,8 @@ def _look(handle):
 def save(fig, path):
     """Lay out and write ``fig`` as a PNG; returns ``path``.
 
-    The PNG is drawn in memory, then written atomically and recorded in the folder's
+    The figure's own texts (its title) wrap at the figure's edges. The PNG is drawn in
+    memory, then written atomically and recorded in the folder's
     manifest (:func:`vits_ref.experiments._outputs.write_output`): a killed run never
     leaves a torn image, and a symlink at ``path`` is replaced, not followed.
     """
@@ -213,6 +214,8 @@ def save(fig, path):
 
     from ._outputs import write_output
 
+    for text in fig.texts:  # the suptitle: a long title wraps instead of being cut off
+        text.set_wrap(True)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, dpi=120, format="png")
