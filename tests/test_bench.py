@@ -117,13 +117,55 @@ def test_bench_sections_print_no_internal_text():
     assert all(n not in timing.RATIO_MEANING.lower() for n in INTERNAL_TEXT)
 
 
+class _FakeRun:
+    """``subprocess.run`` for :func:`~vits_ref._bench.linear.import_and_compile_times`:
+    records each fresh interpreter's ``VITS_REF_CACHE``, answers made-up seconds."""
+
+    def __init__(self):
+        self.caches = []
+
+    def __call__(self, cmd, env, **kwargs):
+        self.caches.append(env["VITS_REF_CACHE"])
+        return subprocess.CompletedProcess(cmd, 0, stdout="0.5\n0.25\n", stderr="")
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_quick_bench_skips_only_the_cold_compile(monkeypatch, quick):
+    # the cold first call compiles the whole VITS-II loop in a fresh interpreter (80 to 130
+    # s of the quick bench's 130 s on 2 loaded cores): --quick times the warm call only
+    # and says so; the full bench times both
+    fake = _FakeRun()
+    monkeypatch.setattr(bl.subprocess, "run", fake)
+    monkeypatch.setattr(bl, "parallel_speedup", lambda repeats: (2.0, 1.0, 2.0, 2))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        bl.main(quick=quick, policies=())
+    text = out.getvalue()
+    assert fake.caches == (["1"] if quick else ["1", "0"])
+    assert "first fused call (warm cache) 0.25 s" in text
+    assert ("first fused call (cold, no cache) 0.25 s" in text) is not quick
+    assert (bl.COLD_SKIPPED in text) is quick
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_logistic_loop_rounds(quick):
+    # the header names the rounds: half of them with --quick (no policy is run here)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        blog.main(quick=quick, labels=(), width=0)
+    rounds = blog.QUICK_ROUNDS if quick else blog.ROUNDS
+    assert f"logistic rewards, {rounds} rounds," in out.getvalue()
+    assert blog.QUICK_ROUNDS < blog.ROUNDS
+
+
 def test_main_signature():
     assert list(inspect.signature(_bench.main).parameters) == ["quick"]
 
 
 @pytest.mark.slow
 def test_cli_bench_quick():
-    """The whole ``python -m vits_ref bench --quick`` (about 2 minutes on 2 cores)."""
+    """The whole ``python -m vits_ref bench --quick`` (under a minute with a warm kernel
+    cache on 2 loaded cores)."""
     res = subprocess.run([sys.executable, "-m", "vits_ref", "bench", "--quick"],
                          capture_output=True, text=True, check=True, timeout=1800)
     for needle in (FLOOR_LINE, "prange over 8 VITS-II runs", "first fused call",

@@ -216,8 +216,9 @@ def _build_parser(experiments, papers):
                              "references in this process (calls interleaved). ratio = NumPy time "
                              "/ compiled time: above 1 the compiled kernel is faster, below 1 "
                              "NumPy is faster at that size. Takes several minutes (--quick: "
-                             "fewer repeats).", parents=[common])
-    p_bench.add_argument("--quick", action="store_true", help="fewer repeats")
+                             "about a minute with a warm kernel cache).", parents=[common])
+    p_bench.add_argument("--quick", action="store_true",
+                         help="fewer repeats and rounds; the cold compile is not timed")
     p_bench.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                          help="cuda: rounds per second of the fused loop on the GPU against "
                               "the all-core CPU and the JAX peer, and the fraction of the "

@@ -191,14 +191,23 @@ FIRST_CALL_CODE = (
     "t = time.perf_counter(); linear.run_compiled(s, r); print(time.perf_counter() - t)")
 
 
-def import_and_compile_times():
+#: the labels and ``VITS_REF_CACHE`` values of :func:`import_and_compile_times`
+CACHE_CASES = (("warm cache", "1"), ("cold, no cache", "0"))
+#: what ``bench --quick`` prints instead of the cold figure
+COLD_SKIPPED = ("first fused call (cold, no cache): not timed with --quick (compiling the "
+                "VITS-II loop takes one to a few minutes whatever the repeats; "
+                "python -m vits_ref bench times it)")
+
+
+def import_and_compile_times(cold=True):
     """Seconds: ``import vits_ref``; first fused call with a warm cache; with no cache.
 
     Returns ``{label: (import seconds, first call seconds)}``, each from a fresh
-    interpreter (``sys.executable``).
+    interpreter (``sys.executable``); ``cold=False`` leaves out the call with no cache
+    (a whole compile: minutes on a loaded machine).
     """
     out = {}
-    for label, cache in (("warm cache", "1"), ("cold, no cache", "0")):
+    for label, cache in CACHE_CASES if cold else CACHE_CASES[:1]:
         env = {**os.environ, "VITS_REF_CACHE": cache}
         res = subprocess.run([sys.executable, "-c", FIRST_CALL_CODE], capture_output=True,
                              text=True, env=env, check=True)
@@ -213,7 +222,8 @@ def import_and_compile_times():
 def main(quick=False, policies=POLICIES, n_rounds=1000, n_rounds_ref=200, extras=True):
     """Print the linear section of ``python -m vits_ref bench``.
 
-    ``quick``: fewer repeats. ``policies``, ``n_rounds`` (fused loop and floor) and
+    ``quick``: fewer repeats, and the first fused call is timed with a warm cache only
+    (:data:`COLD_SKIPPED`). ``policies``, ``n_rounds`` (fused loop and floor) and
     ``n_rounds_ref`` (NumPy reference) size the round ratios; ``extras=False`` skips the
     ``prange`` speed-up and the import / compile times (tests use small sizes).
     """
@@ -242,5 +252,7 @@ def main(quick=False, policies=POLICIES, n_rounds=1000, n_rounds_ref=200, extras
     t1, tn, sp, n = parallel_speedup(repeats=2 if quick else 3)
     print(f"prange over 8 VITS-II runs: 1 thread {t1:.3f} s, {n} threads {tn:.3f} s, "
           f"speed-up {sp:.2f}x")
-    for label, (imp, first) in import_and_compile_times().items():
+    for label, (imp, first) in import_and_compile_times(cold=not quick).items():
         print(f"import vits_ref {imp:.2f} s; first fused call ({label}) {first:.2f} s")
+    if quick:
+        print(COLD_SKIPPED)

@@ -160,14 +160,22 @@ def history_fraction(early, late, n_rounds=1000, width=100):
     return b * n_late / (a + b * n_late), b * n_mean / (a + b * n_mean)
 
 
-def main(quick=False, labels=LABELS, n_rounds=1000, width=100):
+#: rounds of the section: full and ``quick`` (the loops' ratio and the history's share
+#: at half the history; the windows stay ``width`` rounds)
+ROUNDS, QUICK_ROUNDS = 1000, 500
+
+
+def main(quick=False, labels=LABELS, n_rounds=None, width=100):
     """Print the logistic-loop section of ``python -m vits_ref bench``.
 
     Sets Numba's threads to all (``R`` = that many runs) and restores them after.
-    ``quick``: fewer repeats; ``labels``, ``n_rounds`` and ``width`` (the early and late
-    windows of :func:`phase_times`; 0 skips them) size it (tests use small sizes).
+    ``quick``: fewer repeats and :data:`QUICK_ROUNDS` rounds; ``labels``, ``n_rounds``
+    (default :data:`ROUNDS`) and ``width`` (the early and late windows of
+    :func:`phase_times`; 0 skips them) size it (tests use small sizes).
     """
     repeats = 3 if quick else 5
+    if n_rounds is None:
+        n_rounds = QUICK_ROUNDS if quick else ROUNDS
     with numba_threads(numba.config.NUMBA_NUM_THREADS) as R:
         print(f"logistic model, fused loop against the Python loop: hard instance d = K = "
               f"{DIM}, logistic rewards, {n_rounds} rounds, {R} runs on {R} Numba threads, "

@@ -9,6 +9,16 @@ they never cover a curve; figures with shaded bands say what the bands are in a 
 entry (:data:`BAND_NOTE`).
 """
 
+#: How a figure's title names its paper (by the authors or the method), keyed by the
+#: paper's subpackage of :mod:`vits_ref.experiments`; every title starts with it
+#: (:func:`paper_title`).
+PAPER_NAMES = {
+    "vits": "Clavier et al. (VITS)",
+    "vts": "Urteaga & Wiggins (VTS)",
+    "renyi": "Li & Turner (Rényi VI)",
+    "diffts": "Kveton et al. (DiffTS)",
+    "opvi": "OPVI (particle-based online Bayesian sampling)",
+}
 #: The legend entry that explains the shaded bands of :func:`band` curves.
 BAND_NOTE = "shaded band: \u00b11 standard error over runs"
 #: Colours of :func:`line_styles`: matplotlib's default cycle (``C0`` to ``C9``).
@@ -27,6 +37,31 @@ def available():
         return importlib.util.find_spec("matplotlib") is not None
     except ValueError:  # a module object without a spec in sys.modules
         return False
+
+
+def paper_title(paper, what):
+    """A figure's title: its paper's name, then what the figure shows.
+
+    Parameters
+    ----------
+    paper : str
+        A key of :data:`PAPER_NAMES` (the experiment's subpackage, e.g. ``"vits"``).
+    what : str
+        The figure or section of the paper and what it shows.
+
+    Raises
+    ------
+    ValueError
+        If ``paper`` is not a key of :data:`PAPER_NAMES`.
+
+    Examples
+    --------
+    >>> paper_title("vits", "Figure 1: linear pool bandit")
+    'Clavier et al. (VITS), Figure 1: linear pool bandit'
+    """
+    if paper not in PAPER_NAMES:
+        raise ValueError(f"paper must be one of {sorted(PAPER_NAMES)}, got {paper!r}")
+    return f"{PAPER_NAMES[paper]}, {what}"
 
 
 def figure(ncols=1, width=5.5, height=4.0):
@@ -170,7 +205,8 @@ def _look(handle):
 def save(fig, path):
     """Lay out and write ``fig`` as a PNG; returns ``path``.
 
-    The PNG is drawn in memory, then written atomically and recorded in the folder's
+    The figure's own texts (its title) wrap at the figure's edges. The PNG is drawn in
+    memory, then written atomically and recorded in the folder's
     manifest (:func:`vits_ref.experiments._outputs.write_output`): a killed run never
     leaves a torn image, and a symlink at ``path`` is replaced, not followed.
     """
@@ -178,6 +214,8 @@ def save(fig, path):
 
     from ._outputs import write_output
 
+    for text in fig.texts:  # the suptitle: a long title wraps instead of being cut off
+        text.set_wrap(True)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, dpi=120, format="png")
@@ -289,3 +327,31 @@ def plotted(draw, progress=None, what="plot"):
             progress(f"no {what} written: {exc}")
         return False
     return True
+
+
+def drawn(figures, progress=None):
+    """Draw each figure of ``figures`` and return the paths written, for ``result["files"]``.
+
+    Parameters
+    ----------
+    figures : dict
+        ``{path: draw}``: ``draw()`` writes the PNG at ``path``, or returns False when it
+        has nothing to draw (then nothing is written).
+    progress : callable, optional
+        Told once why no figure was written when matplotlib is missing (:func:`plotted`).
+
+    Returns
+    -------
+    list of str
+        The paths whose figure was written, in the order of ``figures``: without
+        matplotlib none, so that a summary written afterwards never lists a PNG that is not
+        there.
+    """
+    written, wrote = [], {}
+    for path, draw in figures.items():
+        if not plotted(lambda p=path, d=draw: wrote.__setitem__(p, d() is not False),
+                       progress):
+            return written  # matplotlib is missing: the later figures cannot be drawn
+        if wrote[path]:
+            written.append(path)
+    return written

@@ -38,9 +38,14 @@ import numpy as np
 from .. import _claims
 from .._common import regret_table, write_json
 from .._paired import format_difference, panel_entries
-from ..plotting import plotted, regret_panels
+from ..plotting import paper_title, plotted, regret_panels
 from . import _shared
 from .synthetic import ALPHA, SIGMA, environment, true_samples
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"regret.png": paper_title("diffts", "appendix C.3: DiffTS's regret against the "
+                                                "stages and the training samples"),
+          "ablation.png": paper_title("diffts", "Figure 6: ablation")}
 
 NAME = "diffts-ablation"
 DESCRIPTION = ("Diffusion-prior paper appendix C.3 (Figure 6): DiffTS on 'cross' against "
@@ -166,8 +171,8 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-ablation", progress=No
     curves = result.pop("curves")
     files = result["files"]
     path = os.path.join(out, "regret.png")
-    if plotted(lambda: regret_panels(curves, path, title=f"DiffTS on '{SHAPE}' ({runs} runs)"),
-               progress):
+    title = f"{TITLES['regret.png']}, '{SHAPE}' ({runs} runs)"
+    if plotted(lambda: regret_panels(curves, path, title=title), progress):
         files.append(path)
     path = os.path.join(out, "ablation.png")
     if plotted(lambda: _figure(result, path), progress):
@@ -218,7 +223,7 @@ def _figure(result, path):
     c.set_ylabel("ms per draw")
     c.grid(alpha=0.3)
     outside_legend([a, b, c])  # one legend right of the draw-time panel
-    fig.suptitle(f"Kveton et al., Figure 6, '{SHAPE}' ({result['runs']} runs)")
+    fig.suptitle(f"{TITLES['ablation.png']}, '{SHAPE}' ({result['runs']} runs)")
     save(fig, path)
     return fig
 

@@ -19,7 +19,11 @@ Execution: the bandit runs go in resumable chunks of runs, as in every experimen
 
 from .. import _claims
 from .._common import regret_table
+from ..plotting import paper_title
 from . import _shared
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"regret.png": paper_title("diffts", "Figure 5: scikit-learn's digits (replace MNIST)")}
 
 NAME = "diffts-digits"
 DESCRIPTION = ("Diffusion-prior paper appendix C.2 on scikit-learn's digits (replaces "
@@ -59,7 +63,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-digits", progress=None
     return _shared.run_embedding_experiment(
         NAME, DESCRIPTION, first.prior_pool, lambda r: envs[r], rewards, SIGMA, runs,
         rounds, seed, out, progress, methods, n_stages, alpha, n_train, train_kwargs,
-        n_energy, n_jobs, extra, "Kveton et al., Figure 5, on sklearn digits")
+        n_energy, n_jobs, extra, TITLES["regret.png"])
 
 
 def table(result):

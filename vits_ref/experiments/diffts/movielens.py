@@ -28,7 +28,11 @@ Execution: the bandit runs go in resumable chunks of runs, as in every experimen
 from .. import _claims
 from .._common import regret_table
 from .._paired import format_difference
+from ..plotting import paper_title
 from . import _shared
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"regret.png": paper_title("diffts", "Figure 3: MovieLens")}
 
 NAME = "diffts-movielens"
 DESCRIPTION = ("Diffusion-prior paper section 6.3: MovieLens rank-5 embeddings, K = 10, "
@@ -75,7 +79,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-movielens", progress=N
     return _shared.run_embedding_experiment(
         NAME, DESCRIPTION, first.prior_pool, lambda r: envs[r], rewards, SIGMA, runs,
         rounds, seed, out, progress, methods, n_stages, alpha, n_train, train_kwargs,
-        n_energy, n_jobs, extra, f"Kveton et al., Figure 3, MovieLens ({source} data)")
+        n_energy, n_jobs, extra, f"{TITLES['regret.png']} ({source} data)")
 
 
 def table(result):

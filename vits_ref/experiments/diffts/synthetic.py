@@ -46,8 +46,11 @@ import numpy as np
 from .. import _claims
 from .._common import regret_table, write_json
 from .._paired import format_difference, paired_difference, panel_entries
-from ..plotting import plotted
+from ..plotting import paper_title, plotted
 from . import _shared
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"regret.png": paper_title("diffts", "Figures 2 and 4: synthetic priors")}
 
 NAME = "diffts-synthetic"
 DESCRIPTION = ("Diffusion-prior paper section 6.2 and appendix C.1: six 2-D priors, linear "
@@ -158,7 +161,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
     plot_path = os.path.join(out, "regret.png")
     if plotted(lambda: _shared.prior_and_regret_figure(
             {k: (v[0][:500], v[1][:500]) for k, v in scatter.items()}, curves, plot_path,
-            title=f"Kveton et al., Figures 2 and 4: {runs} runs x {rounds} rounds"), progress):
+            title=f"{TITLES['regret.png']} ({runs} runs x {rounds} rounds)"), progress):
         result["files"].append(plot_path)
     write_json(result["files"][1], result)
     return result

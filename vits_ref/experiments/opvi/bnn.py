@@ -53,8 +53,11 @@ from .. import _claims
 from .._common import environment_info, write_json
 from .._outputs import text_output
 from .._paired import format_difference, paired_difference
-from ..plotting import plotted
+from ..plotting import drawn, paper_title
 from .mixture import check_arguments, model_gradient, particle_run, record_rounds, se_text
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"curves.png": paper_title("opvi", "section 5.2: BNN regression")}
 
 NAME = "opvi-bnn"
 DESCRIPTION = ("OPVI paper section 5.2: BNN regression (50 hidden, 20 particles), "
@@ -311,14 +314,15 @@ def write_curves(path, out, rec, metric_names):
 
 
 def write_outputs(result, out, rec, metric_names, labels, title, progress):
-    """Write ``result["files"]``: the mean curves (CSV), ``result`` (JSON) and the figure
-    (:func:`plot_curves`); without matplotlib the figure is dropped from ``files``."""
+    """Write ``result["files"]``: the mean curves (CSV), the figure (:func:`plot_curves`)
+    and ``result`` (JSON), last, so that it lists the figure only if it was written
+    (without matplotlib the figure is dropped from ``files``)."""
     files = result["files"]
     write_curves(files[0], out, rec, metric_names)
+    result["files"] = files[:2] + drawn(
+        {files[2]: lambda: plot_curves(result, metric_names, labels, files[2], title)},
+        progress)
     write_json(files[1], result)
-    if not plotted(lambda: plot_curves(result, metric_names, labels, files[2], title),
-                   progress):
-        result["files"] = files[:2]
     return result
 
 
@@ -429,7 +433,8 @@ def run(runs=20, rounds=500, seed=0, out="results/opvi-bnn", progress=None, path
               "environment": environment_info()}
     return write_outputs(result, res, rec, METRICS,
                          ("test RMSE (mean +- se)", "test log-likelihood"),
-                         f"BNN regression on {data_name}, {n_particles} particles, {runs} runs",
+                         f"{TITLES['curves.png']} on {data_name}, {n_particles} particles, "
+                         f"{runs} runs",
                          progress)
 
 

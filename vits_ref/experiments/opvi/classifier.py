@@ -44,6 +44,7 @@ import numpy as np
 from .. import _claims
 from .._common import environment_info
 from .._paired import format_difference
+from ..plotting import paper_title
 from .bnn import (
     OPVI,
     OPVI_STATIC,
@@ -56,6 +57,9 @@ from .bnn import (
     summarise,
     write_outputs,
 )
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"accuracy.png": paper_title("opvi", "section 5.3: BNN classifier")}
 
 NAME = "opvi-classifier"
 DESCRIPTION = ("OPVI paper section 5.3: two-layer BNN classifier (100 hidden, "
@@ -142,7 +146,8 @@ def run(runs=5, rounds=500, seed=0, out="results/opvi-classifier", progress=None
               "total_wall_time_s": time.perf_counter() - t0,
               "environment": environment_info()}
     return write_outputs(result, res, rec, METRICS, ("test accuracy (mean +- se)",),
-                         f"BNN classifier on {data_name}, {n_particles} particles, {runs} runs",
+                         f"{TITLES['accuracy.png']} on {data_name}, {n_particles} particles, "
+                         f"{runs} runs",
                          progress)
 
 

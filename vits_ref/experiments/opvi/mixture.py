@@ -73,7 +73,11 @@ from .. import _chunks, _claims
 from .._common import environment_info, write_json
 from .._outputs import text_output
 from .._paired import format_difference, paired_difference
-from ..plotting import plotted
+from ..plotting import drawn, paper_title
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"energy.png": paper_title("opvi", "section 5.1: Welling-Teh mixture"),
+          "particles.png": paper_title("opvi", "Figure 2: particles over the posterior")}
 
 NAME = "opvi-mixture"
 DESCRIPTION = ("OPVI paper section 5.1: Welling-Teh mixture, OPVI vs SVGD/SGLD at "
@@ -558,13 +562,13 @@ def run(runs=10, rounds=500, seed=0, out="results/opvi-mixture", progress=None,
                 sh = np.nanmean(shares[m][:, k], axis=0)
                 w.writerow([m, t, f"{np.nanmean(curves[m][:, k]):.6g}", f"{sh[0]:.4g}",
                             f"{sh[1]:.4g}"])
+    # the figures first: the summary lists those written (none without matplotlib, no
+    # particles.png when no method kept a snapshot)
+    result["files"] = files[:2] + drawn(
+        {files[2]: lambda: _plot_energy(result, files[2]),
+         files[3]: lambda: _plot_particles(grid, snapshots, snaps, files[3], sigma_x2)},
+        progress)
     write_json(files[1], result)
-    def draw():
-        _plot_energy(result, files[2])
-        _plot_particles(grid, snapshots, snaps, files[3], sigma_x2)
-
-    if not plotted(draw, progress):
-        result["files"] = files[:2]
     return result
 
 
@@ -614,8 +618,9 @@ def _plot_energy(result, path):
     ax.set_yscale("log")
     ax.set_xlabel("round t")
     ax.set_ylabel("energy distance to the posterior (median, quartiles)")
-    ax.set_title(f"Welling-Teh mixture, N = {result['n_data']}, {result['n_particles']} "
-                 f"particles, {result['runs']} runs", fontsize=9)
+    fig.suptitle(TITLES["energy.png"], fontsize=9)
+    ax.set_title(f"N = {result['n_data']}, {result['n_particles']} particles, "
+                 f"{result['runs']} runs", fontsize=9)
     ax.grid(alpha=0.3)
     # the bands are the runs' quartiles of the energy distance, not a standard error
     outside_legend([ax], band_note=quartile_note("runs"))
@@ -625,12 +630,13 @@ def _plot_energy(result, path):
 
 def _plot_particles(grid, snapshots, snaps, path, sigma_x2):
     """Figure 2's layout: one row per method, one column per snapshot round, the
-    particles of run 0 over the posterior's contours."""
+    particles of run 0 over the posterior's contours; False (nothing written) when no
+    method kept a snapshot."""
     from ..plotting import figure, save
 
     methods = [m for m in snapshots if snapshots[m]]
     if not methods:
-        return
+        return False
     fig, axes = figure(len(snaps), width=2.6, height=2.4 * len(methods))
     fig.clear()
     T1, T2 = np.meshgrid(grid["t1"], grid["t2"], indexing="ij")
@@ -649,8 +655,8 @@ def _plot_particles(grid, snapshots, snaps, path, sigma_x2):
                 ax.set_title(f"round {t}", fontsize=8)
             if j == 0:
                 ax.set_ylabel(m, fontsize=7)
-    fig.suptitle(f"Particles (run 0) over the posterior's contours, sigma_x^2 = {sigma_x2:g}",
-                 fontsize=9)
+    fig.suptitle(f"{TITLES['particles.png']} (run 0's particles over its contours, "
+                 f"sigma_x^2 = {sigma_x2:g})", fontsize=9)
     save(fig, path)
 
 

@@ -66,7 +66,11 @@ from ...inference import RenyiVI
 from ...models.mixture_prior import MixturePrior
 from .._common import regret_table, run_panels, write_json
 from ..claims import judged_claims
-from ..plotting import arm_fractions, plotted
+from ..plotting import arm_fractions, paper_title, plotted
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"regret.png": paper_title("renyi", "appendix C: 3-armed bandit"),
+          "arms.png": paper_title("renyi", "appendix C: arms pulled")}
 
 NAME = "renyi-mab"
 DESCRIPTION = ("Rényi appendix C: 3-armed bandit with multi-modal priors and rewards "
@@ -265,7 +269,7 @@ def run(runs=20, rounds=4000, seed=0, out="results/renyi-mab", progress=None, al
              "n_steps": n_steps, "step_size": step_size}
     arms = {}
     result = run_panels(NAME, DESCRIPTION, panels, runs, rounds, seed, out, progress,
-                        title=f"Rényi MAB, appendix C ({runs} runs)", extra=extra,
+                        title=f"{TITLES['regret.png']} ({runs} runs)", extra=extra,
                         n_jobs=n_jobs, reference=REFERENCE,
                         on_result=lambda panel, lab, res: arms.__setitem__((panel, lab),
                                                                           res.arms))
@@ -277,7 +281,7 @@ def run(runs=20, rounds=4000, seed=0, out="results/renyi-mab", progress=None, al
     bars = {p: {m: {"arm1": f["all"][0], "arm2": f["all"][1], "arm3": f["all"][2]}
                 for m, f in ms.items()} for p, ms in pulls.items()}
     if plotted(lambda: arm_fractions(
-            bars, path, title=f"Arms pulled ({runs} runs x {rounds} rounds)",
+            bars, path, title=f"{TITLES['arms.png']} ({runs} runs x {rounds} rounds)",
             categories=(("arm1", "arm 1 (10.36)"), ("arm2", "arm 2 (16, optimal)"),
                         ("arm3", "arm 3 (10)"))), progress, "arm plot"):
         result["files"].append(path)

@@ -65,7 +65,11 @@ from ...envs import pool
 from .._common import regret_table, run_panels
 from .._tuning import TUNE_RUNS, TUNE_SEED_OFFSET, diverged_points, grid_search
 from ..claims import judged_claims
+from ..plotting import paper_title
 from . import grid
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"regret.png": paper_title("vits", "Figure 1: linear pool bandit")}
 
 NAME = "vits-fig1"
 DESCRIPTION = "VITS paper Figure 1: linear pool bandit, zeta 0.1 and 1 (d=20, K=50)"
@@ -244,7 +248,7 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, me
     costs = round_costs([m[:3] for m in chosen])
     extra["us_per_round_warm"] = {label: 1e6 * c for label, c in costs.items()}
     return run_panels(NAME, DESCRIPTION, panels, runs, rounds, seed, out, progress,
-                      title=f"Linear pool bandit (d={DIM}, K={N_ARMS}, {runs} runs"
+                      title=f"{TITLES['regret.png']} (d={DIM}, K={N_ARMS}, {runs} runs"
                             f"{', tuned' if tune else ''})",
                       extra=extra, kl_rounds=kl_rounds, n_jobs=n_jobs, reference=REFERENCE)
 

@@ -61,6 +61,10 @@ from ...models import MLP
 from .. import _chunks, _claims
 from .._common import regret_table, run_panels
 from .._paired import format_difference, pair, paired_difference, panel_entries
+from ..plotting import paper_title
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"regret.png": paper_title("vits", "Figure 2: quadratic pool bandit with an MLP")}
 
 NAME = "vits-fig2"
 DESCRIPTION = "VITS paper Figure 2: quadratic pool bandit with a 20-20 MLP (small default)"
@@ -159,7 +163,7 @@ def run(runs=None, rounds=None, seed=0, out="results/vits-fig2", progress=None,
                [m for m in policies() if methods is None or m[0] in methods], {"zeta": zeta})
               for zeta in ZETAS]
     return run_panels(NAME, DESCRIPTION, panels, runs, rounds, seed, out, progress,
-                      title=f"Quadratic pool bandit ({runs} runs)",
+                      title=f"{TITLES['regret.png']} ({runs} runs)",
                       extra={"eta": ETA, "lam": LAM, "step_size": STEP,
                              "hf_cov_step_size": HF_COV_STEP, "hidden": HIDDEN},
                       n_jobs=n_jobs, reference=REFERENCE, simulate_fn=simulate_fn)

@@ -56,7 +56,7 @@ from .. import _chunks, _claims
 from .._common import environment_info, write_json
 from .._outputs import text_output
 from .._paired import paired_difference
-from ..plotting import plotted
+from ..plotting import drawn, paper_title
 from .target import (
     METHODS,
     SCALE_COVARIANCE,
@@ -65,6 +65,10 @@ from .target import (
     gaussian_target,
     run_seeds,
 )
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"steps.png": paper_title("vits", "appendix F: steps to a KL threshold against "
+                                          "the condition number")}
 
 NAME = "vits-figF"
 DESCRIPTION = "VITS paper appendix F: steps to KL <= eps vs condition number (LMC vs VI)"
@@ -173,9 +177,11 @@ def run(runs=100, rounds=50000, seed=0, out="results/vits-figF", progress=None,
               "target": SCALE_DESCRIPTIONS[scale], "target_scale": scale,
               "step_key": steps_key, "step_values": list(step_values), "results": summary,
               "total_wall_time_s": time.perf_counter() - t0, "environment": environment_info()}
-    result["files"] = [os.path.join(out, f) for f in ("steps.csv", "summary.json", "steps.png")]
+    png = os.path.join(out, "steps.png")
+    # the figure first: the summary lists it only if it was written (not without matplotlib)
+    result["files"] = [os.path.join(out, f) for f in ("steps.csv", "summary.json")] + drawn(
+        {png: lambda: _plot(result, png)}, progress)
     write_json(os.path.join(out, "summary.json"), result)
-    plotted(lambda: _plot(result, os.path.join(out, "steps.png")), progress)
     return result
 
 
@@ -251,8 +257,8 @@ def _plot(result, path):
     # one legend right of the last panel; the bands are the seeds' quartiles, not a
     # standard error
     outside_legend(axes, band_note=quartile_note("seeds"))
-    fig.suptitle(f"d = {result['dim']}, eps = {result['eps']:g}, {result['runs']} seeds; "
-                 f"{result.get('target', '')}", fontsize=9)
+    fig.suptitle(f"{TITLES['steps.png']}\nd = {result['dim']}, eps = {result['eps']:g}, "
+                 f"{result['runs']} seeds; {result.get('target', '')}", fontsize=9)
     save(fig, path)
     return fig
 

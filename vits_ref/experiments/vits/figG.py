@@ -143,9 +143,13 @@ from .. import _claims
 from .._common import regret_table, run_panels, write_json
 from .._paired import format_difference, paired_difference
 from .._tuning import TUNE_RUNS, TUNE_SEED_OFFSET, diverged_points, grid_search
-from ..plotting import arm_fractions, plotted
+from ..plotting import arm_fractions, paper_title, plotted
 from . import grid
 from .fig1 import OPVI_TS, PARTICLE_GRID, PARTICLE_TUNE_RUNS, SVGD_TS, particle_policy
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"regret.png": paper_title("vits", "appendix G: hard instance"),
+          "arms.png": paper_title("vits", "appendix G: arms pulled on the hard instance")}
 
 NAME = "vits-figG"
 DESCRIPTION = "VITS paper appendix G: hard non-contextual instance, linear and logistic"
@@ -344,7 +348,7 @@ def run(runs=20, rounds=1000, seed=0, out="results/vits-figG", progress=None,
         extra.update(tuning=tuning, tune_runs=tune_runs, tune_seed=seed + TUNE_SEED_OFFSET)
     arms = {}
     result = run_panels(NAME, DESCRIPTION, panels, runs, rounds, seed, out, progress,
-                        title=f"Hard instance (d=K={DIM}, {runs} runs"
+                        title=f"{TITLES['regret.png']} (d=K={DIM}, {runs} runs"
                               f"{', tuned' if tune else ''})",
                         extra=extra, n_jobs=n_jobs, reference=REFERENCE,
                         on_result=lambda panel, label, res: arms.__setitem__(
@@ -371,7 +375,7 @@ def run(runs=20, rounds=1000, seed=0, out="results/vits-figG", progress=None,
     bars = {p: {**m, **pulls_vts.get(p, {}), **pulls_particles.get(p, {})}
             for p, m in pulls.items()}
     if plotted(lambda: arm_fractions(
-            bars, path, title=f"Arms pulled, hard instance ({runs} runs x {rounds} rounds)"),
+            bars, path, title=f"{TITLES['arms.png']} ({runs} runs x {rounds} rounds)"),
             progress, "arm plot"):
         result["files"].append(path)
     write_json(result["files"][1], result)  # again, with the pull fractions

@@ -58,8 +58,11 @@ from ...kernels.target import METHOD_LMC
 from .. import _chunks, _claims, plotting
 from .._common import environment_info, write_json
 from .._outputs import text_output
-from ..plotting import plotted
+from ..plotting import paper_title, plotted
 from .target import METHODS, SCALE_COVARIANCE, SCALE_DESCRIPTIONS, gaussian_target, run_seeds
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"kl_vs_time.png": paper_title("vits", "appendix I: KL to a Gaussian target against time")}
 
 NAME = "vits-figI"
 DESCRIPTION = "VITS paper appendix I: KL to a Gaussian target against wall-clock time"
@@ -256,6 +259,7 @@ def _plot(curves, costs, result, path):
     ax.set_yscale("log")
     ax.set_xlabel("computing time of the steps (s)")
     ax.set_ylabel("KL(q || p*): median and quartiles")
+    fig.suptitle(TITLES["kl_vs_time.png"], fontsize=9)
     ax.set_title(f"d = {result['dim']}, condition number {result['kappa']:g}, step size "
                  f"{result['step_size']:g}, {result['runs']} seeds\n{result['target']}",
                  fontsize=9)

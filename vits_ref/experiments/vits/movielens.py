@@ -41,6 +41,10 @@ from ...models import Linear, Logistic
 from .. import _claims
 from .._common import regret_table, run_panels
 from .._paired import format_difference, paired_difference
+from ..plotting import paper_title
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"regret.png": paper_title("vits", "section 5: MovieLens logistic bandit")}
 
 NAME = "vits-movielens"
 DESCRIPTION = "VITS paper section 5: MovieLens logistic bandit, a posterior per movie"
@@ -87,7 +91,9 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-movielens", progress=Non
     if env.source == "synthetic":
         extra["stand_in_note"] = STAND_IN_NOTE
     result = run_panels(NAME, DESCRIPTION, [(panel, env, chosen, {})], runs, rounds, seed,
-                        out, progress, extra=extra, n_jobs=n_jobs, reference=REFERENCE)
+                        out, progress, title=f"{TITLES['regret.png']} ({env.source} data, "
+                                             f"{runs} runs)",
+                        extra=extra, n_jobs=n_jobs, reference=REFERENCE)
     return result
 
 

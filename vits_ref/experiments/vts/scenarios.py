@@ -77,6 +77,11 @@ from .._paired import (
     compare,
 )
 from ..claims import judged_claims
+from ..plotting import paper_title
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"regret.png": paper_title("vts", "Figure 2: scenarios A and B"),
+          "mse.png": paper_title("vts", "Figure 3: MSE of the expected reward")}
 
 NAME = "vts-scenarios"
 DESCRIPTION = "VTS paper Figures 2-3: scenarios A and B, K = 1, 2, 3 experts (2 arms, d = 2)"
@@ -212,8 +217,8 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
               "total_wall_time_s": time.perf_counter() - t0,
               "environment": environment_info()}
     def draw():
-        regret_panels(curves, files[3], title=f"VTS, scenarios A and B ({runs} runs)")
-        mse_panels(mse_curves, files[4], title=f"MSE of the expected reward ({runs} runs)")
+        regret_panels(curves, files[3], title=f"{TITLES['regret.png']} ({runs} runs)")
+        mse_panels(mse_curves, files[4], title=f"{TITLES['mse.png']} ({runs} runs)")
 
     if not plotted(draw, progress):
         result["files"] = files[:3]
