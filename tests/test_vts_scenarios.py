@@ -189,5 +189,5 @@ def test_figG_runs_vts(tmp_path):
     assert "VTS" in res["arm_pulls_vts"]["linear rewards"]
     assert "VTS" not in res["arm_pulls"]["linear rewards"]  # the grid-tuned methods only
     text = {c["id"]: c["why"] + c["measured"] for c in figG.claims(res)}
-    assert "VITS-I - VTS" in text["figG-vits-i-best-approximate-linear"]
-    assert "VITS-II - VTS" in text["figG-vits-best-logistic"]
+    assert "VITS-I - VTS" in text["figG-vits-i-best-linear-vs-vts"]
+    assert "VITS-II - VTS" in text["figG-vits-ii-best-logistic-vs-vts"]

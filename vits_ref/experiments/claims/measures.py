@@ -12,9 +12,12 @@ string saying why. The intervals are SciPy's:
 - :class:`PairedStatistic`: a paired BCa bootstrap interval (``scipy.stats.bootstrap(...,
   paired=True)``) of a statistic of the two methods' runs that is not a mean difference
   (the relative reduction ``1 - mean(a)/mean(b)``, the ratio of standard deviations);
+- :class:`PairedAt`: the paired t interval of ``a - b`` for per-run values kept anywhere in
+  the summary (two paths of keys), e.g. per-run shares of pulls or per-run energies;
 - :class:`MeanOf`: a one-sample t interval of per-run values;
-- :class:`TimeRatio`: a ratio of two point timings, which has no interval (never
-  conclusive; recorded so that the claim is listed with what was measured).
+- :class:`TimeRatio`: a ratio of two methods' timings. Repeated timings (a list per method)
+  get Welch's t interval of the difference of mean log-times, exponentiated (a ratio of
+  geometric means); a single timing has no interval and is never conclusive.
 """
 
 import dataclasses
@@ -178,6 +181,40 @@ class PairedStatistic:
                         "paired BCa bootstrap")
 
 
+def _values_at(result, path):
+    got = _lookup(result, path)
+    if got is None:
+        return f"not in the summary: {' / '.join(map(str, path))}"
+    return np.asarray(got, dtype=float)
+
+
+@dataclasses.dataclass(frozen=True)
+class PairedAt:
+    """Mean over runs of ``a - b``, the per-run values at the summary paths ``a`` and ``b``
+    (tuples of keys) of two methods that shared their runs, paired t interval; ``scale`` is
+    ``|mean(b)|``. ``what`` names the comparison (``"LMC-TS - VITS-I (linear rewards)"``)."""
+
+    a: tuple
+    b: tuple
+    what: str
+
+    @property
+    def comparison(self):
+        return self.what
+
+    def measure(self, result):
+        x, y = _values_at(result, self.a), _values_at(result, self.b)
+        for v in (x, y):
+            if isinstance(v, str):
+                return v
+        if x.shape != y.shape or x.ndim != 1:
+            return f"the two sides ran on different runs ({x.shape} and {y.shape})"
+        if not (np.isfinite(x).all() and np.isfinite(y).all()):
+            return "a run has no finite value (diverged)"
+        scale = abs(float(y.mean())) if y.size else 1.0
+        return t_interval(x - y, scale=scale or 1.0)
+
+
 @dataclasses.dataclass(frozen=True)
 class MeanOf:
     """Mean of the per-run values at ``path`` in the summary (a tuple of keys), one-sample
@@ -199,8 +236,17 @@ class MeanOf:
 
 @dataclasses.dataclass(frozen=True)
 class TimeRatio:
-    """``result[key][a] / result[key][b]``: two point timings (e.g. medians of warm
-    rounds); no interval, so never conclusive."""
+    """Time of method ``a`` over time of method ``b``, read at ``result[key][a]`` and
+    ``result[key][b]``.
+
+    Each side is one timing (a number) or repeated timings (a list). Repeated timings on
+    both sides give the ratio of geometric means, ``exp(mean log t_a - mean log t_b)``, with
+    Welch's t interval of the difference of mean log-times exponentiated (timings are
+    positive and skewed: a log scale makes the ratio's interval symmetric in ``a`` and ``b``);
+    ``sd`` is the per-repeat spread of the log-time difference, ``sqrt(n) se``. A single
+    timing on either side has no spread: the ratio is recorded without an interval, never
+    conclusive.
+    """
 
     a: str
     b: str
@@ -211,8 +257,30 @@ class TimeRatio:
         return f"time per round, {self.a} / {self.b}"
 
     def measure(self, result):
+        from scipy import stats
+
         ta, tb = _lookup(result, (self.key, self.a)), _lookup(result, (self.key, self.b))
-        if ta is None or tb is None or not tb > 0:
+        if ta is None or tb is None:
             return f"no timing of {self.a} or {self.b}"
-        return Interval(float(ta) / float(tb), None, None, 1, None, 1.0,
-                        "one median timing each, no spread")
+        ta, tb = np.atleast_1d(np.asarray(ta, float)), np.atleast_1d(np.asarray(tb, float))
+        if not ((ta > 0).all() and (tb > 0).all() and np.isfinite(ta).all()
+                and np.isfinite(tb).all()):
+            return f"a timing of {self.a} or {self.b} is not a positive number"
+        la, lb = np.log(ta), np.log(tb)
+        ratio = (float(ta[0] / tb[0]) if ta.size == tb.size == 1
+                 else float(np.exp(la.mean() - lb.mean())))
+        if ta.size < 2 or tb.size < 2:
+            return Interval(ratio, None, None, int(min(ta.size, tb.size)), None, 1.0,
+                            "one timing per method, no spread")
+        if la.std() == 0.0 and lb.std() == 0.0:
+            return Interval(ratio, ratio, ratio, int(min(ta.size, tb.size)), 0.0, 1.0,
+                            "repeated timings, Welch t on log-times")
+        res = stats.ttest_ind(la, lb, equal_var=False)
+        ci = res.confidence_interval(CONFIDENCE)
+        n = int(min(ta.size, tb.size))
+        se = math.sqrt(la.var(ddof=1) / la.size + lb.var(ddof=1) / lb.size)
+        # the interval is on the log scale; runs_needed scales the spread of the log-ratio,
+        # so it is given in ratio units at the estimate (delta method, d exp(x) = exp(x) dx)
+        return Interval(ratio, float(np.exp(ci.low)), float(np.exp(ci.high)), n,
+                        ratio * se * math.sqrt(n), 1.0,
+                        "repeated timings, Welch t on log-times")
