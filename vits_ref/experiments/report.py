@@ -55,8 +55,9 @@ SIZES = {
     "paper": {
         "vits-fig1": {},
         # the paper's size is about 28 CPU-hours here (an 861-parameter VITS step costs three
-        # 861^3 products); below it the claims' intervals are too wide to decide, so a short
-        # run illustrates the experiment (the GPU path, docs/cuda.md, is the way to the paper's size)
+        # 861^3 products); below it the claims' intervals are too wide to decide, so a
+        # short run illustrates the experiment (the GPU path, docs/cuda.md, is the way to
+        # the paper's size)
         "vits-fig2": {"runs": 2, "rounds": 20},
         "vits-figF": {},
         "vits-figG": {},
