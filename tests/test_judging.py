@@ -220,3 +220,22 @@ def test_the_table_is_well_formed():
     assert len(ids) == len(set(ids))
     for c in CLAIMS:  # Claim validates itself; every claim names its comparison
         assert c.measure.comparison and c.rule()
+
+
+def test_repeated_timings_get_an_interval_that_covers_the_ratio():
+    """Timings with a lognormal spread: Welch's interval on log-times holds the true ratio
+    of geometric means (0.5) and decides "faster"; a single timing never does."""
+    rng = np.random.default_rng(3)
+    ta, tb = 5.0 * rng.lognormal(0, 0.05, 9), 10.0 * rng.lognormal(0, 0.05, 9)
+    meas = TimeRatio("A", "B")
+    i = meas.measure({"us_per_round_warm": {"A": ta.tolist(), "B": tb.tolist()}})
+    assert i.low < 0.5 < i.high and i.high < 1.0
+    # the same interval as SciPy's Welch test on the logs, exponentiated
+    ci = stats.ttest_ind(np.log(ta), np.log(tb), equal_var=False).confidence_interval(0.95)
+    assert (i.low, i.high) == pytest.approx((math.exp(ci.low), math.exp(ci.high)), rel=1e-12)
+    faster = _claim(LOWER, measure=meas, threshold=1.0)
+    rec = _judge(faster, {"seed": 0, "us_per_round_warm": {"A": ta.tolist(),
+                                                           "B": tb.tolist()}})
+    assert rec["verdict"] == REPRODUCED
+    rec = _judge(faster, {"seed": 0, "us_per_round_warm": {"A": ta.tolist(), "B": 10.0}})
+    assert rec["verdict"] == INCONCLUSIVE  # one side timed once: no spread

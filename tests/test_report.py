@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from vits_ref.experiments import claims, report
@@ -87,3 +88,31 @@ def test_paper_size_report(tmp_path):
     """The whole report at the paper's sizes (tens of minutes on 2 cores)."""
     rep = report.build("vits", size="paper", out=str(tmp_path))
     _check(rep, report.EXPERIMENTS["vits"])
+
+
+def test_index_page_lists_every_claim_of_the_claims_json_files(tmp_path):
+    """The index reads each paper's claims.json: one row per claim of the claim table with
+    its verdict, per-seed intervals, claimed region and substitute flag; a paper without a
+    claims.json is named as such."""
+    from vits_ref.experiments.claims import judged
+    from vits_ref.experiments.claims.table import FIG1
+
+    rng = np.random.default_rng(0)
+    results = []
+    for seed in (0, 1):
+        base = rng.normal(150, 30, 20)
+        entries = [{"panel": f"zeta = {z}", "method": m,
+                    "final_regrets": (base + rng.normal(0, 1, 20)).tolist()}
+                   for z in ("0.1", "1") for m in ("VITS-II", "LinTS")]
+        results.append({"seed": seed, "runs": 20, "rounds": 1000, "results": entries})
+    recs = [{**r, "judged_by": report.TABLE_RULE} for r in judged(FIG1[:2], results)]
+    (tmp_path / "vits").mkdir()
+    claims.write_claims_json(tmp_path / "vits" / "claims.json", recs, paper="vits",
+                             size="small", seeds=[0, 1], command="cmd", date="today")
+    page = report.index_page(str(tmp_path))
+    for r in recs:
+        row = next(line for line in page.splitlines() if line.startswith(f"| {r['id']} |"))
+        assert f"**{r['verdict']}**" in row and "within +-10%" in row and row.endswith("| no |")
+        lo, hi = r["seeds"][1]["ci"]
+        assert f"seed 1: {r['seeds'][1]['estimate']:+.3g} [{lo:+.3g}, {hi:+.3g}]" in row
+    assert "without a `claims.json`" in page and "Rényi" in page

@@ -13,13 +13,14 @@ Two rules judge today. The claims of the claim table (:mod:`vits_ref.experiments
 every root seed of :data:`SEEDS` (each seed's interval is on the page; seeds that disagree
 give inconclusive). The experiments whose claims are not yet in the table keep their own
 ``claims(result)`` (reproduced / not reproduced / not testable here), from the first seed;
-each claim on the page says which rule judged it. This module only runs, gathers and
-writes.
+each claim on the page says which rule judged it (today only the DiffTS experiments keep
+their own). This module only runs, gathers and writes; :func:`index_page` lists every
+claim of the papers whose ``claims.json`` lies under a folder (``docs/reproduction``).
 
 Sizes (:data:`SIZES`): ``paper`` runs every experiment at its defaults, which are the
 paper's sizes where this machine allows (each module's docstring says where not), except
 the MLP figure (``vits-fig2``): its paper size is about 28 CPU-hours here, so the report
-runs 2 runs of 20 rounds and its claims are "not testable here"; ``small`` runs a few
+runs 2 runs of 20 rounds, whose claims come out inconclusive; ``small`` runs a few
 runs of a few rounds (what CI builds, to check that the
 page builds and that every claim gets a verdict; its verdicts rest on too few runs to mean
 much, and the page says so).
@@ -28,6 +29,7 @@ much, and the page says so).
 import base64
 import datetime
 import html
+import json
 import os
 import time
 
@@ -53,8 +55,9 @@ SIZES = {
     "paper": {
         "vits-fig1": {},
         # the paper's size is about 28 CPU-hours here (an 861-parameter VITS step costs three
-        # 861^3 products); its claims are "not testable here" below it, so a short run
-        # illustrates the experiment (the GPU path, docs/cuda.md, is the way to the paper's size)
+        # 861^3 products); below it the claims' intervals are too wide to decide, so a
+        # short run illustrates the experiment (the GPU path, docs/cuda.md, is the way to
+        # the paper's size)
         "vits-fig2": {"runs": 2, "rounds": 20},
         "vits-figF": {},
         "vits-figG": {},
@@ -330,3 +333,75 @@ def to_html(meta, sections):
                       f"<li>{esc(_data_line(c)[2:])}</li></ul>"]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _interval_text(seed):
+    ci = seed.get("ci")
+    if seed.get("estimate") is None:
+        return f"seed {seed['seed']}: not measured"
+    got = f"{seed['estimate']:+.3g}"
+    return f"seed {seed['seed']}: {got} [{ci[0]:+.3g}, {ci[1]:+.3g}]" if ci else \
+        f"seed {seed['seed']}: {got} (no interval)"
+
+
+def _claimed_text(c):
+    pct = (lambda v: f"{100 * v:g}%") if c["relative"] else (lambda v: f"{v:g}")
+    if c["claimed"] == "equal":
+        around = f" around {pct(c['threshold'])}" if c["threshold"] else ""
+        return f"within +-{pct(c['margin'])}{around}"
+    at = pct(c["threshold"]) if c["threshold"] else "0"
+    return f"{'below' if c['claimed'] == 'lower' else 'above'} {at}"
+
+
+def index_page(docs):
+    """The index of every judged claim of the papers whose ``claims.json`` lies in a
+    subfolder of ``docs`` (``docs/PAPER/claims.json``, as :func:`build` writes it), as one
+    Markdown page: per claim its paper, place, verdict, the per-seed intervals, the claimed
+    region (margin or direction), the seeds' sizes and the substitute-data flag. Papers
+    without a ``claims.json`` are listed as such.
+
+    Returns
+    -------
+    str
+    """
+    lines = ["# Every claim of the five papers", "",
+             "One row per claim of the claim table, from each paper's `claims.json` "
+             "(docs/reproduction/judging.md states the rule and the margins). The interval is "
+             "each root seed's 95% interval of the measured quantity; *claimed* is where the "
+             "claim puts it (a margin in the reference's units when it is a percentage); "
+             "*substitute* marks a verdict on data that stands in for the paper's.", ""]
+    missing = []
+    for paper in PAPERS:
+        path = os.path.join(docs, paper, "claims.json")
+        if not os.path.exists(path):
+            missing.append(paper)
+            continue
+        with open(path) as fh:
+            doc = json.load(fh)
+        found = [c for c in doc["claims"] if c.get("judged_by", TABLE_RULE) == TABLE_RULE]
+        counts = {v: sum(c["verdict"] == v for c in found) for v in claims.VERDICTS}
+        lines += [f"## {PAPERS[paper]}", "",
+                  f"From `{doc.get('command', '')}` ({doc.get('size', '?')} size, "
+                  f"{doc.get('date', '')}): "
+                  + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".", "",
+                  "| claim | where | verdict | intervals per seed | claimed | runs | "
+                  "substitute |", "|---|---|---|---|---|---|---|"]
+        for c in found:
+            where = c["section"] + (" (a library reading)" if c.get("library_reading")
+                                    else "")
+            sizes = "; ".join(dict.fromkeys(c.get("sizes", [])))
+            lines.append(
+                f"| {c['id']} | {where} | **{c['verdict']}** | "
+                + "; ".join(_interval_text(s) for s in c["seeds"])
+                + f" | {_claimed_text(c)} | {sizes} | {'yes' if c['substitute'] else 'no'} |")
+        left = [c["id"] for c in doc["claims"] if c not in found]
+        if left:
+            lines += ["", "Judged by their experiment's own rule (not in the claim table): "
+                      + ", ".join(left) + "."]
+        lines.append("")
+    if missing:
+        lines += ["## Papers without a `claims.json` here", "",
+                  ", ".join(PAPERS[p].split(":")[0] for p in missing)
+                  + ": their pages predate `claims.json`; regenerate them with "
+                  "`python -m vits_ref report PAPER` to list their claims here.", ""]
+    return "\n".join(lines) + "\n"

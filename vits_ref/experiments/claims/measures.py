@@ -12,9 +12,20 @@ string saying why. The intervals are SciPy's:
 - :class:`PairedStatistic`: a paired BCa bootstrap interval (``scipy.stats.bootstrap(...,
   paired=True)``) of a statistic of the two methods' runs that is not a mean difference
   (the relative reduction ``1 - mean(a)/mean(b)``, the ratio of standard deviations);
+- :class:`PairedAt`: the paired t interval of ``a - b`` for per-run values kept anywhere in
+  the summary (two paths of keys), e.g. per-run shares of pulls or per-run energies;
+- :class:`PairedOver`: the paired t interval of ``a - b`` (optionally relative to ``b``'s
+  mean in each cell) pooled over the cells of a study (e.g. the condition numbers of a
+  sweep), whose runs are independent from cell to cell;
+- :class:`Trend`: how a per-run count grows along a sweep (the rise of its least-squares
+  line, the sag of a parabola), with a bootstrap interval that resamples the runs of each
+  cell independently;
 - :class:`MeanOf`: a one-sample t interval of per-run values;
-- :class:`TimeRatio`: a ratio of two point timings, which has no interval (never
-  conclusive; recorded so that the claim is listed with what was measured).
+- :class:`TimeToLevel`: the ratio of two methods' computing times to bring a curve to a level
+  (steps times cost per step), with the interval of the cost ratio (as :class:`TimeRatio`);
+- :class:`TimeRatio`: a ratio of two methods' timings. Repeated timings (a list per method)
+  get Welch's t interval of the difference of mean log-times, exponentiated (a ratio of
+  geometric means); a single timing has no interval and is never conclusive.
 """
 
 import dataclasses
@@ -74,10 +85,10 @@ def _lookup(result, path):
 
 
 def _entry_values(result, panel, method, key):
-    """Per-run values ``key`` (a key or a path of keys) of ``method`` in ``panel``, or the
-    reason they are missing."""
+    """Per-run values ``key`` (a key or a path of keys) of ``method`` in ``panel`` (None: in
+    whichever panel it ran, for a summary of one panel), or the reason they are missing."""
     entries = [e for e in result.get("results", ())
-               if e.get("panel") == panel and e.get("method") == method]
+               if (panel is None or e.get("panel") == panel) and e.get("method") == method]
     if not entries:
         return f"{method} did not run in {panel}"
     got = _lookup(entries[0], key if isinstance(key, tuple) else (key,))
@@ -88,17 +99,18 @@ def _entry_values(result, panel, method, key):
 
 @dataclasses.dataclass(frozen=True)
 class PairedMean:
-    """Mean over runs of ``a - b`` (method ``a`` minus method ``b`` in ``panel``), paired
-    t interval; ``scale`` is ``|mean(b)|``."""
+    """Mean over runs of ``a - b`` (method ``a`` minus method ``b`` in ``panel``; None for a
+    summary of one panel, whatever its name), paired t interval; ``scale`` is
+    ``|mean(b)|``."""
 
-    panel: str
+    panel: str | None
     a: str
     b: str
     key: object = "final_regrets"
 
     @property
     def comparison(self):
-        return f"{self.a} - {self.b} ({self.panel})"
+        return f"{self.a} - {self.b}" + (f" ({self.panel})" if self.panel else "")
 
     def measure(self, result):
         x = _entry_values(result, self.panel, self.a, self.key)
@@ -178,12 +190,21 @@ class PairedStatistic:
                         "paired BCa bootstrap")
 
 
-@dataclasses.dataclass(frozen=True)
-class MeanOf:
-    """Mean of the per-run values at ``path`` in the summary (a tuple of keys), one-sample
-    t interval."""
+def _values_at(result, path):
+    got = _lookup(result, path)
+    if got is None:
+        return f"not in the summary: {' / '.join(map(str, path))}"
+    return np.asarray(got, dtype=float)
 
-    path: tuple
+
+@dataclasses.dataclass(frozen=True)
+class PairedAt:
+    """Mean over runs of ``a - b``, the per-run values at the summary paths ``a`` and ``b``
+    (tuples of keys) of two methods that shared their runs, paired t interval; ``scale`` is
+    ``|mean(b)|``. ``what`` names the comparison (``"LMC-TS - VITS-I (linear rewards)"``)."""
+
+    a: tuple
+    b: tuple
     what: str
 
     @property
@@ -191,16 +212,255 @@ class MeanOf:
         return self.what
 
     def measure(self, result):
-        got = _lookup(result, self.path)
-        if got is None:
-            return f"not in the summary: {' / '.join(map(str, self.path))}"
-        return t_interval(np.asarray(got, dtype=float), method="t")
+        x, y = _values_at(result, self.a), _values_at(result, self.b)
+        for v in (x, y):
+            if isinstance(v, str):
+                return v
+        if x.shape != y.shape or x.ndim != 1:
+            return f"the two sides ran on different runs ({x.shape} and {y.shape})"
+        if not (np.isfinite(x).all() and np.isfinite(y).all()):
+            return "a run has no finite value (diverged)"
+        scale = abs(float(y.mean())) if y.size else 1.0
+        return t_interval(x - y, scale=scale or 1.0)
+
+
+def _cells(result, method, fixed, over, key, uncensored=None):
+    """``{over value: per-run values}`` of ``method``'s entries matching ``fixed`` (pairs of
+    field and value); with ``uncensored`` (a field of per-run booleans), cells with a
+    censored run are left out."""
+    out = {}
+    for e in result.get("results", ()):
+        if e.get("method") != method or any(e.get(f) != v for f, v in fixed):
+            continue
+        if key not in e or over not in e:
+            continue
+        if uncensored is not None and not all(e.get(uncensored, ())):
+            continue
+        out[e[over]] = np.asarray(e[key], dtype=float)
+    return out
+
+
+def _fixed_text(fixed):
+    return ", ".join(f"{f} = {v:g}" if isinstance(v, float) else f"{f} = {v}"
+                     for f, v in fixed)
+
+
+@dataclasses.dataclass(frozen=True)
+class PairedOver:
+    """Mean of the per-run ``a - b`` of ``key`` pooled over the cells ``over`` (e.g. every
+    condition number) of the entries matching ``fixed``; with ``relative``, each cell's
+    differences are divided by ``b``'s mean in that cell first (cells on different scales
+    weigh alike), and the interval is in units of ``b``'s mean. Paired t interval over all
+    the runs of all the cells (independent from cell to cell); ``scale`` 1."""
+
+    a: str
+    b: str
+    fixed: tuple
+    over: str = "kappa"
+    key: str = "steps"
+    relative: bool = True
+
+    @property
+    def comparison(self):
+        rel = ", relative to " + self.b + "'s mean per cell" if self.relative else ""
+        return (f"{self.a} - {self.b} ({_fixed_text(self.fixed)}, pooled over every "
+                f"{self.over}{rel})")
+
+    def measure(self, result):
+        x = _cells(result, self.a, self.fixed, self.over, self.key)
+        y = _cells(result, self.b, self.fixed, self.over, self.key)
+        both = [k for k in x if k in y]
+        if not both:
+            return f"{self.a} or {self.b} not run at {_fixed_text(self.fixed)}"
+        d = []
+        for k in both:
+            if x[k].shape != y[k].shape:
+                return f"{self.a} and {self.b} ran on different runs at {self.over} {k}"
+            ref = float(y[k].mean())
+            if self.relative and not ref > 0:
+                return f"{self.b}'s mean is not positive at {self.over} {k}"
+            d.append((x[k] - y[k]) / ref if self.relative else x[k] - y[k])
+        return t_interval(np.concatenate(d))
+
+
+def _trend(kind, xs, *cells, axis=-1):
+    """The trend of the cells' means against ``xs``, relative to their mean: ``"rise"``, the
+    least-squares line's rise over the range of ``xs``; ``"sag"``, the height of the
+    least-squares parabola's arc above (or below) its chord, ``b2 (x_max - x_min)^2 / 4``
+    (0 for a line)."""
+    m = np.stack([np.mean(c, axis=axis) for c in cells], axis=-1)  # (..., n_cells)
+    x = np.asarray(xs, dtype=float)
+    span = x.max() - x.min()
+    deg = 1 if kind == "rise" else 2
+    V = np.vander(x, deg + 1)  # columns x^deg, ..., 1
+    coef = np.linalg.lstsq(V, m.reshape(-1, x.size).T, rcond=None)[0]  # (deg + 1, M)
+    lead = coef[0].reshape(m.shape[:-1])
+    mean = m.mean(axis=-1)
+    return lead * span / mean if kind == "rise" else -lead * span ** 2 / 4 / mean
+
+
+@dataclasses.dataclass(frozen=True)
+class Trend:
+    """How ``method``'s mean per-run ``key`` grows along ``over`` (entries matching
+    ``fixed``), relative to its mean over the cells: ``"rise"`` (the least-squares line's
+    rise over the range, > 0 for a count that grows) or ``"sag"`` (the arc of the
+    least-squares parabola above its chord, 0 for a line, > 0 for a concave law). Cells with
+    a run censored (``uncensored`` False) are left out: a censored count is only a lower
+    bound. Bootstrap interval (BCa), the runs of each cell resampled on their own (the cells
+    are independent); ``sd`` is the standard error times ``sqrt(runs per cell)``."""
+
+    method: str
+    fixed: tuple
+    kind: str
+    over: str = "kappa"
+    key: str = "steps"
+    uncensored: str | None = "reached"
+    min_cells: int = 3
+
+    def __post_init__(self):
+        if self.kind not in ("rise", "sag"):
+            raise ValueError(f"kind must be 'rise' or 'sag', got {self.kind!r}")
+
+    @property
+    def comparison(self):
+        return (f"{self.kind} of {self.method}'s mean {self.key} along {self.over} "
+                f"({_fixed_text(self.fixed)}), relative to its mean")
+
+    def measure(self, result):
+        from scipy import stats
+
+        cells = _cells(result, self.method, self.fixed, self.over, self.key, self.uncensored)
+        if len(cells) < self.min_cells:
+            return (f"{len(cells)} {self.over} value(s) of {self.method} without a censored "
+                    f"run at {_fixed_text(self.fixed)}: a trend needs {self.min_cells}")
+        xs = sorted(cells)
+        data = tuple(cells[k] for k in xs)
+        if min(c.size for c in data) < 3:
+            return "fewer than 3 runs per cell: a bootstrap interval needs 3 at least"
+
+        def stat(*c, axis=-1):
+            return _trend(self.kind, xs, *c, axis=axis)
+
+        est = float(stat(*data))
+        if all(np.ptp(c) == 0 for c in data):
+            return Interval(est, est, est, int(min(c.size for c in data)), 0.0, 1.0,
+                            "constant runs")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            boot = stats.bootstrap(data, stat, vectorized=True, confidence_level=CONFIDENCE,
+                                   n_resamples=N_RESAMPLES, method="BCa",
+                                   **_bootstrap_rng(stats, BOOTSTRAP_SEED))
+        lo, hi = boot.confidence_interval
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return "the bootstrap interval of the trend is undefined"
+        n = int(min(c.size for c in data))
+        return Interval(est, float(lo), float(hi), n, float(boot.standard_error) * math.sqrt(n),
+                        1.0, "stratified BCa bootstrap")
+
+
+@dataclasses.dataclass(frozen=True)
+class GapChange:
+    """How the paired gap ``a - b`` changes from ``panel`` to ``other``: the mean over runs of
+    ``(a - b in panel) - (a - b in other)``, paired t interval, for panels whose run ``r``
+    shares its seed (the same instance and draws but for the panel's parameter); ``scale``
+    is ``|mean(b in panel)|``."""
+
+    a: str
+    b: str
+    panel: str
+    other: str
+    key: object = "final_regrets"
+
+    @property
+    def comparison(self):
+        return f"({self.a} - {self.b}) at {self.panel} minus at {self.other}"
+
+    def measure(self, result):
+        got = [_entry_values(result, p, m, self.key)
+               for p in (self.panel, self.other) for m in (self.a, self.b)]
+        for v in got:
+            if isinstance(v, str):
+                return v
+        if len({v.shape for v in got}) != 1:
+            return "the panels ran on different runs"
+        a1, b1, a2, b2 = got
+        return t_interval((a1 - b1) - (a2 - b2), scale=abs(float(b1.mean())) or 1.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class EntryTimeRatio:
+    """Time per round of method ``a`` over method ``b`` in ``panel`` (None: the summary's
+    one panel), read from their entries' ``key`` (one timing, or a list of repeats:
+    :func:`timing_ratio`)."""
+
+    a: str
+    b: str
+    panel: str | None = None
+    key: str = "us_per_round"
+
+    @property
+    def comparison(self):
+        return f"time per round, {self.a} / {self.b}" + (f" ({self.panel})" if self.panel
+                                                           else "")
+
+    def measure(self, result):
+        got = {}
+        for m in (self.a, self.b):
+            e = [e for e in result.get("results", ()) if e.get("method") == m
+                 and (self.panel is None or e.get("panel") == self.panel)]
+            if not e or self.key not in e[0]:
+                return f"no timing of {m}"
+            got[m] = e[0][self.key]
+        return timing_ratio(got[self.a], got[self.b], self.a, self.b)
+
+
+@dataclasses.dataclass(frozen=True)
+class MeanOf:
+    """Mean of the per-run values at ``path`` in the summary (a tuple of keys, or a method's
+    entry ``(method, key)`` when ``entry``), one-sample t interval; with ``reduce="min"``,
+    each run's value is the minimum of its row (e.g. the smaller of two shares)."""
+
+    path: tuple
+    what: str
+    reduce: str | None = None
+    entry: bool = False
+
+    def __post_init__(self):
+        if self.reduce not in (None, "min"):
+            raise ValueError(f"reduce must be None or 'min', got {self.reduce!r}")
+
+    @property
+    def comparison(self):
+        return self.what
+
+    def measure(self, result):
+        if self.entry:
+            got = _entry_values(result, None, self.path[0], self.path[1:])
+            if isinstance(got, str):
+                return got
+        else:
+            got = _lookup(result, self.path)
+            if got is None:
+                return f"not in the summary: {' / '.join(map(str, self.path))}"
+        v = np.asarray(got, dtype=float)
+        if self.reduce == "min":
+            v = v.min(axis=-1)
+        return t_interval(v, method="t")
 
 
 @dataclasses.dataclass(frozen=True)
 class TimeRatio:
-    """``result[key][a] / result[key][b]``: two point timings (e.g. medians of warm
-    rounds); no interval, so never conclusive."""
+    """Time of method ``a`` over time of method ``b``, read at ``result[key][a]`` and
+    ``result[key][b]``.
+
+    Each side is one timing (a number) or repeated timings (a list). Repeated timings on
+    both sides give the ratio of geometric means, ``exp(mean log t_a - mean log t_b)``, with
+    Welch's t interval of the difference of mean log-times exponentiated (timings are
+    positive and skewed: a log scale makes the ratio's interval symmetric in ``a`` and ``b``);
+    ``sd`` is the per-repeat spread of the log-time difference, ``sqrt(n) se``. A single
+    timing on either side has no spread: the ratio is recorded without an interval, never
+    conclusive.
+    """
 
     a: str
     b: str
@@ -212,7 +472,74 @@ class TimeRatio:
 
     def measure(self, result):
         ta, tb = _lookup(result, (self.key, self.a)), _lookup(result, (self.key, self.b))
-        if ta is None or tb is None or not tb > 0:
+        if ta is None or tb is None:
             return f"no timing of {self.a} or {self.b}"
-        return Interval(float(ta) / float(tb), None, None, 1, None, 1.0,
-                        "one median timing each, no spread")
+        return timing_ratio(ta, tb, self.a, self.b)
+
+
+def timing_ratio(ta, tb, a="a", b="b", factor=1.0):
+    """``factor`` times the time ratio of timings ``ta`` over ``tb`` (each a number or a list
+    of repeats), as :class:`TimeRatio` describes: an interval only when both are repeated."""
+    from scipy import stats
+
+    ta, tb = np.atleast_1d(np.asarray(ta, float)), np.atleast_1d(np.asarray(tb, float))
+    if not ((ta > 0).all() and (tb > 0).all() and np.isfinite(ta).all()
+            and np.isfinite(tb).all()):
+        return f"a timing of {a} or {b} is not a positive number"
+    la, lb = np.log(ta), np.log(tb)
+    ratio = factor * (float(ta[0] / tb[0]) if ta.size == tb.size == 1
+                      else float(np.exp(la.mean() - lb.mean())))
+    n = int(min(ta.size, tb.size))
+    if n < 2:
+        return Interval(ratio, None, None, n, None, 1.0, "one timing per method, no spread")
+    method = "repeated timings, Welch t on log-times"
+    if la.std() == 0.0 and lb.std() == 0.0:
+        return Interval(ratio, ratio, ratio, n, 0.0, 1.0, method)
+    ci = stats.ttest_ind(la, lb, equal_var=False).confidence_interval(CONFIDENCE)
+    se = math.sqrt(la.var(ddof=1) / la.size + lb.var(ddof=1) / lb.size)
+    # the interval is on the log scale; runs_needed scales a spread in the ratio's units, so
+    # the log-ratio's is carried to the estimate (delta method: d exp(x) = exp(x) dx)
+    return Interval(ratio, factor * float(np.exp(ci.low)), factor * float(np.exp(ci.high)), n,
+                    ratio * se * math.sqrt(n), 1.0, method)
+
+
+def first_step_at_or_below(steps, values, level):
+    """The first of ``steps`` whose value (None: undefined) is ``<= level``; None if none."""
+    return next((k for k, v in zip(steps, values, strict=True)
+                 if v is not None and v <= level), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class TimeToLevel:
+    """Computing time for method ``a``'s ``quartile`` curve of a quantity (a KL, over seeds)
+    to get ``<= level``, over method ``b``'s: the ratio of the first steps at or below the
+    level times the ratio of the costs per step (``us_per_step``: one timing, or a list of
+    repeats, :func:`timing_ratio`). A curve that never gets there counts with its last step,
+    a lower bound of its time: ``b`` never there makes the ratio an upper bound, which a
+    claim that ``a`` is faster can use; ``a`` never there is not measured."""
+
+    a: str
+    b: str
+    level: float
+    quartile: str = "median"
+    cost: str = "us_per_step"
+
+    @property
+    def comparison(self):
+        return (f"time for the {self.quartile} curve to reach KL <= {self.level:g}, "
+                f"{self.a} / {self.b}")
+
+    def measure(self, result):
+        by = {e.get("method"): e for e in result.get("results", ())}
+        for m in (self.a, self.b):
+            if m not in by or self.cost not in by[m] or "curve" not in by[m]:
+                return f"{m} did not run"
+        got = {}
+        for m in (self.a, self.b):
+            c = by[m]["curve"]
+            got[m] = first_step_at_or_below(c["steps"], c[self.quartile], self.level)
+        if got[self.a] is None:
+            return f"{self.a}'s {self.quartile} curve never reaches {self.level:g}"
+        nb = got[self.b] if got[self.b] is not None else by[self.b]["curve"]["steps"][-1]
+        return timing_ratio(by[self.a][self.cost], by[self.b][self.cost], self.a, self.b,
+                            factor=got[self.a] / nb)

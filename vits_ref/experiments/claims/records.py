@@ -87,8 +87,13 @@ def _methods(seeds):
 
 
 def size_of(result):
-    """``"50 runs x 1000 rounds"``: a summary's size in words."""
-    return f"{result.get('runs', '?')} runs x {result.get('rounds', '?')} rounds"
+    """``"50 runs x 1000 rounds"``: a summary's size in words (steps for a study of
+    iterations, ``steps at most`` for one capped at ``cap``)."""
+    runs = result.get("runs", "?")
+    for key, unit in (("rounds", "rounds"), ("steps", "steps"), ("cap", "steps at most")):
+        if key in result:
+            return f"{runs} runs x {result[key]} {unit}"
+    return f"{runs} runs"
 
 
 def judged(claims, results):

@@ -49,10 +49,10 @@ import numpy as np
 from ..._seeding import child, run_seed
 from ..._validate import as_seed_sequence
 from ...errors import DivergenceError
-from .. import _claims
 from .._common import environment_info, write_json
 from .._outputs import text_output
 from .._paired import format_difference, paired_difference
+from ..claims import judged_claims
 from ..plotting import drawn, paper_title
 from .mixture import check_arguments, model_gradient, particle_run, record_rounds, se_text
 
@@ -82,7 +82,6 @@ PAPER_TABLE1 = {OPVI: (0.127, 0.008, 0.653, 0.060, 2.4),
                 SVGD_FULL: (0.112, 0.002, 0.783, 0.017, 5.8),
                 "LD (B = 20)": (0.159, 0.004, 0.425, 0.024, 1.7),
                 "LD (B = 10k)": (0.143, 0.002, 0.527, 0.015, 5.2)}
-SECTION = "section 5.2, Table 1"
 
 
 # -- data -------------------------------------------------------------------------------
@@ -463,69 +462,10 @@ def table(result):
 
 
 def claims(result):
-    """Table 1's claims: OPVI better than SVGD at B = 20; comparable to full batch."""
-    by = {e["method"]: e for e in result["results"] if "diverged" not in e}
-    size = f"{result['runs']} runs x {result['rounds']} rounds on {result['data']}"
-    out = []
+    """The claims of section 5.2 (Table 1), judged by the one rule of the claim table
+    (:mod:`vits_ref.experiments.claims`, its entries for ``opvi-bnn``), on the data the run
+    used (substitute data labelled as such).
 
-    def measured(a, b):
-        d = by[a].get("paired_opvi_minus_this", {}) if a != OPVI else by[b].get(
-            "paired_opvi_minus_this", {})
-        parts = [f"{m}: RMSE {by[m]['final_rmse_mean']:.4g}, LL {by[m]['final_ll_mean']:.4g}"
-                 for m in (a, b)]
-        if d:
-            parts.append(f"OPVI - {b}: RMSE {format_difference(d['rmse'], 4)}, LL "
-                         f"{format_difference(d['ll'], 4)}")
-        return f"({size}) " + "; ".join(parts) + (
-            f"; the paper (Kin8nm): {a} {PAPER_TABLE1[a][0]:.3f} / {PAPER_TABLE1[a][2]:.3f}, "
-            f"{b} {PAPER_TABLE1[b][0]:.3f} / {PAPER_TABLE1[b][2]:.3f}")
-
-    def verdict(ok):
-        if not result["data_is_kin8nm"]:
-            return _claims.NOT_TESTABLE
-        return _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED
-
-    def paired(method, what, cid, quote):
-        """OPVI minus ``method``'s paired differences; None (and a "not testable" claim)
-        when either is missing or there is 1 run."""
-        d = by.get(method, {}).get("paired_opvi_minus_this")
-        if OPVI not in by or d is None or d["rmse"]["ci"] is None:
-            out.append(_claims.claim(cid, SECTION, quote, _claims.NOT_TESTABLE,
-                                     f"({size}) OPVI or {what} missing, or 1 run",
-                                     "both and 2 runs are needed"))
-            return None
-        return d
-
-    not_kin = ("The paper's numbers are on Kin8nm, which cannot be downloaded here; this run "
-               "used other data, so the verdict is 'not testable here' whatever the "
-               "measured differences (run with --data kin8nm.csv to test it). ")
-    # 1. better than SVGD at B = 20
-    quote = ("The OPVI algorithm can achieve an 11.8% and 20.1% improvement compared with SVGD "
-             "and LD with the same total number of data N_T and the same total time slots T "
-             "respectively.")
-    cid = "opvi-bnn-better-than-svgd"
-    d = paired(SVGD_B, "SVGD (B = 20)", cid, quote)
-    if d is not None:
-        ok = d["rmse"]["ci"][1] < 0
-        rel = d["rmse"]["relative"]
-        out.append(_claims.claim(
-            cid, SECTION, quote, verdict(ok),
-            measured(OPVI, SVGD_B) + f"; relative RMSE change {100 * rel:+.1f}% (paper: "
-            "-11.8%)",
-            ("" if result["data_is_kin8nm"] else not_kin)
-            + "Reproduced (on Kin8nm) if the 95% paired interval of OPVI's final test RMSE "
-            "minus SVGD's (B = 20) lies below 0. LD is not run here."))
-    # 2. comparable to full batch
-    quote = "This result is even comparable to the full batch SVGD algorithm."
-    cid = "opvi-bnn-near-full-batch"
-    d = paired(SVGD_FULL, "full-batch SVGD", cid, quote)
-    if d is not None:
-        full = by[SVGD_FULL]["final_rmse_mean"]
-        ok = d["rmse"]["ci"][1] <= 0.15 * full
-        out.append(_claims.claim(
-            cid, SECTION, quote, verdict(ok), measured(OPVI, SVGD_FULL),
-            ("" if result["data_is_kin8nm"] else not_kin)
-            + "Reproduced (on Kin8nm) if the upper end of the 95% paired interval of OPVI's "
-            "final RMSE minus full-batch SVGD's is at most 15% of full-batch SVGD's RMSE (the "
-            "paper's own numbers differ by 13%: .127 against .112)."))
-    return out
+    ``result``: the summary returned by :func:`run`, or a list of them, one per root seed.
+    """
+    return judged_claims(NAME, result)

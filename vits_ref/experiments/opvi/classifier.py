@@ -41,9 +41,9 @@ import time
 
 import numpy as np
 
-from .. import _claims
 from .._common import environment_info
 from .._paired import format_difference
+from ..claims import judged_claims
 from ..plotting import paper_title
 from .bnn import (
     OPVI,
@@ -76,7 +76,6 @@ METHODS = {OPVI: ("opvi", "growing"), OPVI_STATIC: ("opvi", BATCH),
            SVGD_B: ("svgd", BATCH), SVGD_FULL: ("svgd", "full")}
 METRICS = ("accuracy",)
 DATASETS = ("breast_cancer", "digits")
-SECTION = "section 5.3, Figure 3"
 
 
 def load(dataset="breast_cancer"):
@@ -202,26 +201,10 @@ def table(result):
 
 
 def claims(result):
-    """Figure 3's claim: OPVI best among the mini-batch methods (MNIST: not testable)."""
-    by = {e["method"]: e for e in result["results"] if "diverged" not in e}
-    size = f"{result['runs']} runs x {result['rounds']} rounds on {result['data']}"
-    quote = ("As we can see from the figure, except for the full batch LD algorithm, the OPVI "
-             "algorithm with an increasing batch size achieves the best result.")
-    cid = "opvi-classifier-best-minibatch"
-    others = [m for m in (OPVI_STATIC, SVGD_B, SVGD_FULL) if m in by]
-    if OPVI not in by or not others:
-        return [_claims.claim(cid, SECTION, quote, _claims.NOT_TESTABLE,
-                              f"({size}) OPVI or every other method missing",
-                              "OPVI and another method are needed")]
-    diffs = {m: by[m].get("paired_opvi_minus_this", {}).get("accuracy") for m in others}
-    measured = (f"({size}) final test accuracy: "
-                + ", ".join(f"{m} {by[m]['final_accuracy_mean']:.4f}" for m in [OPVI, *others])
-                + f" (majority class {result['majority_accuracy_mean']:.3f})"
-                + ("; OPVI - " + "; ".join(f"{m} = {format_difference(d, 4)}"
-                                           for m, d in diffs.items() if d) if any(
-                    diffs.values()) else ""))
-    return [_claims.claim(
-        cid, SECTION, quote, _claims.NOT_TESTABLE, measured,
-        "The paper's figure is on MNIST, which cannot be downloaded here, and compares with "
-        "LD (not run here); the measured accuracies on the stand-in data are reported, not "
-        "judged. A positive paired difference means OPVI is more accurate.")]
+    """The claims of section 5.3 (Figure 3), judged by the one rule of the claim table
+    (:mod:`vits_ref.experiments.claims`, its entries for ``opvi-classifier``), on the data the run
+    used (substitute data labelled as such).
+
+    ``result``: the summary returned by :func:`run`, or a list of them, one per root seed.
+    """
+    return judged_claims(NAME, result)

@@ -69,10 +69,11 @@ import numpy as np
 from ..._seeding import child, run_seed
 from ..._validate import as_seed_sequence
 from ...errors import DivergenceError
-from .. import _chunks, _claims
+from .. import _chunks
 from .._common import environment_info, write_json
 from .._outputs import text_output
 from .._paired import format_difference, paired_difference
+from ..claims import judged_claims
 from ..plotting import drawn, paper_title
 
 #: The figures' titles by file, the paper named first (sizes are appended at run time).
@@ -683,89 +684,12 @@ def table(result):
 
 # -- claims -----------------------------------------------------------------------------
 
-SECTION = "section 5.1, Figure 2"
-
 
 def claims(result):
-    """The claims of section 5.1 that this experiment checks, with verdicts."""
-    by = {e["method"]: e for e in result["results"] if "final_energy" in e}
-    size = (f"{result['runs']} runs x {result['rounds']} rounds, N = {result['n_data']}, "
-            f"{result['n_particles']} particles, sigma_x^2 = {result['sigma_x2']:g}")
-    out = []
-    # 1. both modes
-    quote = ("Fig. 2 shows the results for the OPVI, SVGD, and LD with 100 particles, where "
-             "the true posteriors are shown as contour and the inference results are "
-             "represented by the particles.")
-    cid = "opvi-mixture-both-modes"
-    if OPVI not in by:
-        out.append(_claims.claim(cid, SECTION, quote, _claims.NOT_TESTABLE,
-                                 f"({size}) OPVI did not run or diverged", "OPVI is needed"))
-    else:
-        e = by[OPVI]
-        ok = e["both_modes_final_runs"] == result["runs"]
-        others = "; ".join(f"{m}: {x['both_modes_final_runs']}/{result['runs']}"
-                           for m, x in by.items() if m != OPVI)
-        out.append(_claims.claim(
-            cid, SECTION, quote, _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) OPVI: each mode's part of the posterior's {100 * HPD:g}% HPD region "
-            f"holds at least {100 * MODE_SHARE:.0f}% of the particles at the last round in "
-            f"{e['both_modes_final_runs']} of {result['runs']} runs (shares near (0, 1) / "
-            "(1, -1) per run: "
-            + ", ".join(f"{a:.2f}/{b:.2f}" for a, b in e["final_mode_shares"])
-            + f"; the posterior's mass with theta2 > 0: {result['posterior_upper_share']:.3f}); "
-            + (f"held at every record from round {e['first_round_both_modes_held']} on in "
-               "all runs" if e["first_round_both_modes_held"] is not None else
-               "never held in all runs at once")
-            + f"; final energy distance {e['final_energy_mean']:.4f}. Other methods, runs "
-            f"with both modes at the end: {others}",
-            f"Reproduced if, at round {result['rounds']}, in every run, at least "
-            f"{100 * MODE_SHARE:.0f}% of OPVI's particles lie in the posterior's "
-            f"{100 * HPD:g}% highest-density region on each side of theta2 = 0 (the boundary "
-            "between the two modes that the likelihood's symmetry (theta1, theta2) -> "
-            "(theta1 + theta2, -theta2) gives): the figure's particles sit on both modes "
-            "of the contours. The first round from which this holds is the 'stated rounds'."))
-    # 2. OPVI vs the fixed-batch methods
-    quote = ("Compared with previous SVGD and LD, the OPVI method shows much better "
-             "performance for tracking the posterior.")
-    cid = "opvi-mixture-better-than-fixed-batch"
-    pairs = {m: by[m].get("paired_opvi_minus_this") for m in (SVGD_B, SGLD_B) if m in by}
-    if OPVI not in by or len(pairs) < 2 or any(d is None or d["ci"] is None
-                                               for d in pairs.values()):
-        out.append(_claims.claim(cid, SECTION, quote, _claims.NOT_TESTABLE,
-                                 f"({size}) OPVI, SVGD (B = 20) or SGLD (B = 20) missing, or "
-                                 "fewer than 2 runs", "paired intervals need both and 2 runs"))
-    else:
-        ok = all(d["ci"][1] < 0 for d in pairs.values())
-        out.append(_claims.claim(
-            cid, SECTION, quote, _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) final energy distance: "
-            + ", ".join(f"{m} {by[m]['final_energy_mean']:.4f}" for m in (OPVI, SVGD_B, SGLD_B))
-            + "; OPVI minus: " + "; ".join(f"{m} = {format_difference(d, 4)}"
-                                           for m, d in pairs.items()),
-            "Reproduced if the 95% paired intervals of OPVI's final energy distance minus "
-            "SVGD's (B = 20) and minus SGLD's (B = 20) both lie below 0. The energy distance "
-            "is to the exact posterior of all N points; OPVI's summed (unscaled) batch "
-            "likelihood with repulsion 0.1 targets, at round t, a tempered posterior of "
-            "about 10 B_t points, so it can be wider than the posterior of N points while "
-            "the N/B-scaled SVGD/SGLD are noisier: which wins depends on the scale."))
-    # 3. OPVI vs full batch
-    quote = ("In the last two figures, we can see the performance of OPVI is approaching or "
-             "even better than the full batch methods.")
-    cid = "opvi-mixture-near-full-batch"
-    d = by.get(SVGD_FULL, {}).get("paired_opvi_minus_this")
-    if OPVI not in by or d is None or d["ci"] is None:
-        out.append(_claims.claim(cid, SECTION, quote, _claims.NOT_TESTABLE,
-                                 f"({size}) OPVI or full-batch SVGD missing, or 1 run",
-                                 "both and 2 runs are needed"))
-    else:
-        full = by[SVGD_FULL]["final_energy_mean"]
-        ok = d["ci"][0] <= 0 or d["mean"] <= 0.25 * full
-        out.append(_claims.claim(
-            cid, SECTION, quote, _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) final energy distance OPVI {by[OPVI]['final_energy_mean']:.4f}, full-"
-            f"batch SVGD {full:.4f} (data per run: {by[OPVI]['data_used_per_run']} against "
-            f"{by[SVGD_FULL]['data_used_per_run']}); OPVI - full = {format_difference(d, 4)}",
-            "Reproduced if OPVI's final energy distance is not detectably above full-batch "
-            "SVGD's (95% paired interval reaching 0 or below) or exceeds it by at most 25% "
-            "of full-batch SVGD's value ('approaching')."))
-    return out
+    """The claims of section 5.1 (Figure 2), judged by the one rule of the claim table
+    (:mod:`vits_ref.experiments.claims`, its entries for ``opvi-mixture``), on the data the run
+    used (substitute data labelled as such).
+
+    ``result``: the summary returned by :func:`run`, or a list of them, one per root seed.
+    """
+    return judged_claims(NAME, result)

@@ -26,8 +26,9 @@ i.e. 2 x 2 x 6 = 24 rounds of each of VITS-II and HF. Measured on the idle 2-cor
 Intel Xeon of this project (``time python -m vits_ref run vits-fig2 --out /tmp/f2``):
 57 s cold (a fresh ``NUMBA_CACHE_DIR``: 31.5 s of warm-ups, i.e. compilation, and 22.7 s
 of runs) and 29 s warm (4.1 s of warm-ups, 22.9 s of runs).
-It decides nothing (the claims need the paper's size: "not testable here"); it
-shows the pipeline works. ``--runs`` and ``--rounds`` scale it up; the paper's size is
+It decides little (its intervals are too wide: the claims come out inconclusive, with
+the runs that would decide them); it shows the pipeline works. ``--runs`` and ``--rounds``
+scale it up; the paper's size is
 ``run(..., paper=True)`` (50 runs x 1000 rounds; ``--paper`` on the command line, which
 runs in resumable chunks: see :mod:`vits_ref.experiments._chunks`).
 
@@ -47,9 +48,9 @@ no faster than the per-run loop on this 2-core machine (0.85x to 1.4x, measured)
 not the default.
 
 Paired differences are taken against VITS-II (:data:`REFERENCE`), the paper's method in
-this figure (there is no exact posterior to compare with). :func:`claims` decides the
-figure's two claims only at the paper's size (50 runs x 1000 rounds, about 28 CPU-hours
-here); below it, they are "not testable here" with the small run's numbers given.
+this figure (there is no exact posterior to compare with). :func:`claims` judges the
+figure's two claims by the claim table's rule at any size; the paper's size (50 runs x 1000
+rounds, about 28 CPU-hours here) is what can decide them.
 """
 
 from ...bandit import _batched_mlp
@@ -58,9 +59,9 @@ from ...bandit.simulate import simulate
 from ...envs import pool
 from ...inference import VITS, Langevin, LinTS
 from ...models import MLP
-from .. import _chunks, _claims
+from .. import _chunks
 from .._common import regret_table, run_panels
-from .._paired import format_difference, pair, paired_difference, panel_entries
+from ..claims import judged_claims
 from ..plotting import paper_title
 
 #: The figures' titles by file, the paper named first (sizes are appended at run time).
@@ -172,91 +173,12 @@ def run(runs=None, rounds=None, seed=0, out="results/vits-fig2", progress=None,
 table = regret_table
 
 
-def _panels():
-    return [f"zeta = {z:g}" for z in ZETAS]
-
-
-def _gap(entries):
-    """Per-run ``LMC-TS - VITS-II`` final regrets (None if either did not run)."""
-    if "LMC-TS" not in entries or REFERENCE not in entries:
-        return None
-    return [a - b for a, b in zip(entries["LMC-TS"]["final_regrets"],
-                                  entries[REFERENCE]["final_regrets"], strict=True)]
-
-
 def claims(result):
-    """The claims of section 4.1 about Figure 2, with verdicts (rules in ``why``).
+    """The claims of section 4.1 about Figure 2, judged by the one rule of the claim table
+    (:mod:`vits_ref.experiments.claims`, its entries for ``vits-fig2``). Runs below the
+    paper's size (:data:`PAPER_SIZE`) are judged by the same rule; their intervals are
+    mostly too wide to decide, which the verdict then says.
 
-    Below the paper's size (:data:`PAPER_RUNS` runs x :data:`PAPER_ROUNDS` rounds; the
-    default is far smaller, see the module docstring for the cost) both claims are
-    :data:`~vits_ref.experiments._claims.NOT_TESTABLE` and ``measured`` gives the
-    small run's numbers for information; at the paper's size the stated rules decide.
+    ``result``: the summary returned by :func:`run`, or a list of them, one per root seed.
     """
-    panels = _panels()
-    per = {p: panel_entries(result, p) for p in panels}
-    runs, rounds = result["runs"], result["rounds"]
-    paper_size = runs >= PAPER_RUNS and rounds >= PAPER_ROUNDS
-    size = f"{runs} runs x {rounds} rounds"
-    small_why = (f"Run at {size}, below the paper's {PAPER_RUNS} runs x {PAPER_ROUNDS} "
-                 "rounds: too few runs and rounds to decide (the numbers are for "
-                 "information). The paper's size costs about 28 CPU-hours here (a VITS "
-                 "round on the 861-parameter MLP takes about a second on one core): "
-                 f"python -m vits_ref run vits-fig2 --runs {PAPER_RUNS} --rounds "
-                 f"{PAPER_ROUNDS}")
-    section = "section 4.1, Figure 2"
-    out = []
-
-    # 1. VITS-II slightly better than HF, better than LMC-TS and LinTS
-    cid = "fig2-vits-ii-best"
-    quote = ("VITS — II slightly performs better than its Hessian—free version but "
-             "outperforms both LMC and LinTS algorithms")
-    others = (HF, "LMC-TS", "LinTS")
-    diffs = {p: {o: pair(per[p], REFERENCE, o) for o in others} for p in panels}
-    measured = f"({size}) final regret, paired difference [95% t interval]: " + "; ".join(
-        f"{p}: " + ", ".join(f"VITS-II - {o} = {format_difference(d)}"
-                             for o, d in diffs[p].items()) for p in panels)
-    missing = any(d is None or d["ci"] is None for ds in diffs.values()
-                  for d in ds.values())
-    if not paper_size or missing:
-        out.append(_claims.claim(cid, section, quote, _claims.NOT_TESTABLE, measured,
-                                 small_why if not paper_size else
-                                 "a method of the figure diverged or was not run"))
-    else:
-        ok = all(ds[HF]["ci"][0] <= 0 and ds["LMC-TS"]["ci"][1] < 0
-                 and ds["LinTS"]["ci"][1] < 0 for ds in diffs.values())
-        out.append(_claims.claim(
-            cid, section, quote, _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            measured,
-            "Reproduced if at both zetas the 95% intervals of VITS-II - LMC-TS and "
-            "VITS-II - LinTS lie below 0 (outperforms) and that of VITS-II - HF reaches 0 "
-            "or lies below it (VITS-II is not detectably worse than its Hessian-free "
-            "version: a slight edge need not be significant)."))
-
-    # 2. the LMC gap is smaller at zeta = 1 than at zeta = 0.1
-    cid = "fig2-lmc-gap-conditioning"
-    quote = ("The gap between LMC and our algorithm is smaller in the well-conditioned "
-             "setting than in the ill-conditioned")
-    gaps = {p: _gap(per[p]) for p in panels}
-    if any(g is None for g in gaps.values()):
-        out.append(_claims.claim(cid, section, quote, _claims.NOT_TESTABLE,
-                                 f"({size}) LMC-TS or VITS-II did not run",
-                                 "a method of the claim diverged or was not run"))
-        return out
-    ill, well = panels  # zeta = 0.1, zeta = 1
-    d = paired_difference(gaps[ill], gaps[well])
-    measured = (f"({size}) gap LMC-TS - VITS-II: {ill}: "
-                f"{format_difference(pair(per[ill], 'LMC-TS', REFERENCE))}, {well}: "
-                f"{format_difference(pair(per[well], 'LMC-TS', REFERENCE))}; gap at {ill} "
-                f"minus gap at {well}, paired by run: {format_difference(d)}")
-    if not paper_size or d["ci"] is None:
-        out.append(_claims.claim(cid, section, quote, _claims.NOT_TESTABLE, measured,
-                                 small_why))
-    else:
-        out.append(_claims.claim(
-            cid, section, quote,
-            _claims.REPRODUCED if d["ci"][0] > 0 else _claims.NOT_REPRODUCED, measured,
-            "Reproduced if the 95% interval of (LMC-TS - VITS-II at zeta = 0.1) minus "
-            "(LMC-TS - VITS-II at zeta = 1) lies above 0. Run r of both panels has the same "
-            "seed, hence the same pool, theta* and noise draws (only zeta differs), so the "
-            "gaps are paired by run."))
-    return out
+    return judged_claims(NAME, result)

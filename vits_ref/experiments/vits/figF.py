@@ -42,7 +42,6 @@ results are bit-identical whatever the chunking or the executor (``--jobs``, Das
 
 import csv
 import functools
-import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -52,10 +51,10 @@ import numpy as np
 
 from ... import _seeding
 from ...drivers.cpu import trace_one
-from .. import _chunks, _claims
+from .. import _chunks
 from .._common import environment_info, write_json
 from .._outputs import text_output
-from .._paired import paired_difference
+from ..claims import judged_claims
 from ..plotting import drawn, paper_title
 from .target import (
     METHODS,
@@ -78,17 +77,8 @@ KAPPAS = (2.5, 5.0, 7.5, 10.0, 12.5, 15.0, 17.5, 20.0)
 STEP_SIZES = (0.001, 0.01, 0.1)
 EPS = 0.1
 BURN_IN = 1000
-#: the paper's size, for the claims' statement of what was run
+#: the paper's size
 PAPER_RUNS, PAPER_CAP = 100, 50000
-
-SECTION = "appendix F, Figure 4"
-#: VI-I and VI-II are "identical" if their paired mean difference of steps is at most this
-#: fraction of VI-II's mean steps (and no 95% interval lies beyond it)
-IDENTICAL_TOL = 0.05
-#: "linear dependency": least-squares line of the median steps on kappa with R^2 at least
-LINEAR_R2 = 0.9
-#: "consistently fewer": VI needs fewer steps than LMC on at least this fraction of seeds
-CONSISTENT_FRACTION = 0.9
 
 
 def run(runs=100, rounds=50000, seed=0, out="results/vits-figF", progress=None,
@@ -290,225 +280,20 @@ def _median_text(entry):
 # --------------------------------------------------------------------------- claims
 
 
-def _cells(result):
-    """``{(method, step, kappa): entry}``."""
-    key = _step_key(result)
-    return {(e["method"], e[key], e["kappa"]): e for e in result["results"]}
-
-
-def _size(result):
-    paper = result["runs"] == PAPER_RUNS and result["cap"] == PAPER_CAP
-    return (f"{result['runs']} seeds, cap {result['cap']}"
-            + ("; the paper's size" if paper else
-               f"; the paper: {PAPER_RUNS} seeds, cap {PAPER_CAP}"))
-
-
-def _missing(cells, labels):
-    have = {m for m, _, _ in cells}
-    return [lab for lab in labels if lab not in have]
-
-
-def _linear_fit(kappas, medians):
-    """R^2 and slope of the least-squares line, and the log-log slope."""
-    x, y = np.asarray(kappas, float), np.asarray(medians, float)
-    slope, intercept = np.polyfit(x, y, 1)
-    ss_res = float(((y - (slope * x + intercept)) ** 2).sum())
-    ss_tot = float(((y - y.mean()) ** 2).sum())
-    r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else math.nan
-    loglog = float(np.polyfit(np.log(x), np.log(y), 1)[0])
-    return r2, float(slope), loglog
-
-
 def claims(result):
-    """The three claims of appendix F, with verdicts (the rules are in each ``why``).
+    """The three claims of appendix F, judged by the one rule of the claim table
+    (:mod:`vits_ref.experiments.claims`, its entries for ``vits-figF``: one per step size,
+    and per method where the sentence names several).
 
     Parameters
     ----------
-    result : dict
-        The summary returned by :func:`run`, or read back from its ``summary.json``.
+    result : dict or list of dict
+        The summary returned by :func:`run` (or read back from its ``summary.json``), or one
+        per root seed.
 
     Returns
     -------
     list of dict
-        :func:`vits_ref.experiments._claims.claim` dicts.
+        The judged claims' records (:func:`vits_ref.experiments.claims.judged_claims`).
     """
-    cells = _cells(result)
-    key = _step_key(result)
-    steps = sorted({e[key] for e in result["results"]})
-    kappas = sorted({e["kappa"] for e in result["results"]})
-    size = _size(result)
-    if key == "step_factor":
-        size += "; relative steps c / lmax(P)"
-    cap = result["cap"]
-    return [_claim_identical(cells, result, steps, kappas, size),
-            _claim_linear(cells, result, steps, kappas, size, cap),
-            _claim_fewer(cells, result, steps, kappas, size)]
-
-
-def _claim_identical(cells, result, steps, kappas, size):
-    quote = ("VI-I and VI-II exhibit identical behavior, even when using a relatively large "
-             "step size of 0.1")
-    cid = "figF-vi-i-equals-vi-ii"
-    if _missing(cells, ("VI-I", "VI-II")):
-        return _claims.claim(cid, SECTION, quote, _claims.NOT_TESTABLE,
-                             f"({size}) VI-I or VI-II was not run", "both are needed")
-    per_step, failed = [], []
-    for h in steps:
-        rel_mean, rel_med, same, widest = [], [], [], None
-        for k in kappas:
-            a, b = cells[("VI-I", h, k)], cells[("VI-II", h, k)]
-            ref = float(np.mean(b["steps"]))
-            d = paired_difference(a["steps"], b["steps"], n_resamples=999)
-            rel_mean.append(abs(d["mean"]) / ref)
-            rel_med.append(abs(a["median_steps"] - b["median_steps"]) / b["median_steps"])
-            same.append(np.array_equal(a["steps"], b["steps"]))
-            # a difference counts when the 95% interval shows it beyond the tolerance
-            beyond = d["ci"] is not None and (d["ci"][0] > IDENTICAL_TOL * ref
-                                              or d["ci"][1] < -IDENTICAL_TOL * ref)
-            if d["ci"] is not None:
-                half = max(abs(d["ci"][0]), abs(d["ci"][1])) / ref
-                if widest is None or half > widest[0]:
-                    widest = (half, k, d)
-            if rel_mean[-1] > IDENTICAL_TOL or beyond:
-                failed.append(f"h={h:g} kappa={k:g}")
-        text = (f"h = {_step_text(result, h)}: paired mean difference VI-I - VI-II at most "
-                f"{100 * max(rel_mean):.1f}% of VI-II's mean steps, medians differ by at most "
-                f"{100 * max(rel_med):.1f}%, same per-seed counts at {sum(same)} of "
-                f"{len(kappas)} kappas")
-        if widest is not None:
-            _, k, d = widest
-            text += (f"; widest 95% t interval at kappa {k:g}: {d['mean']:+.1f} "
-                     f"[{d['ci'][0]:+.1f}, {d['ci'][1]:+.1f}] steps")
-        per_step.append(text)
-    verdict = _claims.NOT_REPRODUCED if failed else _claims.REPRODUCED
-    measured = (f"({size}) " + "; ".join(per_step)
-                + (f". Cells beyond the tolerance: {', '.join(failed)}" if failed else ""))
-    why = (f"Reproduced if, at every step size and kappa, the paired mean of the per-seed "
-           f"difference of steps (VI-I - VI-II, same target and noise) is within "
-           f"{100 * IDENTICAL_TOL:.0f}% of VI-II's mean and its 95% t interval does not lie "
-           f"beyond +-{100 * IDENTICAL_TOL:.0f}%. Runs censored at the cap count as the cap "
-           "for both (they agree there). The medians are reported but not used: at h = 0.1 "
-           "the counts are short first passages and a median of few seeds jumps between "
-           "neighbouring order statistics. With the same seed both methods consume the same "
-           "draws and VI-II's C tracks inv(B) to O(h^2) per step, so the counts coincide "
-           "except where the first passage below eps is decided by the noise.")
-    return _claims.claim(cid, SECTION, quote, verdict, measured, why)
-
-
-def _claim_linear(cells, result, steps, kappas, size, cap):
-    quote = "both LMC and VI exhibit a linear dependency on the condition number"
-    cid = "figF-linear-in-kappa"
-    labels = [m for m in ("LMC", "VI-I", "VI-II") if any(c[0] == m for c in cells)]
-    if "LMC" not in labels or not ({"VI-I", "VI-II"} & set(labels)):
-        return _claims.claim(cid, SECTION, quote, _claims.NOT_TESTABLE,
-                             f"({size}) LMC or VI was not run", "both are needed")
-    fits, untestable, failed = [], [], []
-    for label in labels:
-        for h in steps:
-            es = [cells[(label, h, k)] for k in kappas]
-            ok = [e for e in es if not e["median_censored"]]
-            if len(ok) < 3:
-                untestable.append(f"{label} at h = {_step_text(result, h)} "
-                                  f"({len(es) - len(ok)} of {len(es)} medians censored at "
-                                  f"{cap})")
-                continue
-            r2, slope, loglog = _linear_fit([e["kappa"] for e in ok],
-                                            [e["median_steps"] for e in ok])
-            good = r2 >= LINEAR_R2 and slope > 0
-            fits.append((label, h, r2, slope, loglog, len(ok), good))
-            if not good:
-                failed.append(f"{label} h={h:g}")
-    tested = {f[0] for f in fits}
-    if failed:
-        verdict = _claims.NOT_REPRODUCED
-    elif "LMC" in tested and tested & {"VI-I", "VI-II"}:
-        verdict = _claims.REPRODUCED
-    else:
-        verdict = _claims.NOT_TESTABLE
-    measured = (f"({size}) line fits of the median steps on kappa: "
-                + "; ".join(f"{lab} h = {_step_text(result, h)}: R^2 {r2:.3f}, slope "
-                            f"{slope:.3g} steps per unit of kappa, log-log slope {ll:.2f} "
-                            f"({n} kappas)" for lab, h, r2, slope, ll, n, _ in fits)
-                + (f". Not fitted (censored): {'; '.join(untestable)}" if untestable else ""))
-    why = (f"Reproduced if every (method, step size) with at least 3 uncensored medians has a "
-           f"least-squares line of median steps on kappa with R^2 >= {LINEAR_R2} and a positive "
-           "slope, and LMC and VI each have at least one such fit; not testable if LMC has "
-           "none (its medians are censored at the cap). A median is censored when half the "
-           "seeds or more hit the cap. The log-log slope tells an affine law (slope < 1: a "
-           "constant part, e.g. the burn-in or the start's distance) from a proportional one "
-           "(slope 1); over kappa in 2.5..20 an R^2 near 1 does not exclude a mildly concave "
-           "law. At h = 0.1 the VI counts are short first passages decided partly by the "
-           "Monte Carlo noise of the mean, which blurs the kappa dependence.")
-    return _claims.claim(cid, SECTION, quote, verdict, measured, why)
-
-
-def _claim_fewer(cells, result, steps, kappas, size):
-    from scipy import stats
-
-    quote = "VI consistently requires fewer iterations to achieve (52)"
-    cid = "figF-vi-fewer-steps"
-    labels = [m for m in ("VI-I", "VI-II") if any(c[0] == m for c in cells)]
-    if not labels or not any(c[0] == "LMC" for c in cells):
-        return _claims.claim(cid, SECTION, quote, _claims.NOT_TESTABLE,
-                             f"({size}) LMC or VI was not run", "both are needed")
-    worst, per_step, failed, both_censored = None, [], [], []
-    for h in steps:
-        fracs, pvals = [], []
-        for k in kappas:
-            lmc = cells[("LMC", h, k)]
-            for label in labels:
-                vi = cells[(label, h, k)]
-                lmc_ok, vi_ok = np.array(lmc["reached"]), np.array(vi["reached"])
-                comparable = lmc_ok | vi_ok
-                if not comparable.any():
-                    both_censored.append((h, k))
-                    continue
-                # a censored count is a lower bound: VI fewer is certain when VI reached
-                # and LMC did not or needed more; two censored runs are a tie (not fewer)
-                fewer = vi_ok & (~lmc_ok | (np.array(vi["steps"]) < np.array(lmc["steps"])))
-                frac = float(fewer.mean())
-                p = float(stats.binomtest(int(fewer.sum()), fewer.size, 0.5,
-                                          alternative="greater").pvalue)
-                fracs.append(frac)
-                pvals.append(p)
-                if worst is None or frac < worst[0]:
-                    worst = (frac, label, h, k)
-                if frac < CONSISTENT_FRACTION:
-                    failed.append(f"{label} h={h:g} kappa={k:g} ({100 * frac:.0f}%)")
-        lmc_reach = np.mean([cells[("LMC", h, k)]["fraction_reached"] for k in kappas])
-        if fracs:
-            span = (f"{100 * min(fracs):.0f}%" if min(fracs) == max(fracs) else
-                    f"{100 * min(fracs):.0f}-{100 * max(fracs):.0f}%")
-            per_step.append(f"h = {_step_text(result, h)}: VI fewer steps than LMC on {span} "
-                            f"of the seeds at every kappa "
-                            f"(sign test p <= {max(pvals):.2g}); LMC reached eps on "
-                            f"{100 * lmc_reach:.0f}% of its runs")
-        else:
-            per_step.append(f"h = {_step_text(result, h)}: no run of either reached eps")
-    if worst is None:
-        verdict = _claims.NOT_TESTABLE
-    else:
-        verdict = _claims.NOT_REPRODUCED if failed else _claims.REPRODUCED
-    measured = (f"({size}) " + "; ".join(per_step)
-                + (f". Below {100 * CONSISTENT_FRACTION:.0f}%: {', '.join(failed)}"
-                   if failed else "")
-                + (f". Left out, every run of LMC and VI censored at the cap: "
-                   f"{_cells_text(result, both_censored)}" if both_censored else ""))
-    why = (f"Reproduced if, at every step size and kappa where VI or LMC reached eps, VI-I and "
-           f"VI-II need fewer steps than LMC on the same target and noise seed on at least "
-           f"{100 * CONSISTENT_FRACTION:.0f}% of the seeds (one-sided sign test p-values "
-           "given). A run censored at the cap is a lower bound: VI is fewer when it reached "
-           "eps and LMC did not, and two censored runs are a tie, counted against VI. Where "
-           "LMC never reaches eps (the small steps) VI wins by censoring, not by a measured "
-           "count.")
-    return _claims.claim(cid, SECTION, quote, verdict, measured, why)
-
-
-def _cells_text(result, pairs):
-    """``"h = 0.001: kappa 2.5, 5"`` for a list of (step, kappa) pairs."""
-    by_step = {}
-    for h, k in pairs:
-        by_step.setdefault(h, []).append(k)
-    return "; ".join(f"h = {_step_text(result, h)}: kappa "
-                     + ", ".join(f"{k:g}" for k in dict.fromkeys(ks))
-                     for h, ks in by_step.items())
+    return judged_claims(NAME, result)

@@ -139,10 +139,9 @@ from ..._seeding import instance_seed, run_seed
 from ..._validate import as_seed_sequence
 from ...bandit.simulate import POLICY_DEFAULTS, make_policy
 from ...envs import hard_instance
-from .. import _claims
 from .._common import regret_table, run_panels, write_json
-from .._paired import format_difference, paired_difference
 from .._tuning import TUNE_RUNS, TUNE_SEED_OFFSET, diverged_points, grid_search
+from ..claims import judged_claims
 from ..plotting import arm_fractions, paper_title, plotted
 from . import grid
 from .fig1 import OPVI_TS, PARTICLE_GRID, PARTICLE_TUNE_RUNS, SVGD_TS, particle_policy
@@ -182,9 +181,6 @@ DEFAULT_POINTS = {
 }
 #: Index of ``theta*`` and of ``theta*_eps`` among the arms of a hard instance.
 OPTIMAL_ARM, NEAR_OPTIMAL_ARM = 0, 1
-#: Non-inferiority margin of "comparable to LinTS": a fraction of LinTS's mean final regret
-#: (a difference of a quarter is still "comparable" on curves with these error bars).
-MARGIN = 0.25
 #: VTS's label, and its hyperparameters (the VTS authors' defaults; module docstring).
 VTS_LABEL = "VTS"
 VTS_PARAMS = {"n_components": 2, "gamma0": 1.0, "u0": "u0_k = k 1_d", "V0": "I",
@@ -444,182 +440,12 @@ def table(result):
 
 # -- claims --------------------------------------------------------------------------------
 
-SECTION = "appendix G.1"
-LINEAR, LOGISTIC = panel_title("linear"), panel_title("logistic")
-
-
-def _entries(result, panel):
-    return {e["method"]: e for e in result["results"]
-            if e["panel"] == panel and "final_regrets" in e}
-
-
-def _pair(entries, a, b):
-    """Paired difference ``a - b`` of final regrets (None if either did not run)."""
-    if a not in entries or b not in entries:
-        return None
-    return paired_difference(entries[a]["final_regrets"], entries[b]["final_regrets"])
-
-
-def _below(d):
-    """The 95% interval lies below 0."""
-    return d["ci"][1] < 0
-
-
-def _not_above(d):
-    """The 95% interval reaches 0 or lies below it."""
-    return d["ci"][0] <= 0
-
-
-def _contains_zero(d):
-    return d["ci"][0] <= 0 <= d["ci"][1]
-
-
-def _size(result):
-    return (f"{result['runs']} runs x {result['rounds']} rounds"
-            f"{', tuned on the grid' if result.get('tuned') else ', default grid points'}")
-
 
 def claims(result):
-    """The claims of appendix G.1 (Figures 5 and 6), with verdicts (rules in ``why``).
+    """The claims of appendix G.1 (Figures 5 and 6), judged by the one rule of the claim
+    table (:mod:`vits_ref.experiments.claims`, its entries for ``vits-figG``).
 
-    ``result``: the summary returned by :func:`run` (or read back from its JSON). A claim
-    whose methods did not all run, or whose intervals need more than one run, is
-    :data:`~vits_ref.experiments._claims.NOT_TESTABLE`.
+    ``result``: the summary returned by :func:`run` (or read back from its JSON), or a list
+    of them, one per root seed.
     """
-    size = _size(result)
-    per = {p: _entries(result, p) for p in (LINEAR, LOGISTIC)}
-    out = []
-
-    def untestable(cid, quote, what):
-        return _claims.claim(cid, SECTION, quote, _claims.NOT_TESTABLE, f"({size}) {what}",
-                             "The claim's methods or panel did not run, or too few runs for "
-                             "a paired interval (2 at least).")
-
-    def pairs(panel, spec):
-        """``{(a, b): diff}`` for the pairs, or None if one is missing or has no interval."""
-        got = {(a, b): _pair(per[panel], a, b) for a, b in spec}
-        if any(d is None or d["ci"] is None for d in got.values()):
-            return None
-        return got
-
-    def text(panel, got):
-        return f"{panel}: " + "; ".join(f"{a} - {b} = {format_difference(d)}"
-                                        for (a, b), d in got.items())
-
-    # 1. VITS-I outperforms the other approximate TS algorithms (linear)
-    cid = "figG-vits-i-best-approximate-linear"
-    quote = ("VITS-I outperforms the other approximate TS algorithms in the linear bandit "
-             "scenario")
-    got = pairs(LINEAR, [("VITS-I", "LMC-TS"), ("VITS-I", "VITS-II")])
-    # VTS, the third approximate method of the figure, joins the comparison when it ran
-    vts = pairs(LINEAR, [("VITS-I", VTS_LABEL)]) if VTS_LABEL in per[LINEAR] else None
-    if got is None:
-        out.append(untestable(cid, quote, "VITS-I, VITS-II or LMC-TS missing in the "
-                                          "linear panel"))
-    else:
-        ok = _below(got[("VITS-I", "LMC-TS")]) and _not_above(got[("VITS-I", "VITS-II")])
-        if vts is not None:
-            ok = ok and _below(vts[("VITS-I", VTS_LABEL)])
-        out.append(_claims.claim(
-            cid, SECTION + ", Figure 5", quote,
-            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) final regret, paired difference [95% t interval]: "
-            + text(LINEAR, {**got, **(vts or {})}),
-            "Reproduced if the 95% intervals of VITS-I - LMC-TS and VITS-I - VTS lie below 0 "
-            "and that of VITS-I - VITS-II reaches 0 or lies below it (the paper itself calls "
-            "VITS-II comparable to VITS-I, so a tie with VITS-II is accepted). "
-            + ("VTS ran at the VTS authors' defaults (K = 2)." if vts is not None else
-               "VTS did not run here (or too few runs): judged on LMC-TS and VITS-II.")))
-
-    # 2. VITS-I and VITS-II comparable to LinTS (linear)
-    cid = "figG-vits-like-lints-linear"
-    quote = "the cumulative regret of VITS-I and VITS-II is comparable to that of Lin-TS"
-    got = pairs(LINEAR, [("VITS-I", REFERENCE), ("VITS-II", REFERENCE)])
-    if got is None:
-        out.append(untestable(cid, quote, "VITS-I, VITS-II or LinTS missing in the linear "
-                                          "panel"))
-    else:
-        margin = MARGIN * float(np.mean(per[LINEAR][REFERENCE]["final_regrets"]))
-        ok = all(d["ci"][1] <= margin for d in got.values())
-        out.append(_claims.claim(
-            cid, SECTION + ", Figure 5", quote,
-            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) " + text(LINEAR, got) + f"; margin {100 * MARGIN:.0f}% of LinTS's "
-            f"mean final regret = {margin:.1f}",
-            f"Reproduced if the upper ends of the 95% intervals of VITS-I - LinTS and "
-            f"VITS-II - LinTS are both at most {100 * MARGIN:.0f}% of LinTS's mean final "
-            "regret (non-inferiority: the variational methods are shown to be no more than "
-            "slightly worse than exact Thompson sampling; lower is fine). An interval too wide to "
-            "fit under the margin is not reproduced: the runs do not show comparability, "
-            "even when the mean difference is small."))
-
-    # 3. VITS outperforms all other TS algorithms (logistic)
-    cid = "figG-vits-best-logistic"
-    quote = "VITS outperforms all other TS algorithms in the logistic setting too"
-    vits = [m for m in ("VITS-I", "VITS-II") if m in per[LOGISTIC]]
-    # "all other TS algorithms": LinTS, LMC-TS and, when it ran, VTS
-    others = [REFERENCE, "LMC-TS"] + ([VTS_LABEL] if VTS_LABEL in per[LOGISTIC] else [])
-    got = pairs(LOGISTIC, [(v, o) for v in vits for o in others]) if vits else None
-    if got is None:
-        out.append(untestable(cid, quote, "a VITS variant, LMC-TS or LinTS missing in the "
-                                          "logistic panel"))
-    else:
-        ok = all(_below(d) for d in got.values())
-        out.append(_claims.claim(
-            cid, SECTION + ", Figure 6", quote,
-            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) " + text(LOGISTIC, got),
-            "Reproduced if, for every VITS variant run, the 95% intervals of VITS - LinTS, "
-            "VITS - LMC-TS and VITS - VTS all lie below 0 in the logistic panel. A tie (an "
-            "interval containing 0) is not outperforming. "
-            + ("VTS ran at the VTS authors' defaults (K = 2)." if VTS_LABEL in others else
-               "VTS did not run here: judged on LinTS and LMC-TS.")))
-
-    # 4. VITS-II comparable to VITS-I (both panels)
-    cid = "figG-vits-ii-like-vits-i"
-    quote = "VITS-II achieves a comparable regret to VITS-I"
-    got = {p: pairs(p, [("VITS-II", "VITS-I")]) for p in (LINEAR, LOGISTIC)}
-    if any(g is None for g in got.values()):
-        out.append(untestable(cid, quote, "VITS-I or VITS-II missing in a panel"))
-    else:
-        ok = all(_contains_zero(d) for g in got.values() for d in g.values())
-        speed = "; ".join(
-            f"{p}: us per run-round VITS-II {per[p]['VITS-II']['us_per_round']:.0f}, "
-            f"VITS-I {per[p]['VITS-I']['us_per_round']:.0f}" for p in got)
-        out.append(_claims.claim(
-            cid, SECTION + ", Figures 5 and 6", quote,
-            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) " + "; ".join(text(p, g) for p, g in got.items())
-            + f" (for information, {speed}, first-call compilation included)",
-            "Reproduced if the 95% interval of VITS-II - VITS-I contains 0 in both panels. "
-            "An interval [0, 0] means the two picked the same arm in every round of every "
-            "run."))
-
-    # 5. the histogram: LMC-TS does not find the exploration-exploitation tradeoff
-    cid = "figG-lmc-histogram"
-    quote = ("the settings we have chosen require a good tradeoff between exploration and "
-             "exploitation that LMC-TS cannot achieve, as illustrated by the histogram")
-    pulls = result.get("arm_pulls", {}).get(LINEAR, {})
-    others = [m for m in ("VITS-I", "VITS-II") if m in pulls]
-    if "LMC-TS" not in pulls or not others or len(pulls["LMC-TS"]["per_run"]["optimal"]) < 2:
-        out.append(untestable(cid, quote, "no pull counts of LMC-TS and a VITS variant in "
-                                          "the linear panel"))
-    else:
-        fr = {m: pulls[m]["per_run"]["optimal"] for m in ["LMC-TS", *others]}
-        diffs = {m: paired_difference(fr["LMC-TS"], fr[m]) for m in others}
-        ok = all(_below(d) for d in diffs.values())
-        shares = "; ".join(
-            f"{m}: optimal {p['optimal']:.3f}, near-optimal {p['near_optimal']:.3f}, others "
-            f"{p['others']:.3f}" for m, p in pulls.items())
-        out.append(_claims.claim(
-            cid, SECTION + ", Figure 5 (histogram)", quote,
-            _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            f"({size}) linear panel, fraction of pulls: {shares}. Paired difference of the "
-            "per-run fraction of optimal pulls: "
-            + "; ".join(f"LMC-TS - {m} = {format_difference(d, 3)}" for m, d in
-                        diffs.items()),
-            "Reproduced if the 95% interval of the per-run fraction of pulls of the optimal "
-            "arm, LMC-TS minus VITS-I and LMC-TS minus VITS-II, lies below 0 for both: LMC-TS "
-            "settles less often on the optimal arm. The fractions are in arms.png and "
-            "summary.json (arm_pulls)."))
-    return out
+    return judged_claims(NAME, result)

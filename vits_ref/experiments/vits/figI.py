@@ -55,9 +55,11 @@ from ...drivers import cpu
 from ...drivers.cpu import trace_many
 from ...kernels.linear import POTENTIAL as LINEAR
 from ...kernels.target import METHOD_LMC
-from .. import _chunks, _claims, plotting
+from .. import _chunks, plotting
 from .._common import environment_info, write_json
 from .._outputs import text_output
+from ..claims import judged_claims
+from ..claims.measures import first_step_at_or_below
 from ..plotting import paper_title, plotted
 from .target import METHODS, SCALE_COVARIANCE, SCALE_DESCRIPTIONS, gaussian_target, run_seeds
 
@@ -75,7 +77,6 @@ TIME_FRACTIONS = (0.01, 0.1, 1.0)
 KL_LEVELS = (1.0, 0.5, 0.2)
 QUARTILES = ("q25", "median", "q75")
 PAPER_RUNS, PAPER_STEPS = 1000, 10000
-SECTION = "appendix I, computation complexity"
 HF = "VI-II HF (20 draws)"
 
 
@@ -304,131 +305,27 @@ def crossing_times(entry, level):
     a time is late by at most one sampling gap; None where the curve never gets there.
     """
     cost = entry["us_per_step"] * 1e-6
-    steps = entry["curve"]["steps"]
     out = {}
     for name in QUARTILES:
-        hit = next((k for k, v in zip(steps, entry["curve"][name], strict=True)
-                    if v is not None and v <= level), None)
+        hit = first_step_at_or_below(entry["curve"]["steps"], entry["curve"][name], level)
         out[name] = None if hit is None else hit * cost
     return out
 
 
-def _size(result):
-    paper = result["runs"] == PAPER_RUNS and result["steps"] == PAPER_STEPS
-    return (f"{result['runs']} seeds x {result['steps']} steps"
-            + ("; the paper's size" if paper else
-               f"; the paper: {PAPER_RUNS} seeds x {PAPER_STEPS} steps"))
-
-
-def _fmt_t(t):
-    return "never" if t is None else f"{t * 1e3:.3g} ms"
-
-
-def _before(a, b):
-    """Is crossing time ``a`` earlier than ``b`` (None: never)? None if neither crosses."""
-    if a is None and b is None:
-        return None
-    return b is None or (a is not None and a < b)
-
-
 def claims(result):
-    """The two claims of appendix I, with verdicts (the rules are in each ``why``).
+    """The two claims of appendix I, judged by the one rule of the claim table
+    (:mod:`vits_ref.experiments.claims`, its entries for ``vits-figI``: one per compared
+    method and KL level). The costs per step are one timing each here, so the verdicts are
+    inconclusive until they are repeated timings (the table's note says why).
 
     Parameters
     ----------
-    result : dict
-        The summary returned by :func:`run`, or read back from its ``summary.json``.
+    result : dict or list of dict
+        The summary returned by :func:`run` (or read back from its ``summary.json``), or one
+        per root seed.
 
     Returns
     -------
     list of dict
-        :func:`vits_ref.experiments._claims.claim` dicts.
     """
-    by = {e["method"]: e for e in result["results"]}
-    size = _size(result)
-    cross = {m: {lv: crossing_times(e, lv) for lv in KL_LEVELS} for m, e in by.items()}
-    return [_claim_faster(by, cross, size), _claim_slowest(by, cross, size)]
-
-
-def _claim_faster(by, cross, size):
-    quote = ("VITS - II and VITS - II Hessian-free are faster (in term of computational time) "
-             "than LMCTS to obtain a certain Kullback-Leibler divergence")
-    cid = "figI-vits-ii-faster-than-lmc"
-    if any(m not in by for m in ("LMC", "VI-II", HF)):
-        return _claims.claim(cid, SECTION, quote, _claims.NOT_TESTABLE,
-                             f"({size}) LMC, VI-II or the Hessian-free variant was not run",
-                             "all three are needed")
-    checks, failed = 0, []
-    for lv in KL_LEVELS:
-        for m in ("VI-II", HF):
-            for qn in QUARTILES:
-                ok = _before(cross[m][lv][qn], cross["LMC"][lv][qn])
-                if ok is None:
-                    continue
-                checks += 1
-                if not ok:
-                    failed.append(f"{m} KL {lv:g} {qn}")
-    verdict = (_claims.NOT_TESTABLE if checks == 0 else
-               _claims.NOT_REPRODUCED if failed else _claims.REPRODUCED)
-    measured = f"({size}) time for the median [q25, q75] curve to reach KL <= level: " + "; ".join(
-        f"KL {lv:g}: " + ", ".join(
-            f"{m} {_fmt_t(cross[m][lv]['median'])} [{_fmt_t(cross[m][lv]['q25'])}, "
-            f"{_fmt_t(cross[m][lv]['q75'])}]" for m in ("VI-II", HF, "LMC"))
-        for lv in KL_LEVELS)
-    measured += (f"; cost per step: VI-II {by['VI-II']['us_per_step']:.2f} us, HF "
-                 f"{by[HF]['us_per_step']:.2f} us, LMC {by['LMC']['us_per_step']:.2f} us")
-    if failed:
-        measured += f". Not faster: {', '.join(failed)}"
-    why = (f"Reproduced if, at every KL level {', '.join(f'{lv:g}' for lv in KL_LEVELS)} and on "
-           "each of the three quartile curves (q25, median, q75 over seeds against computing "
-           "time), VI-II and the Hessian-free variant get below the level before LMC does (a "
-           "curve that never gets there within the steps run is slower than one that does; "
-           "a level no curve of the pair reaches is left out). The levels lie above the "
-           "one-draw VI noise floor (median KL about 0.1 at h = 0.1), where a first crossing "
-           "measures convergence. LMC is far cheaper per step but its averaged Gaussian is "
-           "undefined during the 1000 burn-in steps and then converges like 1/steps.")
-    return _claims.claim(cid, SECTION, quote, verdict, measured, why)
-
-
-def _claim_slowest(by, cross, size):
-    quote = ("VITS - I is the slowest algorithm, this is due to the costly inverse matrix "
-             "calculation")
-    cid = "figI-vits-i-slowest"
-    if "VI-I" not in by or len(by) < 2:
-        return _claims.claim(cid, SECTION, quote, _claims.NOT_TESTABLE,
-                             f"({size}) VI-I or every other method was not run",
-                             "VI-I and at least one other method are needed")
-    others = [m for m in by if m != "VI-I"]
-    checks, failed = 0, []
-    for lv in KL_LEVELS:
-        for qn in QUARTILES:
-            for m in others:
-                # VI-I slowest: every other method is at least as early as VI-I
-                ok = _before(cross[m][lv][qn], cross["VI-I"][lv][qn])
-                if ok is None:
-                    continue
-                checks += 1
-                if not ok and cross[m][lv][qn] != cross["VI-I"][lv][qn]:
-                    failed.append(f"{m} KL {lv:g} {qn}")
-    slower = sorted({f.split(" KL")[0] for f in failed})
-    verdict = (_claims.NOT_TESTABLE if checks == 0 else
-               _claims.NOT_REPRODUCED if failed else _claims.REPRODUCED)
-    costs = ", ".join(f"{m} {e['us_per_step']:.2f} us" for m, e in by.items())
-    ratio = ""
-    if "VI-II" in by:
-        ratio = (f"; VI-I / VI-II cost per step "
-                 f"{by['VI-I']['us_per_step'] / by['VI-II']['us_per_step']:.2f}")
-    measured = (f"({size}) time for the median [q25, q75] curve to reach KL <= level: "
-                + "; ".join(f"KL {lv:g}: " + ", ".join(
-                    f"{m} {_fmt_t(cross[m][lv]['median'])} [{_fmt_t(cross[m][lv]['q25'])}, "
-                    f"{_fmt_t(cross[m][lv]['q75'])}]" for m in by) for lv in KL_LEVELS)
-                + f"; cost per step: {costs}{ratio}"
-                + (f". Slower than VI-I somewhere: {', '.join(slower)}" if slower else ""))
-    why = (f"Reproduced if, at every KL level {', '.join(f'{lv:g}' for lv in KL_LEVELS)} and on "
-           "each quartile curve against computing time, VI-I is the last method to get "
-           "below the level (a method that never gets there within the steps run is slower "
-           "than every method that does). The cost per step shows the inverse: VI-I pays a "
-           "d x d inversion that VI-II avoids. The verdict is about the time to a KL level, "
-           "which also depends on how many steps each method needs (LMC: its burn-in and "
-           "averaging; Hessian-free: 20 gradient draws per step).")
-    return _claims.claim(cid, SECTION, quote, verdict, measured, why)
+    return judged_claims(NAME, result)

@@ -28,9 +28,10 @@ most ``1/sigma0 + eta n |x|^2 / 4`` after ``n`` observations (``1/sigma0`` about
 ``|x|^2 / 4`` about 1.1 on the stand-in), so ``h_t`` times it stays below
 ``0.03 + 0.03``, far under 0.5.
 
-The synthetic stand-in cannot test the paper's claims about MovieLens: the summary
-(``stand_in_note``), the printed table and :func:`claims` say so, with the command that
-runs on a user's MovieLens-1M ``ratings.dat`` (:data:`REAL_DATA_COMMAND`,
+The synthetic stand-in is not MovieLens: the summary (``stand_in_note``) and the printed
+table say so, and :func:`claims` judges the paper's claims on it labelled as judged on
+substitute data, with the command that runs on a user's MovieLens-1M ``ratings.dat``
+(:data:`REAL_DATA_COMMAND`,
 ``python -m vits_ref run vits-movielens --data /path/to/ratings.dat``).
 """
 
@@ -38,9 +39,8 @@ from ...bandit.policies import PerArm
 from ...envs import movielens
 from ...inference import VITS, Langevin, Laplace, LinTS
 from ...models import Linear, Logistic
-from .. import _claims
 from .._common import regret_table, run_panels
-from .._paired import format_difference, paired_difference
+from ..claims import judged_claims
 from ..plotting import paper_title
 
 #: The figures' titles by file, the paper named first (sizes are appended at run time).
@@ -106,84 +106,11 @@ def table(result):
     return text
 
 
-def _entries(result):
-    return {e["method"]: e for e in result["results"] if "final_regrets" in e}
-
-
-def _pair(entries, a, b):
-    """Paired difference ``a - b`` of final regrets; None if one did not run or fewer
-    than two runs (no interval)."""
-    if a not in entries or b not in entries:
-        return None
-    d = paired_difference(entries[a]["final_regrets"], entries[b]["final_regrets"])
-    return d if d["ci"] is not None else None
-
-
 def claims(result):
-    """The claims of section 5 about Figure 3, with verdicts (rules in ``why``).
+    """The claims of section 5 about Figure 3, judged by the one rule of the claim table
+    (:mod:`vits_ref.experiments.claims`, its entries for ``vits-movielens``). On the
+    synthetic stand-in they are judged and labelled as judged on substitute data.
 
-    On the synthetic stand-in (``result["data"] == "synthetic"``) both are
-    :data:`~vits_ref.experiments._claims.NOT_TESTABLE`: the stand-in's numbers and paired
-    intervals are given in ``measured`` for information only. On a real ratings file
-    (``"file"``) the stated rules decide.
+    ``result``: the summary returned by :func:`run`, or a list of them, one per root seed.
     """
-    real = result.get("data") == "file"
-    entries = _entries(result)
-    size = (f"{result['runs']} runs x {result['rounds']} rounds, "
-            f"{result.get('n_movies', N_MOVIES)} movies, "
-            f"{'the ratings file' if real else 'synthetic stand-in'}")
-    section = "section 5, Figure 3"
-    stand_in_why = ("The synthetic stand-in is not MovieLens, so it cannot test a claim "
-                    "about MovieLens; its numbers are given for information. Run on the "
-                    f"real ratings: {REAL_DATA_COMMAND}")
-    out = []
-
-    def listed(pairs):
-        return "; ".join(f"{a} - {b} = {format_difference(d)}" for (a, b), d in pairs.items())
-
-    # 1. LinTS is ill-suited: the approximate methods outperform it
-    cid = "movielens-lints-ill-suited"
-    quote = "LinTS is ill-suited for this particular task"
-    approx = [m for m in ("LMC-TS", "VITS-II", "VITS-II HF") if m in entries]
-    pairs = {(m, REFERENCE): _pair(entries, m, REFERENCE) for m in approx}
-    missing = not approx or any(d is None for d in pairs.values())
-    measured = (f"({size}) final regret, paired difference [95% t interval]: "
-                + (listed(pairs) if not missing else "n/a (a method did not run or one run)"))
-    if not real or missing:
-        out.append(_claims.claim(cid, section, quote, _claims.NOT_TESTABLE, measured,
-                                 stand_in_why if not real else
-                                 "LinTS or the approximate methods did not run, or fewer "
-                                 "than two runs (no paired interval)."))
-    else:
-        ok = all(d["ci"][1] < 0 for d in pairs.values())
-        out.append(_claims.claim(
-            cid, section, quote, _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            measured,
-            "Reproduced if, for every approximate method of the figure that ran (LMC-TS, "
-            "VITS-II, VITS-II HF), the 95% interval of its final regret minus LinTS's lies "
-            "below 0: the methods that target the logistic posterior beat the linear "
-            "model (the paper's reason for LinTS being ill-suited)."))
-
-    # 2. VITS slightly outperforms LMC-TS
-    cid = "movielens-vits-beats-lmc"
-    quote = "VITS appears to slightly outperform LMC-TS"
-    main = {("VITS-II", "LMC-TS"): _pair(entries, "VITS-II", "LMC-TS")}
-    info = {k: v for k, v in {("VITS-II HF", "LMC-TS"): _pair(entries, "VITS-II HF",
-                                                                "LMC-TS")}.items()
-            if v is not None}
-    missing = main[("VITS-II", "LMC-TS")] is None
-    measured = (f"({size}) " + (listed({**main, **info}) if not missing else
-                                "n/a (VITS-II or LMC-TS did not run, or one run)"))
-    if not real or missing:
-        out.append(_claims.claim(cid, section, quote, _claims.NOT_TESTABLE, measured,
-                                 stand_in_why if not real else
-                                 "VITS-II or LMC-TS did not run, or fewer than two runs."))
-    else:
-        ok = main[("VITS-II", "LMC-TS")]["ci"][1] < 0
-        out.append(_claims.claim(
-            cid, section, quote, _claims.REPRODUCED if ok else _claims.NOT_REPRODUCED,
-            measured,
-            "Reproduced if the 95% interval of VITS-II - LMC-TS (final regret, paired runs) "
-            "lies below 0; an interval containing 0 is a tie, not an advantage, however "
-            "slight the paper's wording. VITS-II HF - LMC-TS is given for information."))
-    return out
+    return judged_claims(NAME, result)
