@@ -52,7 +52,7 @@ from ...errors import DivergenceError
 from .._common import environment_info, write_json
 from .._outputs import text_output
 from .._paired import format_difference, paired_difference
-from ..claims import judged_claims
+from ..claims import claims_function
 from ..plotting import drawn, paper_title
 from .mixture import check_arguments, model_gradient, particle_run, record_rounds, se_text
 
@@ -461,11 +461,5 @@ def table(result):
     return "\n".join(lines)
 
 
-def claims(result):
-    """The claims of section 5.2 (Table 1), judged by the one rule of the claim table
-    (:mod:`vits_ref.experiments.claims`, its entries for ``opvi-bnn``), on the data the run
-    used (substitute data labelled as such).
-
-    ``result``: the summary returned by :func:`run`, or a list of them, one per root seed.
-    """
-    return judged_claims(NAME, result)
+#: The claims of section 5.2 (Table 1) (the claim table's entries for this experiment).
+claims = claims_function(NAME, "section 5.2 (Table 1)")

@@ -43,7 +43,7 @@ import numpy as np
 
 from .._common import environment_info
 from .._paired import format_difference
-from ..claims import judged_claims
+from ..claims import claims_function
 from ..plotting import paper_title
 from .bnn import (
     OPVI,
@@ -200,11 +200,5 @@ def table(result):
     return "\n".join(lines)
 
 
-def claims(result):
-    """The claims of section 5.3 (Figure 3), judged by the one rule of the claim table
-    (:mod:`vits_ref.experiments.claims`, its entries for ``opvi-classifier``), on the data the run
-    used (substitute data labelled as such).
-
-    ``result``: the summary returned by :func:`run`, or a list of them, one per root seed.
-    """
-    return judged_claims(NAME, result)
+#: The claims of section 5.3 (Figure 3) (the claim table's entries for this experiment).
+claims = claims_function(NAME, "section 5.3 (Figure 3)")

@@ -73,7 +73,7 @@ from .. import _chunks
 from .._common import environment_info, write_json
 from .._outputs import text_output
 from .._paired import format_difference, paired_difference
-from ..claims import judged_claims
+from ..claims import claims_function
 from ..plotting import drawn, paper_title
 
 #: The figures' titles by file, the paper named first (sizes are appended at run time).
@@ -685,11 +685,5 @@ def table(result):
 # -- claims -----------------------------------------------------------------------------
 
 
-def claims(result):
-    """The claims of section 5.1 (Figure 2), judged by the one rule of the claim table
-    (:mod:`vits_ref.experiments.claims`, its entries for ``opvi-mixture``), on the data the run
-    used (substitute data labelled as such).
-
-    ``result``: the summary returned by :func:`run`, or a list of them, one per root seed.
-    """
-    return judged_claims(NAME, result)
+#: The claims of section 5.1 (Figure 2) (the claim table's entries for this experiment).
+claims = claims_function(NAME, "section 5.1 (Figure 2)")
