@@ -27,8 +27,8 @@ from .records import judged, write_claims_json
 from .table import CLAIMS
 
 __all__ = ["CLAIMS", "CONTRADICTED", "INCONCLUSIVE", "LIBRARY_READING", "REPRODUCED",
-           "VERDICTS", "Claim", "Interval", "claims_function", "claims_of", "judge", "judged", "judged_claims",
-           "runs_needed", "verdict", "write_claims_json"]
+           "VERDICTS", "Claim", "Interval", "claims_function", "claims_of", "judge", "judged",
+           "judged_claims", "runs_needed", "verdict", "write_claims_json"]
 
 
 def claims_of(experiment):
