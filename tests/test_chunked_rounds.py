@@ -343,13 +343,18 @@ def test_a_million_rounds_under_a_gigabyte():
 
 def test_python_loop_streams_its_realisation(monkeypatch):
     """``fused=False`` holds one chunk of the run's realisation, not the horizon: with the
-    chunk budget at 64 kB, 4000 rounds of d = 20, K = 50 (a 35 MB realisation) peak below
-    4 MB of NumPy allocations (tracemalloc: the chunks, regret and arms, the engine's small
-    arrays), and the rows equal those of one chunk holding the whole horizon."""
+    chunk budget at 64 kB and the environment's blocks of draws at 2**14 numbers (so the
+    4000 rounds span many blocks), 4000 rounds of d = 20, K = 50 (a 35 MB realisation)
+    peak below 4 MB of NumPy allocations (tracemalloc: a block and a chunk, regret and
+    arms, the engine's small arrays), and the rows equal those of one chunk holding the
+    whole horizon (with the same blocks: a run longer than a block draws block by block)."""
     import tracemalloc
+
+    from vits_ref.envs import rounds
 
     env = vr.envs.pool(dim=20, n_arms=50, zeta=1.0, seed=0)
     pol = vr.make_policy("lints", 20)
+    monkeypatch.setattr(rounds, "BLOCK_VALUES", 2 ** 14)
     monkeypatch.setattr(sim, "PYTHON_CHUNK_BYTES", 64 * 2 ** 10)
     vr.simulate(pol, env, 5, 1, seed=1, fused=False)  # warm: no compile inside the trace
     tracemalloc.start()

@@ -13,7 +13,8 @@ from vits_ref.experiments import EXPERIMENTS, plotting
 #: the paper of each experiment subpackage, spelt out here independently of the module
 EXPECTED = {"vits": "Clavier et al. (VITS)", "vts": "Urteaga & Wiggins (VTS)",
             "renyi": "Li & Turner (Rényi VI)", "diffts": "Kveton et al. (DiffTS)",
-            "opvi": "OPVI (particle-based online Bayesian sampling)"}
+            "opvi": "OPVI (particle-based online Bayesian sampling)",
+            "showdown": "Beyond the papers (the library's showdown)"}
 
 
 def _paper(module):

@@ -91,9 +91,10 @@ class _Recorder:
 
         return fake
 
-    def build(self, paper="vits", size="paper", out=None, progress=None, only=None):
+    def build(self, paper="vits", size="paper", out=None, progress=None, only=None,
+              seeds=None):
         self.calls.append(("report", {"paper": paper, "size": size, "out": out, "only": only}))
-        return {"claims": [], "files": []}
+        return {"claims": [], "files": [], "claims_json": "claims.json"}
 
     def bench(self, quick=False):
         self.calls.append(("bench", {"quick": quick}))

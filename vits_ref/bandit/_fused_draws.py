@@ -16,6 +16,7 @@ import numpy as np
 from .. import _validate as val
 from .._seeding import env_rng, policy_seed
 from ..drivers.fused import draw_chunks
+from ..envs.base import Environment
 
 
 def checked(env, real, binary=False):
@@ -48,8 +49,11 @@ def realise_chunks(env, run_seed, n_rounds, chunk, binary=False, out=None):
     n_rounds = val.positive_int(n_rounds, "n_rounds")
     chunk = val.positive_int(chunk, "chunk")
     rng = env_rng(run_seed)
-    reals = (env.realise_chunks(n_rounds, rng, chunk) if out is None
-             else env._realise_chunks(n_rounds, rng, chunk, out))
+    # an environment that redefines realise_chunks draws its own way: call it (the
+    # in-place path is the base class's)
+    in_place = out is not None and type(env).realise_chunks is Environment.realise_chunks
+    reals = (env._realise_chunks(n_rounds, rng, chunk, out) if in_place
+             else env.realise_chunks(n_rounds, rng, chunk))
     for real in reals:
         yield checked(env, real, binary)
 

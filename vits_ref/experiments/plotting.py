@@ -18,6 +18,7 @@ PAPER_NAMES = {
     "renyi": "Li & Turner (Rényi VI)",
     "diffts": "Kveton et al. (DiffTS)",
     "opvi": "OPVI (particle-based online Bayesian sampling)",
+    "showdown": "Beyond the papers (the library's showdown)",
 }
 #: The legend entry that explains the shaded bands of :func:`band` curves.
 BAND_NOTE = "shaded band: \u00b11 standard error over runs"

@@ -162,6 +162,7 @@ def bandit_online(piece):
         """``choose`` for ``n`` rounds' contexts ``Xs`` (n, K, d) with ``sel_noise`` (n, .)
         into ``out`` (n,); returns the index of the first round whose contexts are refused
         (nothing after it is chosen), or ``n``."""
+        _ = fp
         for i in range(Xs.shape[0]):
             arm = choose(tup, buf, M, T, Xs[i], sel_noise[i], bound)
             if arm < 0:

@@ -43,8 +43,12 @@ from ...bandit.simulate import simulate
 from .._common import run_panels, write_json
 from .._outputs import write_output
 from .._paired import format_difference
+from ..plotting import paper_title
 from .catalogue import ENVIRONMENTS, METHODS, SIZES, NotApplicable, model_for
 from .versus_best import versus_best
+
+#: The figure's title by file (sizes are appended at run time).
+TITLES = {"regret.png": paper_title("showdown", "every method on shared environments")}
 
 NAME = "showdown"
 DESCRIPTION = ("Showdown: every method of the library on shared environments, paired "
@@ -124,7 +128,8 @@ def run(runs=5, rounds=200, seed=0, out="results/showdown", progress=None, size=
                  for k, (_, env, _, _) in zip(keys, panels, strict=True)},
              "hyperparameters": hyper, "not_applicable": skipped}
     result = run_panels(NAME, DESCRIPTION, panels, runs, rounds, seed, out, progress,
-                        title=f"Showdown ({runs} runs x {rounds} rounds)", extra=extra,
+                        title=f"{TITLES['regret.png']} ({runs} runs x {rounds} rounds)",
+                        extra=extra,
                         kl_rounds=kl_rounds, n_jobs=n_jobs, simulate_fn=simulate_serial)
     result["best"] = {}
     for panel, _, _, _ in panels:
