@@ -87,6 +87,7 @@ def test_claim_rejects_an_unknown_verdict():
 def test_paper_size_report(tmp_path):
     """The whole report at the paper's sizes (tens of minutes on 2 cores)."""
     rep = report.build("vits", size="paper", out=str(tmp_path))
+    assert rep["size"] == "paper" and len(rep["seeds"]) >= 2  # verdicts over root seeds
     _check(rep, report.EXPERIMENTS["vits"])
 
 

@@ -97,6 +97,19 @@ def _entry_values(result, panel, method, key):
     return np.asarray(got, dtype=float)
 
 
+def _paired_values(result, panel, a, b, key):
+    """Methods ``a`` and ``b``'s per-run values (``key``) in ``panel``, as ``(x, y)`` of one
+    shape (the same runs), or why not (a str)."""
+    x = _entry_values(result, panel, a, key)
+    y = _entry_values(result, panel, b, key)
+    for v in (x, y):
+        if isinstance(v, str):
+            return v
+    if x.shape != y.shape:
+        return f"{a} and {b} ran on different runs ({x.size} and {y.size})"
+    return x, y
+
+
 @dataclasses.dataclass(frozen=True)
 class PairedMean:
     """Mean over runs of ``a - b`` (method ``a`` minus method ``b`` in ``panel``; None for a
@@ -113,13 +126,10 @@ class PairedMean:
         return f"{self.a} - {self.b}" + (f" ({self.panel})" if self.panel else "")
 
     def measure(self, result):
-        x = _entry_values(result, self.panel, self.a, self.key)
-        y = _entry_values(result, self.panel, self.b, self.key)
-        for v in (x, y):
-            if isinstance(v, str):
-                return v
-        if x.shape != y.shape:
-            return f"{self.a} and {self.b} ran on different runs ({x.size} and {y.size})"
+        pair = _paired_values(result, self.panel, self.a, self.b, self.key)
+        if isinstance(pair, str):
+            return pair
+        x, y = pair
         scale = abs(float(y.mean())) if y.size else 1.0
         return t_interval(x - y, scale=scale or 1.0)
 
@@ -163,13 +173,10 @@ class PairedStatistic:
     def measure(self, result):
         from scipy import stats
 
-        x = _entry_values(result, self.panel, self.a, self.key)
-        y = _entry_values(result, self.panel, self.b, self.key)
-        for v in (x, y):
-            if isinstance(v, str):
-                return v
-        if x.shape != y.shape:
-            return f"{self.a} and {self.b} ran on different runs ({x.size} and {y.size})"
+        pair = _paired_values(result, self.panel, self.a, self.b, self.key)
+        if isinstance(pair, str):
+            return pair
+        x, y = pair
         if x.size < 3:
             return f"{x.size} run(s): a bootstrap interval needs 3 at least"
         fn = STATISTICS[self.statistic]
