@@ -30,6 +30,9 @@ import json, sys, warnings
 warnings.simplefilter("ignore")
 import numpy as np
 from numba import cuda
+# the library's decorator: on a GPU it registers the inlined kernel bodies for numba-cuda
+# (vits_ref.config.cuda_jit); a bare cuda.jit types them with numba's own IR and fails
+from vits_ref.config import cuda_jit
 from vits_ref.drivers.cuda_coop import rebind
 from vits_ref.kernels import bandit
 from vits_ref.kernels import langevin as klangevin
@@ -50,7 +53,7 @@ def primitive_only(etaV, B, C, W1, CtC, W2):
 coop = rebind(primitive_only, modules=("__main__",))
 
 
-@cuda.jit
+@cuda_jit
 def k_prim(etaV, B, C, W1, CtC, W2):
     r = cuda.blockIdx.x
     coop(etaV[r], B[r], C[r], W1[r], CtC[r], W2[r])
@@ -59,7 +62,7 @@ def k_prim(etaV, B, C, W1, CtC, W2):
 upd_coop = rebind(kv.update)
 
 
-@cuda.jit
+@cuda_jit
 def k_update(params, buf, x, r, n_obs, noise, status):
     state, _ = kv.views(buf, 3, 4, noise.shape[1], 1)
     ok = upd_coop(params, state, x, r, n_obs, noise)
@@ -115,7 +118,7 @@ SERIAL = {name: bandit.make_bandit_rounds(p[0]) for name, p in PIECES.items()}
 
 
 def _rounds_kernel(rounds):
-    @cuda.jit
+    @cuda_jit
     def k(params, buf, contexts, means, rewards, init_noise, sel, step, kl_rounds, regret,
           arms, kl_out, status):
         status[cuda.threadIdx.x] = rounds(params, buf, 0, contexts, means, rewards,

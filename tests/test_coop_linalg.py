@@ -25,6 +25,9 @@ import json, sys, warnings
 warnings.simplefilter("ignore")
 import numpy as np
 from numba import cuda
+# the library's decorator: on a GPU it registers the inlined kernel bodies for numba-cuda
+# (vits_ref.config.cuda_jit); a bare cuda.jit types them with numba's own IR and fails
+from vits_ref.config import cuda_jit
 from vits_ref.kernels import coop_linalg as cl, linalg as la
 
 THREADS, SHAPES, DIMS = json.loads(sys.argv[1])
@@ -48,7 +51,7 @@ def rel(a, b):
     return float(np.max(np.abs(a - b) / (1.0 + np.abs(b)))) if a.size else 0.0
 
 
-@cuda.jit
+@cuda_jit
 def k_gemm(which, a, b, out):
     r = cuda.blockIdx.x
     if which == 0:
@@ -61,19 +64,19 @@ def k_gemm(which, a, b, out):
         cl.gram(a[r], out[r])
 
 
-@cuda.jit
+@cuda_jit
 def k_gemv(a, x, out):
     r = cuda.blockIdx.x
     cl.gemv(a[r], x[r], out[r])
 
 
-@cuda.jit
+@cuda_jit
 def k_syrk(a, alpha, beta, c):
     r = cuda.blockIdx.x
     cl.syrk_lower(a[r], alpha, beta, c[r])
 
 
-@cuda.jit
+@cuda_jit
 def k_solve(trans, alias, L, b, out):
     r = cuda.blockIdx.x
     if alias:
@@ -87,13 +90,13 @@ def k_solve(trans, alias, L, b, out):
         cl.solve_lower(L[r], b[r], out[r])
 
 
-@cuda.jit
+@cuda_jit
 def k_chol(L, x, work):
     r = cuda.blockIdx.x
     cl.chol_rank1_update(L[r], x[r], work[r])
 
 
-@cuda.jit
+@cuda_jit
 def k_inv(b, out, work, ok):
     r = cuda.blockIdx.x
     res = cl.inv_transpose(b[r], out[r], work[r])
@@ -199,6 +202,7 @@ import json, sys, warnings
 warnings.simplefilter("ignore")
 import numpy as np
 from numba import cuda
+from vits_ref.config import cuda_jit  # registers the inlined bodies for numba-cuda on a GPU
 from vits_ref.drivers.cuda_coop import rebind
 from vits_ref.kernels import coop_linalg as cl, linalg as la
 from vits_ref.kernels.linalg import div_mat, div_vec
@@ -233,62 +237,62 @@ assert all(cl.REPLACEMENTS[getattr(la, n)] is COOP[n] for n in COOP if hasattr(l
 def kernel_for(fn, pattern):
     # one block per problem: arrays ("a") indexed by the block, scalars ("s") shared
     if pattern == "a":
-        @cuda.jit
+        @cuda_jit
         def k(x):
             fn(x[cuda.blockIdx.x])
     elif pattern == "aa":
-        @cuda.jit
+        @cuda_jit
         def k(x, y):
             r = cuda.blockIdx.x
             fn(x[r], y[r])
     elif pattern == "as":
-        @cuda.jit
+        @cuda_jit
         def k(x, s):
             fn(x[cuda.blockIdx.x], s)
     elif pattern == "asa":
-        @cuda.jit
+        @cuda_jit
         def k(x, s, y):
             r = cuda.blockIdx.x
             fn(x[r], s, y[r])
     elif pattern == "saa":
-        @cuda.jit
+        @cuda_jit
         def k(s, x, y):
             r = cuda.blockIdx.x
             fn(s, x[r], y[r])
     elif pattern == "saaa":
-        @cuda.jit
+        @cuda_jit
         def k(s, x, y, z):
             r = cuda.blockIdx.x
             fn(s, x[r], y[r], z[r])
     elif pattern == "aasa":
-        @cuda.jit
+        @cuda_jit
         def k(x, y, s, z):
             r = cuda.blockIdx.x
             fn(x[r], y[r], s, z[r])
     elif pattern == "aaa":
-        @cuda.jit
+        @cuda_jit
         def k(x, y, z):
             r = cuda.blockIdx.x
             fn(x[r], y[r], z[r])
     elif pattern == "asaa":
-        @cuda.jit
+        @cuda_jit
         def k(x, s, y, z):
             r = cuda.blockIdx.x
             fn(x[r], s, y[r], z[r])
     elif pattern == "aaaaa":
-        @cuda.jit
+        @cuda_jit
         def k(x, y, z, u, w):
             r = cuda.blockIdx.x
             fn(x[r], y[r], z[r], u[r], w[r])
     elif pattern == "sasaa":
-        @cuda.jit
+        @cuda_jit
         def k(s, x, t, y, z):
             r = cuda.blockIdx.x
             fn(s, x[r], t, y[r], z[r])
     return k
 
 
-@cuda.jit
+@cuda_jit
 def k_chol(a, out, ok):
     r = cuda.blockIdx.x
     res = cl.cholesky(a[r], out[r])

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The real-GPU checks, for a machine with an NVIDIA GPU (CI has none and never runs this).
+#
+#   bash .ci/gpu_check.sh OUT [tests|bench|fig2|all]
+#
+# tests: every test that skips without a real GPU (the "on_gpu" and CuPy tests of
+#        tests/, paper-size ones included); bench: `python -m vits_ref bench --device cuda`
+#        (rounds per second of the fused loop on the GPU, the all-core CPU, the JAX peer,
+#        the fraction of float64 peak); fig2: `vits-fig2 --device cuda` at the default size,
+#        timed. Each step has its own time limit (GPU_CHECK_LIMIT_S seconds, default 300)
+#        and writes its log under OUT, so that one hang loses one step. docs/cuda.md says
+#        what was measured with it.
+#
+# Runs from the source tree without installing it (an installed copy would compile every
+# kernel again): kernels/ is linked as vits_ref/kernels, as the wheel lays it out. Wheels in
+# .whl/ (numpy < 2.5 where the machine's numba-cuda needs it: vits_ref.config's
+# check_cuda_stack says when) go first on the path.
+set -uo pipefail
+out=${1:?usage: bash .ci/gpu_check.sh OUT [tests|bench|fig2|all]}
+what=${2:-all}
+limit=${GPU_CHECK_LIMIT_S:-300}
+cd "$(dirname "$0")/.."
+mkdir -p "$out"
+PY=${PYTHON:-python3}
+# JAX (the bench's peer) would otherwise take 75% of the GPU memory at start
+export PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+if compgen -G ".whl/*.whl" >/dev/null; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/gpu_check_site .whl/*.whl || exit 1
+    export PYTHONPATH=/tmp/gpu_check_site
+fi
+[ -e vits_ref/kernels ] || ln -s ../kernels vits_ref/kernels
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+{
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
+    "$PY" - <<'PYEOF'
+import numpy, numba, scipy
+from vits_ref import config
+print("numpy", numpy.__version__, "numba", numba.__version__, "scipy", scipy.__version__)
+try:
+    import numba_cuda
+    print("numba-cuda", getattr(numba_cuda, "__version__", "?"))
+    config.check_cuda_stack()
+    print("cuda stack: ok")
+except Exception as exc:  # reported, not fatal: the steps below say what fails
+    print("cuda stack:", type(exc).__name__, exc)
+from numba import cuda
+print("device:", getattr(cuda.get_current_device(), "name", "simulator")
+      if cuda.is_available() else "none")
+PYEOF
+} 2>&1 | tee "$out/versions.txt"
+
+step() {  # step NAME COMMAND...: run under the time limit, log to OUT/NAME.log
+    local name=$1
+    shift
+    echo "== $name: $*"
+    local t0=$SECONDS
+    timeout "$limit" "$@" >"$out/$name.log" 2>&1
+    local rc=$?
+    echo "== $name: exit $rc after $((SECONDS - t0)) s" | tee -a "$out/$name.log"
+    tail -n 25 "$out/$name.log"
+}
+
+if [ "$what" = tests ] || [ "$what" = all ]; then
+    step tests "$PY" -m pytest -n 0 -p no:cacheprovider -q -m "slow or not slow" \
+        -k "on_gpu or (cupy_equals and not stand_in) or cupy_fig2" --durations=10 tests/
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+    step bench "$PY" -m vits_ref bench --device cuda
+fi
+if [ "$what" = fig2 ] || [ "$what" = all ]; then
+    step fig2 "$PY" -m vits_ref run vits-fig2 --device cuda --out /tmp/gpu_check_fig2 --force
+fi
