@@ -358,30 +358,76 @@ def _probe(plan, store, runs, rounds, say):
     for _, cand in pending:
         base = cand["base"]
         sim = base["simulate_fn"] or simulate
+
+        def call(n_rounds, base=base, sim=sim):
+            return sim(base["policy"], base["env"], **_simulate_args(
+                base, n_rounds, 1, 0, None))
+
         warm[base["warm"]] = _warm_up(base, sim)
-        probe_rounds = _probe_rounds(rounds)
-        t0 = time.perf_counter()
         try:
-            res = sim(base["policy"], base["env"], **_simulate_args(
-                base, probe_rounds, 1, 0, None))
+            fixed, per_round, fused = _probe_cost(call, rounds)
         except DivergenceError:
             continue
-        per_round = (time.perf_counter() - t0) / probe_rounds
-        left = sum(c.work for c in cand["chunks"] if not store.done(c.key))
-        share = numba.get_num_threads() if res.fused and base["device"] == "cpu" else 1
-        estimate += per_round * left / share
+        share = numba.get_num_threads() if fused and base["device"] == "cpu" else 1
+        estimate += sum(fixed + per_round * c.work / share
+                        for c in cand["chunks"] if not store.done(c.key))
     if say and pending:
         workers = max(1, getattr(s, "workers", 1) or 1)
-        say(f"estimate: about {_chunks._duration(estimate / workers)} (a 1-run x "
-            f"{_probe_rounds(rounds)}-round probe per method after compilation; first candidates "
-            f"only)")
+        say(f"estimate: about {_chunks._duration(estimate / workers)} (timed one-run probes "
+            f"of each method after compilation, a fixed cost per chunk plus a cost per "
+            f"round; first candidates only)")
     return warm
 
 
+#: A probe call is lengthened (4x the rounds at a time) until it takes this long, so that
+#: the method's compute, not the fixed cost of a call, is what the estimate extrapolates:
+#: waking the worker threads costs milliseconds on a loaded machine, 100x a LinTS round.
+PROBE_SECONDS = 0.05
+
+
 def _probe_rounds(rounds):
-    """Rounds of the timed probe: 10, or a fifth of a short run (so that the probe does
-    not cost as much as the runs themselves)."""
+    """Rounds of the first timed probe: 10, or a fifth of a short run (so that the probe
+    does not cost as much as the runs themselves)."""
     return max(1, min(10, rounds // 5))
+
+
+def _probe_cost(call, rounds):
+    """``(fixed, per_round, fused)``: the cost of one call of a method (s), its cost per
+    run-round (s), and whether it ran the fused loop, from timed one-run calls ``call(n)``
+    of ``n`` rounds.
+
+    The first call has :func:`_probe_rounds` rounds ``r0``; the rounds grow 4x at a time,
+    up to half a run, until a call takes :data:`PROBE_SECONDS` (``r1`` rounds). The cost
+    of a chunk is then the line through both, ``t(r) = fixed + per_round r``:
+    ``per_round = (t1 - t0) / (r1 - r0)``, ``fixed = t0 - per_round r0``. Without a second
+    size (a run too short to grow) or when the timings' noise makes ``t1 <= t0``, the whole
+    cost is charged per round (``per_round = t / r``, ``fixed = 0``): an upper bound.
+    Dividing one short call's time by its rounds, as this once did, charged the fixed cost
+    to every round: 19 min against the 4.3 min that ``vits-fig1``'s runs took on a 2-core
+    machine at a load average of 5; this estimate said 3 min of the 4.8 min they took
+    there (dividing by the threads assumes that they have the cores to themselves).
+    """
+    def timed(n):
+        t = time.perf_counter()
+        res = call(n)
+        return time.perf_counter() - t, res.fused
+
+    r0 = _probe_rounds(rounds)
+    t0, fused = timed(r0)
+    r1, t1 = r0, t0
+    while t1 < PROBE_SECONDS and r1 < rounds // 2:
+        r1 = min(4 * r1, rounds // 2)
+        t1, _ = timed(r1)
+    return _cost_line(r0, t0, r1, t1) + (fused,)
+
+
+def _cost_line(r0, t0, r1, t1):
+    """``(fixed, per_round)`` of the line through ``(r0, t0)`` and ``(r1, t1)``, or
+    ``(0, t / r)`` of the longer call when the two do not give a rising line."""
+    if r1 > r0 and t1 > t0:
+        per_round = (t1 - t0) / (r1 - r0)
+        return max(0.0, t0 - per_round * r0), per_round
+    return 0.0, t1 / r1
 
 
 def _run_plan(plan, store, runs, rounds, say):
