@@ -350,8 +350,8 @@ def test_cuda_equals_cpu_on_gpu_full_size(name):
     kl = _kl_rounds(name, [1, 25, 50])
     try:
         ref = vr.simulate(name, env, 50, 256, seed=11, kl_rounds=kl)
-    except DivergenceError as cpu:
-        with pytest.raises(DivergenceError) as gpu:
+    except vr.errors.DivergenceError as cpu:
+        with pytest.raises(vr.errors.DivergenceError) as gpu:
             vr.simulate(name, env, 50, 256, seed=11, kl_rounds=kl, device="cuda")
         assert ((gpu.value.engine, gpu.value.run, gpu.value.round, gpu.value.step_size)
                 == (cpu.engine, cpu.run, cpu.round, cpu.step_size))
