@@ -55,7 +55,6 @@ SCRIPT = textwrap.dedent("""
     import vits_ref as vr
     from vits_ref.bandit import _cuda_simulate
     from vits_ref.bandit.simulate import POLICY_NAMES, has_kl, make_policy
-from vits_ref.errors import DivergenceError
 
     D, K, T, R, KL_ROUNDS, FIRST_RUN, DIVERGE, out = json.loads(sys.argv[1])
     env = vr.envs.pool(dim=D, n_arms=K, zeta=1.0, seed=1)
