@@ -346,18 +346,24 @@ _M = val.MAX_ABS_DATA
 _ABOVE = np.nextafter(_M, np.inf)  # one ulp beyond the bound
 
 
+_N = val._ONE_PASS_SIZE
+
+
 @pytest.mark.parametrize("arr", [
-    np.random.default_rng(0).standard_normal((40, 7, 3)),  # shown in one pass
-    np.zeros(1000),
-    np.array([_M, -_M, 0.0]),                     # at the bound: within
-    np.r_[np.zeros(999), _ABOVE],                 # one ulp beyond, among zeros
-    np.r_[np.zeros(999), -_ABOVE],
-    np.full(10, _M),                              # within, the sum of squares overflows
-    np.full(4, 0.6 * _M),                         # within, the sum just beyond M^2
-    np.r_[np.ones(5), np.nan],
-    np.r_[np.ones(5), np.inf],
-    np.r_[np.ones(5), -np.inf],
-    np.full((6, 4), 1e155)[:, ::2],               # not contiguous
+    np.random.default_rng(0).standard_normal((_N, 7, 3)),  # shown in one pass
+    np.zeros(_N),
+    np.r_[np.zeros(_N), _M, -_M],                 # at the bound: within
+    np.r_[np.zeros(_N), _ABOVE],                  # one ulp beyond, among zeros
+    np.r_[np.zeros(_N), -_ABOVE],
+    np.full(_N, _M),                              # within, the sum of squares overflows
+    np.r_[np.zeros(_N), np.full(4, 0.6 * _M)],    # within, the sum just beyond M^2
+    np.r_[np.ones(_N), np.nan],
+    np.r_[np.ones(_N), np.inf],
+    np.r_[np.ones(_N), -np.inf],
+    np.full((_N, 4), 1e155)[:, ::2],              # not contiguous
+    np.full((_N, 4), 1.0)[:, ::2],
+    np.r_[np.ones(5), np.nan],                    # too small for the one pass
+    np.full(5, 1e155),
     np.empty(0),
 ], ids=lambda a: f"{a.shape}")
 def test_the_one_pass_bound_check_is_the_entrywise_check(arr):
@@ -375,7 +381,7 @@ def test_the_one_pass_bound_check_is_the_entrywise_check(arr):
     with np.errstate(all="raise"):  # a user's error state: the fast path warns of nothing
         val._within_by_squares(arr)
     # the fast path is taken for ordinary data (else the pass it saves is not saved)
-    if arr.size and np.all(np.abs(arr) < 1e100) and arr.flags.c_contiguous:
+    if arr.size >= _N and np.all(np.abs(arr) < 1e100) and arr.flags.c_contiguous:
         assert val._within_by_squares(arr)
 
 

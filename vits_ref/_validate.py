@@ -90,20 +90,26 @@ def bounded_data(arr, name):
 
 #: ``MAX_ABS_DATA^2`` as rounded: the bound of :func:`_within_by_squares`.
 _MAX_SQUARE = MAX_ABS_DATA * MAX_ABS_DATA
+#: Fewest entries checked by :func:`_within_by_squares`: below about a thousand, min and
+#: max cost no more than the error state the BLAS pass enters (a feature row of 20: 5.0
+#: against 5.8 us).
+_ONE_PASS_SIZE = 1024
 
 
 def _within_by_squares(arr):
-    """Whether a contiguous float64 ``arr`` is shown within :data:`MAX_ABS_DATA` by one
-    BLAS pass, ``sum x^2 < fl(MAX_ABS_DATA^2)`` (False: not shown, check entry by entry).
+    """Whether a contiguous float64 ``arr`` of at least :data:`_ONE_PASS_SIZE` entries is
+    shown within :data:`MAX_ABS_DATA` by one BLAS pass, ``sum x^2 < fl(MAX_ABS_DATA^2)``
+    (False: not shown, check entry by entry).
 
     The sum of squares is no smaller than any of its terms, in any order of summation and
     with or without fused multiply-adds (nonnegative terms, monotone rounding), and a term
     ``|x| > MAX_ABS_DATA`` rounds to at least ``fl(MAX_ABS_DATA^2)``; NaN and inf fail the
-    comparison. One pass instead of min and max: the check of every chunk of a fused
-    run's realisation (:func:`realisation`) was a tenth of an environment round's cost
-    beyond drawing its numbers (``vits_ref._bench.env_rounds``).
+    comparison. One pass instead of min and max: on the features of a fused run's
+    realisation (:func:`realisation`, every chunk) 2.5% of the cost of drawing them
+    instead of 4.4% (docs/performance.md, "An environment round").
     """
-    if arr.dtype != np.float64 or not arr.flags.c_contiguous or not arr.size:
+    if (arr.size < _ONE_PASS_SIZE or arr.dtype != np.float64
+            or not arr.flags.c_contiguous):
         return False
     flat = arr.reshape(-1)
     with np.errstate(over="ignore"):  # an overflowing sum is only "not shown"
