@@ -57,7 +57,11 @@ class PoolEnvironment(Environment):
         Counter piece: :func:`vits_ref.kernels.bandit_streams.pool_round`."""
         from ..kernels import bandit_streams as ks
 
-        K, d, zeta, pool = self.n_arms, self.dim, self.zeta, self.pool
+        K, d, zeta = self.n_arms, self.dim, self.zeta
+        pool = np.ascontiguousarray(self.pool, dtype=float)
+        if pool.shape != (self.pool_size, d):  # the compiled pass reads it unchecked
+            raise ValueError(f"pool must have shape (pool_size, dim) = ({self.pool_size}, "
+                             f"{d}), got {pool.shape}")
 
         def contexts(parts, n):
             # one compiled pass, in place on the normals (drawn into the caller's buffer
