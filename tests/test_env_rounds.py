@@ -109,6 +109,17 @@ def test_the_pool_by_its_formula():
     np.testing.assert_array_equal(real.rewards, means + env.noise_scale * eps)
 
 
+def test_a_pool_of_another_shape_is_refused_before_the_compiled_pass():
+    # the features are built by a compiled pass that reads pool rows unchecked (Numba has
+    # no bounds checks): a pool replaced by one of fewer rows or other columns would be
+    # read out of bounds, so it is refused, naming it
+    for shape in ((3, 5), (50, 4)):
+        env = vr.envs.pool(dim=5, n_arms=4, seed=2)
+        env.pool = np.zeros(shape)
+        with pytest.raises(ValueError, match=r"^pool must have shape \(pool_size, dim\)"):
+            env.realise(3, 0)
+
+
 def test_block_rounds_bound_the_memory():
     env = vr.envs.pool(dim=20, n_arms=50, seed=0)
     desc = env.round_draws()

@@ -342,6 +342,49 @@ def test_models_check_shapes_and_overflow():
     assert np.all(np.isfinite(mlp.grad(mlp.init(0))))
 
 
+_M = val.MAX_ABS_DATA
+_ABOVE = np.nextafter(_M, np.inf)  # one ulp beyond the bound
+
+
+_N = val._ONE_PASS_SIZE
+
+
+@pytest.mark.parametrize("arr", [
+    np.random.default_rng(0).standard_normal((_N, 7, 3)),  # shown in one pass
+    np.zeros(_N),
+    np.r_[np.zeros(_N), _M, -_M],                 # at the bound: within
+    np.r_[np.zeros(_N), _ABOVE],                  # one ulp beyond, among zeros
+    np.r_[np.zeros(_N), -_ABOVE],
+    np.full(_N, _M),                              # within, the sum of squares overflows
+    np.r_[np.zeros(_N), np.full(4, 0.6 * _M)],    # within, the sum just beyond M^2
+    np.r_[np.ones(_N), np.nan],
+    np.r_[np.ones(_N), np.inf],
+    np.r_[np.ones(_N), -np.inf],
+    np.full((_N, 4), 1e155)[:, ::2],              # not contiguous
+    np.full((_N, 4), 1.0)[:, ::2],
+    np.r_[np.ones(5), np.nan],                    # too small for the one pass
+    np.full(5, 1e155),
+    np.empty(0),
+], ids=lambda a: f"{a.shape}")
+def test_the_one_pass_bound_check_is_the_entrywise_check(arr):
+    # bounded_data's one BLAS pass (sum x^2 < M^2) may only accept data that the
+    # definition |x| <= M accepts entry by entry; everything else goes to min and max,
+    # whose messages stay (contains NaN or inf / must have entries of magnitude)
+    within = bool(np.all(np.abs(arr) <= _M))  # the definition (NaN compares False)
+    if val._within_by_squares(arr):
+        assert within
+    if within:
+        assert val.bounded_data(arr, "x") is arr
+    else:
+        with pytest.raises(ValueError, match=r"^x (contains NaN or inf|must have entries)"):
+            val.bounded_data(arr, "x")
+    with np.errstate(all="raise"):  # a user's error state: the fast path warns of nothing
+        val._within_by_squares(arr)
+    # the fast path is taken for ordinary data (else the pass it saves is not saved)
+    if arr.size >= _N and np.all(np.abs(arr) < 1e100) and arr.flags.c_contiguous:
+        assert val._within_by_squares(arr)
+
+
 def test_bounds_are_documented_constants():
     assert val.MAX_ABS_DATA ** 2 < np.finfo(float).max
     assert val.HYPER_RANGE == (1e-100, 1e100)

@@ -13,10 +13,6 @@ from .rounds import Draw, RoundDraws
 
 __all__ = ["HardInstance", "PoolEnvironment", "hard_instance", "pool"]
 
-#: Rounds of the pool's features built at a time (elementwise, so any slab gives the same
-#: numbers): 16 rounds of 50 arms x 20 dims gather 128 KB, which stays in the cache.
-_SLAB = 16
-
 #: Largest ``zeta`` of the pool environment: features of scale ``zeta`` and quadratic
 #: rewards of scale ``zeta^2`` stay far below :data:`vits_ref._validate.MAX_ABS_DATA`.
 MAX_ZETA = 1e50
@@ -61,21 +57,21 @@ class PoolEnvironment(Environment):
         Counter piece: :func:`vits_ref.kernels.bandit_streams.pool_round`."""
         from ..kernels import bandit_streams as ks
 
-        K, d, zeta, pool = self.n_arms, self.dim, self.zeta, self.pool
+        K, d, zeta = self.n_arms, self.dim, self.zeta
+        pool = np.ascontiguousarray(self.pool, dtype=float)
+        if pool.shape != (self.pool_size, d):  # the compiled pass reads it unchecked
+            raise ValueError(f"pool must have shape (pool_size, dim) = ({self.pool_size}, "
+                             f"{d}), got {pool.shape}")
 
         def contexts(parts, n):
-            # in place on the normals (drawn into the caller's buffer where it has one):
-            # zeta g + pool[i], the sum realise always formed (addition commutes exactly),
-            # a slab of rounds at a time, the pool rows gathered into one small buffer that
-            # stays in the cache (a fancy-indexed temporary of the whole block cost 5x more)
+            # one compiled pass, in place on the normals (drawn into the caller's buffer
+            # where it has one): zeta g + pool[i] by the counter-based round's body, the
+            # sum realise always formed (products and sums commute exactly); NumPy's
+            # gather, scale and add passed over the block three times
+            from ..drivers import cpu
+
             idx, g = parts
-            rows = np.empty((min(n, _SLAB), K, d))
-            for s in range(0, n, _SLAB):
-                x = g[s:s + _SLAB]
-                gathered = rows[:x.shape[0]]
-                np.take(pool, idx[s:s + _SLAB], axis=0, out=gathered)
-                x *= zeta
-                x += gathered
+            cpu.pool_block(pool, zeta, np.asarray(idx, dtype=np.int64), g)
             return g
 
         def counter():

@@ -8,6 +8,7 @@ package re-exports every driver (``from vits_ref.drivers import cpu; cpu.vits_st
 - :mod:`.engines`: the VITS, Langevin and Newton steps, LinTS's and LinUCB's updates;
 - :mod:`.bandit`: the fused bandit loops over pre-drawn randomness (whole runs, chunks);
 - :mod:`.streams`: the bandit loop fed by counter-based streams, the Philox fills;
+- :mod:`.environments`: the environments' round builders (the pool's features);
 - :mod:`.target`: KL traces of VITS and LMC on Gaussian targets;
 - :mod:`.renyi`: Rényi VI's steps and bound;
 - :mod:`.mixtures`: VTS (CAVI fits, the arm update and selection, many runs);
@@ -53,6 +54,7 @@ from .engines import (
     vits_scratch,
     vits_steps,
 )
+from .environments import pool_block
 from .mixtures import cavi_fit, cavi_init, vts_runs, vts_select, vts_update
 from .particles import svgd_phi, svgd_scratch, svgd_steps
 from .potentials import grads_hessian, mlp_jacobian_rows, predict, value
@@ -80,6 +82,8 @@ __all__ = [
     # streams
     "bandit_streams", "stream_draws", "philox_words", "philox_fills", "FILL_UNIFORMS",
     "FILL_NORMALS", "FILL_BOUNDED", "NORMALS_BY_ELEMENT",
+    # environments' rounds
+    "pool_block",
     # Gaussian targets
     "trace_one", "trace_many",
     # Rényi VI
