@@ -106,6 +106,27 @@ def test_trend_at_is_the_trend_of_the_cells_means():
     got = SAG.measure(res)
     assert got.estimate == pytest.approx(float(want), rel=1e-12)
     assert got.low <= got.estimate <= got.high and got.n == 20
+    # centred on geometric means: the trend of SciPy's gmean of each cell
+    geo = TrendAt(("draw_times_s",), "sag", "time per draw", centre="geometric")
+    want = _trend("sag", [float(T) for T in STAGES],
+                  *[np.array([stats.gmean(cells[str(T)])]) for T in STAGES])
+    got = geo.measure(res)
+    assert got.estimate == pytest.approx(float(want), rel=1e-12)
+    assert got.low <= got.estimate <= got.high
+
+
+def test_a_rare_slow_timing_moves_the_geometric_mean_less():
+    """One call in 20 at T = 25 taking 15 times as long (as the draw timings show on a
+    loaded machine): the sag is linear in the cells' centres, and the cell's mean moves by
+    14/20 = 0.70 of a timing where its geometric mean moves by 15^(1/20) - 1 = 0.145, so
+    the sag by the mean moves about 4.8 times as far (more than 3 with the 5% noise)."""
+    clean = _timings(lambda T: 1e-6 * (3 + 0.7 * T), seed=6)
+    slow = _timings(lambda T: 1e-6 * (3 + 0.7 * T), seed=6)
+    slow["draw_times_s"]["25"][1] *= 15.0
+    geo = TrendAt(("draw_times_s",), "sag", "time per draw", centre="geometric")
+    by_mean = SAG.measure(slow).estimate - SAG.measure(clean).estimate
+    by_geo = geo.measure(slow).estimate - geo.measure(clean).estimate
+    assert abs(by_mean) > 3 * abs(by_geo) > 0
 
 
 def test_trend_at_finds_a_planted_curvature_and_not_a_planted_line():
@@ -115,7 +136,7 @@ def test_trend_at_finds_a_planted_curvature_and_not_a_planted_line():
     assert _verdict(LINEAR, line) == REPRODUCED
     assert _verdict(_claim(RISE, HIGHER), line) == REPRODUCED
     # a parabola: the sag of T^2 over [1, 300] relative to its mean over the grid is
-    # about -1.1, far outside +-SIMILAR
+    # -299^2 / 4 / mean(T^2) = -1.40, far outside +-SIMILAR
     square = _timings(lambda T: 1e-9 * T ** 2, seed=3)
     assert _verdict(LINEAR, square) == CONTRADICTED
     # a flat cost does not rise: neither way with noise only
@@ -131,6 +152,11 @@ def test_trend_at_needs_cells_and_repeats():
     assert "3 at least" in SAG.measure(short)
     with pytest.raises(ValueError, match="kind"):
         TrendAt(("x",), "slope", "y")
+    with pytest.raises(ValueError, match="centre"):
+        TrendAt(("x",), "sag", "y", centre="median")
+    zero = {"draw_times_s": {str(T): [0.0, 1.0, 2.0] for T in (1, 2, 3)}}
+    assert "not positive" in TrendAt(("draw_times_s",), "sag", "y",
+                                     centre="geometric").measure(zero)
 
 
 # -- EntryTimeRatioPer ---------------------------------------------------------------------

@@ -346,20 +346,33 @@ class Trend:
         return trend_interval(self.kind, cells)
 
 
-def trend_interval(kind, cells):
-    """The trend (:func:`_trend`, ``kind`` ``"rise"`` or ``"sag"``) of the cells' means
-    against their keys, ``cells`` a dict ``{x: per-run values}``, with a stratified BCa
-    bootstrap interval (each cell's runs resampled on their own: the cells are
-    independent); ``sd`` is the standard error times ``sqrt(runs per cell)``. A string says
-    why not, when a cell has fewer than 3 runs."""
+#: How :func:`trend_interval` centres a cell: its mean, or its geometric mean (positive
+#: values such as timings, whose rare slow repeats move a mean far more than their share).
+CENTRES = ("mean", "geometric")
+
+
+def trend_interval(kind, cells, centre="mean"):
+    """The trend (:func:`_trend`, ``kind`` ``"rise"`` or ``"sag"``) of the cells' means (or
+    geometric means, ``centre``) against their keys, ``cells`` a dict ``{x: per-run
+    values}``, with a stratified BCa bootstrap interval (each cell's runs resampled on their
+    own: the cells are independent); ``sd`` is the standard error times ``sqrt(runs per
+    cell)``. A string says why not, when a cell has fewer than 3 runs (or, for the
+    geometric mean, a value is not positive)."""
     from scipy import stats
 
+    if centre not in CENTRES:
+        raise ValueError(f"centre must be one of {CENTRES}, got {centre!r}")
     xs = sorted(cells)
     data = tuple(np.asarray(cells[k], dtype=float) for k in xs)
     if min(c.size for c in data) < 3:
         return "fewer than 3 runs per cell: a bootstrap interval needs 3 at least"
+    if centre == "geometric" and not all((c > 0).all() for c in data):
+        return "a value is not positive: no geometric mean"
 
     def stat(*c, axis=-1):
+        if centre == "geometric":
+            # a cell's geometric mean as a cell of one value, whose mean _trend takes
+            c = [np.exp(np.mean(np.log(v), axis=axis, keepdims=True)) for v in c]
         return _trend(kind, xs, *c, axis=axis)
 
     est = float(stat(*data))
@@ -600,21 +613,26 @@ class TrendAt:
     """:class:`Trend` of repeated values kept at a summary path: ``result[path]`` is
     ``{x: [repeat, ...]}`` (keys numbers or their strings, e.g. repeated timings per number
     of stages), the trend (``"rise"`` or ``"sag"``, relative to the mean over the cells) of
-    the cells' means against ``x``, with the stratified bootstrap interval of
-    :func:`trend_interval`. ``what`` names the values."""
+    the cells' means (``centre="geometric"``: geometric means, for timings) against ``x``,
+    with the stratified bootstrap interval of :func:`trend_interval`. ``what`` names the
+    values."""
 
     path: tuple
     kind: str
     what: str
     min_cells: int = 3
+    centre: str = "mean"
 
     def __post_init__(self):
         if self.kind not in ("rise", "sag"):
             raise ValueError(f"kind must be 'rise' or 'sag', got {self.kind!r}")
+        if self.centre not in CENTRES:
+            raise ValueError(f"centre must be one of {CENTRES}, got {self.centre!r}")
 
     @property
     def comparison(self):
-        return f"{self.kind} of the mean {self.what}, relative to its mean"
+        m = "mean" if self.centre == "mean" else "geometric mean"
+        return f"{self.kind} of the {m} {self.what}, relative to its mean"
 
     def measure(self, result):
         got = _lookup(result, self.path)
@@ -622,7 +640,7 @@ class TrendAt:
             return f"not in the summary: {' / '.join(map(str, self.path))}"
         if len(got) < self.min_cells:
             return f"{len(got)} cell(s): a trend needs {self.min_cells}"
-        return trend_interval(self.kind, {float(k): v for k, v in got.items()})
+        return trend_interval(self.kind, {float(k): v for k, v in got.items()}, self.centre)
 
 
 @dataclasses.dataclass(frozen=True)
