@@ -263,6 +263,8 @@ def test_ablation_small_run(ablation_result):
     # the timings are kept per repeat; the table's draw time is their median
     for T, times in res["draw_times_s"].items():
         assert len(times) == 2 and res["draw_time_s"][T] == np.median(times)
+        got = res["load_average_at_timing"][T]
+        assert got is None or got >= 0.0
     cl = {c["id"]: c for c in ablation.claims(res)}
     assert list(cl) == [c.id for c in claims.claims_of(ablation.NAME)]
     assert all(c["verdict"] in claims.VERDICTS for c in cl.values())

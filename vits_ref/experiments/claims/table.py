@@ -597,7 +597,9 @@ _DA_LINEAR = ("'Linearly' as VITS appendix F's linear dependency: the least-squa
               "departs from its chord by at most SIMILAR of the mean time (stratified "
               "bootstrap over the repeated timings of each T). Each T's timings are centred "
               "on their geometric mean, as the timing ratios' log scale: a rare slow call "
-              "moves a mean far more than its share.")
+              "moves a mean far more than its share. On a loaded machine a call longer than "
+              "the scheduler's time slice (32 draws at T >= 100) is preempted and the curve "
+              "bends up: the experiment's table prints the load average at each timing.")
 
 DIFFTS_ABLATION = (
     Claim(id="ablation-stages-drop", where="appendix C.3, Figure 6b",

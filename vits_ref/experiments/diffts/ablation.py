@@ -137,7 +137,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-ablation", progress=No
     s_data, s_env = _shared.seeds(seed, 2)
     samples = true_samples(SHAPE, max(train_sizes), s_data)
     env = environment(SHAPE, s_env)
-    priors, timing, info = {}, {}, {}
+    priors, timing, info, load = {}, {}, {}, {}
     for T in stages:
         prior, info[f"T={T}"] = _shared.trained_prior(
             samples[:ref_train], T, ALPHA, seed=seed, cache_dir=cache, name=SHAPE,
@@ -146,6 +146,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-ablation", progress=No
         if progress:
             progress(f"timing the draw at T = {T}")
         timing[T] = draw_times(prior, repeats=time_repeats, seed=seed)
+        load[T] = _load_average()
     for n in train_sizes:
         if n == ref_train:
             priors[("n", n)] = priors[("T", ref_stages)]
@@ -169,6 +170,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-ablation", progress=No
              "train_sizes": train_sizes, "train_kwargs": train_kwargs, "priors": info,
              "draw_time_s": {str(T): median[T] for T in stages},
              "draw_times_s": {str(T): timing[T].tolist() for T in stages}, "time_fit": fit,
+             "load_average_at_timing": {str(T): load[T] for T in stages},
              "time_obs": TIME_OBS, "time_repeats": time_repeats, "ref_stages": ref_stages,
              "ref_train": ref_train}
     reference = {PANEL_STAGES: stage_label(ref_stages), PANEL_TRAIN: train_label(ref_train)}
@@ -185,6 +187,16 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-ablation", progress=No
         files.append(path)
     write_json(files[1], result)
     return result
+
+
+def _load_average():
+    """The machine's 1-minute load average (None where the OS has none): on a loaded
+    machine a timed call longer than the scheduler's time slice (a few ms: 32 draws at
+    T >= 100) is preempted, which inflates its time, so the timings carry it."""
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return None
 
 
 def _linear_fit(x, y):
@@ -244,9 +256,12 @@ def table(result):
     lines.append(f"(the paper, on its own 'cross': about {PAPER['T=1']:g} at T = 1, "
                  f"{PAPER['T=25']:g} at T = 25)")
     lines.append("")
-    lines.append("T       ms per draw")
+    load = result.get("load_average_at_timing") or {}
+    lines.append("T       ms per draw   load average (1 min) when timed")
     for T in result["stages"]:
-        lines.append(f"{T:<7d} {1e3 * result['draw_time_s'][str(T)]:.3f}")
+        got = load.get(str(T))
+        lines.append(f"{T:<7d} {1e3 * result['draw_time_s'][str(T)]:<13.3f} "
+                     + (f"{got:.1f}" if got is not None else "n/a"))
     fit = result.get("time_fit")
     if fit:
         lines.append(f"fit: {1e6 * fit['slope_s_per_stage']:.2f} us per stage, intercept "
