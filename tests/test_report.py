@@ -49,7 +49,7 @@ def test_small_report_builds_with_a_verdict_for_every_claim(tmp_path):
         == {report.TABLE_RULE}
 
 
-@pytest.mark.parametrize("paper", ["vts", "renyi"])
+@pytest.mark.parametrize("paper", ["vts", "renyi", "diffts"])
 def test_small_reports_of_the_other_papers(tmp_path, paper):
     rep = report.build(paper, size="small", out=str(tmp_path))
     names = report.EXPERIMENTS[paper]
@@ -57,6 +57,14 @@ def test_small_reports_of_the_other_papers(tmp_path, paper):
     md = open(rep["files"][0]).read()
     for c in rep["claims"]:
         assert c["verdict"] in VERDICTS and f"### {c['id']}: **{c['verdict']}**" in md
+    # every claim of these papers is in the claim table: judged on every root seed
+    doc = json.loads(open(rep["claims_json"]).read())
+    assert [c["id"] for c in doc["claims"]] == [c.id for n in names
+                                                for c in claims.claims_of(n)]
+    for c in doc["claims"]:
+        assert c["judged_by"] == report.TABLE_RULE and c["verdict"] in claims.VERDICTS
+        assert [s["seed"] for s in c["seeds"]] == list(rep["seeds"])
+        assert ("Judged on substitute data" in c["why"]) == c["substitute"]
 
 
 def test_cli_report(tmp_path):

@@ -11,10 +11,10 @@ The report also writes ``claims.json``, one record per claim
 Two rules judge today. The claims of the claim table (:mod:`vits_ref.experiments.claims`;
 ``docs/reproduction/judging.md``) get one of reproduced / contradicted / inconclusive, from
 every root seed of :data:`SEEDS` (each seed's interval is on the page; seeds that disagree
-give inconclusive). The experiments whose claims are not yet in the table keep their own
+give inconclusive). An experiment whose claims are not in the table would keep its own
 ``claims(result)`` (reproduced / not reproduced / not testable here), from the first seed;
-each claim on the page says which rule judged it (today only the DiffTS experiments keep
-their own). This module only runs, gathers and writes; :func:`index_page` lists every
+each claim on the page says which rule judged it (today every paper's claims are in the
+table). This module only runs, gathers and writes; :func:`index_page` lists every
 claim of the papers whose ``claims.json`` lies under a folder (``docs/reproduction``).
 
 Sizes (:data:`SIZES`): ``paper`` runs every experiment at its defaults, which are the

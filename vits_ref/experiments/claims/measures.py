@@ -25,7 +25,12 @@ string saying why. The intervals are SciPy's:
   (steps times cost per step), with the interval of the cost ratio (as :class:`TimeRatio`);
 - :class:`TimeRatio`: a ratio of two methods' timings. Repeated timings (a list per method)
   get Welch's t interval of the difference of mean log-times, exponentiated (a ratio of
-  geometric means); a single timing has no interval and is never conclusive.
+  geometric means); a single timing has no interval and is never conclusive;
+- :class:`RepeatedRatio`: the same ratio and interval for any positive repeated values (a
+  two-sample statistic against its noise floor);
+- :class:`TrendAt`: :class:`Trend` of repeated values kept as ``{x: [repeats]}`` (repeated
+  timings against a size);
+- :class:`EntryTimeRatioPer`: :class:`EntryTimeRatio` divided by a number of the summary.
 """
 
 import dataclasses
@@ -334,35 +339,57 @@ class Trend:
                 f"({_fixed_text(self.fixed)}), relative to its mean")
 
     def measure(self, result):
-        from scipy import stats
-
         cells = _cells(result, self.method, self.fixed, self.over, self.key, self.uncensored)
         if len(cells) < self.min_cells:
             return (f"{len(cells)} {self.over} value(s) of {self.method} without a censored "
                     f"run at {_fixed_text(self.fixed)}: a trend needs {self.min_cells}")
-        xs = sorted(cells)
-        data = tuple(cells[k] for k in xs)
-        if min(c.size for c in data) < 3:
-            return "fewer than 3 runs per cell: a bootstrap interval needs 3 at least"
+        return trend_interval(self.kind, cells)
 
-        def stat(*c, axis=-1):
-            return _trend(self.kind, xs, *c, axis=axis)
 
-        est = float(stat(*data))
-        if all(np.ptp(c) == 0 for c in data):
-            return Interval(est, est, est, int(min(c.size for c in data)), 0.0, 1.0,
-                            "constant runs")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            boot = stats.bootstrap(data, stat, vectorized=True, confidence_level=CONFIDENCE,
-                                   n_resamples=N_RESAMPLES, method="BCa",
-                                   **_bootstrap_rng(stats, BOOTSTRAP_SEED))
-        lo, hi = boot.confidence_interval
-        if not (math.isfinite(lo) and math.isfinite(hi)):
-            return "the bootstrap interval of the trend is undefined"
-        n = int(min(c.size for c in data))
-        return Interval(est, float(lo), float(hi), n, float(boot.standard_error) * math.sqrt(n),
-                        1.0, "stratified BCa bootstrap")
+#: How :func:`trend_interval` centres a cell: its mean, or its geometric mean (positive
+#: values such as timings, whose rare slow repeats move a mean far more than their share).
+CENTRES = ("mean", "geometric")
+
+
+def trend_interval(kind, cells, centre="mean"):
+    """The trend (:func:`_trend`, ``kind`` ``"rise"`` or ``"sag"``) of the cells' means (or
+    geometric means, ``centre``) against their keys, ``cells`` a dict ``{x: per-run
+    values}``, with a stratified BCa bootstrap interval (each cell's runs resampled on their
+    own: the cells are independent); ``sd`` is the standard error times ``sqrt(runs per
+    cell)``. A string says why not, when a cell has fewer than 3 runs (or, for the
+    geometric mean, a value is not positive)."""
+    from scipy import stats
+
+    if centre not in CENTRES:
+        raise ValueError(f"centre must be one of {CENTRES}, got {centre!r}")
+    xs = sorted(cells)
+    data = tuple(np.asarray(cells[k], dtype=float) for k in xs)
+    if min(c.size for c in data) < 3:
+        return "fewer than 3 runs per cell: a bootstrap interval needs 3 at least"
+    if centre == "geometric" and not all((c > 0).all() for c in data):
+        return "a value is not positive: no geometric mean"
+
+    def stat(*c, axis=-1):
+        if centre == "geometric":
+            # a cell's geometric mean as a cell of one value, whose mean _trend takes
+            c = [np.exp(np.mean(np.log(v), axis=axis, keepdims=True)) for v in c]
+        return _trend(kind, xs, *c, axis=axis)
+
+    est = float(stat(*data))
+    if all(np.ptp(c) == 0 for c in data):
+        return Interval(est, est, est, int(min(c.size for c in data)), 0.0, 1.0,
+                        "constant runs")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        boot = stats.bootstrap(data, stat, vectorized=True, confidence_level=CONFIDENCE,
+                               n_resamples=N_RESAMPLES, method="BCa",
+                               **_bootstrap_rng(stats, BOOTSTRAP_SEED))
+    lo, hi = boot.confidence_interval
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "the bootstrap interval of the trend is undefined"
+    n = int(min(c.size for c in data))
+    return Interval(est, float(lo), float(hi), n, float(boot.standard_error) * math.sqrt(n),
+                    1.0, "stratified BCa bootstrap")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -550,3 +577,98 @@ class TimeToLevel:
         nb = got[self.b] if got[self.b] is not None else by[self.b]["curve"]["steps"][-1]
         return timing_ratio(by[self.a][self.cost], by[self.b][self.cost], self.a, self.b,
                             factor=got[self.a] / nb)
+
+
+# -- measures of the DiffTS claims (Kveton et al.); general: repeated values, repeated timings
+
+@dataclasses.dataclass(frozen=True)
+class RepeatedRatio:
+    """``mean(a) / mean(b)`` as a ratio of geometric means of two sets of independent,
+    positive repeated values at the summary paths ``a`` and ``b`` (tuples of keys), e.g. a
+    two-sample statistic against its own noise floor. The interval is Welch's t interval of
+    the difference of mean logs, exponentiated (:func:`timing_ratio`, which it shares with
+    the timings); ``scale`` 1. ``what`` names the comparison."""
+
+    a: tuple
+    b: tuple
+    what: str
+
+    @property
+    def comparison(self):
+        return self.what
+
+    def measure(self, result):
+        x, y = _values_at(result, self.a), _values_at(result, self.b)
+        for v in (x, y):
+            if isinstance(v, str):
+                return v
+        got = timing_ratio(x, y, self.a[-1], self.b[-1])
+        if isinstance(got, str) or not got.has_interval:
+            return got
+        return dataclasses.replace(got, method="repeats, Welch t on logs")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrendAt:
+    """:class:`Trend` of repeated values kept at a summary path: ``result[path]`` is
+    ``{x: [repeat, ...]}`` (keys numbers or their strings, e.g. repeated timings per number
+    of stages), the trend (``"rise"`` or ``"sag"``, relative to the mean over the cells) of
+    the cells' means (``centre="geometric"``: geometric means, for timings) against ``x``,
+    with the stratified bootstrap interval of :func:`trend_interval`. ``what`` names the
+    values."""
+
+    path: tuple
+    kind: str
+    what: str
+    min_cells: int = 3
+    centre: str = "mean"
+
+    def __post_init__(self):
+        if self.kind not in ("rise", "sag"):
+            raise ValueError(f"kind must be 'rise' or 'sag', got {self.kind!r}")
+        if self.centre not in CENTRES:
+            raise ValueError(f"centre must be one of {CENTRES}, got {self.centre!r}")
+
+    @property
+    def comparison(self):
+        m = "mean" if self.centre == "mean" else "geometric mean"
+        return f"{self.kind} of the {m} {self.what}, relative to its mean"
+
+    def measure(self, result):
+        got = _lookup(result, self.path)
+        if not isinstance(got, dict):
+            return f"not in the summary: {' / '.join(map(str, self.path))}"
+        if len(got) < self.min_cells:
+            return f"{len(got)} cell(s): a trend needs {self.min_cells}"
+        return trend_interval(self.kind, {float(k): v for k, v in got.items()}, self.centre)
+
+
+@dataclasses.dataclass(frozen=True)
+class EntryTimeRatioPer:
+    """:class:`EntryTimeRatio` (time per round or wall time of ``a`` over ``b``) divided by
+    the summary's ``result[per]`` (e.g. the number of diffusion stages ``T``, for a claim
+    that a method is ``T`` times as costly)."""
+
+    a: str
+    b: str
+    per: str
+    panel: str | None = None
+    key: str = "wall_time_s"
+
+    @property
+    def comparison(self):
+        where = f" ({self.panel})" if self.panel else ""
+        return f"{self.key}, {self.a} / {self.b}, divided by {self.per}{where}"
+
+    def measure(self, result):
+        per = result.get(self.per)
+        if not isinstance(per, int | float) or not per > 0:
+            return f"no positive {self.per} in the summary"
+        got = {}
+        for m in (self.a, self.b):
+            e = [e for e in result.get("results", ()) if e.get("method") == m
+                 and (self.panel is None or e.get("panel") == self.panel)]
+            if not e or self.key not in e[0]:
+                return f"no timing of {m}"
+            got[m] = e[0][self.key]
+        return timing_ratio(got[self.a], got[self.b], self.a, self.b, factor=1.0 / per)

@@ -17,8 +17,8 @@ Execution: the bandit runs go in resumable chunks of runs, as in every experimen
 :mod:`vits_ref.experiments.diffts` (its docstring says what a rerun reuses).
 """
 
-from .. import _claims
 from .._common import regret_table
+from ..claims import claims_function
 from ..plotting import paper_title
 from . import _shared
 
@@ -73,26 +73,6 @@ def table(result):
             f"{e['learned_vs_true']:.4f} (two halves: {e['true_vs_true']:.4f})")
 
 
-def claims(result):
-    """Appendix C.2's claim, judged on the digits that replace MNIST."""
-    size = (f"{result['runs']} runs x {result['rounds']} rounds, sklearn digits "
-            "(replacing MNIST)")
-    quote = ("We observe again that DiffTS has a lower regret than all baselines, because "
-             "the learned prior captures the underlying distribution of theta_* well.")
-    rows, worse, missing = _shared.beats_all_panels(result)
-    e = result["energy"]
-    measured = (f"({size}) final regret, paired [95% t interval]: " + " | ".join(rows)
-                + f"; energy distance diffusion prior / thetas {e['learned_vs_true']:.4f} "
-                  f"(two halves {e['true_vs_true']:.4f})")
-    if missing:
-        return [_claims.claim("diffts-digits-lowest", "appendix C.2, Figure 5", quote,
-                              _claims.NOT_TESTABLE, measured,
-                              f"DiffTS did not run on {', '.join(missing)} or < 2 runs.")]
-    return [_claims.claim(
-        "diffts-digits-lowest", "appendix C.2, Figure 5", quote,
-        _claims.REPRODUCED if not worse else _claims.NOT_REPRODUCED, measured,
-        "Reproduced if every baseline's final regret minus DiffTS's has a paired 95% "
-        "interval above 0 in both panels"
-        + (f"; not for {', '.join(worse)}." if worse else ".")
-        + " The data are scikit-learn's 8 x 8 digits, not MNIST (the protocol is the "
-          "appendix's), so this is the claim on a replacement data set.")]
+#: Appendix C.2's claims, judged on the digits that replace MNIST (the claim table's entries
+#: for this experiment, labelled as substitute data).
+claims = claims_function(NAME, "appendix C.2 (Figure 5), on scikit-learn's digits")
