@@ -20,6 +20,8 @@ The ``t``-th ``select`` uses the ``t``-th selection draw and the ``t``-th ``upda
 arrives, in the order it arrives.
 """
 
+import operator
+
 import numpy as np
 
 from .. import _validate as val
@@ -104,7 +106,9 @@ class Online:
         self._buf = np.empty(size(d, K, M, self._T))
         self._start, self._choose, self._learn, self._choose_many = \
             cpu.bandit_online(spec.piece)
-        self._params = tuple(spec.params)  # a plain tuple: see cpu.bandit_online
+        # sizes, bound and parameters in one array: see cpu.online_meta
+        self._meta = cpu.online_meta(spec.params, K, d, M, self._T, MAX_ABS_DATA,
+                                     spec.binary_rewards)
         seq = val.as_seed_sequence(seed)
         self._chunks = draw_chunks(spec, seq, self.horizon, d, block)
         self._block = block
@@ -113,9 +117,12 @@ class Online:
         init, sel0, steps0 = next(self._chunks)
         self._drawn = 1
         self._sel[0], self._steps[0] = sel0, steps0
-        self._start(self._params, self._buf, K, d, M, self._T, np.ascontiguousarray(init))
+        self._start(self._meta, self._buf, np.ascontiguousarray(init))
         self._shape = (K, d)
-        self._cache = {"sel": (0, sel0), "steps": (0, steps0)}  # (first draw, its block)
+        # the blocks of draws in use and the draw count where they end: a select or update
+        # inside its block reads two attributes, nothing else
+        self._sel_rows, self._sel_end = sel0, block
+        self._steps_rows, self._steps_end = steps0, block
 
     @classmethod
     def for_run(cls, policy, n_arms, run_seed, **kw):
@@ -136,15 +143,19 @@ class Online:
             del self._sel[old], self._steps[old]
         return store[b]
 
-    def _row(self, which, t):
-        """``(rows, i)``: the block of ``which`` draws (``"sel"`` or ``"steps"``) holding
-        the ``t``-th, and its index there (the last block used is kept at hand)."""
-        base, rows = self._cache[which]
-        if not 0 <= t - base < self._block:
-            rows = self._rows(self._sel if which == "sel" else self._steps, t)
-            base = t - t % self._block
-            self._cache[which] = (base, rows)
-        return rows, t - base
+    def _next_sel(self, t):
+        """Make the block holding the ``t``-th selection draw current; its index there."""
+        self._sel_rows = self._rows(self._sel, t)
+        base = t - t % self._block
+        self._sel_end = base + self._block
+        return t - base
+
+    def _next_steps(self, t):
+        """Make the block holding the ``t``-th update draws current; its index there."""
+        self._steps_rows = self._rows(self._steps, t)
+        base = t - t % self._block
+        self._steps_end = base + self._block
+        return t - base
 
     def _contexts(self, X):
         if not (type(X) is np.ndarray and X.dtype is _F64):
@@ -162,9 +173,10 @@ class Online:
         if type(X) is not np.ndarray or X.dtype is not _F64 or X.shape != self._shape:
             X = self._contexts(X)
         t = self.n_selects
-        rows, i = self._row("sel", t)
-        arm = self._choose(self._params, self._buf, self._M, self._T, X, rows[i],
-                           MAX_ABS_DATA)
+        i = t - self._sel_end + self._block
+        if i == self._block:  # the counters only grow: past this block's last draw
+            i = self._next_sel(t)
+        arm = self._choose(self._meta, self._buf, X, self._sel_rows, i)
         if arm < 0:
             raise ValueError(f"contexts must be finite with entries of magnitude <= "
                              f"{MAX_ABS_DATA:g}")
@@ -187,10 +199,12 @@ class Online:
         i = 0
         while i < Xs.shape[0]:
             t = self.n_selects
-            rows, j = self._row("sel", t)
+            j = t - self._sel_end + self._block
+            if j == self._block:
+                j = self._next_sel(t)
             n = min(Xs.shape[0] - i, self._block - j)  # the rest of this block's draws
-            done = self._choose_many(self._params, self._buf, self._M, self._T,
-                                     Xs[i:i + n], rows[j:j + n], MAX_ABS_DATA, out[i:i + n])
+            done = self._choose_many(self._meta, self._buf, Xs[i:i + n], self._sel_rows, j,
+                                     out[i:i + n])
             self.n_selects = t + done
             if done < n:
                 raise ValueError(f"contexts of request {i + done} must be finite with "
@@ -198,40 +212,72 @@ class Online:
             i += n
         return out
 
+    def _features(self, X):
+        """``contexts`` given other than as a float64 (n_arms, dim) array: converted, and
+        the arm's features (dim,) made one row (the arm is then its index 0)."""
+        if np.ndim(X) == 2:
+            return self._contexts(X), False
+        x = np.ascontiguousarray(X, dtype=np.float64)
+        if x.shape != (self.dim,):
+            raise ValueError(f"contexts must have shape {self._shape} or ({self.dim},), "
+                             f"got {x.shape}")
+        return x.reshape(1, self.dim), True
+
     def update(self, contexts, arm, reward):
         """Learn from ``reward`` of ``arm`` played at ``contexts`` (n_arms, dim), or at the
-        arm's features (dim,). Returns self."""
+        arm's features (dim,). Returns self.
+
+        One observation per call, with the step schedule of one observation (an iterative
+        engine's ``K_t`` steps at ``t = n_updates``), as the simulation loop learns: a batch
+        of feedback is these calls in the order it arrives."""
         X = contexts
-        if type(X) is np.ndarray and X.dtype is _F64 and X.shape == self._shape:
-            if not 0 <= arm < self.n_arms:
-                raise ValueError(f"arm must be in [0, {self.n_arms}), got {arm}")
-            x = X[arm]  # a row of a float64 array: contiguous whatever X's order
-        elif np.ndim(X) == 2:
-            X = self._contexts(X)
-            if not 0 <= arm < self.n_arms:
-                raise ValueError(f"arm must be in [0, {self.n_arms}), got {arm}")
-            x = X[arm]
-        else:
-            x = np.ascontiguousarray(contexts, dtype=np.float64)
-            if x.shape != (self.dim,):
-                raise ValueError(f"contexts must have shape {self._shape} or ({self.dim},), "
-                                 f"got {x.shape}")
-        if self.n_updates >= self.horizon:
-            raise ValueError(f"the state holds horizon={self.horizon} updates; it has them")
-        r = float(reward)
-        if self.spec.binary_rewards and r != 0.0 and r != 1.0:
-            raise ValueError(f"reward must be 0 or 1 for the logistic model, got {reward}")
+        row = False
+        if type(X) is not np.ndarray or X.dtype is not _F64 or X.shape != self._shape:
+            X, row = self._features(X)
+        if type(arm) is not int:
+            arm = _integer(arm, "arm")
+        if type(reward) is not float:
+            reward = _real(reward, "reward")
         t = self.n_updates
-        rows, i = self._row("steps", t)
+        if t >= self.horizon:
+            raise ValueError(f"the state holds horizon={self.horizon} updates; it has them")
+        i = t - self._steps_end + self._block
+        if i == self._block:
+            i = self._next_steps(t)
         n_obs = t + 1
-        code = self._learn(self._params, self._buf, self.n_arms, self._M, self._T, x, r,
-                           n_obs, rows[i], MAX_ABS_DATA)
+        code = self._learn(self._meta, self._buf, X, 0 if row else arm, reward,
+                           self._steps_rows, i, n_obs)
+        if code != 1:
+            self._refused(code, arm, reward, n_obs)
+        self.n_updates = n_obs
+        return self
+
+    def _refused(self, code, arm, reward, n_obs):
+        """The error of a compiled update's ``code``
+        (:func:`vits_ref.drivers.cpu.bandit_online`)."""
         if code == 0:
             h = self.spec.step_size
             raise DivergenceError(self.engine_name, n_obs, h(n_obs) if callable(h) else h,
                                   detail=self.spec.divergence_detail)
-        if code < 0:
-            what = "reward" if code == -1 else "contexts"
-            raise ValueError(f"{what} must be finite with magnitude <= {MAX_ABS_DATA:g}")
-        self.n_updates = n_obs
-        return self
+        if code == -3:
+            raise ValueError(f"arm must be in [0, {self.n_arms}), got {arm}")
+        if code == -4:
+            raise ValueError(f"reward must be 0 or 1 for the logistic model, got {reward}")
+        what = "reward" if code == -1 else "contexts"
+        raise ValueError(f"{what} must be finite with magnitude <= {MAX_ABS_DATA:g}")
+
+
+def _integer(value, name):
+    """``value`` as a Python int (any integer type), else a TypeError naming it."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+
+
+def _real(value, name):
+    """``value`` as a Python float, else a TypeError naming it."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}") from None
