@@ -34,6 +34,7 @@ from ..errors import DivergenceError
 __all__ = ["Online"]
 
 _F64 = np.dtype(np.float64)
+_F64_SCALAR = np.float64  # a reward read from a float64 array: typed as a float by Numba
 
 #: More rounds than any run is played for: the streams of a policy without a horizon.
 _ENDLESS = 2 ** 62
@@ -236,7 +237,7 @@ class Online:
             X, row = self._features(X)
         if type(arm) is not int:
             arm = _integer(arm, "arm")
-        if type(reward) is not float:
+        if type(reward) is not float and type(reward) is not _F64_SCALAR:
             reward = _real(reward, "reward")
         t = self.n_updates
         if t >= self.horizon:

@@ -13,7 +13,7 @@ import typing
 import numpy as np
 from numba import prange
 from numba.core import cgutils, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from ...config import cpu_jit
 from ...kernels.bandit import make_bandit_rounds, make_bandit_run
@@ -157,6 +157,42 @@ def _params_from(typingctx, meta, cls):
     return ret(meta, cls), codegen
 
 
+#: Every bit of a float64 but its sign.
+_ABS_BITS = np.uint64(0x7FFFFFFFFFFFFFFF)
+
+
+def _within(X, meta):
+    """Whether every entry of the float64 array ``X`` is finite with magnitude at most
+    ``meta[_BOUND]`` (compiled only: :func:`_within_cpu`)."""
+    raise NotImplementedError("compiled only")
+
+
+@overload(_within, target="cpu", inline="always")
+def _within_cpu(X, meta):
+    if X.layout == "C":
+        def impl(X, meta):
+            # On the bit patterns: without its sign bit, a float64's bits order the
+            # magnitudes as integers, with inf and every NaN above all finite values, so
+            # one integer max answers for NaN, inf and the bound alike. An integer max
+            # vectorises; a float comparison that must see NaN does not, and a loop that
+            # returns at the first bad entry is slower still (about 0.06 against 0.35 and
+            # 0.85 us for 50 x 20 entries on this machine).
+            v = X.reshape(-1).view(np.uint64)
+            m = np.uint64(0)
+            for k in range(v.size):
+                m = max(m, v[k] & _ABS_BITS)
+            return m <= meta.view(np.uint64)[_BOUND]
+        return impl
+
+    def impl(X, meta):  # any strides: a count without early exit
+        bound = meta[_BOUND]
+        bad = 0
+        for k in np.ndindex(X.shape):
+            bad += not abs(X[k]) <= bound  # NaN compares False
+        return bad == 0
+    return impl
+
+
 @functools.cache
 def bandit_online(piece):
     """``(start, choose, learn, choose_many)``: a run of ``piece`` one decision at a time,
@@ -178,9 +214,8 @@ def bandit_online(piece):
     if ``r`` is not finite or beyond ``bound``, -2 if ``X[arm]`` is, -3 if ``arm`` is not
     a row of ``X``, -4 if ``r`` is not 0 or 1 where the model needs it. The same bodies as
     the fused loop's rounds (:func:`vits_ref.kernels.bandit.make_round`), so the same
-    noise gives the same arms. The data are checked here, in one pass without early exit
-    (a branch-free count that the compiler vectorises: half the time of a loop that
-    returns at the first bad entry), so that a call costs O(K d) and no NumPy reductions.
+    noise gives the same arms. The data are checked here (:func:`_within`), so that a call
+    costs O(K d) and no NumPy reductions.
     """
     views, init, select, update = piece.views, piece.init, piece.select, piece.update
     fp = piece.fingerprint  # in the closure: Numba's cache key follows the bodies
@@ -197,14 +232,9 @@ def bandit_online(piece):
     @cpu_jit
     def choose(meta, buf, X, sel_noise, i):
         _ = fp
-        bound = meta[_BOUND]
-        K, d = X.shape
-        bad = 0
-        for a in range(K):
-            for j in range(d):
-                bad += not abs(X[a, j]) <= bound  # NaN compares False
-        if bad:
+        if not _within(X, meta):
             return -1
+        K, d = X.shape
         state, _o = views(buf, d, K, int(meta[_M]), int(meta[_T]))
         return select(P(*_params_from(meta, P)), state, X, sel_noise[i])
 
@@ -219,12 +249,9 @@ def bandit_online(piece):
         if meta[_BINARY] != 0.0 and r != 0.0 and r != 1.0:
             return -4
         x = X[arm]
-        d = x.shape[0]
-        bad = 0
-        for j in range(d):
-            bad += not abs(x[j]) <= bound
-        if bad:
+        if not _within(x, meta):
             return -2
+        d = x.shape[0]
         state, _o = views(buf, d, int(meta[_K]), int(meta[_M]), int(meta[_T]))
         ok = update(P(*_params_from(meta, P)), state, x, r, n_obs, step_noise[i])
         return 1 if ok else 0
