@@ -193,6 +193,16 @@ def _within_cpu(X, meta):
     return impl
 
 
+#: The one signature each online call is compiled for (:func:`bandit_online`).
+_F1, _F2, _F3, _F4 = (types.Array(types.float64, n, "C") for n in (1, 2, 3, 4))
+_ONLINE_SIGNATURES = {
+    "start": (_F1, _F1, _F1),
+    "choose": (_F1, _F1, _F2, _F2, types.int64),
+    "learn": (_F1, _F1, _F2, types.int64, types.float64, _F4, types.int64, types.int64),
+    "choose_many": (_F1, _F1, _F3, _F2, types.int64, types.Array(types.int64, 1, "C")),
+}
+
+
 @functools.cache
 def bandit_online(piece):
     """``(start, choose, learn, choose_many)``: a run of ``piece`` one decision at a time,
@@ -204,18 +214,24 @@ def bandit_online(piece):
     buffer ``buf``; the randomness comes as the caller's block of pre-drawn rows and the
     row's index ``i`` (no view built in Python). Fewer, cheaper arguments: Numba's
     dispatcher types each one on every call, which was most of a LinTS decision's cost.
+    Each is compiled for one signature (:data:`_ONLINE_SIGNATURES`: C-ordered float64
+    arrays, int64 and float64 scalars) and then closed to compiling: an argument of another
+    type raises a ``TypeError`` at once, never a compilation in the middle of a run, so
+    the caller passes its data unchecked and converts them only on that error; the sizes
+    are checked here.
     ``start(meta, buf, init_noise)`` initialises the state;
     ``choose(meta, buf, X, sel_noise, i) -> arm`` is the piece's ``select`` on the round's
-    contexts ``X`` (K, d) with the draw ``sel_noise[i]``, or -1 if an entry of ``X`` is not
-    finite or exceeds ``bound`` in magnitude; ``learn(meta, buf, X, arm, r, step_noise, i,
-    n_obs) -> code`` is its ``update`` on the features ``X[arm]`` (``X``: the round's
-    contexts, or the arm's features as one row) and reward ``r`` with ``n_obs``
-    observations and the draws ``step_noise[i]``: 1, 0 if the state became non-finite, -1
-    if ``r`` is not finite or beyond ``bound``, -2 if ``X[arm]`` is, -3 if ``arm`` is not
-    a row of ``X``, -4 if ``r`` is not 0 or 1 where the model needs it. The same bodies as
-    the fused loop's rounds (:func:`vits_ref.kernels.bandit.make_round`), so the same
-    noise gives the same arms. The data are checked here (:func:`_within`), so that a call
-    costs O(K d) and no NumPy reductions.
+    contexts ``X`` (K, d) with the draw ``sel_noise[i]``; -1 if an entry of ``X`` is not
+    finite or exceeds ``bound`` in magnitude, -2 if ``X`` is not (K, d).
+    ``learn(meta, buf, X, arm, r, step_noise, i, n_obs) -> code`` is its ``update`` on the
+    played arm's features, ``X[arm]`` of the round's contexts ``X`` (K, d), or ``X[0]`` of
+    ``X`` (1, d) with ``arm = -1``, and reward ``r`` with ``n_obs`` observations and the
+    draws ``step_noise[i]``: 1, 0 if the state became non-finite, -1 if ``r`` is not
+    finite or beyond ``bound``, -2 if the features are, -3 if ``arm`` is not in [0, K), -4
+    if ``r`` is not 0 or 1 where the model needs it, -5 if ``X`` has another shape. The
+    same bodies as the fused loop's rounds (:func:`vits_ref.kernels.bandit.make_round`),
+    so the same noise gives the same arms. The data are checked here (:func:`_within`), so
+    that a call costs O(K d) and no NumPy reductions.
     """
     views, init, select, update = piece.views, piece.init, piece.select, piece.update
     fp = piece.fingerprint  # in the closure: Numba's cache key follows the bodies
@@ -232,27 +248,31 @@ def bandit_online(piece):
     @cpu_jit
     def choose(meta, buf, X, sel_noise, i):
         _ = fp
+        K, d = X.shape
+        if K != int(meta[_K]) or d != int(meta[_D]):
+            return -2
         if not _within(X, meta):
             return -1
-        K, d = X.shape
         state, _o = views(buf, d, K, int(meta[_M]), int(meta[_T]))
         return select(P(*_params_from(meta, P)), state, X, sel_noise[i])
 
     @cpu_jit
     def learn(meta, buf, X, arm, r, step_noise, i, n_obs):
         _ = fp
-        if not 0 <= arm < X.shape[0]:
+        K, d = int(meta[_K]), int(meta[_D])
+        if X.shape[1] != d or X.shape[0] != (1 if arm == -1 else K):
+            return -5
+        if arm != -1 and not 0 <= arm < K:
             return -3
         bound = meta[_BOUND]
         if not abs(r) <= bound:
             return -1
         if meta[_BINARY] != 0.0 and r != 0.0 and r != 1.0:
             return -4
-        x = X[arm]
+        x = X[max(arm, 0)]
         if not _within(x, meta):
             return -2
-        d = x.shape[0]
-        state, _o = views(buf, d, int(meta[_K]), int(meta[_M]), int(meta[_T]))
+        state, _o = views(buf, d, K, int(meta[_M]), int(meta[_T]))
         ok = update(P(*_params_from(meta, P)), state, x, r, n_obs, step_noise[i])
         return 1 if ok else 0
 
@@ -269,4 +289,8 @@ def bandit_online(piece):
             out[k] = arm
         return out.shape[0]
 
+    fns = {"start": start, "choose": choose, "learn": learn, "choose_many": choose_many}
+    for name, fn in fns.items():
+        fn.compile(_ONLINE_SIGNATURES[name])
+        fn.disable_compile()
     return start, choose, learn, choose_many
