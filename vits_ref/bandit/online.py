@@ -33,7 +33,6 @@ from ..errors import DivergenceError
 
 __all__ = ["Online"]
 
-_F64 = np.dtype(np.float64)
 _F64_SCALAR = np.float64  # a reward read from a float64 array: typed as a float by Numba
 
 #: More rounds than any run is played for: the streams of a policy without a horizon.
