@@ -315,3 +315,16 @@ def test_cuda_bench_logistic_rows_under_simulator():
         assert all(np.isfinite(r[k]) and r[k] > 0 for k in ("cpu", "cuda", "device")), r
         assert r["cuda_vs_cpu_arms"] == 1.0, r
     assert bc.logistic_sizes(bc.FULL, "gpu")["d"] == bc.LOGISTIC_DIM == 10
+
+
+def test_online_bench_has_a_row_per_engine_with_a_fused_loop():
+    """``python -m vits_ref bench`` and asv time the online API for LinTS, LinUCB and every
+    iterative engine with a fused loop; each case plays (tiny sizes, one repeat)."""
+    from vits_ref._bench import online
+
+    names = [name for name, _, _ in online.CASES]
+    assert names == ["lints", "linucb", "vits-ii", "vits-i", "vits-hf", "lmc", "laplace"]
+    out = online.measure(d=3, K=4, repeats=1, cases=[(n, 4, g) for n, _, g in online.CASES])
+    for name in names:
+        row = out[name]
+        assert row["fused_us"] > 0 and row["online_us"] > 0 and np.isfinite(row["ratio"])

@@ -181,3 +181,42 @@ def test_a_batch_of_requests_is_decided_as_one_by_one(name):
     assert a.n_selects == 63  # the three requests before the bad one were decided
     with pytest.raises(ValueError, match=r"contexts must have shape \(n, 6, 4\)"):
         a.select_many(real.contexts[0])
+
+
+def test_other_layouts_and_types_are_converted_and_bad_ones_refused():
+    """The compiled calls take one signature (C-ordered float64 arrays): other layouts,
+    dtypes and read-only arrays are converted once and give the same arms; an arm that is
+    not an integer, or negative, and a select or update past the horizon are refused
+    with errors naming them."""
+    pol, env, _ = POLICIES["lints"]()
+    rs = run_seed(np.random.SeedSequence(5), 0)
+    real = realise(env, rs, 12)
+    a = vr.Online.for_run(pol, env.n_arms, rs, horizon=12, block=5)
+    b = vr.Online.for_run(pol, env.n_arms, rs, horizon=12, block=5)
+    for t in range(12):
+        X = real.contexts[t]
+        fortran, ro = np.asfortranarray(X), X.copy()
+        ro.flags.writeable = False
+        other = (fortran, ro, X.tolist())[t % 3]
+        arm = a.select(X)
+        assert b.select(other) == arm
+        r = real.rewards[t, arm]
+        a.update(X, arm, r)
+        b.update(other, np.int32(arm), float(r))
+    with pytest.raises(ValueError, match="horizon=12"):
+        a.select(real.contexts[0])
+    with pytest.raises(ValueError, match="horizon=12"):
+        a.update(real.contexts[0], 0, 1.0)
+    c = vr.Online.for_run(pol, env.n_arms, rs)
+    X = real.contexts[0]
+    with pytest.raises(TypeError, match="arm must be an integer"):
+        c.update(X, 1.0, 1.0)
+    with pytest.raises(ValueError, match="arm must be in"):
+        c.update(X, -1, 1.0)
+    with pytest.raises(TypeError, match="reward must be a real number"):
+        c.update(X, 0, "one")
+    with pytest.raises(ValueError, match=r"contexts must have shape \(6, 4\)"):
+        c.update(X[:, :3].copy(), 0, 1.0)
+    with pytest.raises(ValueError, match=r"contexts must have shape \(6, 4\) or \(4,\)"):
+        c.update(X[0, :3], 0, 1.0)
+    assert c.n_updates == 0

@@ -3,7 +3,8 @@
 :mod:`vits_ref._bench.online`: ``d = 20``, ``K = 50``, the pool environment, one thread.
 ``time_*`` times a block of rounds of each side; ``track_ratio`` the per-round ratio online
 / fused measured in one process, calls interleaved (goals: 3x for LinTS and LinUCB, 1.3x
-for VITS-II).
+for the iterative engines: VITS-II, VITS-I, Hessian-free VITS, LMC-TS and logistic Laplace;
+the cases of ``vits_ref._bench.online.CASES``).
 """
 
 import os

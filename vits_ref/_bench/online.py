@@ -15,7 +15,13 @@ comes back. Three ways of playing the same ``T`` rounds of one realisation (``d 
 
 Figures are per round, medians of interleaved repeats (:func:`.timing.median_times`); the
 ratio online / fused is what the online API adds to the compiled round. Goals: at most 3x
-for LinTS and LinUCB, 1.3x for VITS-II. ``python -m vits_ref._bench.online`` prints them.
+for LinTS and LinUCB, 1.3x for the iterative engines: VITS-II, VITS-I, Hessian-free VITS
+and LMC-TS on the pool, and Laplace (IRLS), whose fused loop is on the logistic model
+only, on appendix G's hard instance with logistic rewards (:mod:`.logistic_loop`'s
+policy, ``K = 50`` arms in ``d = 20``). Laplace's state keeps every observation, so its
+online side starts a new :class:`~vits_ref.Online` each repeat (its construction, a
+block of draws, is timed with the rounds) and both sides play the same rounds from the
+prior. ``python -m vits_ref._bench.online`` prints them.
 """
 
 import numpy as np
@@ -28,14 +34,25 @@ from ..drivers import cpu
 from ..envs import pool
 from .timing import median_times, pin_blas_threads
 
-#: (policy name, rounds a repeat, goal of online / fused)
-CASES = (("lints", 400, 3.0), ("linucb", 400, 3.0), ("vits-ii", 100, 1.3))
+#: (policy name, rounds a repeat, goal of online / fused): the names of
+#: :func:`~vits_ref.bandit.simulate.make_policy`, and ``"laplace"`` (see above)
+CASES = (("lints", 400, 3.0), ("linucb", 400, 3.0), ("vits-ii", 100, 1.3),
+         ("vits-i", 100, 1.3), ("vits-hf", 100, 1.3), ("lmc", 100, 1.3),
+         ("laplace", 100, 1.3))
+
+
+def _setting(name, d, K, seed):
+    """The policy and environment of a case."""
+    if name == "laplace":
+        from .logistic_loop import environment, policy
+
+        return policy("Laplace", d), environment(d, K, seed)
+    return make_policy(name, d), pool(dim=d, n_arms=K, zeta=1.0, seed=seed)
 
 
 def _case(name, T, d, K, seed=0):
-    env = pool(dim=d, n_arms=K, zeta=1.0, seed=seed)
+    pol, env = _setting(name, d, K, seed)
     real = env.realise(T, np.random.default_rng(seed))
-    pol = make_policy(name, d)
     spec = pol.fused()
     ps = policy_seed(np.random.SeedSequence(seed))
     init, sel, steps = spec.draw(ps, T, d)
@@ -47,16 +64,23 @@ def _case(name, T, d, K, seed=0):
         run(spec.params, real.contexts, real.means, real.rewards, init, sel, steps, no_kl,
             regret, arms, np.zeros(0))
 
-    on = Online(pol, K, seed=ps)
+    grows = spec.piece.state_size(d, K, 1, 1) != spec.piece.state_size(d, K, 1, 2)
+    on = Online(pol, K, seed=ps, horizon=T if grows else None)
     p = pol.fresh(ps)
 
     def online():  # the same object every repeat, as a deployed policy lives on
+        nonlocal on
+        if grows:  # a state that keeps every observation: the same rounds from the prior
+            on = Online(pol, K, seed=ps, horizon=T)
         for t in range(T):
             X = real.contexts[t]
             a = on.select(X)
             on.update(X, a, real.rewards[t, a])
 
     def policy():
+        nonlocal p
+        if grows:
+            p = pol.fresh(ps)
         for t in range(T):
             X = real.contexts[t]
             a = p.select(X)

@@ -123,6 +123,11 @@ class Bandit(Persistent):
     def partial_fit(self, contexts, arms, rewards):
         """Learn from more rounds, from the current state (arguments as :meth:`fit`).
 
+        The rounds are learnt one by one, in order (``policy.update`` per round), so an
+        iterative engine (VITS, LMC-TS) runs its step schedule once per observation, as in
+        a simulation; an engine's own ``update(features, rewards)`` on the batch runs one
+        schedule for the whole batch (:meth:`vits_ref.inference.base.Engine.update`).
+
         Returns
         -------
         self

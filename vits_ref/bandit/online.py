@@ -20,6 +20,8 @@ The ``t``-th ``select`` uses the ``t``-th selection draw and the ``t``-th ``upda
 arrives, in the order it arrives.
 """
 
+import operator
+
 import numpy as np
 
 from .. import _validate as val
@@ -31,7 +33,7 @@ from ..errors import DivergenceError
 
 __all__ = ["Online"]
 
-_F64 = np.dtype(np.float64)
+_F64_SCALAR = np.float64  # a reward read from a float64 array: typed as a float by Numba
 
 #: More rounds than any run is played for: the streams of a policy without a horizon.
 _ENDLESS = 2 ** 62
@@ -104,7 +106,9 @@ class Online:
         self._buf = np.empty(size(d, K, M, self._T))
         self._start, self._choose, self._learn, self._choose_many = \
             cpu.bandit_online(spec.piece)
-        self._params = tuple(spec.params)  # a plain tuple: see cpu.bandit_online
+        # sizes, bound and parameters in one array: see cpu.online_meta
+        self._meta = cpu.online_meta(spec.params, K, d, M, self._T, MAX_ABS_DATA,
+                                     spec.binary_rewards)
         seq = val.as_seed_sequence(seed)
         self._chunks = draw_chunks(spec, seq, self.horizon, d, block)
         self._block = block
@@ -112,10 +116,16 @@ class Online:
         self.n_selects = self.n_updates = 0
         init, sel0, steps0 = next(self._chunks)
         self._drawn = 1
-        self._sel[0], self._steps[0] = sel0, steps0
-        self._start(self._params, self._buf, K, d, M, self._T, np.ascontiguousarray(init))
+        self._sel[0] = sel0 = np.ascontiguousarray(sel0, dtype=np.float64)
+        self._steps[0] = steps0 = np.ascontiguousarray(steps0, dtype=np.float64)
+        self._start(self._meta, self._buf, np.ascontiguousarray(init, dtype=np.float64))
         self._shape = (K, d)
-        self._cache = {"sel": (0, sel0), "steps": (0, steps0)}  # (first draw, its block)
+        # the blocks of draws in use, the draw count where each starts and where it ends
+        # (at the horizon at the latest): a select or update inside its block reads three
+        # attributes, nothing else
+        self._sel_rows, self._sel_base = sel0, 0
+        self._steps_rows, self._steps_base = steps0, 0
+        self._sel_end = self._steps_end = min(block, self.horizon)
 
     @classmethod
     def for_run(cls, policy, n_arms, run_seed, **kw):
@@ -129,26 +139,36 @@ class Online:
         b = t // self._block
         while b >= self._drawn:
             _, sel, steps = next(self._chunks)
-            self._sel[self._drawn], self._steps[self._drawn] = sel, steps
+            # the compiled calls take C-ordered float64 blocks only (no copy if they are)
+            self._sel[self._drawn] = np.ascontiguousarray(sel, dtype=np.float64)
+            self._steps[self._drawn] = np.ascontiguousarray(steps, dtype=np.float64)
             self._drawn += 1
         done = min(self.n_selects, self.n_updates) // self._block
         for old in [old for old in store if old < done]:
             del self._sel[old], self._steps[old]
         return store[b]
 
-    def _row(self, which, t):
-        """``(rows, i)``: the block of ``which`` draws (``"sel"`` or ``"steps"``) holding
-        the ``t``-th, and its index there (the last block used is kept at hand)."""
-        base, rows = self._cache[which]
-        if not 0 <= t - base < self._block:
-            rows = self._rows(self._sel if which == "sel" else self._steps, t)
-            base = t - t % self._block
-            self._cache[which] = (base, rows)
-        return rows, t - base
+    def _next_sel(self, t):
+        """Make the block holding the ``t``-th selection draw current."""
+        if t >= self.horizon:
+            raise ValueError(f"the streams hold horizon={self.horizon} rounds; {t} selects "
+                             "have used them")
+        self._sel_rows = self._rows(self._sel, t)
+        self._sel_base = t - t % self._block
+        self._sel_end = min(self._sel_base + self._block, self.horizon)
+
+    def _next_steps(self, t):
+        """Make the block holding the ``t``-th update draws current."""
+        if t >= self.horizon:
+            raise ValueError(f"the state holds horizon={self.horizon} updates; it has them")
+        self._steps_rows = self._rows(self._steps, t)
+        self._steps_base = t - t % self._block
+        self._steps_end = min(self._steps_base + self._block, self.horizon)
 
     def _contexts(self, X):
-        if not (type(X) is np.ndarray and X.dtype is _F64):
-            X = np.ascontiguousarray(X, dtype=np.float64)
+        """``contexts`` as the compiled calls take them: a C-ordered, aligned, writeable
+        float64 array (a copy only if it is not one), of shape (n_arms, dim)."""
+        X = np.require(X, np.float64, ["C", "A", "W"])
         if X.shape != self._shape:
             raise ValueError(f"contexts must have shape {self._shape} (n_arms, dim), got "
                              f"{X.shape}")
@@ -156,16 +176,20 @@ class Online:
 
     def select(self, contexts):
         """The arm to play for ``contexts`` (n_arms, dim)."""
-        X = contexts
-        # the common case in a few attribute reads (the compiled call takes any strides;
-        # float64 dtypes are one object, so ``is`` compares them)
-        if type(X) is not np.ndarray or X.dtype is not _F64 or X.shape != self._shape:
-            X = self._contexts(X)
         t = self.n_selects
-        rows, i = self._row("sel", t)
-        arm = self._choose(self._params, self._buf, self._M, self._T, X, rows[i],
-                           MAX_ABS_DATA)
+        if t == self._sel_end:  # the counters only grow: past this block's last draw
+            self._next_sel(t)
+        i = t - self._sel_base
+        # the data unchecked here: the compiled call takes a C-ordered float64 2-d array
+        # only (anything else is a TypeError at once) and checks its shape and values
+        try:
+            arm = self._choose(self._meta, self._buf, contexts, self._sel_rows, i)
+        except TypeError:
+            arm = self._choose(self._meta, self._buf, self._contexts(contexts),
+                               self._sel_rows, i)
         if arm < 0:
+            if arm == -2:
+                self._contexts(contexts)  # raises the shape's error
             raise ValueError(f"contexts must be finite with entries of magnitude <= "
                              f"{MAX_ABS_DATA:g}")
         self.n_selects = t + 1
@@ -177,9 +201,7 @@ class Online:
         one compiled call per block of randomness. Returns an (n,) int array. A request
         with non-finite or too large contexts raises a ValueError naming it; the requests
         before it are decided (``n_selects`` counts them)."""
-        Xs = contexts
-        if not (type(Xs) is np.ndarray and Xs.dtype is _F64):
-            Xs = np.ascontiguousarray(Xs, dtype=np.float64)
+        Xs = np.require(contexts, np.float64, ["C", "A", "W"])
         if Xs.ndim != 3 or Xs.shape[1:] != self._shape:
             raise ValueError(f"contexts must have shape (n, {self._shape[0]}, "
                              f"{self._shape[1]}), got {Xs.shape}")
@@ -187,10 +209,12 @@ class Online:
         i = 0
         while i < Xs.shape[0]:
             t = self.n_selects
-            rows, j = self._row("sel", t)
-            n = min(Xs.shape[0] - i, self._block - j)  # the rest of this block's draws
-            done = self._choose_many(self._params, self._buf, self._M, self._T,
-                                     Xs[i:i + n], rows[j:j + n], MAX_ABS_DATA, out[i:i + n])
+            if t == self._sel_end:
+                self._next_sel(t)
+            j = t - self._sel_base
+            n = min(Xs.shape[0] - i, self._sel_end - t)  # the rest of this block's draws
+            done = self._choose_many(self._meta, self._buf, Xs[i:i + n], self._sel_rows, j,
+                                     out[i:i + n])
             self.n_selects = t + done
             if done < n:
                 raise ValueError(f"contexts of request {i + done} must be finite with "
@@ -198,40 +222,77 @@ class Online:
             i += n
         return out
 
+    def _features(self, X, arm):
+        """``(X, arm)`` as the compiled update takes them: the contexts (n_arms, dim) by
+        :meth:`_contexts`, or the arm's features (dim,) as one row, with ``arm = -1``."""
+        if np.ndim(X) == 2:
+            return self._contexts(X), arm
+        x = np.require(X, np.float64, ["C", "A", "W"])
+        if x.shape != (self.dim,):
+            raise ValueError(f"contexts must have shape {self._shape} or ({self.dim},), "
+                             f"got {x.shape}")
+        return x.reshape(1, self.dim), -1
+
     def update(self, contexts, arm, reward):
         """Learn from ``reward`` of ``arm`` played at ``contexts`` (n_arms, dim), or at the
-        arm's features (dim,). Returns self."""
-        X = contexts
-        if type(X) is np.ndarray and X.dtype is _F64 and X.shape == self._shape:
-            if not 0 <= arm < self.n_arms:
-                raise ValueError(f"arm must be in [0, {self.n_arms}), got {arm}")
-            x = X[arm]  # a row of a float64 array: contiguous whatever X's order
-        elif np.ndim(X) == 2:
-            X = self._contexts(X)
-            if not 0 <= arm < self.n_arms:
-                raise ValueError(f"arm must be in [0, {self.n_arms}), got {arm}")
-            x = X[arm]
-        else:
-            x = np.ascontiguousarray(contexts, dtype=np.float64)
-            if x.shape != (self.dim,):
-                raise ValueError(f"contexts must have shape {self._shape} or ({self.dim},), "
-                                 f"got {x.shape}")
-        if self.n_updates >= self.horizon:
-            raise ValueError(f"the state holds horizon={self.horizon} updates; it has them")
-        r = float(reward)
-        if self.spec.binary_rewards and r != 0.0 and r != 1.0:
-            raise ValueError(f"reward must be 0 or 1 for the logistic model, got {reward}")
+        arm's features (dim,). Returns self.
+
+        One observation per call, with the step schedule of one observation (an iterative
+        engine's ``K_t`` steps at ``t = n_updates``), as the simulation loop learns: a batch
+        of feedback is these calls in the order it arrives."""
+        if type(arm) is not int:
+            arm = _integer(arm, "arm")
+        if type(reward) is not float and type(reward) is not _F64_SCALAR:
+            reward = _real(reward, "reward")
         t = self.n_updates
-        rows, i = self._row("steps", t)
+        if t == self._steps_end:  # and refused at the horizon
+            self._next_steps(t)
+        i = t - self._steps_base
         n_obs = t + 1
-        code = self._learn(self._params, self._buf, self.n_arms, self._M, self._T, x, r,
-                           n_obs, rows[i], MAX_ABS_DATA)
+        # as in select: the compiled call refuses other types at once and checks the rest;
+        # arm -1 is its code for features given as one row, so a user's -1 is refused here
+        if arm < 0:
+            raise ValueError(f"arm must be in [0, {self.n_arms}), got {arm}")
+        try:
+            code = self._learn(self._meta, self._buf, contexts, arm, reward,
+                               self._steps_rows, i, n_obs)
+        except TypeError:
+            X, a = self._features(contexts, arm)
+            code = self._learn(self._meta, self._buf, X, a, reward, self._steps_rows, i,
+                               n_obs)
+        if code != 1:
+            self._refused(code, contexts, arm, reward, n_obs)
+        self.n_updates = n_obs
+        return self
+
+    def _refused(self, code, contexts, arm, reward, n_obs):
+        """The error of a compiled update's ``code``
+        (:func:`vits_ref.drivers.cpu.bandit_online`)."""
         if code == 0:
             h = self.spec.step_size
             raise DivergenceError(self.engine_name, n_obs, h(n_obs) if callable(h) else h,
                                   detail=self.spec.divergence_detail)
-        if code < 0:
-            what = "reward" if code == -1 else "contexts"
-            raise ValueError(f"{what} must be finite with magnitude <= {MAX_ABS_DATA:g}")
-        self.n_updates = n_obs
-        return self
+        if code == -3:
+            raise ValueError(f"arm must be in [0, {self.n_arms}), got {arm}")
+        if code == -5:
+            self._features(contexts, arm)  # raises the shape's error
+        if code == -4:
+            raise ValueError(f"reward must be 0 or 1 for the logistic model, got {reward}")
+        what = "reward" if code == -1 else "contexts"
+        raise ValueError(f"{what} must be finite with magnitude <= {MAX_ABS_DATA:g}")
+
+
+def _integer(value, name):
+    """``value`` as a Python int (any integer type), else a TypeError naming it."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+
+
+def _real(value, name):
+    """``value`` as a Python float, else a TypeError naming it."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}") from None

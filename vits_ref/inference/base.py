@@ -214,6 +214,24 @@ class Engine(Persistent):
         Returns
         -------
         self
+
+        Notes
+        -----
+        A batch of ``n`` rows is one update: the rows are added together and the engine
+        refits once. The exact engines (LinTS, Laplace on the linear model) end at the
+        posterior of all the observations whatever their grouping, to rounding (Laplace
+        on the logistic model at its MAP, to the Newton/IRLS fit's tolerance). The
+        iterative engines (VITS, LMC-TS) run **one step schedule per batch**: ``K_t``
+        steps of size ``h_t`` with ``t = n_obs`` counted after the batch, where the same
+        rows one at a time run ``n K_t`` steps, each update's at its own ``t``. Once
+        every row is in, both iterate the same map, whose fixed point (VITS: the Gaussian
+        of its Wasserstein gradient flow, the exact posterior on the linear model) or
+        stationary law (LMC-TS) is that of the whole data: with enough steps, a batch
+        and the rows one by one end at the same posterior, up to the steps' Monte Carlo
+        noise (``tests/test_batch_updates.py``). With a bandit's few steps a round, a
+        batch update has taken fewer steps toward it; updates one row at a time
+        (:meth:`vits_ref.Online.update`, :meth:`vits_ref.Bandit.partial_fit`, a
+        simulation) follow the per-observation schedule.
         """
         features, rewards = val.observations(features, rewards, self.model.input_dim)
         # transactional: a refit that fails (DivergenceError, or any error raised after

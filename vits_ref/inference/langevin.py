@@ -33,7 +33,10 @@ class Langevin(Engine):
 
     Notes
     -----
-    The chain starts at ``theta ~ N(0, I/(lam eta))`` and is warm-started each round.
+    The chain starts at ``theta ~ N(0, I/(lam eta))`` and is warm-started each round;
+    a batch of observations gets one schedule of ``n_steps`` steps at ``h_t`` (``t`` the
+    count after the batch), not one per observation
+    (:meth:`vits_ref.inference.base.Engine.update`).
     The injected noise is ``sqrt(2 h_t)`` with the *current* step (the LMC-TS authors' code
     freezes it at the first step size). The engine keeps no Gaussian: :meth:`sample`
     returns the chain's current state for ``n = 1`` (what LMC-TS plays) and, for ``n > 1``,

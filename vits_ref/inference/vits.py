@@ -78,8 +78,10 @@ class VITS(GaussianEngine):
     Initialisation (Algorithm 1): ``B = I/sqrt(lam eta)``, ``C = sqrt(lam eta) I``,
     ``mu ~ N(0, I/(lam eta))``. Each :meth:`update` adds the observations then runs
     ``K_t`` steps warm-started from the current state; see :mod:`vits_ref.kernels.vits`
-    for the step. For the linear model the fixed point of the square-root recursion is
-    ``B B^T = inv(eta V)``, the exact posterior covariance.
+    for the step. A batch of observations gets one step schedule (``K_t`` steps at ``h_t``,
+    ``t`` the count after the batch), not one per observation: see
+    :meth:`vits_ref.inference.base.Engine.update`. For the linear model the fixed point
+    of the square-root recursion is ``B B^T = inv(eta V)``, the exact posterior covariance.
 
     Examples
     --------

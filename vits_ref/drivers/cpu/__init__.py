@@ -29,7 +29,7 @@ Callers use the drivers through this package (``cpu.chol_update_rows``), so a te
 replaces one here (``monkeypatch.setattr(cpu, ...)``) replaces it for them.
 """
 
-from .bandit import bandit_online, bandit_rounds, bandit_run, bandit_runs
+from .bandit import bandit_online, bandit_rounds, bandit_run, bandit_runs, online_meta
 from .diffusion import (
     ddpm_adam_update,
     ddpm_batch_loss_grads,
@@ -78,7 +78,7 @@ __all__ = [
     "vits_scratch", "vits_steps", "langevin_steps", "newton", "chol_update_rows",
     "lints_draws", "linucb_scores", "sherman_morrison",
     # bandit loops
-    "bandit_online", "bandit_run", "bandit_runs", "bandit_rounds",
+    "bandit_online", "bandit_run", "bandit_runs", "bandit_rounds", "online_meta",
     # streams
     "bandit_streams", "stream_draws", "philox_words", "philox_fills", "FILL_UNIFORMS",
     "FILL_NORMALS", "FILL_BOUNDED", "NORMALS_BY_ELEMENT",
