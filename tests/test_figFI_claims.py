@@ -179,7 +179,7 @@ def _fake_figI(costs, crossings, repeats=7, steps=1000, seed=0):
             return 10.0 if k < at[0] else 0.9 if k < at[1] else 0.45 if k < at[2] else 0.15
 
         us = (cost * rng.lognormal(0, 0.02, repeats)).tolist() if repeats > 1 else cost
-        results.append({"method": m, "us_per_step": us,
+        results.append({"method": m, "us_per_step": us, "us_per_step_repeats": us,
                         "curve": {"steps": grid, **{q: [kl(k) for k in grid]
                                                     for q in figI.QUARTILES}}})
     return {"runs": 1000, "steps": steps, "results": results}
