@@ -123,7 +123,7 @@ def test_the_table_names_the_figures_methods():
                 assert name[0] == "us_per_round_warm_repeats", c.id
                 name = name[-1]
             assert name in labels, (c.id, name)
-        if hasattr(m, "panel"):
+        if getattr(m, "panel", None) is not None:
             assert m.panel in {f"zeta = {z:g}" for z in fig1.ZETAS}
 
 

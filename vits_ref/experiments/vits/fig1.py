@@ -27,6 +27,17 @@ tuned point that diverges on the evaluation runs is replaced by the next candida
 next smaller grid step, or the next best tuned point), recorded in the JSON. All methods see
 the same contexts and noise in each run (common random numbers).
 
+VTS (section 4.1: "in the ill-conditioned setting, it exhibited a linear and notably high
+cumulative regret", left out of the figure): :func:`add_vts` runs VTS (Urteaga & Wiggins, at
+its authors' defaults, as in vits-figG) at ``zeta = 0.1`` on the same runs and keeps it in
+the summary's ``vts_ill_conditioned`` (per run: the final regret, LinTS's, and the
+cumulative regret at ``T/4, T/2, 3T/4, T``), not in the figure, the curves or the table.
+At 3 runs x 40 rounds it added 0.6 s a run of 1000 rounds once compiled (45 s to compile
+on the loaded 2-core machine).
+
+The speed claim compares warm rounds, timed apart from the runs in 15 interleaved repeats
+(:func:`round_costs`; ``us_per_round_warm_repeats``).
+
 Particle extras (not in the paper): ``"extra: SVGD-TS"`` and
 ``"extra: OPVI-TS"``, Thompson sampling over :class:`vits_ref.SVGD` and
 :class:`vits_ref.OPVI` (:data:`PARTICLE_METHODS`): one Thompson draw is one particle of the

@@ -18,6 +18,10 @@ of repeats) and step ``k`` is placed at ``k x cost`` ("the total time required t
 updating steps"). VI-I pays a d x d inverse per step; LMC's cost includes nothing for the
 averaging of its moments (d^2 per step, small against its d^2 gradient).
 
+The timing claims read ``us_per_step_repeats``: the costs per step timed again, 15 times,
+the methods' calls interleaved (:func:`step_cost_repeats`), so that their ratio has an
+interval; ``us_per_step`` still places the curves.
+
 Summary: per method the cost per step, the median KL with its quartiles at three fixed
 times, and the quartile curves at about 300 log-spaced steps (what :func:`claims` reads).
 The fixed times are 1%, 10% and 100% of ``T = rounds x`` the smallest cost per step, the

@@ -43,6 +43,12 @@ worse in both (regret +140% and +133%), against the paper's "no significant
 differences between the three approaches". The MSE panels also depend on the prior:
 ``u0_k = k (1, 1)`` puts K = 2's prior experts exactly on scenario A's arm 0.
 
+The scoring rules: the paper scores by eq. (16) and reports "no significant cumulative
+regret differences between the three approaches" (eqs. 15-17); ``run`` also runs ``K = 2``
+with eqs. (15) and (17) on the same runs (:data:`OTHER_SCORINGS`; entries ``"K = 2, eq.
+(15)"`` and ``"K = 2, eq. (17)"``, in the summary and the tables, not the figures), which
+the claim table judges against eq. (16).
+
 Cost: every run is compiled (:func:`vits_ref.bandit.vts.simulate_vts`, ``prange`` over runs). The
 paper size, 2000 runs x 500 rounds x 3 K x 2 scenarios (6 million rounds), took 148 s on
 the 2-core development machine, 17 s of it the first call's compilation, while another
