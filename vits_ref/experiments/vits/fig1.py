@@ -320,13 +320,6 @@ def quarter_rounds(rounds):
     return [max(1, rounds * q // 4) for q in (1, 2, 3, 4)]
 
 
-def vts_policy():
-    """VTS (Urteaga & Wiggins) at the VTS authors' defaults (``figG.VTS_PARAMS``: the VITS
-    paper gives no hyperparameters for it), one model per arm, on this figure's d and K."""
-    from ...inference.vts import VTS
-    from .figG import VTS_PARAMS
-
-    return VTS(DIM, N_ARMS, **{k: v for k, v in VTS_PARAMS.items() if k not in ("u0", "V0")})
 
 
 def add_vts(result, runs, rounds, seed, out, progress=None, n_jobs=1):
@@ -342,13 +335,13 @@ def add_vts(result, runs, rounds, seed, out, progress=None, n_jobs=1):
 
     from ...bandit.simulate import SimulationResult
     from .._common import execute_panels, write_json
-    from .figG import VTS_PARAMS
+    from .vts_defaults import VTS_PARAMS, vts_policy
 
     panel = f"zeta = {VTS_ZETA:g}"
     env = pool(dim=DIM, n_arms=N_ARMS, zeta=VTS_ZETA, reward="linear", seed=seed)
     hyper = {"hyperparameters": dict(VTS_PARAMS)}
     plan, outcome, _ = execute_panels(
-        NAME, [(panel, env, [(VTS_EXTRA, [(vts_policy(), hyper)])], {"zeta": VTS_ZETA})],
+        NAME, [(panel, env, [(VTS_EXTRA, [(vts_policy(DIM, N_ARMS), hyper)])], {"zeta": VTS_ZETA})],
         runs, rounds, seed, out, progress, n_jobs=n_jobs, stage="vts")
     o = outcome[(plan[0]["p"], plan[0]["m"])]
     rec = {"panel": panel, "method": VTS_EXTRA, "reference": REFERENCE, **hyper}
