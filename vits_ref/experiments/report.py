@@ -413,6 +413,6 @@ def index_page(docs):
         lines += ["## Papers without a `claims.json` here", "",
                   "; ".join(f"{SHORT_NAMES[p]} (`python -m vits_ref report {p}`)"
                             for p in missing)
-                  + ". Their pages predate `claims.json`: regenerate them with the command "
-                  "to list their claims here.", ""]
+                  + ". Each page predates `claims.json`: its command regenerates it and "
+                  "lists its claims here.", ""]
     return "\n".join(lines) + "\n"
