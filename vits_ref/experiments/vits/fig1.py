@@ -32,8 +32,8 @@ cumulative regret", left out of the figure): :func:`add_vts` runs VTS (Urteaga &
 its authors' defaults, as in vits-figG) at ``zeta = 0.1`` on the same runs and keeps it in
 the summary's ``vts_ill_conditioned`` (per run: the final regret, LinTS's, and the
 cumulative regret at ``T/4, T/2, 3T/4, T``), not in the figure, the curves or the table.
-At 3 runs x 40 rounds it added 0.6 s a run of 1000 rounds once compiled (45 s to compile
-on the loaded 2-core machine).
+Its cost: 0.6 s a run of 1000 rounds once compiled (2 runs in 1.3 s), 45 s to compile, on
+the loaded 2-core machine.
 
 The speed claim compares warm rounds, timed apart from the runs in 15 interleaved repeats
 (:func:`round_costs`; ``us_per_round_warm_repeats``).
