@@ -230,7 +230,8 @@ def test_mixture_paper_size(tmp_path):
 def _planted(values, runs=20, sd=0.01, seed=0):
     """Entries whose per-run values are ``base + shift`` (a shared per-run base, noise of sd
     ``sd``: paired intervals of about +-0.7 sd with 20 runs): ``values[method]`` is a dict
-    ``{key: shift}``; ``wall_time_s`` entries are 5 repeated timings with a 2% spread."""
+    ``{key: shift}``; ``wall_time_s`` entries are 5 repeated timings with a 2% spread, and
+    ``wall_time_per_run_s`` one timing per run with a 2% spread."""
     rng = np.random.default_rng(seed)
     base = rng.uniform(0.5, 1.0, runs)
     results = []
@@ -239,6 +240,8 @@ def _planted(values, runs=20, sd=0.01, seed=0):
         for key, v in keys.items():
             if key == "wall_time_s":
                 e[key] = (v * rng.lognormal(0, 0.02, 5)).tolist()
+                # the timing claims read each run's time, the methods interleaved by run
+                e["wall_time_per_run_s"] = (v * rng.lognormal(0, 0.02, runs)).tolist()
             elif key == "final_mode_shares":
                 e[key] = np.clip(np.column_stack([v + rng.normal(0, sd, runs)] * 2), 0,
                                  1).tolist()
@@ -280,6 +283,7 @@ def test_bnn_rules():
     tiny = _planted(held, runs=1)
     for e in tiny["results"]:
         e[T] = e[T][0]  # one timing each: no spread
+        assert len(e["wall_time_per_run_s"]) == 1
     assert set(_v(bnn, tiny).values()) == {_claims.INCONCLUSIVE}
 
 

@@ -105,9 +105,10 @@ def test_files_and_summary(small):
 
 
 def test_same_runs_are_reproducible(tmp_path):
-    a = scenarios.run(runs=4, rounds=20, seed=3, out=str(tmp_path / "a"), components=(2,))
+    a = scenarios.run(runs=4, rounds=20, seed=3, out=str(tmp_path / "a"), components=(2,),
+                      other_scorings=False)
     b = scenarios.run(runs=4, rounds=20, seed=3, out=str(tmp_path / "b"), components=(2,),
-                      n_threads=1)
+                      n_threads=1, other_scorings=False)
     assert [e["final_regrets"] for e in a["results"]] == \
         [e["final_regrets"] for e in b["results"]]
     assert {e["method"] for e in a["results"]} == {"K = 1", "K = 2"}
@@ -117,16 +118,18 @@ def test_claims_have_verdicts_and_survive_json(small, tmp_path):
     result, _ = small
     found = scenarios.claims(result)
     assert [c["id"] for c in found] == CLAIM_IDS
-    assert len(found) == 22 and all(c["verdict"] in claims.VERDICTS for c in found)
+    # 22, and eqs. (15) and (17) against eq. (16) in both scenarios
+    assert len(found) == 26 and all(c["verdict"] in claims.VERDICTS for c in found)
     write_json(tmp_path / "s.json", result)
     back = scenarios.claims(json.loads((tmp_path / "s.json").read_text()))
     assert [(c["verdict"], c["measured"]) for c in back] == \
         [(c["verdict"], c["measured"]) for c in found]
 
 
-def _fake(shifts, mse, runs=40, sd_scale=None, k_noise=1.0):
+def _fake(shifts, mse, runs=40, sd_scale=None, k_noise=1.0, scoring_shift=0.0):
     """A summary whose final regrets are ``base + shift`` (K = 1 noisier by ``sd_scale``,
-    K = 2 and 3 by ``k_noise``)."""
+    K = 2 and 3 by ``k_noise``); K = 2 scored by eqs. (15) and (17) is K = 2 plus
+    ``scoring_shift``, with noise as K = 2's."""
     rng = np.random.default_rng(0)
     base = rng.uniform(20, 40, size=runs)
     results = []
@@ -140,6 +143,12 @@ def _fake(shifts, mse, runs=40, sd_scale=None, k_noise=1.0):
                             "method": f"K = {K}", "n_components": K,
                             "final_regret_mean": float(final.mean()),
                             "final_regrets": final.tolist(), "final_mse": final_mse})
+        k2 = np.asarray(results[-2]["final_regrets"])
+        for eq in scenarios.OTHER_SCORINGS.values():
+            other = k2 + scoring_shift + rng.normal(0, 0.3, runs) * k_noise
+            results.append({"panel": f"scenario {scen}", "scenario": scen,
+                            "method": scenarios.scoring_label(2, eq), "n_components": 2,
+                            "final_regrets": other.tolist()})
     return {"runs": runs, "rounds": 500, "results": results}
 
 
@@ -163,7 +172,8 @@ def test_rules_contradicted_when_k1_wins():
     # +-2.4 (40 runs) keep every verdict clear of its boundary
     shifts = {s: {1: 0.0, 2: 5.0, 3: 15.0} for s in "AB"}
     mse = {s: {1: 0.1, 2: 0.2, 3: 0.3} for s in "AB"}
-    verdicts = _verdicts(_fake(shifts, mse, k_noise=25))
+    # the other scoring rules 15 above eq. (16)'s ~35 (43%, as eq. (15)'s +140% in kind)
+    verdicts = _verdicts(_fake(shifts, mse, k_noise=25, scoring_shift=15.0))
     assert set(verdicts.values()) == {claims.CONTRADICTED}, verdicts
 
 

@@ -12,15 +12,22 @@ import numpy as np
 from .._threads import blas_threads, pin_blas_threads  # noqa: F401 (the benchmarks' names)
 
 
-def median_times(fns, repeats):
-    """Median seconds of each function, calls interleaved so drift hits all alike."""
+def interleaved_times(fns, repeats):
+    """Seconds of each of ``repeats`` calls of each function, the calls interleaved (repeat
+    ``r`` calls every function once, in turn) so drift hits all alike: one list per
+    function, repeat ``r`` of every list measured back to back (paired repeats)."""
     times = [[] for _ in fns]
     for _ in range(repeats):
         for i, fn in enumerate(fns):
             t0 = time.perf_counter()
             fn()
             times[i].append(time.perf_counter() - t0)
-    return [float(np.median(t)) for t in times]
+    return times
+
+
+def median_times(fns, repeats):
+    """Median seconds of each function, calls interleaved so drift hits all alike."""
+    return [float(np.median(t)) for t in interleaved_times(fns, repeats)]
 
 
 #: What a ratio means, printed once at the top of ``python -m vits_ref bench``.

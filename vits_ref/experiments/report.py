@@ -124,6 +124,14 @@ SIZES["small"]["showdown"] = {}  # its defaults are its small size
 EXPERIMENTS["showdown"] = ("showdown",)
 
 
+#: The papers whose claims the index lists, by short name (the showdown has none: it is a
+#: comparison, not a paper's claims).
+SHORT_NAMES = {"vits": "VITS (Clavier, Huix and Durmus)", "vts": "VTS (Urteaga and Wiggins)",
+               "renyi": "the Rényi appendix (Li & Turner)",
+               "opvi": "OPVI (online particle-based variational inference)",
+               "diffts": "DiffTS (Kveton et al.)"}
+
+
 def _run_kwargs(mod, size, name):
     """The experiment's defaults overridden by the size's settings."""
     return {**mod.DEFAULTS, **SIZES[size][name]}
@@ -340,7 +348,9 @@ def _interval_text(seed):
     if seed.get("estimate") is None:
         return f"seed {seed['seed']}: not measured"
     got = f"{seed['estimate']:+.3g}"
-    return f"seed {seed['seed']}: {got} [{ci[0]:+.3g}, {ci[1]:+.3g}]" if ci else \
+    spread = seed.get("spread")  # repeated timings: the repeats' range beside the interval
+    tail = (f" (repeats {spread['min']:.3g} to {spread['max']:.3g})" if spread else "")
+    return f"seed {seed['seed']}: {got} [{ci[0]:+.3g}, {ci[1]:+.3g}]{tail}" if ci else \
         f"seed {seed['seed']}: {got} (no interval)"
 
 
@@ -371,7 +381,7 @@ def index_page(docs):
              "claim puts it (a margin in the reference's units when it is a percentage); "
              "*substitute* marks a verdict on data that stands in for the paper's.", ""]
     missing = []
-    for paper in PAPERS:
+    for paper in (p for p in PAPERS if p in SHORT_NAMES):
         path = os.path.join(docs, paper, "claims.json")
         if not os.path.exists(path):
             missing.append(paper)
@@ -401,7 +411,8 @@ def index_page(docs):
         lines.append("")
     if missing:
         lines += ["## Papers without a `claims.json` here", "",
-                  ", ".join(PAPERS[p].split(":")[0] for p in missing)
-                  + ": their pages predate `claims.json`; regenerate them with "
-                  "`python -m vits_ref report PAPER` to list their claims here.", ""]
+                  "; ".join(f"{SHORT_NAMES[p]} (`python -m vits_ref report {p}`)"
+                            for p in missing)
+                  + ". Each page predates `claims.json`: its command regenerates it and "
+                  "lists its claims here.", ""]
     return "\n".join(lines) + "\n"

@@ -54,6 +54,9 @@ class Interval:
         1 for absolute ones.
     method : str
         How the interval was made (e.g. ``"paired t"``).
+    spread : tuple of 3 floats or None
+        For a measurement from repeats (timings): the per-repeat values' minimum, median
+        and maximum, shown beside the interval.
     """
 
     estimate: float
@@ -63,6 +66,7 @@ class Interval:
     sd: float | None = None
     scale: float = 1.0
     method: str = "paired t"
+    spread: tuple | None = None
 
     def __post_init__(self):
         if (self.low is None) != (self.high is None):
@@ -73,6 +77,10 @@ class Interval:
             v = getattr(self, name)
             if v is not None and not math.isfinite(v):
                 raise ValueError(f"{name} must be finite, got {v}")
+        if self.spread is not None and not (
+                len(self.spread) == 3 and all(math.isfinite(v) for v in self.spread)
+                and self.spread[0] <= self.spread[1] <= self.spread[2]):
+            raise ValueError(f"spread must be finite (min, median, max), got {self.spread}")
 
     @property
     def has_interval(self):

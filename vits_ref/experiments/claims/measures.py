@@ -30,7 +30,14 @@ string saying why. The intervals are SciPy's:
   two-sample statistic against its noise floor);
 - :class:`TrendAt`: :class:`Trend` of repeated values kept as ``{x: [repeats]}`` (repeated
   timings against a size);
-- :class:`EntryTimeRatioPer`: :class:`EntryTimeRatio` divided by a number of the summary.
+- :class:`EntryTimeRatioPer`: :class:`EntryTimeRatio` divided by a number of the summary;
+- :class:`RepeatedTimeRatio`: a ratio of two timings repeated and interleaved (repeat ``r``
+  of both sides back to back, paired): the geometric mean of the per-repeat ratios, the
+  paired t interval of their logarithms exponentiated, and the repeats' range
+  (:func:`paired_time_ratio`); any two timings of a summary (two methods, or one method at
+  two sizes with a ``factor``);
+- :class:`LateSlope`: a method's mean regret increment over the last quarter of the rounds
+  over that of the second quarter (1 for a linear regret), paired BCa bootstrap.
 """
 
 import dataclasses
@@ -550,13 +557,15 @@ class TimeToLevel:
     level times the ratio of the costs per step (``us_per_step``: one timing, or a list of
     repeats, :func:`timing_ratio`). A curve that never gets there counts with its last step,
     a lower bound of its time: ``b`` never there makes the ratio an upper bound, which a
-    claim that ``a`` is faster can use; ``a`` never there is not measured."""
+    claim that ``a`` is faster can use; ``a`` never there is not measured. With ``paired``,
+    the costs are interleaved repeats, paired on the repeats (:func:`paired_time_ratio`)."""
 
     a: str
     b: str
     level: float
     quartile: str = "median"
     cost: str = "us_per_step"
+    paired: bool = False
 
     @property
     def comparison(self):
@@ -575,8 +584,9 @@ class TimeToLevel:
         if got[self.a] is None:
             return f"{self.a}'s {self.quartile} curve never reaches {self.level:g}"
         nb = got[self.b] if got[self.b] is not None else by[self.b]["curve"]["steps"][-1]
-        return timing_ratio(by[self.a][self.cost], by[self.b][self.cost], self.a, self.b,
-                            factor=got[self.a] / nb)
+        ratio = paired_time_ratio if self.paired else timing_ratio
+        return ratio(by[self.a][self.cost], by[self.b][self.cost], self.a, self.b,
+                     factor=got[self.a] / nb)
 
 
 # -- measures of the DiffTS claims (Kveton et al.); general: repeated values, repeated timings
@@ -672,3 +682,181 @@ class EntryTimeRatioPer:
                 return f"no timing of {m}"
             got[m] = e[0][self.key]
         return timing_ratio(got[self.a], got[self.b], self.a, self.b, factor=1.0 / per)
+
+
+# -- repeated, interleaved timings -----------------------------------------------------------
+
+
+def paired_time_ratio(ta, tb, a="a", b="b", factor=1.0):
+    """``factor`` times the time ratio of ``ta`` over ``tb``, from timings repeated and
+    interleaved: repeat ``r`` of ``a`` and of ``b`` ran back to back, so the machine's drift
+    (a shared machine drifts by about 1.5x from minute to minute) hits both alike and the
+    repeats are paired.
+
+    With the per-repeat log-ratios ``l_r = log ta_r - log tb_r``, the estimate is
+    ``factor exp(mean l)`` (the geometric mean of the per-repeat ratios) and the interval
+    the paired t interval of ``mean l`` (``scipy.stats.ttest_1samp``), exponentiated: timings
+    are positive and skewed, and on the log scale the interval of ``a/b`` is that of ``b/a``
+    inverted. ``sd`` is ``ratio sd(l)`` (the delta method, ``d exp(x) = exp(x) dx``: what
+    :func:`~vits_ref.experiments.claims.judging.runs_needed` scales, here in repeats);
+    ``spread`` is the per-repeat ratios' minimum, median and maximum (times ``factor``).
+
+    Parameters
+    ----------
+    ta, tb : array_like
+        Per-repeat timings of ``a`` and ``b``, the same number of repeats (or one number
+        each: no spread, an estimate without an interval, never conclusive).
+    a, b : str
+        Names for the messages.
+    factor : float, default 1
+        Multiplies the ratio (e.g. a ratio of step counts, or ``1/2`` to compare a timing at
+        ``2T`` with one at ``T`` when "time is linear in T" is the claim).
+
+    Returns
+    -------
+    Interval or str
+        A string (why not) when a timing is not a positive number or the two sides have
+        different numbers of repeats.
+    """
+    from scipy import stats
+
+    ta, tb = np.atleast_1d(np.asarray(ta, float)), np.atleast_1d(np.asarray(tb, float))
+    if ta.ndim != 1 or tb.ndim != 1:
+        return f"the timings of {a} and {b} must be numbers or lists of repeats"
+    if not (np.isfinite(ta).all() and np.isfinite(tb).all() and (ta > 0).all()
+            and (tb > 0).all()):
+        return f"a timing of {a} or {b} is not a positive number"
+    if ta.size != tb.size:
+        return (f"{a} and {b} have {ta.size} and {tb.size} timings: interleaved repeats "
+                "come in pairs")
+    logs = np.log(ta) - np.log(tb)
+    ratio = factor * float(np.exp(logs.mean()))
+    if ta.size < 2:
+        return Interval(ratio, None, None, 1, None, 1.0, "one timing per method, no spread")
+    method = "interleaved repeated timings, paired t on log-ratios"
+    per = np.sort(factor * np.exp(logs))
+    spread = (float(per[0]), float(np.median(per)), float(per[-1]))
+    sd = float(logs.std(ddof=1))
+    if sd == 0.0:
+        return Interval(ratio, ratio, ratio, int(ta.size), 0.0, 1.0, method, spread)
+    ci = stats.ttest_1samp(logs, 0.0).confidence_interval(CONFIDENCE)
+    return Interval(ratio, factor * float(np.exp(ci.low)), factor * float(np.exp(ci.high)),
+                    int(ta.size), ratio * sd, 1.0, method, spread)
+
+
+def _timings_at(result, path, entry, panel):
+    if entry:
+        return _entry_values(result, panel, path[0], tuple(path[1:]))
+    got = _lookup(result, path)
+    if got is None:
+        return f"not in the summary: {' / '.join(map(str, path))}"
+    return got
+
+
+@dataclasses.dataclass(frozen=True)
+class RepeatedTimeRatio:
+    """``factor`` times the ratio of two timings repeated and interleaved (repeat ``r`` of
+    both sides back to back), paired on the repeats (:func:`paired_time_ratio`: geometric
+    mean of the per-repeat ratios, paired t interval of the log-ratios, the repeats'
+    spread).
+
+    Where the repeats are: ``a`` and ``b`` are paths of summary keys (tuples, e.g.
+    ``("us_per_round_warm_repeats", "VITS-II")``), or with ``entry`` a method's label and
+    the key in its entry of ``panel`` (None: whichever panel, for a one-panel summary),
+    e.g. ``("OPVI", "wall_time_per_run_s")``. ``skip`` drops the first repeats of both
+    sides (a repeat that compiled). Any two timings of one summary fit: two methods'
+    times per round, or one method's times at ``2T`` and ``T`` with ``factor = 1/2`` for a
+    time claimed linear in ``T``. ``what`` names the comparison.
+    """
+
+    a: tuple
+    b: tuple
+    what: str
+    factor: float = 1.0
+    entry: bool = False
+    panel: str | None = None
+    skip: int = 0
+
+    def __post_init__(self):
+        for name in ("a", "b"):
+            v = getattr(self, name)
+            if not isinstance(v, tuple) or not v:
+                raise TypeError(f"{name} must be a non-empty tuple of keys, got {v!r}")
+        if not (math.isfinite(self.factor) and self.factor > 0):
+            raise ValueError(f"factor must be finite and > 0, got {self.factor}")
+        if not (isinstance(self.skip, int) and self.skip >= 0):
+            raise ValueError(f"skip must be an int >= 0, got {self.skip!r}")
+
+    @property
+    def comparison(self):
+        return self.what
+
+    def measure(self, result):
+        got = [_timings_at(result, p, self.entry, self.panel) for p in (self.a, self.b)]
+        for v in got:
+            if isinstance(v, str):
+                return v
+        ta, tb = (np.atleast_1d(np.asarray(v, float))[self.skip:] for v in got)
+        if ta.size == 0 or tb.size == 0:
+            return f"no repeat left after skipping {self.skip}"
+        return paired_time_ratio(ta, tb, " / ".join(map(str, self.a)),
+                                 " / ".join(map(str, self.b)), self.factor)
+
+
+# -- how a regret grows late in a run ----------------------------------------------------------
+
+
+def late_over_early(late, early, axis=-1):
+    """``mean(late) / mean(early)``: the mean regret increment of a run's last quarter over
+    that of its second quarter."""
+    return np.mean(late, axis=axis) / np.mean(early, axis=axis)
+
+
+@dataclasses.dataclass(frozen=True)
+class LateSlope:
+    """How a method's cumulative regret grows late in the run: the mean over runs of its
+    increment over the last quarter, ``R(T) - R(3T/4)``, over the mean increment over the
+    second quarter, ``R(T/2) - R(T/4)``, read at the summary ``path`` (a tuple of keys to
+    ``[[R(T/4), R(T/2), R(3T/4), R(T)] per run]``). A linear regret (a constant regret per
+    round) gives 1; a regret growing as ``sqrt(T)`` gives
+    ``(1 - sqrt(3/4)) / (sqrt(1/2) - sqrt(1/4)) = 0.65``, and one that stops growing 0.
+    Paired BCa bootstrap interval (each run's two increments resampled together); ``sd``
+    is the bootstrap standard error times ``sqrt(n)``, ``scale`` 1. ``what`` names the
+    method and the setting."""
+
+    path: tuple
+    what: str
+
+    @property
+    def comparison(self):
+        return (f"{self.what}: regret increment over the last quarter of the rounds / over "
+                "the second quarter")
+
+    def measure(self, result):
+        from scipy import stats
+
+        got = _values_at(result, self.path)
+        if isinstance(got, str):
+            return got
+        if got.ndim != 2 or got.shape[1] != 4:
+            return f"{self.what}: not 4 regrets per run at {' / '.join(map(str, self.path))}"
+        if not np.isfinite(got).all():
+            return f"{self.what}: a run has no finite regret (diverged)"
+        late, early = got[:, 3] - got[:, 2], got[:, 1] - got[:, 0]
+        if got.shape[0] < 3:
+            return f"{got.shape[0]} run(s): a bootstrap interval needs 3 at least"
+        if not early.mean() > 0:
+            return f"{self.what}: the regret does not grow over the second quarter"
+        est = float(late_over_early(late, early))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # as PairedStatistic: a degenerate resample
+            boot = stats.bootstrap((late, early), late_over_early, paired=True,
+                                   vectorized=True, confidence_level=CONFIDENCE,
+                                   n_resamples=N_RESAMPLES, method="BCa",
+                                   **_bootstrap_rng(stats, BOOTSTRAP_SEED))
+        lo, hi = boot.confidence_interval
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return "the bootstrap interval of the late slope is undefined"
+        n = int(late.size)
+        return Interval(est, float(lo), float(hi), n,
+                        float(boot.standard_error) * math.sqrt(n), 1.0, "paired BCa bootstrap")

@@ -29,11 +29,13 @@ def seed_record(claim, s):
     i = s.interval
     if i is None:
         return {**out, "estimate": None, "ci": None, "n": None, "sd": None, "scale": None,
-                "region": None, "method": None}
+                "region": None, "method": None, "spread": None}
     lo, hi = claim.region(i.scale)
     return {**out, "estimate": i.estimate, "ci": [i.low, i.high] if i.has_interval else None,
             "n": i.n, "sd": i.sd, "scale": i.scale, "method": i.method,
-            "region": [_finite_or_none(lo), _finite_or_none(hi)]}
+            "region": [_finite_or_none(lo), _finite_or_none(hi)],
+            "spread": None if i.spread is None else dict(zip(("min", "median", "max"),
+                                                             i.spread, strict=True))}
 
 
 def _seed_text(claim, s):
@@ -44,6 +46,9 @@ def _seed_text(claim, s):
     lo, hi = claim.region(i.scale)
     got = (f"{_num(i.estimate)} [{_num(i.low)}, {_num(i.high)}]" if i.has_interval
            else f"{_num(i.estimate)} (no interval: {i.method})")
+    if i.spread is not None:
+        got += (f" ({i.n} repeats: from {i.spread[0]:.3g} to {i.spread[2]:.3g}, median "
+                f"{i.spread[1]:.3g})")
     tail = f", about {s.runs_needed} runs would decide it" if s.runs_needed else ""
     return f"{head}: {got}, claimed {_region_text(lo, hi)}: {s.verdict}{tail}"
 

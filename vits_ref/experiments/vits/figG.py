@@ -143,7 +143,7 @@ from .._common import regret_table, run_panels, write_json
 from .._tuning import TUNE_RUNS, TUNE_SEED_OFFSET, diverged_points, grid_search
 from ..claims import judged_claims
 from ..plotting import arm_fractions, paper_title, plotted
-from . import grid
+from . import grid, vts_defaults
 from .fig1 import OPVI_TS, PARTICLE_GRID, PARTICLE_TUNE_RUNS, SVGD_TS, particle_policy
 
 #: The figures' titles by file, the paper named first (sizes are appended at run time).
@@ -183,9 +183,7 @@ DEFAULT_POINTS = {
 OPTIMAL_ARM, NEAR_OPTIMAL_ARM = 0, 1
 #: VTS's label, and its hyperparameters (the VTS authors' defaults; module docstring).
 VTS_LABEL = "VTS"
-VTS_PARAMS = {"n_components": 2, "gamma0": 1.0, "u0": "u0_k = k 1_d", "V0": "I",
-              "alpha0": 1.0, "beta0": 1.0, "scoring": "sample_pi", "sample_params": True,
-              "tol": 1e-5, "max_iter": 100}
+VTS_PARAMS = vts_defaults.VTS_PARAMS
 VTS_NOTE = ("VTS (Urteaga & Wiggins; the paper's Figures 5 and 6 also show it) runs at the VTS "
             "authors' defaults, K = 2 experts per arm (hyperparameters['...']['VTS']); the "
             "claims naming the other TS algorithms include it. Its arm-pull fractions are "

@@ -18,6 +18,10 @@ of repeats) and step ``k`` is placed at ``k x cost`` ("the total time required t
 updating steps"). VI-I pays a d x d inverse per step; LMC's cost includes nothing for the
 averaging of its moments (d^2 per step, small against its d^2 gradient).
 
+The timing claims read ``us_per_step_repeats``: the costs per step timed again, 15 times,
+the methods' calls interleaved (:func:`step_cost_repeats`), so that their ratio has an
+interval; ``us_per_step`` still places the curves.
+
 Summary: per method the cost per step, the median KL with its quartiles at three fixed
 times, and the quartile curves at about 300 log-spaced steps (what :func:`claims` reads).
 The fixed times are 1%, 10% and 100% of ``T = rounds x`` the smallest cost per step, the
@@ -80,26 +84,58 @@ PAPER_RUNS, PAPER_STEPS = 1000, 10000
 HF = "VI-II HF (20 draws)"
 
 
+def _steps_call(code, n_mc, P, Pm, h, n):
+    """A function that runs ``n`` compiled steps of a method (no KL) from a fresh start, on
+    pre-drawn noise: what :func:`cost_per_step` and :func:`step_cost_repeats` time."""
+    d = P.shape[0]
+    eps = np.random.default_rng(0).standard_normal((n, n_mc, d))
+    vits_steps, langevin_steps = cpu.vits_steps(LINEAR), cpu.langevin_steps(LINEAR)
+    scr, g, H = cpu.vits_scratch(d, n_mc), np.empty(d), np.empty((1, 1))
+
+    def call():
+        mu, B, C = np.zeros(d), np.eye(d), np.eye(d)
+        if code == METHOD_LMC:
+            langevin_steps(mu, (P, Pm), eps[:, 0, :], h, g, H, 0)
+        else:
+            vits_steps(code, True, mu, B, C, (P, Pm), eps, h, h, scr, 0)
+
+    return call
+
+
 def cost_per_step(code, n_mc, P, Pm, h, n=2000, repeats=7):
     """Seconds per step of a method's compiled steps (no KL), single-threaded.
 
     The minimum over ``repeats`` timed calls of ``n`` steps: other processes on the
     machine can only add time, so the minimum is the least disturbed measurement.
     """
-    d = P.shape[0]
-    eps = np.random.default_rng(0).standard_normal((n, n_mc, d))
-    vits_steps, langevin_steps = cpu.vits_steps(LINEAR), cpu.langevin_steps(LINEAR)
-    scr, g, H = cpu.vits_scratch(d, n_mc), np.empty(d), np.empty((1, 1))
+    call = _steps_call(code, n_mc, P, Pm, h, n)
     times = []
     for _ in range(repeats + 1):  # the first call compiles
-        mu, B, C = np.zeros(d), np.eye(d), np.eye(d)
         t = time.perf_counter()
-        if code == METHOD_LMC:
-            langevin_steps(mu, (P, Pm), eps[:, 0, :], h, g, H, 0)
-        else:
-            vits_steps(code, True, mu, B, C, (P, Pm), eps, h, h, scr, 0)
+        call()
         times.append(time.perf_counter() - t)
     return float(np.min(times[1:])) / n
+
+
+#: Interleaved repeats of :func:`step_cost_repeats` (the timing claims' spread).
+TIMING_REPEATS = 15
+
+
+def step_cost_repeats(methods, P, Pm, h, n=2000, repeats=TIMING_REPEATS):
+    """Seconds per step of each method, ``repeats`` times, the methods' calls interleaved
+    (:func:`vits_ref._bench.timing.interleaved_times`: repeat ``r`` of every method back to
+    back, so the machine's drift hits all alike and the repeats are paired), after one
+    call each that compiles. ``methods``: ``{label: (code, n_mc)}``. Returns ``{label:
+    [seconds per step of each repeat]}`` (the summary's ``us_per_step_repeats``, which the
+    timing claims read; ``us_per_step``, the least disturbed of :func:`cost_per_step`,
+    places the curves on the time axis)."""
+    from ..._bench.timing import interleaved_times
+
+    calls = [_steps_call(code, n_mc, P, Pm, h, n) for code, n_mc in methods.values()]
+    for call in calls:
+        call()
+    times = interleaved_times(calls, repeats)
+    return {label: [t / n for t in ts] for label, ts in zip(methods, times, strict=True)}
 
 
 def run(runs=1000, rounds=10000, seed=0, out="results/vits-figI", progress=None, methods=None,
@@ -168,6 +204,10 @@ def run(runs=1000, rounds=10000, seed=0, out="results/vits-figI", progress=None,
                         "curve": {"steps": (sample + 1).tolist(),
                                   **{name: [_finite(v) for v in q[i, sample]]
                                      for i, name in enumerate(QUARTILES)}}})
+    with numba_threads(1):
+        repeats = step_cost_repeats({label: METHODS[label] for label in costs}, P, Pm, h)
+    for e in summary:
+        e["us_per_step_repeats"] = [1e6 * t for t in repeats[e["method"]]]
     budget = rounds * min(costs.values())
     times = [f * budget for f in TIME_FRACTIONS]
     for e in summary:

@@ -35,11 +35,14 @@ substitute data, with the command that runs on a user's MovieLens-1M ``ratings.d
 ``python -m vits_ref run vits-movielens --data /path/to/ratings.dat``).
 """
 
+import os
+
 from ...bandit.policies import PerArm
 from ...envs import movielens
 from ...inference import VITS, Langevin, Laplace, LinTS
 from ...models import Linear, Logistic
-from .._common import regret_table, run_panels
+from .._common import regret_table, run_panels, write_json
+from .._timing import ROUNDS, warm_round_repeats
 from ..claims import judged_claims
 from ..plotting import paper_title
 
@@ -94,6 +97,12 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-movielens", progress=Non
                         out, progress, title=f"{TITLES['regret.png']} ({env.source} data, "
                                              f"{runs} runs)",
                         extra=extra, n_jobs=n_jobs, reference=REFERENCE)
+    if progress:
+        progress("timing warm rounds (one thread, interleaved repeats) for the speed claim")
+    # after the runs and apart from them: the summary's regrets do not depend on it
+    warm = warm_round_repeats(chosen, env, rounds=min(rounds, ROUNDS), seed=seed)
+    result["us_per_round_warm_repeats"] = {m: [1e6 * t for t in ts] for m, ts in warm.items()}
+    write_json(os.path.join(out, "summary.json"), result)
     return result
 
 

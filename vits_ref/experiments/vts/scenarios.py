@@ -43,6 +43,12 @@ worse in both (regret +140% and +133%), against the paper's "no significant
 differences between the three approaches". The MSE panels also depend on the prior:
 ``u0_k = k (1, 1)`` puts K = 2's prior experts exactly on scenario A's arm 0.
 
+The scoring rules: the paper scores by eq. (16) and reports "no significant cumulative
+regret differences between the three approaches" (eqs. 15-17); ``run`` also runs ``K = 2``
+with eqs. (15) and (17) on the same runs (:data:`OTHER_SCORINGS`; entries ``"K = 2, eq.
+(15)"`` and ``"K = 2, eq. (17)"``, in the summary and the tables, not the figures), which
+the claim table judges against eq. (16).
+
 Cost: every run is compiled (:func:`vits_ref.bandit.vts.simulate_vts`, ``prange`` over runs). The
 paper size, 2000 runs x 500 rounds x 3 K x 2 scenarios (6 million rounds), took 148 s on
 the 2-core development machine, 17 s of it the first call's compilation, while another
@@ -92,11 +98,19 @@ REFERENCE = "K = 1"
 #: The paper's reductions of the cumulative regret at t = 500, K = 2 against K = 1.
 PAPER_REDUCTION = {"A": 0.14, "B": 0.28}
 DIM, N_ARMS = 2, 2
+#: The scoring rules other than the paper's eq. (16), run at K = 2 (``run(other_scorings=)``):
+#: eq. (15) scores an arm with a sampled expert's mean, eq. (17) with the expected mixture.
+OTHER_SCORINGS = {"sample_z": "eq. (15)", "expected_pi": "eq. (17)"}
 
 
 def label(K):
     """The method label of ``K`` components (``"K = 2"``)."""
     return f"K = {K}"
+
+
+def scoring_label(K, eq):
+    """The label of ``K`` components scored by another rule (``"K = 2, eq. (15)"``)."""
+    return f"{label(K)}, {eq}"
 
 
 def panel_title(scenario):
@@ -127,7 +141,7 @@ def reduction(x_ref, x, confidence=0.95, n_resamples=9999, seed=0):
 
 
 def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=None,
-        components=COMPONENTS, scoring="sample_pi", n_threads=None):
+        components=COMPONENTS, scoring="sample_pi", n_threads=None, other_scorings=True):
     """Run both scenarios for every ``K``; write ``curves.csv``, ``mse.csv``,
     ``summary.json``, ``regret.png`` and ``mse.png``.
 
@@ -142,6 +156,11 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
         Urteaga & Wiggins eq. (16), (15) or (17).
     n_threads : int or None
         Numba threads of the ``prange`` driver (results do not depend on it).
+    other_scorings : bool, default True
+        With the paper's scoring (eq. 16) and ``K = 2``, also run ``K = 2`` with eqs. (15)
+        and (17) (:data:`OTHER_SCORINGS`, entries ``"K = 2, eq. (15)"``, ...) on the same
+        runs, for the paper's "no significant cumulative regret differences between the
+        three approaches"; in the summary and the tables, not in the figures.
 
     Runs in resumable chunks of runs (``out/chunks``; see the module docstring).
 
@@ -160,50 +179,29 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
     t0 = time.perf_counter()
     results, rows, curves, mse_curves = [], [], {}, {}
     for scen in SCENARIOS:
-        env = vts_scenario(scen)
         panel = panel_title(scen)
         curves[panel], mse_curves[panel] = {}, {}
         for K in Ks:
-            pol = VTS(DIM, N_ARMS, n_components=K, scoring=scoring, seed=0)
-            if progress:
-                progress(f"{panel}: {label(K)} ({runs} runs x {rounds} rounds)")
-            blocks = _chunks.map_runs(
-                functools.partial(run_block, scen, K, scoring, rounds, seed, n_threads), runs,
-                out, NAME, f"{scen}-K{K}", {"scenario": scen, "K": K, "scoring": scoring,
-                                            "runs": runs, "rounds": rounds, "seed": seed},
-                progress, work_per_run=rounds)
-            res = VTSSimulationResult(
-                pol.name, repr(env), blocks["regret"], blocks["arms"], np.zeros(0, np.int64),
-                None, blocks["wall_time_s"], True, seed,
-                reward_sq_error=blocks["reward_sq_error"],
-                cavi_iterations=blocks["cavi_iterations"])
-            mean, se = res.mean_and_stderr()
-            if runs == 1:  # a standard error of one run is undefined, not 0: NaN (null,
-                se = np.full_like(mean, np.nan)  # "n/a" in the table, no band drawn)
-            mse = res.mse()
-            final_mse = res.reward_sq_error.mean(axis=1)  # (runs, arms): MSE_a(T) per run
+            entry, mean, se, mse = _method_entry(scen, K, scoring, runs, rounds, seed, out,
+                                                 progress, n_threads, label(K))
             rows.append({"panel": panel, "method": label(K), "mean": mean, "stderr": se})
             curves[panel][label(K)] = (mean, se)
             mse_curves[panel][label(K)] = mse
-            it = res.cavi_iterations
-            results.append({
-                "panel": panel, "scenario": scen, "method": label(K), "n_components": K,
-                "final_regret_mean": float(mean[-1]), "final_regret_stderr": float(se[-1]),
-                "final_regret_sd": float(res.cumulative_regret[:, -1].std(ddof=1))
-                if runs > 1 else float("nan"),
-                "final_regrets": res.cumulative_regret[:, -1].tolist(),
-                "final_mse": final_mse.T.tolist(), "mse_final_mean": mse[-1].tolist(),
-                "optimal_arm_fraction": float((res.arms == 1).mean()),
-                "cavi_iterations_mean": float(it.mean()), "cavi_iterations_max": int(it.max()),
-                "cavi_cap_reached_fraction": float((it >= pol.max_iter).mean()),
-                "wall_time_s": res.wall_time,
-                "us_per_round": 1e6 * res.wall_time / (runs * rounds)})
+            results.append(entry)
+        # the other two scoring rules at K = 2: in the summary and the tables, not in the
+        # figures (the paper leaves them out of Fig. 2 "to avoid unnecessary clutter")
+        if other_scorings and scoring == "sample_pi" and 2 in Ks:
+            for other, eq in OTHER_SCORINGS.items():
+                entry, *_ = _method_entry(scen, 2, other, runs, rounds, seed, out, progress,
+                                          n_threads, scoring_label(2, eq))
+                results.append({**entry, "plotted": False})
         entries = [e for e in results if e["panel"] == panel]
         for lab, diff in compare(entries, REFERENCE).items():
             e = next(e for e in entries if e["method"] == lab)
             e["paired_vs_reference"] = {"reference": REFERENCE, **diff}
             ref = next(e for e in entries if e["method"] == REFERENCE)
             e["reduction"] = reduction(ref["final_regrets"], e["final_regrets"])
+    pol = VTS(DIM, N_ARMS, seed=0)  # tol and max_iter: the same for every K and scoring
     files = [os.path.join(out, f) for f in ("curves.csv", "mse.csv", "summary.json",
                                            "regret.png", "mse.png")]
     write_curves_csv(files[0], rows)
@@ -225,6 +223,50 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
     result["total_wall_time_s"] = time.perf_counter() - t0
     write_json(files[2], result)
     return result
+
+
+def _method_entry(scen, K, scoring, runs, rounds, seed, out, progress, n_threads, lab):
+    """One method's runs in scenario ``scen`` (``K`` experts, ``scoring``), in resumable
+    chunks; returns its summary entry, the mean and standard error of its cumulative
+    regret, and its MSE curves."""
+    env = vts_scenario(scen)
+    panel = panel_title(scen)
+    pol = VTS(DIM, N_ARMS, n_components=K, scoring=scoring, seed=0)
+    if progress:
+        progress(f"{panel}: {lab} ({runs} runs x {rounds} rounds)")
+    # the chunks of the paper's rule keep their names (earlier outputs resume)
+    stage = f"{scen}-K{K}" + ("" if scoring == "sample_pi" else f"-{scoring}")
+    blocks = _chunks.map_runs(
+        functools.partial(run_block, scen, K, scoring, rounds, seed, n_threads), runs,
+        out, NAME, stage, {"scenario": scen, "K": K, "scoring": scoring,
+                           "runs": runs, "rounds": rounds, "seed": seed},
+        progress, work_per_run=rounds)
+    res = VTSSimulationResult(
+        pol.name, repr(env), blocks["regret"], blocks["arms"], np.zeros(0, np.int64),
+        None, blocks["wall_time_s"], True, seed,
+        reward_sq_error=blocks["reward_sq_error"],
+        cavi_iterations=blocks["cavi_iterations"])
+    mean, se = res.mean_and_stderr()
+    if runs == 1:  # a standard error of one run is undefined, not 0: NaN (null,
+        se = np.full_like(mean, np.nan)  # "n/a" in the table, no band drawn)
+    mse = res.mse()
+    final_mse = res.reward_sq_error.mean(axis=1)  # (runs, arms): MSE_a(T) per run
+    it = res.cavi_iterations
+    entry = {
+        "panel": panel, "scenario": scen, "method": lab, "n_components": K,
+        "final_regret_mean": float(mean[-1]), "final_regret_stderr": float(se[-1]),
+        "final_regret_sd": float(res.cumulative_regret[:, -1].std(ddof=1))
+        if runs > 1 else float("nan"),
+        "final_regrets": res.cumulative_regret[:, -1].tolist(),
+        "final_mse": final_mse.T.tolist(), "mse_final_mean": mse[-1].tolist(),
+        "optimal_arm_fraction": float((res.arms == 1).mean()),
+        "cavi_iterations_mean": float(it.mean()), "cavi_iterations_max": int(it.max()),
+        "cavi_cap_reached_fraction": float((it >= pol.max_iter).mean()),
+        "wall_time_s": res.wall_time,
+        "us_per_round": 1e6 * res.wall_time / (runs * rounds)}
+    if scoring != "sample_pi":
+        entry["scoring"] = scoring
+    return entry, mean, se, mse
 
 
 def run_block(scenario, K, scoring, rounds, seed, n_threads, lo, hi):
@@ -282,16 +324,17 @@ def mse_panels(mse_curves, path, title=None):
 def table(result):
     """Final regrets with the paired difference against K = 1, the reductions against the
     paper's, the MSEs and CAVI iterations."""
+    w = max([6] + [len(e["method"]) for e in result["results"]])
     lines = [regret_table(result), "",
-             f"{'panel':12s} {'method':6s} {'reduction vs K=1 [95% CI]':>28} {'paper':>6}"
+             f"{'panel':12s} {'method':{w}s} {'reduction vs K=1 [95% CI]':>28} {'paper':>6}"
              f" {'MSE arm 0':>10} {'MSE arm 1':>10} {'CAVI it.':>9}"]
     for e in result["results"]:
         red = e.get("reduction")
         red_s = "(reference)" if red is None else _pct(red)
-        paper = PAPER_REDUCTION[e["scenario"]] if e["n_components"] == 2 else None
+        paper = PAPER_REDUCTION[e["scenario"]] if e["method"] == label(2) else None
         paper_s = f"{100 * paper:.0f}%" if paper is not None else ""
         mse = e["mse_final_mean"]
-        lines.append(f"{e['panel']:12s} {e['method']:6s} {red_s:>28} {paper_s:>6} "
+        lines.append(f"{e['panel']:12s} {e['method']:{w}s} {red_s:>28} {paper_s:>6} "
                      f"{mse[0]:10.4f} {mse[1]:10.4f} {e['cavi_iterations_mean']:9.2f}")
     return "\n".join(lines)
 
