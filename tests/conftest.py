@@ -43,7 +43,10 @@ def _compile_once_across_workers():
     if getattr(compile_, "_vits_ref_locked", False):
         return
     folder = os.path.join(tempfile.gettempdir(), "vits_ref-compile-locks")
-    os.makedirs(folder, exist_ok=True)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:  # no writable temporary folder: compile as Numba does
+        return
     depth = threading.local()
 
     @functools.wraps(compile_)
@@ -57,9 +60,13 @@ def _compile_once_across_workers():
             if getattr(depth, "n", 0):
                 return compile_(self, sig)
             name = hashlib.sha1(index.encode()).hexdigest() + ".lock"
+            try:
+                fh = open(os.path.join(folder, name), "a")
+            except OSError:
+                return compile_(self, sig)
             depth.n = 1
             try:
-                with open(os.path.join(folder, name), "a") as fh:
+                with fh:
                     fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file closes
                     return compile_(self, sig)
             finally:
