@@ -12,6 +12,25 @@ import pytest
 import vits_ref as vr
 
 
+def _compile_lock_dir():
+    import os
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), "vits_ref-compile-locks")
+
+
+def compile_lock_path(dispatcher):
+    """The lock file that :func:`_compile_once_across_workers` holds while ``dispatcher``
+    (a cached Numba dispatcher) compiles; None for an uncached one."""
+    import hashlib
+    import os
+
+    index = getattr(getattr(dispatcher._cache, "_cache_file", None), "_index_path", None)
+    if index is None:
+        return None
+    return os.path.join(_compile_lock_dir(), hashlib.sha1(index.encode()).hexdigest() + ".lock")
+
+
 def _compile_once_across_workers():
     """Make concurrent pytest-xdist workers compile each cached function once.
 
@@ -31,9 +50,7 @@ def _compile_once_across_workers():
     """
     import fcntl
     import functools
-    import hashlib
     import os
-    import tempfile
     import threading
 
     from numba.core import dispatcher
@@ -42,26 +59,24 @@ def _compile_once_across_workers():
     compile_ = dispatcher.Dispatcher.compile
     if getattr(compile_, "_vits_ref_locked", False):
         return
-    folder = os.path.join(tempfile.gettempdir(), "vits_ref-compile-locks")
     try:
-        os.makedirs(folder, exist_ok=True)
+        os.makedirs(_compile_lock_dir(), exist_ok=True)
     except OSError:  # no writable temporary folder: compile as Numba does
         return
     depth = threading.local()
 
     @functools.wraps(compile_)
     def compile_locked(self, sig):
-        index = getattr(getattr(self._cache, "_cache_file", None), "_index_path", None)
-        if index is None:
+        path = compile_lock_path(self)
+        if path is None:
             return compile_(self, sig)
         # the process's compiler lock first (Dispatcher.compile takes it anyway): a thread
         # holding a file lock then never waits for another thread of its own process
         with global_compiler_lock:
             if getattr(depth, "n", 0):
                 return compile_(self, sig)
-            name = hashlib.sha1(index.encode()).hexdigest() + ".lock"
             try:
-                fh = open(os.path.join(folder, name), "a")
+                fh = open(path, "a")
             except OSError:
                 return compile_(self, sig)
             depth.n = 1
