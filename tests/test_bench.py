@@ -284,39 +284,6 @@ def test_logistic_loop_main_prints_every_policy():
     assert text.count("of a late round") == len(blog.LABELS)
 
 
-LOGISTIC_CUDA_SCRIPT = """
-import json, warnings
-warnings.simplefilter("ignore")
-import numpy as np
-from vits_ref._bench import cuda as bc
-mode, _ = bc.device_mode()
-rows = bc.measure_logistic(bc.SIMULATOR, mode, np.random.SeedSequence(0))
-keys = ("policy", "label", "runs", "rounds", "cpu", "cuda", "device", "cuda_vs_cpu_arms",
-        "diverged", "block", "sizes")
-print("RESULT" + json.dumps({"mode": mode, "rows": [{k: r[k] for k in keys} for r in rows]}))
-"""
-
-
-def test_cuda_bench_logistic_rows_under_simulator():
-    """The GPU benchmark's logistic rows (thread layout) run on the simulator at d = 3,
-    K = 4: the three pieces, no block row, finite rates, and numba-cuda's arms equal the
-    CPU prange's (the same bodies on the same inputs)."""
-    from conftest import result_under_cuda_simulator
-
-    from vits_ref._bench import cuda as bc
-
-    got = result_under_cuda_simulator(LOGISTIC_CUDA_SCRIPT)
-    assert got["mode"] == "simulator"
-    rows = got["rows"]
-    assert [r["policy"] for r in rows] == [name for _, name in bc.LOGISTIC_POLICIES]
-    for r in rows:
-        assert r["sizes"]["d"] == 3 and r["sizes"]["K"] == 4 and r["runs"] == 2, r
-        assert r["block"] is None and r["diverged"] == 0, r
-        assert all(np.isfinite(r[k]) and r[k] > 0 for k in ("cpu", "cuda", "device")), r
-        assert r["cuda_vs_cpu_arms"] == 1.0, r
-    assert bc.logistic_sizes(bc.FULL, "gpu")["d"] == bc.LOGISTIC_DIM == 10
-
-
 def test_online_bench_has_a_row_per_engine_with_a_fused_loop():
     """``python -m vits_ref bench`` and asv time the online API for LinTS, LinUCB and every
     iterative engine with a fused loop; each case plays (tiny sizes, one repeat)."""

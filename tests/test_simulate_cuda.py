@@ -405,20 +405,42 @@ def test_bench_says_no_gpu(monkeypatch, capsys):
     assert "no CUDA GPU here" in capsys.readouterr().out
 
 
-def test_bench_under_simulator():
-    """The benchmark runs end to end on the simulator (tiny sizes, labelled), its CUDA arms
-    equal the CPU prange's and the JAX peer's (when JAX is installed)."""
+#: The GPU benchmark under the simulator: its printout, then after ``RESULT`` the rows it
+#: returns for the logistic model (the last ones; their JSON-able fields) and the mode.
+BENCH_SCRIPT = """
+import json, warnings
+warnings.simplefilter("ignore")
+from vits_ref._bench import cuda as bc
+rows = bc.main()
+keys = ("policy", "label", "runs", "rounds", "cpu", "cuda", "device", "cuda_vs_cpu_arms",
+        "diverged", "block", "sizes")
+logistic = rows[len(rows) - len(bc.LOGISTIC_POLICIES):]
+print("RESULT" + json.dumps({"mode": bc.device_mode()[0],
+                             "logistic": [{k: r[k] for k in keys} for r in logistic]}))
+"""
+
+
+@pytest.fixture(scope="module")
+def bench_run():
+    """``(printout, result)`` of one run of the GPU benchmark under the simulator (a
+    subprocess), shared by the tests of its linear and its logistic rows: each start of the
+    simulated benchmark costs about a minute on the 2-core machine."""
     try:
         import numba_cuda  # noqa: F401
     except ImportError:
         pytest.skip("numba-cuda (the 'cuda' extra) is not installed")
-    script = ("import warnings; warnings.simplefilter('ignore')\n"
-              "from vits_ref._bench import cuda\ncuda.main()\n")
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    out = res.stdout
+    res = subprocess.run([sys.executable, "-c", BENCH_SCRIPT], capture_output=True,
+                         text=True, env=env, timeout=600)
+    assert res.returncode == 0 and "RESULT" in res.stdout, res.stderr[-3000:]
+    out, result = res.stdout.split("RESULT")
+    return out, json.loads(result)
+
+
+def test_bench_under_simulator(bench_run):
+    """The benchmark runs end to end on the simulator (tiny sizes, labelled), its CUDA arms
+    equal the CPU prange's and the JAX peer's (when JAX is installed)."""
+    out = bench_run[0]
     rows = [line for line in out.splitlines() if line.split()[:1] and
             line.split()[0] in POLICY_NAMES]
     assert len(rows) == len(POLICY_NAMES)
@@ -436,6 +458,24 @@ def test_bench_under_simulator():
     if jax_peer.available():
         peer = out.split("fraction of arms equal to the library's: ")[1].splitlines()[0]
         assert peer == "lints 1.000, vits-ii 1.000"
+
+
+def test_bench_logistic_rows_under_simulator(bench_run):
+    """The GPU benchmark's logistic rows (thread layout) run on the simulator at d = 3,
+    K = 4: the three pieces, no block row, finite rates, and numba-cuda's arms equal the
+    CPU prange's (the same bodies on the same inputs)."""
+    from vits_ref._bench import cuda as bc
+
+    got = bench_run[1]
+    assert got["mode"] == "simulator"
+    rows = got["logistic"]
+    assert [r["policy"] for r in rows] == [name for _, name in bc.LOGISTIC_POLICIES]
+    for r in rows:
+        assert r["sizes"]["d"] == 3 and r["sizes"]["K"] == 4 and r["runs"] == 2, r
+        assert r["block"] is None and r["diverged"] == 0, r
+        assert all(np.isfinite(r[k]) and r[k] > 0 for k in ("cpu", "cuda", "device")), r
+        assert r["cuda_vs_cpu_arms"] == 1.0, r
+    assert bc.logistic_sizes(bc.FULL, "gpu")["d"] == bc.LOGISTIC_DIM == 10
 
 
 @pytest.mark.parametrize("name", ["vits-ii", "lints"])

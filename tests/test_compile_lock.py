@@ -1,0 +1,82 @@
+"""The test session's compile lock (tests/conftest.py, ``_compile_once_across_workers``):
+a process that needs a cached function another process is compiling waits for it and
+loads the result from Numba's cache instead of compiling it a second time."""
+
+import fcntl
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+
+MODULE = textwrap.dedent("""
+    from numba import njit
+
+    @njit(cache=True)
+    def twice(x):
+        return 2 * x
+""")
+
+#: Calls ``twice`` and prints how many times this process compiled it (Numba's
+#: ``numba:compile`` event fires on a compile, not on a load from the cache).
+CALLER = textwrap.dedent("""
+    import sys
+    sys.path[:0] = sys.argv[1:3]
+    if sys.argv[3] == "locked":
+        import conftest  # noqa: F401  (installs the lock, as in a test session)
+    from numba.core import event
+    import twice_mod
+
+    compiles = []
+
+    class Count(event.Listener):
+        def on_start(self, ev):
+            compiles.append(1)
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", Count())
+    print("READY", flush=True)
+    assert twice_mod.twice(21) == 42
+    print("COMPILES", len(compiles))
+""")
+
+
+def _start(tmp_path, mode):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    return subprocess.Popen([sys.executable, "-c", CALLER, str(tmp_path), TESTS, mode],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+
+
+def _compiles(proc):
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    return int(out.split("COMPILES")[1])
+
+
+def test_a_waiting_process_loads_what_the_other_compiled(tmp_path, monkeypatch):
+    (tmp_path / "twice_mod.py").write_text(MODULE)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    # the lock file of ``twice`` as the subprocesses see it (same source, same cache folder)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.path[:0] = sys.argv[1:3]; import conftest, "
+         "twice_mod; print('PATH' + conftest.compile_lock_path(twice_mod.twice))",
+         str(tmp_path), TESTS], capture_output=True, text=True, timeout=600)
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    path = probe.stdout.split("PATH")[1].strip()
+    with open(path, "a") as held:
+        # as a worker compiling ``twice``: the locked caller must wait while an unlocked
+        # one compiles it and saves it to the cache
+        fcntl.flock(held, fcntl.LOCK_EX)
+        waiting = _start(tmp_path, "locked")
+        assert waiting.stdout.readline().strip() == "READY"
+        # without the lock it would compile ``twice`` (a fraction of a second) and exit
+        with pytest.raises(subprocess.TimeoutExpired):
+            waiting.wait(timeout=5)
+        assert _compiles(_start(tmp_path, "plain")) == 1
+    assert _compiles(waiting) == 0  # loaded from the cache after the lock was released
