@@ -135,3 +135,38 @@ def test_index_page_lists_every_claim_of_the_claims_json_files(tmp_path):
         lo, hi = r["seeds"][1]["ci"]
         assert f"seed 1: {r['seeds'][1]['estimate']:+.3g} [{lo:+.3g}, {hi:+.3g}]" in row
     assert "without a `claims.json`" in page and "Rényi" in page
+
+
+def test_report_all_builds_every_claim_paper_then_the_index(tmp_path, monkeypatch, capsys):
+    """``report all`` runs each paper with claims into OUT/PAPER, with the size and seeds
+    given, then writes OUT/index.md from their claims.json (the builds are stand-ins that
+    write one judged claim each: what is checked is the command's wiring)."""
+    from vits_ref import __main__ as cli
+    from vits_ref.experiments.claims import judged
+    from vits_ref.experiments.claims.table import FIG1
+
+    rng = np.random.default_rng(1)
+    results = [{"seed": s, "runs": 8, "rounds": 100, "results": [
+        {"panel": "zeta = 0.1", "method": m, "final_regrets": rng.normal(100, 5, 8).tolist()}
+        for m in ("VITS-II", "LinTS")]} for s in (0, 1)]
+    calls = []
+
+    def build(paper, size, out, progress=None, only=None, seeds=None):
+        calls.append((paper, size, out, tuple(seeds)))
+        recs = [{**r, "judged_by": report.TABLE_RULE, "id": f"{paper}-{r['id']}"}
+                for r in judged(FIG1[:1], results)]
+        path = f"{out}/claims.json"
+        claims.write_claims_json(path, recs, paper=paper, size=size, seeds=list(seeds),
+                                 command=f"report {paper}", date="today")
+        return {"claims": recs, "files": [f"{out}/report.md"], "claims_json": path}
+
+    monkeypatch.setattr(report, "build", build)
+    assert cli.main(["report", "all", "--size", "small", "--seeds", "3", "4",
+                     "--out", str(tmp_path)]) == 0
+    assert calls == [(p, "small", str(tmp_path / p), (3, 4)) for p in report.CLAIM_PAPERS]
+    index = (tmp_path / "index.md").read_text()
+    for p in report.CLAIM_PAPERS:
+        assert f"| {p}-fig1-vits-ii-like-lints-zeta-0.1 |" in index and report.PAPERS[p] in index
+    assert "without a `claims.json`" not in index
+    assert cli.main(["report", "all", "--only", "vits-fig1", "--out", str(tmp_path)]) == 2
+    assert "--only" in capsys.readouterr().err

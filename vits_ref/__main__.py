@@ -194,7 +194,9 @@ def _build_parser(experiments, papers):
     p_rep = sub.add_parser("report", help="run a paper's experiments and write its "
                                           "reproduction report (Markdown and HTML)",
                            parents=[common])
-    p_rep.add_argument("paper", choices=sorted(papers))
+    p_rep.add_argument("paper", choices=[*sorted(papers), "all"],
+                       help="a paper, or all: the five papers' pages one after another "
+                            "(into OUT/PAPER), then the index of every claim (OUT/index.md)")
     p_rep.add_argument("--size", choices=["paper", "small"], default="paper",
                        help="paper: every experiment at its defaults (the paper's sizes "
                             "where this machine allows); small: a few runs, to check the "
@@ -455,6 +457,8 @@ def _sweep(args):
 
 
 def _report(args):
+    if args.paper == "all":
+        return _report_all(args)
     from .experiments.report import build
 
     if args.out is None:
@@ -480,6 +484,30 @@ def _report(args):
     for c in rep["claims"]:
         print(f"{c['verdict']:>18}  {c['id']}")
     print(f"wrote {', '.join([*rep['files'], rep['claims_json']])}")
+    return 0
+
+
+def _report_all(args):
+    """``report all``: every paper with claims (not the showdown, which has none) into
+    ``OUT/PAPER`` in turn, then ``OUT/index.md``
+    (:func:`vits_ref.experiments.report.index_page`)."""
+    from .experiments.report import CLAIM_PAPERS, index_page
+
+    if args.only:
+        raise CLIError("--only names experiments of one paper; it cannot be used with all")
+    out = os.path.join("results", "report-all") if args.out is None else args.out
+    if args.out is None and os.path.exists(os.path.join(out, "index.md")) and not args.force:
+        raise CLIError(f"{out} already holds a finished report (index.md); pass --force to "
+                       f"overwrite it, or --out DIR to write elsewhere")
+    out = check_out(out)
+    for paper in CLAIM_PAPERS:
+        one = argparse.Namespace(**{**vars(args), "paper": paper,
+                                    "out": os.path.join(out, paper)})
+        _report(one)
+    index = os.path.join(out, "index.md")
+    with open(index, "w", encoding="utf-8") as fh:
+        fh.write(index_page(out))
+    print(f"wrote {index}")
     return 0
 
 

@@ -116,6 +116,9 @@ SIZES["small"].update({
 EXPERIMENTS["diffts"] = ("diffts-synthetic", "diffts-ablation", "diffts-movielens",
                          "diffts-digits")
 
+#: The papers whose claims are in the claim table, in the index's order (``report all``).
+CLAIM_PAPERS = ("vits", "vts", "renyi", "opvi", "diffts")
+
 # beyond the papers: every method on shared environments (no claims: a comparison)
 PAPERS["showdown"] = ("Showdown: every method of the library on shared environments, paired "
                       "against the best (no paper's)")
