@@ -20,8 +20,8 @@ from vits_ref.experiments._tuning import grid_search
 
 #: Keys of a summary that measure time or say how the work was executed: everything
 #: else must be bit-identical whatever the chunking, the executor or the interruptions.
-TIMING = {"wall_time_s", "us_per_round", "warmup_s", "total_wall_time_s", "execution",
-          "files", "environment"}
+TIMING = {"wall_time_s", "chunk_wall_times_s", "us_per_round", "warmup_s", "total_wall_time_s",
+          "execution", "files", "environment"}
 
 
 def _panels(seed=0):

@@ -23,6 +23,7 @@ from vits_ref.experiments.claims import (
 from vits_ref.experiments.claims.judging import EQUAL, LOWER
 from vits_ref.experiments.claims.measures import (
     EntryTimeRatio,
+    EntryTimeRatioPer,
     RepeatedTimeRatio,
     TimeRatio,
     TimeToLevel,
@@ -137,6 +138,22 @@ def test_entries_skip_and_factor():
         assert rec["seeds"][0]["estimate"] == pytest.approx(growth / 2, rel=0.05)
 
 
+def test_per_divides_by_a_number_of_the_summary():
+    """``per`` divides the ratio by the summary's number (DiffTS "T times as costly":
+    chunk timings over T); a summary without that number is not measured."""
+    ta, tb = _timings(50.0, 10, seed=4)
+    res = {"seed": 0, "n_stages": 100, "results": [
+        {"panel": "p", "method": "A", "t": ta.tolist()},
+        {"panel": "p", "method": "B", "t": tb.tolist()}]}
+    m = RepeatedTimeRatio(("A", "t"), ("B", "t"), "A / B / T", entry=True, panel="p",
+                          per="n_stages")
+    got, want = m.measure(res), paired_time_ratio(ta, tb, factor=1 / 100)
+    assert (got.estimate, got.low, got.high) == (want.estimate, want.low, want.high)
+    assert got.estimate == pytest.approx(0.5, rel=0.1)
+    assert "n_stages" in m.measure({**res, "n_stages": 0})
+    assert "n_stages" in m.measure({k: v for k, v in res.items() if k != "n_stages"})
+
+
 def test_claims_json_and_the_page_carry_the_spread(tmp_path):
     ta, tb = _timings(0.5, 12)
     rec = judged([FASTER], [_summary(ta, tb, seed=0), _summary(*_timings(0.5, 12, seed=9),
@@ -162,11 +179,12 @@ def test_bad_arguments_are_refused():
 
 
 def test_every_timing_claim_of_the_table_reads_repeats():
-    """No timing claim of the table rests on one timing: each reads interleaved repeats
-    (fig1's, MovieLens's, the OPVI BNN's two and figI's fifteen)."""
-    timing = (RepeatedTimeRatio, TimeRatio, EntryTimeRatio, TimeToLevel)
+    """No timing claim of the table rests on one timing: each reads repeats (fig1's,
+    MovieLens's, the OPVI BNN's two and figI's fifteen interleaved; DiffTS's three cost
+    claims per chunk of runs)."""
+    timing = (RepeatedTimeRatio, TimeRatio, EntryTimeRatio, EntryTimeRatioPer, TimeToLevel)
     timed = [c for c in CLAIMS if isinstance(c.measure, timing)]
-    assert len(timed) == 19
+    assert len(timed) == 22
     for c in timed:
         m = c.measure
         assert isinstance(m, RepeatedTimeRatio) or (isinstance(m, TimeToLevel) and m.paired), \

@@ -523,6 +523,9 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
                      "final_regret_stderr": float(se[-1]),  # NaN (null) for one run
                      "final_regrets": res.cumulative_regret[:, -1].tolist(),
                      "wall_time_s": res.wall_time, "fused": res.fused,
+                     # one timing per chunk of runs: the same runs in every method's chunk
+                     # (paired repeats of a time claim, claims.measures.RepeatedTimeRatio)
+                     "chunk_wall_times_s": [float(x["wall_time_s"]) for x in b],
                      "us_per_round": 1e6 * res.wall_time / (runs * rounds),
                      "warmup_s": o["warmup_s"]}
             if cand["device"] != "cpu":

@@ -766,7 +766,11 @@ class RepeatedTimeRatio:
     e.g. ``("OPVI", "wall_time_per_run_s")``. ``skip`` drops the first repeats of both
     sides (a repeat that compiled). Any two timings of one summary fit: two methods'
     times per round, or one method's times at ``2T`` and ``T`` with ``factor = 1/2`` for a
-    time claimed linear in ``T``. ``what`` names the comparison.
+    time claimed linear in ``T``. ``per`` names a number of the summary that divides the
+    ratio (e.g. ``"n_stages"``, for a method claimed ``T`` times as costly). The repeats
+    may also be the methods' timings per chunk of runs (``chunk_wall_times_s``: the same
+    runs in each method's chunk ``r``), paired on the runs but not interleaved in time.
+    ``what`` names the comparison.
     """
 
     a: tuple
@@ -776,6 +780,7 @@ class RepeatedTimeRatio:
     entry: bool = False
     panel: str | None = None
     skip: int = 0
+    per: str | None = None
 
     def __post_init__(self):
         for name in ("a", "b"):
@@ -796,11 +801,17 @@ class RepeatedTimeRatio:
         for v in got:
             if isinstance(v, str):
                 return v
+        factor = self.factor
+        if self.per is not None:
+            per = result.get(self.per)
+            if not isinstance(per, int | float) or not per > 0:
+                return f"no positive {self.per} in the summary"
+            factor /= per
         ta, tb = (np.atleast_1d(np.asarray(v, float))[self.skip:] for v in got)
         if ta.size == 0 or tb.size == 0:
             return f"no repeat left after skipping {self.skip}"
         return paired_time_ratio(ta, tb, " / ".join(map(str, self.a)),
-                                 " / ".join(map(str, self.b)), self.factor)
+                                 " / ".join(map(str, self.b)), factor)
 
 
 # -- how a regret grows late in a run ----------------------------------------------------------
