@@ -216,6 +216,13 @@ def _values_at(result, path):
     return np.asarray(got, dtype=float)
 
 
+def _two_values_at(result, a, b):
+    """``(x, y)``: the values at the summary paths ``a`` and ``b``, or the string saying
+    which is missing."""
+    x, y = _values_at(result, a), _values_at(result, b)
+    return next((v for v in (x, y) if isinstance(v, str)), (x, y))
+
+
 @dataclasses.dataclass(frozen=True)
 class PairedAt:
     """Mean over runs of ``a - b``, the per-run values at the summary paths ``a`` and ``b``
@@ -231,10 +238,10 @@ class PairedAt:
         return self.what
 
     def measure(self, result):
-        x, y = _values_at(result, self.a), _values_at(result, self.b)
-        for v in (x, y):
-            if isinstance(v, str):
-                return v
+        got = _two_values_at(result, self.a, self.b)
+        if isinstance(got, str):
+            return got
+        x, y = got
         if x.shape != y.shape or x.ndim != 1:
             return f"the two sides ran on different runs ({x.shape} and {y.shape})"
         if not (np.isfinite(x).all() and np.isfinite(y).all()):
@@ -608,10 +615,10 @@ class RepeatedRatio:
         return self.what
 
     def measure(self, result):
-        x, y = _values_at(result, self.a), _values_at(result, self.b)
-        for v in (x, y):
-            if isinstance(v, str):
-                return v
+        got = _two_values_at(result, self.a, self.b)
+        if isinstance(got, str):
+            return got
+        x, y = got
         got = timing_ratio(x, y, self.a[-1], self.b[-1])
         if isinstance(got, str) or not got.has_interval:
             return got
