@@ -400,8 +400,9 @@ def index_page(docs):
                   "| claim | where | verdict | intervals per seed | claimed | runs | "
                   "substitute |", "|---|---|---|---|---|---|---|"]
         for c in found:
-            where = c["section"] + (" (a library reading)" if c.get("library_reading")
-                                    else "")
+            where = c["section"]
+            if c.get("library_reading") and "library reading" not in where:
+                where += " (a library reading)"
             sizes = "; ".join(dict.fromkeys(c.get("sizes", [])))
             lines.append(
                 f"| {c['id']} | {where} | **{c['verdict']}** | "
