@@ -23,7 +23,8 @@ from vits_ref.experiments import _chunks
 TIMING = {"wall_time_s", "chunk_wall_times_s", "us_per_round", "warmup_s", "total_wall_time_s",
           "execution", "files", "environment", "us_per_step", "kl_at_times", "times_s",
           "train_time_s", "loaded", "draw_time_s", "time_fit", "cost", "us_per_step_repeats",
-          "wall_time_per_run_s", "us_per_round_warm", "us_per_round_warm_repeats"}
+          "wall_time_per_run_s", "us_per_round_warm", "us_per_round_warm_repeats",
+          "draw_times_s", "load_average_at_timing"}
 
 TINY_TRAIN = {"epochs": 1, "hidden": (8, 8)}
 
