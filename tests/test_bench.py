@@ -287,14 +287,16 @@ def test_logistic_loop_main_prints_every_policy():
 ONLINE_ROWS = ["lints", "linucb", "vits-ii", "vits-i", "vits-hf", "lmc", "laplace"]
 
 
-def _online_rows_play(names):
+def _online_rows(names):
+    """The online bench's rows of ``names`` at tiny sizes, one repeat."""
     from vits_ref._bench import online
 
     cases = [(n, 4, g) for n, _, g in online.CASES if n in names]
-    out = online.measure(d=3, K=4, repeats=1, cases=cases)
-    for name in names:
-        row = out[name]
-        assert row["fused_us"] > 0 and row["online_us"] > 0 and np.isfinite(row["ratio"])
+    return online.measure(d=3, K=4, repeats=1, cases=cases)
+
+
+def _row_played(row):
+    return row["fused_us"] > 0 and row["online_us"] > 0 and np.isfinite(row["ratio"])
 
 
 def test_online_bench_has_a_row_per_engine_with_a_fused_loop():
@@ -304,9 +306,11 @@ def test_online_bench_has_a_row_per_engine_with_a_fused_loop():
     from vits_ref._bench import online
 
     assert [name for name, _, _ in online.CASES] == ONLINE_ROWS
-    _online_rows_play(["lints", "laplace"])
+    out = _online_rows(["lints", "laplace"])
+    assert sorted(out) == ["laplace", "lints"] and all(map(_row_played, out.values()))
 
 
 @pytest.mark.slow
 def test_online_bench_every_row_plays():
-    _online_rows_play(ONLINE_ROWS)
+    out = _online_rows(ONLINE_ROWS)
+    assert sorted(out) == sorted(ONLINE_ROWS) and all(map(_row_played, out.values()))
