@@ -4,94 +4,21 @@ Every fixture is deterministic (fixed seeds), so every statistical test in the s
 fixed computation whose tolerance is justified where the assertion is made.
 """
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from numba_session import install_compile_lock
 
 import vits_ref as vr
 
-
-def _compile_lock_dir():
-    import os
-    import tempfile
-
-    return os.path.join(tempfile.gettempdir(), "vits_ref-compile-locks")
-
-
-def compile_lock_path(dispatcher):
-    """The lock file that :func:`_compile_once_across_workers` holds while ``dispatcher``
-    (a cached Numba dispatcher) compiles; None for an uncached one."""
-    import hashlib
-    import os
-
-    index = getattr(getattr(dispatcher._cache, "_cache_file", None), "_index_path", None)
-    if index is None:
-        return None
-    return os.path.join(_compile_lock_dir(), hashlib.sha1(index.encode()).hexdigest() + ".lock")
-
-
-def _compile_once_across_workers():
-    """Make concurrent pytest-xdist workers compile each cached function once.
-
-    The workers share Numba's on-disk cache, but a dispatcher looks there only when it
-    starts compiling: two workers whose first tests need the same fused loop both compiled
-    it side by side (the VITS-II loop, about 100 s each on the loaded 2-core machine, at
-    every cold start). Each outermost compilation of a cached function now holds an
-    exclusive ``flock`` keyed by its cache index file; a worker that waits on it then finds
-    the other's result in the cache (``Dispatcher.compile`` loads before it compiles).
-    The lock is per index file, not per signature, because Numba rewrites a function's
-    whole index on every save: two processes saving at once could drop each other's
-    entries. Only outermost compilations lock (nested ones run under their caller's lock),
-    so no process ever holds two of these locks and none can wait on another in a cycle.
-    The process's compiler lock is taken before the file lock, so a thread that holds a
-    file lock never waits for another thread of its own process. Uncached functions
-    (``NullCache``) compile without the lock: nobody else can reuse them.
-    """
-    import fcntl
-    import functools
-    import os
-    import threading
-
-    from numba.core import dispatcher
-    from numba.core.compiler_lock import global_compiler_lock
-
-    compile_ = dispatcher.Dispatcher.compile
-    if getattr(compile_, "_vits_ref_locked", False):
-        return
-    try:
-        os.makedirs(_compile_lock_dir(), exist_ok=True)
-    except OSError:  # no writable temporary folder: compile as Numba does
-        return
-    depth = threading.local()
-
-    @functools.wraps(compile_)
-    def compile_locked(self, sig):
-        path = compile_lock_path(self)
-        if path is None:
-            return compile_(self, sig)
-        # the process's compiler lock first (Dispatcher.compile takes it anyway): a thread
-        # holding a file lock then never waits for another thread of its own process
-        with global_compiler_lock:
-            if getattr(depth, "n", 0):
-                return compile_(self, sig)
-            try:
-                fh = open(path, "a")
-            except OSError:
-                return compile_(self, sig)
-            depth.n = 1
-            try:
-                with fh:
-                    fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file closes
-                    return compile_(self, sig)
-            finally:
-                depth.n = 0
-
-    compile_locked._vits_ref_locked = True
-    dispatcher.Dispatcher.compile = compile_locked
-
-
-_compile_once_across_workers()
+install_compile_lock()
+# the subprocesses of the tests (the command line, the notebooks' kernels, the simulator's
+# scripts) take the same lock: subprocess_site/sitecustomize.py installs it at start-up
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [os.path.join(os.path.dirname(os.path.abspath(__file__)), "subprocess_site")]
+    + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
 
 def pytest_configure(config):

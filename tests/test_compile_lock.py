@@ -1,4 +1,4 @@
-"""The test session's compile lock (tests/conftest.py, ``_compile_once_across_workers``):
+"""The test session's compile lock (tests/numba_session.py, ``install_compile_lock``):
 a process that needs a cached function another process is compiling waits for it and
 loads the result from Numba's cache instead of compiling it a second time."""
 
@@ -26,7 +26,8 @@ CALLER = textwrap.dedent("""
     import sys
     sys.path[:0] = sys.argv[1:3]
     if sys.argv[3] == "locked":
-        import conftest  # noqa: F401  (installs the lock, as in a test session)
+        import numba_session
+        numba_session.install_compile_lock()
     from numba.core import event
     import twice_mod
 
@@ -47,7 +48,10 @@ CALLER = textwrap.dedent("""
 
 
 def _start(tmp_path, mode):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    # "plain": as Numba is, without the lock that tests/subprocess_site installs in the
+    # test session's subprocesses
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "VITS_REF_COMPILE_LOCK": "0" if mode == "plain" else "1"}
     return subprocess.Popen([sys.executable, "-c", CALLER, str(tmp_path), TESTS, mode],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)
@@ -64,8 +68,8 @@ def test_a_waiting_process_loads_what_the_other_compiled(tmp_path, monkeypatch):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
     # the lock file of ``twice`` as the subprocesses see it (same source, same cache folder)
     probe = subprocess.run(
-        [sys.executable, "-c", "import sys; sys.path[:0] = sys.argv[1:3]; import conftest, "
-         "twice_mod; print('PATH' + conftest.compile_lock_path(twice_mod.twice))",
+        [sys.executable, "-c", "import sys; sys.path[:0] = sys.argv[1:3]; import numba_session, "
+         "twice_mod; print('PATH' + numba_session.compile_lock_path(twice_mod.twice))",
          str(tmp_path), TESTS], capture_output=True, text=True, timeout=600)
     assert probe.returncode == 0, probe.stderr[-3000:]
     path = probe.stdout.split("PATH")[1].strip()
