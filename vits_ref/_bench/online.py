@@ -14,7 +14,19 @@ comes back. Three ways of playing the same ``T`` rounds of one realisation (``d 
   ``LinUCB``): NumPy validation and the engine's Python state.
 
 Figures are per round, medians of interleaved repeats (:func:`.timing.median_times`); the
-ratio online / fused is what the online API adds to the compiled round. Goals: at most 3x
+ratio online / fused is what the online API adds to the compiled round. Two more figures
+say what no online API on these bodies can avoid, the *floor*:
+
+- *draws*: the policy's random numbers of a round (:meth:`FusedSpec.draw
+  <vits_ref.drivers.fused.FusedSpec.draw>`), which the fused column takes pre-drawn and
+  an online policy draws as it goes (so does :func:`vits_ref.simulate`);
+- *calls*: two calls from Python of compiled functions that do nothing, with the
+  arguments of the online ``select`` and ``update`` (Numba's dispatcher types each
+  argument on every call).
+
+``online / floor`` (floor = fused + draws + calls) near 1 means the API adds nothing else;
+where ``fused`` is a microsecond or two (LMC-TS's ``K_t`` steps on a tiny state), the floor
+itself exceeds the 1.3x goal. Goals: at most 3x
 for LinTS and LinUCB, 1.3x for the iterative engines: VITS-II, VITS-I, Hessian-free VITS
 and LMC-TS on the pool, and Laplace (IRLS), whose fused loop is on the logistic model
 only, on appendix G's hard instance with logistic rewards (:mod:`.logistic_loop`'s
@@ -30,6 +42,7 @@ from .._seeding import policy_seed
 from .._threads import numba_threads
 from ..bandit.online import Online
 from ..bandit.simulate import make_policy
+from ..config import cpu_jit
 from ..drivers import cpu
 from ..envs import pool
 from .timing import median_times, pin_blas_threads
@@ -89,18 +102,55 @@ def _case(name, T, d, K, seed=0):
     return fused, online, policy
 
 
+@cpu_jit
+def _select_call(meta, buf, X, sel_noise, i):
+    """Nothing, with the arguments of the online ``select``'s compiled call."""
+    return 0
+
+
+@cpu_jit
+def _update_call(meta, buf, X, arm, r, step_noise, i, n_obs):
+    """Nothing, with the arguments of the online ``update``'s compiled call."""
+    return 1
+
+
+def _floor(name, T, d, K, seed=0):
+    """``(draws, calls)``: the case's ``T`` rounds of draws, and of two compiled calls
+    that do nothing with the online calls' arguments (see the module's docstring)."""
+    pol, env = _setting(name, d, K, seed)
+    real = env.realise(T, np.random.default_rng(seed))
+    spec = pol.fused()
+    ps = policy_seed(np.random.SeedSequence(seed))
+    on = Online(pol, K, seed=ps, horizon=T)
+
+    def draws():
+        spec.draw(ps, T, d)
+
+    meta, buf, sel, steps = on._meta, on._buf, on._sel_rows, on._steps_rows
+
+    def calls():
+        for t in range(T):
+            X = real.contexts[t]
+            a = _select_call(meta, buf, X, sel, t)
+            _update_call(meta, buf, X, a, real.rewards[t, a], steps, t, t + 1)
+
+    return draws, calls
+
+
 def measure(d=20, K=50, repeats=7, cases=CASES):
-    """``{name: {"fused_us", "online_us", "policy_us", "ratio", "goal"}}``, per round."""
+    """``{name: {"fused_us", "online_us", "policy_us", "draws_us", "calls_us", "ratio",
+    "floor_ratio", "goal"}}``, per round (see the module's docstring)."""
     pin_blas_threads(1)
     out = {}
     with numba_threads(1):
         for name, T, goal in cases:
-            fns = _case(name, T, d, K)
+            fns = _case(name, T, d, K) + _floor(name, T, d, K)
             for fn in fns:  # compile and warm, untimed
                 fn()
-            f, o, p = (s / T for s in median_times(fns, repeats))
+            f, o, p, dr, c = (s / T for s in median_times(fns, repeats))
             out[name] = {"fused_us": 1e6 * f, "online_us": 1e6 * o, "policy_us": 1e6 * p,
-                         "ratio": o / f, "goal": goal}
+                         "draws_us": 1e6 * dr, "calls_us": 1e6 * c, "ratio": o / f,
+                         "floor_ratio": o / (f + dr + c), "goal": goal}
     return out
 
 
@@ -108,12 +158,15 @@ def main(quick=False):
     """Print the per-round cost of the online API against the fused loop's round."""
     m = measure(repeats=3 if quick else 7)
     print("Online API: select + update per round, d = 20, K = 50, one thread "
-          "(fused: the compiled round alone)")
+          "(fused: the compiled round alone; floor: fused + the round's draws + two "
+          "compiled calls that do nothing)")
     print(f"  {'policy':8s} {'fused us':>9s} {'online us':>10s} {'online/fused':>13s} "
+          f"{'goal':>5s} {'draws us':>9s} {'calls us':>9s} {'online/floor':>13s} "
           f"{'policy API us':>14s}")
     for name, r in m.items():
         print(f"  {name:8s} {r['fused_us']:9.1f} {r['online_us']:10.1f} {r['ratio']:12.2f}x "
-              f"{r['policy_us']:14.1f}")
+              f"{r['goal']:4.1f}x {r['draws_us']:9.2f} {r['calls_us']:9.2f} "
+              f"{r['floor_ratio']:12.2f}x {r['policy_us']:14.1f}")
     return m
 
 
