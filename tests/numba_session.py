@@ -1,21 +1,11 @@
-"""Numba in a test session: compiled at LLVM's -O1 into a cache of its own, each cached
-function compiled once across processes, and an optional log of every compilation.
+"""Numba in a test session: each cached function compiled once across processes, and an
+optional log of every compilation.
 
-Imported by ``tests/conftest.py`` in the pytest workers before Numba is, and by
+Installed by ``tests/conftest.py`` in the pytest workers, and by
 ``tests/subprocess_site/sitecustomize.py`` in the processes the tests start (the command
 line, the notebooks' kernels, the simulator's scripts), which find it on the
 ``PYTHONPATH`` that conftest sets. ``VITS_REF_COMPILE_LOCK=0`` leaves Numba's compiling as
 it is.
-
-**-O1.** Compiling is most of a cold test run, and LLVM's optimisation is a third of
-each compilation: the VITS-II fused loop compiles in 39 s at -O1 against 57 s at Numba's
-default -O3, and runs as fast at the tests' sizes. The numbers are the same bit for bit:
-without fast-math flags (``vits_ref.config.FASTMATH`` is off by default) LLVM keeps IEEE
-semantics at every level (no reassociation, no contraction into FMAs), which
-``tests/test_opt_level.py`` checks. The compiled code lives in ``.pytest_cache/numba-O1``
-of the repository, not in the ``__pycache__`` folders a user's own runs and benchmarks
-load from, so that no -O1 code is ever timed. ``NUMBA_OPT`` set in the environment (for
-example ``NUMBA_OPT=3 python -m pytest``) keeps Numba's level and cache folder as they are.
 """
 
 import fcntl
@@ -23,20 +13,9 @@ import functools
 import hashlib
 import json
 import os
-import sys
 import tempfile
 import threading
 import time
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-if "NUMBA_OPT" not in os.environ:
-    os.environ["NUMBA_OPT"] = "1"
-    os.environ["NUMBA_CACHE_DIR"] = os.path.join(REPO, ".pytest_cache", "numba-O1")
-    if "numba" in sys.modules:  # imported earlier (a plugin): read the settings again
-        from numba.core import config as _config
-
-        _config.reload_config()
 
 
 def _compile_lock_dir():

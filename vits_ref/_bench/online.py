@@ -161,11 +161,11 @@ def main(quick=False):
           "(fused: the compiled round alone; floor: fused + the round's draws + two "
           "compiled calls that do nothing)")
     print(f"  {'policy':8s} {'fused us':>9s} {'online us':>10s} {'online/fused':>13s} "
-          f"{'goal':>5s} {'draws us':>9s} {'calls us':>9s} {'online/floor':>13s} "
+          f"{'draws us':>9s} {'calls us':>9s} {'online/floor':>13s} "
           f"{'policy API us':>14s}")
     for name, r in m.items():
         print(f"  {name:8s} {r['fused_us']:9.1f} {r['online_us']:10.1f} {r['ratio']:12.2f}x "
-              f"{r['goal']:4.1f}x {r['draws_us']:9.2f} {r['calls_us']:9.2f} "
+              f"{r['draws_us']:9.2f} {r['calls_us']:9.2f} "
               f"{r['floor_ratio']:12.2f}x {r['policy_us']:14.1f}")
     return m
 
