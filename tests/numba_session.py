@@ -22,14 +22,23 @@ def _compile_lock_dir():
     return os.path.join(tempfile.gettempdir(), "vits_ref-compile-locks")
 
 
+def _lock_path(key):
+    return os.path.join(_compile_lock_dir(), hashlib.sha1(key.encode()).hexdigest() + ".lock")
+
+
 def compile_lock_path(dispatcher):
     """The lock file that :func:`install_compile_lock` holds while ``dispatcher``
-    (a cached Numba dispatcher) compiles; None for an uncached one."""
-
+    (a cached Numba dispatcher) compiles: one per cache index file and closure (a factory's
+    closures share an index file, each is its own function); None for an uncached one."""
     index = getattr(getattr(dispatcher._cache, "_cache_file", None), "_index_path", None)
     if index is None:
         return None
-    return os.path.join(_compile_lock_dir(), hashlib.sha1(index.encode()).hexdigest() + ".lock")
+    return _lock_path(index + "|" + _closure(dispatcher.py_func))
+
+
+def save_lock_path(index_path):
+    """The lock file held while an entry is saved to the cache index ``index_path``."""
+    return _lock_path(index_path + "|save")
 
 
 def install_compile_lock():
@@ -39,18 +48,23 @@ def install_compile_lock():
     starts compiling: two workers whose first tests need the same fused loop both compiled
     it side by side (the VITS-II loop, about 100 s each on the loaded 2-core machine, at
     every cold start). Each outermost compilation of a cached function now holds an
-    exclusive ``flock`` keyed by its cache index file; a worker that waits on it then finds
-    the other's result in the cache (``Dispatcher.compile`` loads before it compiles).
-    The lock is per index file, not per signature, because Numba rewrites a function's
-    whole index on every save: two processes saving at once could drop each other's
-    entries. Only outermost compilations lock (nested ones run under their caller's lock),
-    so no process ever holds two of these locks and none can wait on another in a cycle.
-    The process's compiler lock is taken before the file lock, so a thread that holds a
-    file lock never waits for another thread of its own process. Uncached functions
-    (``NullCache``) compile without the lock: nobody else can reuse them.
+    exclusive ``flock`` keyed by its cache index file and its closure
+    (:func:`compile_lock_path`); a worker that waits on it then finds the other's result
+    in the cache (``Dispatcher.compile`` loads before it compiles). Other closures of the
+    same factory (the fused loop of another policy) compile meanwhile: they were
+    serialised behind one lock per index file, 105 s of waiting in a cold run.
+    Saving to an index file takes a second lock, per index file (:func:`save_lock_path`),
+    for as long as the save: Numba rewrites the whole index and numbers the new data file
+    from it, so two processes saving at once could drop each other's entries or write one
+    data file. A save holds no other lock of its own while it runs, and only outermost
+    compilations take the compile lock (nested ones run under their caller's), so no
+    process waits for another in a cycle. The process's compiler lock is taken before
+    the file lock, so a thread that holds a file lock never waits for another thread of
+    its own process. Uncached functions (``NullCache``) compile without the lock: nobody
+    else can reuse them.
     """
 
-    from numba.core import dispatcher
+    from numba.core import caching, dispatcher
     from numba.core.compiler_lock import global_compiler_lock
 
     compile_ = dispatcher.Dispatcher.compile
@@ -90,8 +104,21 @@ def install_compile_lock():
             finally:
                 depth.n = 0
 
+    save_ = caching.IndexDataCacheFile.save
+
+    @functools.wraps(save_)
+    def save_locked(self, key, data):
+        try:
+            fh = open(save_lock_path(self._index_path), "a")
+        except OSError:
+            return save_(self, key, data)
+        with fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            return save_(self, key, data)
+
     compile_locked._vits_ref_locked = True
     dispatcher.Dispatcher.compile = compile_locked
+    caching.IndexDataCacheFile.save = save_locked
 
 
 def _compile_log():

@@ -3,9 +3,9 @@
 Every check here is exact (``assert_array_equal``): drawing a run's realisation and its
 policy randomness a chunk of rounds at a time, and running the rounds chunk by chunk with
 the state carried in the run's buffer, must give the same bits as one whole draw and one
-whole-horizon run (``vits_ref.drivers.cpu.bandit_runs`` over ``make_bandit_run``, the path
-used before chunking). Chunk sizes 1 and 7 (a prime that divides none of the horizons, so
-the last chunk is short and every boundary falls mid-way) and the whole horizon.
+whole-horizon run of each run (``vits_ref.drivers.cpu.bandit_run``, the path used before
+chunking). Chunk sizes 1 and 7 (a prime that divides none of the horizons, so the last
+chunk is short and every boundary falls mid-way) and the whole horizon.
 """
 
 import importlib
@@ -137,20 +137,19 @@ def test_a_spec_without_draw_chunks_is_sliced():
 
 
 def _whole_horizon(spec, env, root, kl_rounds):
-    """The pre-chunking path: whole draws, ``cpu.bandit_runs`` over ``make_bandit_run``."""
-    reals, noises = [], []
+    """The pre-chunking path: whole draws, and each run by ``cpu.bandit_run`` (one run,
+    serial, its state allocated by the call: not the ``prange`` driver over the runs'
+    buffers that ``simulate`` runs chunk by chunk)."""
+    regret, arms = np.empty((R, T)), np.empty((R, T), dtype=np.int64)
+    kl = np.full((R, kl_rounds.size), np.nan)
+    run = cpu.bandit_run(spec.piece)
     for r in range(R):
         rs = child(root, r)
-        reals.append(_fused_draws.realise(env, rs, T))
-        noises.append(spec.draw(child(rs, 1), T, env.dim))
-    regret, arms = np.empty((R, T)), np.empty((R, T), dtype=np.int64)
-    kl, status = np.full((R, kl_rounds.size), np.nan), np.zeros(R, dtype=np.int64)
-    cpu.bandit_runs(spec.piece)(
-        spec.params, *(np.stack([getattr(x, f) for x in reals])
-                       for f in ("contexts", "means", "rewards")),
-        *(np.stack([n[i] for n in noises]) for i in range(3)), kl_rounds, regret, arms, kl,
-        status)
-    assert not status.any()
+        real = _fused_draws.realise(env, rs, T)
+        init, sel, steps = spec.draw(child(rs, 1), T, env.dim)
+        status = run(spec.params, real.contexts, real.means, real.rewards, init, sel, steps,
+                     kl_rounds, regret[r], arms[r], kl[r])
+        assert status == 0
     return regret, arms, kl
 
 

@@ -84,3 +84,49 @@ def test_a_waiting_process_loads_what_the_other_compiled(tmp_path, monkeypatch):
             waiting.wait(timeout=5)
         assert _compiles(_start(tmp_path, "plain")) == 1
     assert _compiles(waiting) == 0  # loaded from the cache after the lock was released
+
+
+FACTORY = textwrap.dedent("""
+    from numba import njit
+
+    def make(k):
+        @njit(cache=True)
+        def times(x):
+            return k * x
+        return times
+
+    double, triple = make(2), make(3)
+""")
+
+
+def test_closures_of_one_factory_lock_apart_and_save_under_one_lock(tmp_path):
+    """Two closures of one factory share a cache index file but are two functions: each
+    compiles under its own lock (neither waits for the other), and both saves go through
+    the index file's save lock, so that neither entry is lost."""
+    (tmp_path / "factory_mod.py").write_text(FACTORY)
+    script = textwrap.dedent("""
+        import sys
+        sys.path[:0] = sys.argv[1:3]
+        import numba_session
+        numba_session.install_compile_lock()
+        import factory_mod as f
+        a, b = (numba_session.compile_lock_path(g) for g in (f.double, f.triple))
+        again = numba_session.compile_lock_path(f.make(2))
+        index = f.double._cache._cache_file._index_path
+        assert index == f.triple._cache._cache_file._index_path
+        print("PATHS", a, b, again, numba_session.save_lock_path(index))
+        assert f.double(4) == 8 and f.triple(4) == 12
+        print("SAVED", sorted(len(g.stats.cache_misses) for g in (f.double, f.triple)))
+    """)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "VITS_REF_COMPILE_LOCK": "1"}
+    res = subprocess.run([sys.executable, "-c", script, str(tmp_path), TESTS],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    a, b, again, save = res.stdout.split("PATHS")[1].split()[:4]
+    assert a != b and a == again and save not in (a, b)
+    # a second process finds both entries in the index: it loads, compiles nothing
+    res = subprocess.run([sys.executable, "-c", script, str(tmp_path), TESTS],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.split("SAVED")[1].split("\n")[0].strip() == "[0, 0]"

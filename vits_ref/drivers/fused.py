@@ -2,7 +2,7 @@
 
 A policy (or the engine behind a Thompson-sampling policy) that has a fused loop returns
 a :class:`FusedSpec` from ``fused(kl=...)``; :func:`vits_ref.bandit.simulate` runs any of them
-through one generic driver (:func:`vits_ref.drivers.cpu.bandit_runs`), with no list of
+through one generic driver (:func:`vits_ref.drivers.cpu.bandit_rounds`), with no list of
 policies anywhere. The randomness a run consumes is drawn in bulk with NumPy, in the
 order the online ``select``/``update`` API draws it, so the fused loop, the Python loop
 and the NumPy reference give the same regret. For long runs it is drawn a chunk of rounds

@@ -1,6 +1,7 @@
-"""The fused bandit loops: whole runs (:func:`bandit_run`, :func:`bandit_runs`) and chunks
-of rounds (:func:`bandit_rounds`) of any bandit piece (:mod:`vits_ref.drivers.fused`),
-over pre-drawn randomness; the streamed loops are in :mod:`.streams`.
+"""The fused bandit loops: one whole run (:func:`bandit_run`), and chunks of rounds of
+independent runs (:func:`bandit_rounds`; :func:`bandit_runs`, the whole horizon as one
+chunk) of any bandit piece (:mod:`vits_ref.drivers.fused`), over pre-drawn randomness;
+the streamed loops are in :mod:`.streams`.
 
 One driver per piece, cached in the process and closing over the piece's
 ``fingerprint``; the ``prange`` drivers run one independent run per iteration, each from
@@ -46,29 +47,24 @@ def bandit_run(piece):
 
 @functools.cache
 def bandit_runs(piece):
-    """``run(params, contexts, ..., kl_out, status)``: ``prange`` over independent runs.
+    """``call(params, contexts, ..., kl_out, status)``: independent whole runs, ``prange``
+    over the runs.
 
-    Every per-run array has the runs on its leading axis; each run is computed by one
-    thread from its own arrays, so the results do not depend on the number of threads.
+    Every per-run array has the runs on its leading axis (``contexts`` (R, T, K, d), ...,
+    ``status`` (R,)); each run is computed by one thread from its own arrays, so the results
+    do not depend on the number of threads. The whole horizon is one chunk of
+    :func:`bandit_rounds` (``t0 = 0``): the loop :func:`vits_ref.simulate` runs, compiled
+    once for both (``tests/test_chunked_rounds.py`` checks it against the serial
+    :func:`bandit_run` over ``make_bandit_run``, bit for bit).
     """
-    body = make_bandit_run(piece)
-    fp = piece.fingerprint  # in the closure: Numba's cache key follows the bodies
+    run = bandit_rounds(piece)
     size = piece.state_size
-
-    @cpu_jit(parallel=True)
-    def run(params, bufs, contexts, means, rewards, init_noise, sel_noise, step_noise,
-            kl_rounds, regret, arms, kl_out, status):
-        _ = fp
-        for r in prange(contexts.shape[0]):
-            status[r] = body(params, bufs[r], contexts[r], means[r], rewards[r], init_noise[r],
-                             sel_noise[r], step_noise[r], kl_rounds, regret[r], arms[r],
-                             kl_out[r])
 
     def call(params, contexts, means, rewards, init_noise, sel_noise, step_noise, kl_rounds,
              regret, arms, kl_out, status):
         R, T, K, d = contexts.shape
         bufs = np.empty((R, size(d, K, step_noise.shape[3], T)))
-        run(params, bufs, contexts, means, rewards, init_noise, sel_noise, step_noise,
+        run(params, bufs, 0, contexts, means, rewards, init_noise, sel_noise, step_noise,
             kl_rounds, regret, arms, kl_out, status)
 
     return call
