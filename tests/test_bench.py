@@ -296,11 +296,11 @@ def _online_rows(names):
 
 
 def _row_played(row):
-    # the floor's parts are timed (draws can be none: LinUCB draws nothing) and the floor
-    # is at least the fused round, so online / floor is at most online / fused
+    # the floor's parts are timed (draws can be none: LinUCB draws nothing), and each
+    # denominator adds a part to the one before: fused <= fused + draws <= the floor
     return (row["fused_us"] > 0 and row["online_us"] > 0 and np.isfinite(row["ratio"])
             and row["draws_us"] >= 0 and row["calls_us"] > 0
-            and 0 < row["floor_ratio"] <= row["ratio"])
+            and 0 < row["floor_ratio"] <= row["drawn_ratio"] <= row["ratio"])
 
 
 def test_online_bench_has_a_row_per_engine_with_a_fused_loop():
