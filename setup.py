@@ -22,10 +22,12 @@ EXTRAS = {
              # numba-cuda alone runs the CUDA simulator tests (NUMBA_ENABLE_CUDASIM=1);
              # the compiler wheels that tests/test_cuda_ptx.py needs are the "ptx" extra
              "numba-cuda>=0.20"],
-    # the CUDA 12 compiler wheels (NVVM, NVRTC: about 430 MB of NVIDIA runtime wheels) so
-    # that tests/test_cuda_ptx.py compiles every kernel to sm_90 PTX; no GPU is used, and
-    # without them those tests skip. .ci/run installs it
-    "ptx": ["numba-cuda[cu12]>=0.20"],
+    # the CUDA 12 compiler wheels that compile_ptx needs, NVVM (nvcc) and NVRTC (about 310 MB
+    # of NVIDIA wheels; numba-cuda's own cu12 extra adds the runtime, CCCL and nvJitLink, 430
+    # MB in all), so that tests/test_cuda_ptx.py compiles every kernel to sm_90 PTX (all 50
+    # cases, slow groups included, pass with these alone); no GPU is used, and without them
+    # those tests skip. .ci/run installs it
+    "ptx": ["numba-cuda>=0.20", "cuda-bindings>=12.9.1,<13", "cuda-toolkit[nvcc,nvrtc]==12.*"],
     # the figures, and tqdm's progress bars of the runs and of long work
     # (DiffusionPrior.fit; a line per step without it)
     "plot": ["matplotlib>=3.7", "tqdm>=4.60"],
