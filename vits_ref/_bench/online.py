@@ -68,11 +68,15 @@ def _setting(name, d, K, seed):
     return make_policy(name, d), pool(dim=d, n_arms=K, zeta=1.0, seed=seed)
 
 
-def _case(name, T, d, K, seed=0):
+def _problem(name, T, d, K, seed):
+    """``(policy, realisation of T rounds, fused spec, policy seed)`` of a case."""
     pol, env = _setting(name, d, K, seed)
     real = env.realise(T, np.random.default_rng(seed))
-    spec = pol.fused()
-    ps = policy_seed(np.random.SeedSequence(seed))
+    return pol, real, pol.fused(), policy_seed(np.random.SeedSequence(seed))
+
+
+def _case(name, T, d, K, seed=0):
+    pol, real, spec, ps = _problem(name, T, d, K, seed)
     init, sel, steps = spec.draw(ps, T, d)
     regret, arms = np.empty(T), np.empty(T, dtype=np.int64)
     run = cpu.bandit_run(spec.piece)
@@ -124,10 +128,7 @@ def _update_call(meta, buf, X, arm, r, step_noise, i, n_obs):
 def _floor(name, T, d, K, seed=0):
     """``(draws, calls)``: the case's ``T`` rounds of draws, and of two compiled calls
     that do nothing with the online calls' arguments (see the module's docstring)."""
-    pol, env = _setting(name, d, K, seed)
-    real = env.realise(T, np.random.default_rng(seed))
-    spec = pol.fused()
-    ps = policy_seed(np.random.SeedSequence(seed))
+    pol, real, spec, ps = _problem(name, T, d, K, seed)
     on = Online(pol, K, seed=ps, horizon=T)
 
     def draws():  # as the online side draws them: one block of T rounds
