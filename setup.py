@@ -17,6 +17,8 @@ EXTRAS = {
     "test": ["pytest>=7", "pytest-xdist>=3", "hypothesis>=6", "statsmodels>=0.14",
              "scikit-learn>=1.3", "nbclient>=0.9", "nbformat>=5.9", "ipykernel>=6",
              "matplotlib>=3.7", "ruff>=0.5", "import-linter>=2", "tqdm>=4.60",
+             # pytest.ini's per-test time limit: a hung test fails with its stacks
+             "pytest-timeout>=2.1",
              # the Dask executor's bit-identity test (tests/test_chunks.py)
              "distributed>=2024.1", "cryptography>=41",
              # numba-cuda alone runs the CUDA simulator tests (NUMBA_ENABLE_CUDASIM=1);

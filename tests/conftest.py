@@ -39,6 +39,14 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: paper-size reproductions (deselected by default)")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Paper-size reproductions (``slow``) run as long as they need: pytest.ini's time
+    limit is for the default run, where a test that takes 10 minutes is a hang."""
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(0))
+
+
 @dataclass(frozen=True)
 class LinearProblem:
     """A linear-Gaussian posterior and the data that define it (docs/algorithms.md section 1)."""

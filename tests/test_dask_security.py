@@ -8,6 +8,7 @@ interface, and serves no HTTP routes (no dashboard, metrics or proxy; it used to
 127.0.0.1:8787). Each check below connected or answered before the cluster was secured.
 """
 
+import gc
 import urllib.error
 import urllib.request
 
@@ -23,13 +24,21 @@ from vits_ref.experiments import _chunks  # noqa: E402
 
 
 def _refused(address, **kwargs):
-    """Whether a client connecting to ``address`` with ``kwargs`` is turned away."""
+    """Whether a client connecting to ``address`` with ``kwargs`` is turned away.
+
+    A refused ``Client`` is left half-built in a reference cycle, and its ``__del__``
+    closes its loop runner. Collected by chance inside the next ``Client``'s start, which
+    holds that runner's (non-reentrant) lock, it hung the test run; so it is collected
+    here, before anything else starts."""
     try:
         client = Client(address, timeout=5, **kwargs)
     except Exception:  # the TLS layer's errors vary (TypeError, CommClosedError, OSError)
-        return True
-    client.close()
-    return False
+        refused = True
+    else:
+        client.close()
+        refused = False
+    gc.collect()
+    return refused
 
 
 def test_local_cluster_refuses_clients_without_its_credentials():
