@@ -137,9 +137,9 @@ def test_a_spec_without_draw_chunks_is_sliced():
 
 
 def _whole_horizon(spec, env, root, kl_rounds):
-    """The pre-chunking path: whole draws, and each run by ``cpu.bandit_run`` (one run,
-    serial, its state allocated by the call: not the ``prange`` driver over the runs'
-    buffers that ``simulate`` runs chunk by chunk)."""
+    """The pre-chunking path: whole draws, and each run by ``cpu.bandit_run`` (one run a
+    call, the whole horizon in one chunk, its state allocated by the call; not the runs'
+    buffers that ``simulate`` carries from chunk to chunk)."""
     regret, arms = np.empty((R, T)), np.empty((R, T), dtype=np.int64)
     kl = np.full((R, kl_rounds.size), np.nan)
     run = cpu.bandit_run(spec.piece)

@@ -17,30 +17,32 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
 from ...config import cpu_jit
-from ...kernels.bandit import make_bandit_rounds, make_bandit_run
+from ...kernels.bandit import make_bandit_rounds
 
 
 @functools.cache
 def bandit_run(piece):
     """``run(params, contexts, means, rewards, init_noise, sel_noise, step_noise, kl_rounds,
-    regret, arms, kl_out) -> status``: one run (allocates its state buffer)."""
-    body = make_bandit_run(piece)
-    fp = piece.fingerprint  # in the closure: Numba's cache key follows the bodies
-    size = piece.state_size
+    regret, arms, kl_out) -> status``: one run (allocates its state buffer).
 
-    @cpu_jit
-    def run(params, n_state, contexts, means, rewards, init_noise, sel_noise, step_noise,
-            kl_rounds, regret, arms, kl_out):
-        _ = fp
-        buf = np.empty(n_state)
-        return body(params, buf, contexts, means, rewards, init_noise, sel_noise, step_noise,
-                    kl_rounds, regret, arms, kl_out)
+    The whole horizon as one chunk of :func:`bandit_rounds` with one run (every array a
+    view with a leading axis of one): the loop :func:`vits_ref.simulate` runs, so that a
+    policy's round is compiled once for both. A loop of its own per piece cost a cold test
+    run about 140 s of compilation; the ``prange`` launch it pays instead is a few
+    microseconds a call, on calls of hundreds of rounds.
+    """
+    run = bandit_rounds(piece)
+    size = piece.state_size
 
     def call(params, contexts, means, rewards, init_noise, sel_noise, step_noise, kl_rounds,
              regret, arms, kl_out):
         T, K, d = contexts.shape
-        return run(params, size(d, K, step_noise.shape[2], T), contexts, means, rewards,
-                   init_noise, sel_noise, step_noise, kl_rounds, regret, arms, kl_out)
+        bufs = np.empty((1, size(d, K, step_noise.shape[2], T)))
+        status = np.zeros(1, dtype=np.int64)
+        run(params, bufs, 0, contexts[None], means[None], rewards[None], init_noise[None],
+            sel_noise[None], step_noise[None], kl_rounds, regret[None], arms[None],
+            kl_out[None], status)
+        return int(status[0])
 
     return call
 
@@ -54,8 +56,8 @@ def bandit_runs(piece):
     ``status`` (R,)); each run is computed by one thread from its own arrays, so the results
     do not depend on the number of threads. The whole horizon is one chunk of
     :func:`bandit_rounds` (``t0 = 0``): the loop :func:`vits_ref.simulate` runs, compiled
-    once for both (``tests/test_chunked_rounds.py`` checks it against the serial
-    :func:`bandit_run` over ``make_bandit_run``, bit for bit).
+    once for both (``tests/test_chunked_rounds.py`` checks it against chunks of every size,
+    and against the plain NumPy loop of :mod:`vits_ref.reference`, bit for bit).
     """
     run = bandit_rounds(piece)
     size = piece.state_size
