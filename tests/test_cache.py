@@ -200,6 +200,136 @@ def test_every_one_row_driver_closes_over_the_stamp():
 
 
 # ---------------------------------------------------------------------------------------
+# the key is the same in every process: no dispatcher in a closure
+
+
+def _every_driver():
+    """``{label: dispatcher}``: every cached driver of ``vits_ref.drivers.cpu``, each
+    factory called with every argument it takes (the library's potentials, bandit pieces,
+    environments' stream rounds, diffusion bodies, both ``parallel`` forms). Nothing is
+    compiled but the online calls of the random piece (``bandit_online`` compiles its four
+    functions when it builds them: the other pieces' are the same template)."""
+    from numba.core.registry import CPUDispatcher
+    from vits_ref.kernels import (
+        bandit,
+        bandit_streams,
+        bnn,
+        classifier,
+        ddpm_mlp,
+        diffusion_chain,
+        langevin,
+        linear,
+        lints,
+        linucb,
+        logistic,
+        logistic_bandit,
+        mlp,
+        vits,
+        welling_teh,
+    )
+
+    from vits_ref.drivers import cpu
+
+    pools = {
+        "potential": [m.POTENTIAL for m in (linear, logistic, bnn, classifier, mlp,
+                                             welling_teh)],
+        "piece": [bandit.RANDOM, lints.PIECE, linucb.PIECE, langevin.PIECE, vits.PIECE,
+                  logistic_bandit.VITS_PIECE, logistic_bandit.LANGEVIN_PIECE,
+                  logistic_bandit.LAPLACE_PIECE],
+        "env_round": [bandit_streams.pool_round, bandit_streams.hard_round],
+        "bodies": [diffusion_chain.AFFINE, ddpm_mlp.MLP],
+        "parallel": [False, True],
+    }
+    found = {}
+
+    def collect(label, obj):
+        if isinstance(obj, CPUDispatcher):
+            found[label] = obj
+        elif isinstance(obj, tuple):
+            for i, o in enumerate(obj):
+                collect(f"{label}[{i}]", o)
+        elif inspect.isfunction(obj) and obj.__closure__:  # a Python wrapper: its drivers
+            for name, cell in zip(obj.__code__.co_freevars, obj.__closure__, strict=True):
+                if isinstance(cell.cell_contents, CPUDispatcher):
+                    collect(f"{label}.{name}", cell.cell_contents)
+
+    for name in cpu.__all__:
+        factory = getattr(cpu, name)
+        if isinstance(factory, CPUDispatcher):
+            collect(name, factory)
+            continue
+        if not hasattr(factory, "cache_info"):  # a plain helper (scratch sizes, meta)
+            continue
+        params = list(inspect.signature(factory).parameters)
+        if name == "bandit_online":
+            collect(f"{name}(random)", factory(bandit.RANDOM))
+            continue
+        combos = [()]
+        for p in params:
+            combos = [c + (v,) for c in combos for v in pools[p]]
+        for args in combos:
+            collect(f"{name}{tuple(getattr(a, 'name', a) for a in args)}", factory(*args))
+    return found
+
+
+def test_no_cached_driver_closes_over_a_dispatcher(monkeypatch):
+    """Numba keys a cached closure by its cells as pickled; a dispatcher pickles with a
+    uuid drawn in each process, so a driver whose cells hold one, directly or through a
+    body pickled by value, gets a new key in every process and is never loaded from the
+    cache (vits_ref/config.py). Pickling every driver's cells with dispatchers made
+    unpicklable finds each such cell."""
+    from numba.core.dispatcher import Dispatcher
+    from numba.core.serialize import dumps
+
+    drivers = _every_driver()
+    assert len(drivers) > 100  # the scan reached the factories' drivers
+
+    def refuse(self):
+        raise RuntimeError(f"a dispatcher in a closure: {self.py_func.__qualname__}")
+
+    monkeypatch.setattr(Dispatcher, "_reduce_states", refuse)
+    bad = {}
+    for label, d in drivers.items():
+        if d.py_func.__closure__:
+            try:
+                dumps(tuple(c.cell_contents for c in d.py_func.__closure__))
+            except RuntimeError as err:
+                bad[label] = str(err)
+    assert not bad, bad
+
+
+KEY_SCRIPT = textwrap.dedent("""
+    import hashlib, json
+    from numba.core.serialize import dumps
+    from vits_ref.drivers import cpu
+    from vits_ref.kernels import logistic, mlp
+
+    out = {}
+    for pot in (logistic.POTENTIAL, mlp.POTENTIAL):
+        for parallel in (False, True):
+            run = cpu.svgd_steps(pot, parallel)
+            cells = dumps(tuple(c.cell_contents for c in run.py_func.__closure__))
+            out[f"{pot.name}/{parallel}"] = hashlib.sha256(cells).hexdigest()
+    print("RESULT " + json.dumps(out))
+""")
+
+
+def test_svgd_steps_have_one_cache_key_in_every_process():
+    """The part of Numba's cache key that comes from the closure (``_index_key``: the
+    cells pickled) is the same in two fresh processes: before, SVGD's steps closed over
+    the direction's dispatcher, and every process of a ``--jobs`` run compiled them
+    again."""
+    keys = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", KEY_SCRIPT], capture_output=True,
+                              text=True, check=True)
+        line, = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+        keys.append(json.loads(line[len("RESULT "):]))
+    assert len(keys[0]) == 4
+    assert keys[0] == keys[1]
+
+
+# ---------------------------------------------------------------------------------------
 # subprocesses: an edit in another file recompiles (on a copy of the sources)
 
 EDIT_SCRIPT = textwrap.dedent("""

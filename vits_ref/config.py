@@ -42,6 +42,13 @@ ERROR_MODEL = "numpy"
 # :func:`stamped` at module level or in a factory) or through a bodies' fingerprint that
 # includes it (:func:`vits_ref.kernels.potential.fingerprint`): an edit of any kernel or
 # driver source, of this file, or a change of the compile options gives it a new key.
+#
+# The key hashes the closure's cells as pickled (cloudpickle), so no cached function may
+# close over a compiled dispatcher, directly or through a body pickled by value: a
+# dispatcher pickles with a uuid drawn anew in each process, so its caller's key would
+# change with every process and the cache would never load it (SVGD's steps were compiled
+# again by every worker process of a parallel run). Call another compiled function as a
+# module-level global, or inline its body (tests/test_cache.py checks every driver).
 
 
 def _stamp_sources():

@@ -16,7 +16,7 @@ from numba import prange
 from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
-from ...config import cpu_jit
+from ...config import cpu_jit, kernel
 from ...kernels.bandit import make_bandit_rounds
 
 
@@ -243,9 +243,8 @@ def bandit_online(piece):
         state, _o = views(buf, int(meta[_D]), int(meta[_K]), int(meta[_M]), int(meta[_T]))
         init(P(*_params_from(meta, P)), state, init_noise)
 
-    @cpu_jit
-    def choose(meta, buf, X, sel_noise, i):
-        _ = fp
+    @kernel(inline=True)
+    def choose_one(meta, buf, X, sel_noise, i):
         K, d = X.shape
         if K != int(meta[_K]) or d != int(meta[_D]):
             return -2
@@ -253,6 +252,11 @@ def bandit_online(piece):
             return -1
         state, _o = views(buf, d, K, int(meta[_M]), int(meta[_T]))
         return select(P(*_params_from(meta, P)), state, X, sel_noise[i])
+
+    @cpu_jit
+    def choose(meta, buf, X, sel_noise, i):
+        _ = fp
+        return choose_one(meta, buf, X, sel_noise, i)
 
     @cpu_jit
     def learn(meta, buf, X, arm, r, step_noise, i, n_obs):
@@ -280,8 +284,10 @@ def bandit_online(piece):
         draws ``sel_noise[i0:i0 + n]`` into ``out``; returns the index of the first round
         whose contexts are refused (nothing after it is chosen), or ``n``."""
         _ = fp
+        # the body, not the dispatcher ``choose``: a dispatcher in the closure would give
+        # this function a new cache key in every process (vits_ref/config.py)
         for k in range(out.shape[0]):
-            arm = choose(meta, buf, Xs[k], sel_noise, i0 + k)
+            arm = choose_one(meta, buf, Xs[k], sel_noise, i0 + k)
             if arm < 0:
                 return k
             out[k] = arm

@@ -137,6 +137,10 @@ def svgd_phi(parallel=False):
     return run
 
 
+#: The two forms of :func:`svgd_phi`, which :func:`svgd_steps` calls as globals.
+_PHI_SERIAL, _PHI_PARALLEL = svgd_phi(False), svgd_phi(True)
+
+
 @functools.cache
 def svgd_steps(potential, parallel=False):
     """``run(X, data, n_steps, h, repulsion, gemm, step, alpha, fudge, t0, hist, G, H, phi,
@@ -151,7 +155,6 @@ def svgd_steps(potential, parallel=False):
     ``parallel``: as in :func:`svgd_phi`.
     """
     grads = potential.grads_hessian
-    phi_run = svgd_phi(parallel)
     fp = potential.fingerprint  # in the closure: Numba's cache key follows the bodies
 
     @cpu_jit(parallel=parallel)
@@ -164,7 +167,14 @@ def svgd_steps(potential, parallel=False):
             for i in prange(n):
                 for k in range(X.shape[1]):
                     G[i, k] = -G[i, k]
-            trace[s] = phi_run(X, G, h, repulsion, gemm, phi, scr)
+            # the direction by a module-level dispatcher, chosen on the closure's bool (a
+            # constant branch, pruned when compiled), never a dispatcher in the closure:
+            # it pickles with a uuid drawn per process, which made the cache key new in
+            # every process (vits_ref/config.py, on the cache key)
+            if parallel:
+                trace[s] = _PHI_PARALLEL(X, G, h, repulsion, gemm, phi, scr)
+            else:
+                trace[s] = _PHI_SERIAL(X, G, h, repulsion, gemm, phi, scr)
             if not all_finite_mat(phi):
                 return False
             first = t0 + s == 0
