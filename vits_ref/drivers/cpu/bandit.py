@@ -27,9 +27,9 @@ def bandit_run(piece):
 
     The whole horizon as one chunk of :func:`bandit_rounds` with one run (every array a
     view with a leading axis of one): the loop :func:`vits_ref.simulate` runs, so that a
-    policy's round is compiled once for both. A loop of its own per piece cost a cold test
-    run about 140 s of compilation; the ``prange`` launch it pays instead is a few
-    microseconds a call, on calls of hundreds of rounds.
+    policy's round is compiled once for both (a loop of its own per piece cost a cold test
+    run about 140 s of compilation). One run takes that loop's serial branch: no parallel
+    region is launched.
     """
     run = bandit_rounds(piece)
     size = piece.state_size
@@ -83,7 +83,8 @@ def bandit_rounds(piece):
     M, d) the chunk's rows; ``init_noise`` (R, ·); ``regret``, ``arms`` (R, T) and
     ``kl_out`` (R, n_kl) the whole runs' outputs, written at the global rounds; ``status``
     (R,) set to each run's status for the chunk. Each run is computed by one thread from its
-    own arrays, so the results depend neither on the number of threads nor on the chunks.
+    own arrays, so the results depend neither on the number of threads nor on the chunks;
+    a single run is computed in the calling thread, without a parallel region.
     """
     body = make_bandit_rounds(piece)
     fp = piece.fingerprint  # in the closure: Numba's cache key follows the bodies
@@ -92,10 +93,17 @@ def bandit_rounds(piece):
     def run(params, bufs, t0, contexts, means, rewards, init_noise, sel_noise, step_noise,
             kl_rounds, regret, arms, kl_out, status):
         _ = fp
-        for r in prange(contexts.shape[0]):
-            status[r] = body(params, bufs[r], t0, contexts[r], means[r], rewards[r],
-                             init_noise[r], sel_noise[r], step_noise[r], kl_rounds, regret[r],
-                             arms[r], kl_out[r])
+        if contexts.shape[0] == 1:
+            # one run (bandit_run): no parallel region to launch, which costs tens of
+            # microseconds a call after Python has run (one body, compiled once for both)
+            status[0] = body(params, bufs[0], t0, contexts[0], means[0], rewards[0],
+                             init_noise[0], sel_noise[0], step_noise[0], kl_rounds, regret[0],
+                             arms[0], kl_out[0])
+        else:
+            for r in prange(contexts.shape[0]):
+                status[r] = body(params, bufs[r], t0, contexts[r], means[r], rewards[r],
+                                 init_noise[r], sel_noise[r], step_noise[r], kl_rounds,
+                                 regret[r], arms[r], kl_out[r])
 
     return run
 
@@ -243,7 +251,7 @@ def bandit_online(piece):
         state, _o = views(buf, int(meta[_D]), int(meta[_K]), int(meta[_M]), int(meta[_T]))
         init(P(*_params_from(meta, P)), state, init_noise)
 
-    @kernel(inline=True)
+    @kernel  # not inlined: compiled once a process, for choose and choose_many alike
     def choose_one(meta, buf, X, sel_noise, i):
         K, d = X.shape
         if K != int(meta[_K]) or d != int(meta[_D]):
@@ -284,8 +292,8 @@ def bandit_online(piece):
         draws ``sel_noise[i0:i0 + n]`` into ``out``; returns the index of the first round
         whose contexts are refused (nothing after it is chosen), or ``n``."""
         _ = fp
-        # the body, not the dispatcher ``choose``: a dispatcher in the closure would give
-        # this function a new cache key in every process (vits_ref/config.py)
+        # choose's body, not the dispatcher ``choose``: a dispatcher in the closure would
+        # give this function a new cache key in every process (vits_ref/config.py)
         for k in range(out.shape[0]):
             arm = choose_one(meta, buf, Xs[k], sel_noise, i0 + k)
             if arm < 0:
