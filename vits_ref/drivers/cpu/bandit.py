@@ -25,23 +25,20 @@ def bandit_run(piece):
     """``run(params, contexts, means, rewards, init_noise, sel_noise, step_noise, kl_rounds,
     regret, arms, kl_out) -> status``: one run (allocates its state buffer).
 
-    The whole horizon as one chunk of :func:`bandit_rounds` with one run (every array a
-    view with a leading axis of one): the loop :func:`vits_ref.simulate` runs, so that a
-    policy's round is compiled once for both (a loop of its own per piece cost a cold test
-    run about 140 s of compilation). One run takes that loop's serial branch: no parallel
-    region is launched.
+    :func:`bandit_runs` with one run (every array a view with a leading axis of one), the
+    whole horizon as one chunk of :func:`bandit_rounds`: the loop :func:`vits_ref.simulate`
+    runs, so that a policy's round is compiled once for both (a loop of its own per piece
+    cost a cold test run about 140 s of compilation). One run takes that loop's serial
+    branch: no parallel region is launched.
     """
-    run = bandit_rounds(piece)
-    size = piece.state_size
+    runs = bandit_runs(piece)
 
     def call(params, contexts, means, rewards, init_noise, sel_noise, step_noise, kl_rounds,
              regret, arms, kl_out):
-        T, K, d = contexts.shape
-        bufs = np.empty((1, size(d, K, step_noise.shape[2], T)))
         status = np.zeros(1, dtype=np.int64)
-        run(params, bufs, 0, contexts[None], means[None], rewards[None], init_noise[None],
-            sel_noise[None], step_noise[None], kl_rounds, regret[None], arms[None],
-            kl_out[None], status)
+        runs(params, contexts[None], means[None], rewards[None], init_noise[None],
+             sel_noise[None], step_noise[None], kl_rounds, regret[None], arms[None],
+             kl_out[None], status)
         return int(status[0])
 
     return call
@@ -56,8 +53,9 @@ def bandit_runs(piece):
     ``status`` (R,)); each run is computed by one thread from its own arrays, so the results
     do not depend on the number of threads. The whole horizon is one chunk of
     :func:`bandit_rounds` (``t0 = 0``): the loop :func:`vits_ref.simulate` runs, compiled
-    once for both (``tests/test_chunked_rounds.py`` checks it against chunks of every size,
-    and against the plain NumPy loop of :mod:`vits_ref.reference`, bit for bit).
+    once for both (``tests/test_chunked_rounds.py`` checks chunks of every size against it,
+    bit for bit, and ``tests/test_simulate.py`` its one-run form against the plain NumPy
+    loop of :mod:`vits_ref.reference`).
     """
     run = bandit_rounds(piece)
     size = piece.state_size
