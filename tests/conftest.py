@@ -5,6 +5,7 @@ fixed computation whose tolerance is justified where the assertion is made.
 """
 
 import os
+import tempfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,10 @@ install_compile_lock()
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [os.path.join(os.path.dirname(os.path.abspath(__file__)), "subprocess_site")]
     + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+# the command line records the compile times it measures (vits_ref._compile_watch.record)
+# into a file of this test run, not into the user's cache
+os.environ.setdefault("VITS_REF_COMPILE_TIMES", os.path.join(
+    tempfile.mkdtemp(prefix="vits-ref-compile-times-"), "compile_times.json"))
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -16,7 +16,15 @@ engine, policy or :class:`Bandit`, and :func:`load`. Environments:
 :mod:`vits_ref.gaussian`. Data loaders: :mod:`vits_ref.data`.
 """
 
-from . import data, diffusion, envs, gaussian, models
+# _compile_watch first: its process-wide listener says a long compilation of the kernels
+from . import (
+    _compile_watch,  # noqa: F401
+    data,
+    diffusion,
+    envs,
+    gaussian,
+    models,
+)
 from .bandit.estimator import Bandit
 from .bandit.online import Online
 from .bandit.policies import LinUCB, PerArm, RandomPolicy, ThompsonSampling

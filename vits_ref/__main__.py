@@ -32,6 +32,21 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
+def _process_start():
+    """The :func:`time.perf_counter` reading at this process's start (Linux: from
+    ``/proc``, so that Python's start and the imports count), else now."""
+    now = time.perf_counter()
+    try:
+        with open("/proc/self/stat", encoding="ascii") as fh:
+            start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime", encoding="ascii") as fh:
+            uptime = float(fh.read().split()[0])
+        age = uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return now
+    return now - age if 0.0 <= age < 86400.0 * 365 else now
+
+
 def _progress(name):
     start = time.perf_counter()
 
@@ -358,6 +373,7 @@ def _record_input(out, path, digest):
 def _run(args, experiments):
     from . import _compile_watch
     from .experiments import _chunks, _outputs, get
+    from .experiments._common import finish_timing
 
     mod = get(args.name)
     params = inspect.signature(mod.run).parameters
@@ -410,8 +426,9 @@ def _run(args, experiments):
     progress = None if args.quiet else _progress(args.name)
     with _chunks.executor(**ex) as (executor, ex_name), _chunks.session(
             executor=executor, executor_name=ex_name, options=options, **sess), \
-            _compile_watch.watch(progress):
+            _compile_watch.watch(progress, name=args.name) as compiled:
         result = mod.run(out=out, progress=progress, **opts)
+    finish_timing(result, args.started, compiled.seconds)
     _outputs.seal(out, result["files"])
     print(mod.table(result))
     print(f"wrote {', '.join(result['files'])} ({result['total_wall_time_s']:.1f} s)")
@@ -421,6 +438,7 @@ def _run(args, experiments):
 def _sweep(args):
     from . import _compile_watch
     from .experiments import _chunks, _outputs
+    from .experiments._common import finish_timing
     from .experiments.sweep import SWEEPS, table
 
     fn = SWEEPS[args.name][0]
@@ -444,12 +462,13 @@ def _sweep(args):
     try:
         with _chunks.executor(**ex) as (executor, ex_name), _chunks.session(
                 executor=executor, executor_name=ex_name, options=options, **sess), \
-                _compile_watch.watch(progress):
+                _compile_watch.watch(progress, name=f"sweep {args.name}") as compiled:
             result = fn(out=out, progress=progress, **opts)
     except ValueError as exc:
         if "methods" in str(exc):
             raise CLIError(f"--{exc}") from None
         raise
+    finish_timing(result, args.started, compiled.seconds)
     _outputs.seal(out, result["files"])
     print(table(result))
     print(f"wrote {', '.join(result['files'])} ({result['total_wall_time_s']:.1f} s)")
@@ -513,11 +532,15 @@ def _report_all(args):
 
 def main(argv=None):
     """Entry point of ``python -m vits_ref`` and the ``vits-ref`` script."""
+    started = time.perf_counter()
     from .experiments import EXPERIMENTS
     from .experiments.report import PAPERS as REPORT_PAPERS
 
     parser = _build_parser(EXPERIMENTS, REPORT_PAPERS)
     args = parser.parse_args(argv)
+    # the runs' total_wall_time_s starts here: at the process's start for a command
+    # (argv None), at this call's start for a call from Python with its own arguments
+    args.started = _process_start() if argv is None else started
     prog = f"{parser.prog} {args.command}"
     try:
         if args.command == "list":

@@ -482,8 +482,9 @@ def _hidden(hidden):
 
 
 class _Progress:
-    """A progress bar over epochs: ``tqdm`` when installed, else a line per epoch on
-    stderr; nothing when disabled."""
+    """A progress bar over epochs: ``tqdm`` when installed (and the terminal does not say
+    0 columns, where tqdm draws nothing), else a line per epoch on stderr; nothing when
+    disabled."""
 
     def __init__(self, total, enabled):
         self.total, self.enabled, self.n = total, enabled, 0
@@ -493,7 +494,9 @@ class _Progress:
                 from tqdm.auto import tqdm
             except ImportError:
                 tqdm = None
-            if tqdm is not None:
+            from .._terminal import columns
+
+            if tqdm is not None and columns() != 0:  # a 0-column console shows no bar
                 self.bar = tqdm(total=total, desc="DiffusionPrior.fit", unit="epoch")
 
     def update(self, loss):

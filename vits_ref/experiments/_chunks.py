@@ -416,28 +416,36 @@ class Chunk:
 
 
 def progress_bar(total, desc, quiet):
-    """A tqdm bar on stderr (None when quiet, when stderr is not a terminal, or without
-    tqdm)."""
+    """A tqdm bar on stderr (None when quiet, when no bar can be drawn there: not a
+    terminal, or a terminal of 0 columns, :func:`vits_ref._terminal.columns`; or without
+    tqdm: the callers then print plain lines)."""
     if quiet:
         return None
     try:
         from tqdm.auto import tqdm
     except ImportError:
         return None
-    import sys
+    from .._terminal import columns
 
-    if not sys.stderr.isatty():
+    if not columns():
         return None
     return tqdm(total=total, desc=desc, unit=" run-rounds", unit_scale=True, leave=False,
                 file=sys.stderr, dynamic_ncols=True)
+
+
+#: Without a progress bar, a status line is said when a chunk finishes this many seconds
+#: after the last line, even between the tenths of the work.
+LINE_EVERY_S = 30.0
 
 
 def run_chunks(store, chunks, progress=None, desc="chunks", plan=False):
     """Results of ``chunks`` (a dict ``key -> result``): reused from ``store`` where
     finished, else computed on the session's executor and saved as each finishes.
 
-    ``progress(message)``: about ten status lines when there is no progress bar (not a
-    terminal, no tqdm), none when the session is quiet. With ``plan``, the planned work
+    ``progress(message)``: without a progress bar (:func:`progress_bar`: not a terminal,
+    a terminal of 0 columns, no tqdm), status lines ``"k/N chunks done, elapsed ..., about
+    ... left"`` (about ten, and at least one every :data:`LINE_EVERY_S` seconds when
+    chunks finish), none when the session is quiet. With ``plan``, the planned work
     is reported first and, once the first chunk is done, an estimate of the time left
     from it (the probe: one chunk's time times the work left, over the workers).
     """
@@ -456,6 +464,7 @@ def run_chunks(store, chunks, progress=None, desc="chunks", plan=False):
     say = None if (s.quiet or bar is not None) else progress
 
     every = max(1, len(todo) // 10)  # without a bar: about ten status lines
+    last_line, done = [time.perf_counter()], [0]
     tell = None if s.quiet else progress
     if plan and tell is not None:
         tell(f"planned: {desc}: {len(chunks)} chunks, {sum(c.work for c in chunks)} "
@@ -467,6 +476,7 @@ def run_chunks(store, chunks, progress=None, desc="chunks", plan=False):
     def finish(c, res, k):
         store.save(c.key, res, {**c.info, "wall_time_s": res.get("wall_time_s")})
         results[c.key] = res
+        done[0] += c.work
         if plan and tell is not None and k == 1 and len(todo) > 1 and c.work:
             per_work = (time.perf_counter() - t_start) / c.work
             left = (total - c.work) * per_work / max(1, s.workers)
@@ -474,9 +484,16 @@ def run_chunks(store, chunks, progress=None, desc="chunks", plan=False):
                  f"chunk's time, compilation included; {len(todo) - 1} chunks to go)")
         if bar is not None:
             bar.update(c.work)
-        elif say is not None and (k % every == 0 or k == len(todo)):
+        elif say is not None and (k % every == 0 or k == len(todo)
+                                  or time.perf_counter() - last_line[0] >= LINE_EVERY_S):
+            last_line[0] = now = time.perf_counter()
             where = ": ".join(str(c.info[x]) for x in ("panel", "method") if x in c.info)
-            say(f"{desc}: {k}/{len(todo)} chunks done" + (f" (last: {where})" if where else ""))
+            elapsed = now - t_start
+            left = (elapsed * (total - done[0]) / done[0] if done[0]
+                    else elapsed * (len(todo) - k) / k)  # from the work done so far
+            eta = "" if k == len(todo) else f", about {_duration(left)} left"
+            say(f"{desc}: {k}/{len(todo)} chunks done, {_duration(elapsed)} elapsed{eta}"
+                + (f" (last: {where})" if where else ""))
 
     try:
         if s.executor is None:

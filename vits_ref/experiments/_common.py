@@ -91,14 +91,51 @@ def write_curves_csv(path, rows):
 
 def environment_info():
     """Versions and thread settings, stored in every JSON summary, with the seconds this
-    process spent compiling kernels so far (:func:`vits_ref._compile_watch.seconds`; None
-    outside the command line, which times them)."""
+    process spent compiling kernels since vits_ref was imported
+    (:func:`vits_ref._compile_watch.seconds`; the command line then records its run's
+    total, :func:`finish_timing`)."""
     from .. import _compile_watch
 
     return {"python": platform.python_version(), "numpy": np.__version__,
             "numba": numba.__version__, "numba_threads": numba.get_num_threads(),
             "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
             "machine": platform.machine(), "numba_compile_s": _compile_watch.seconds()}
+
+
+#: What the timing fields of a summary finished by :func:`finish_timing` cover.
+TIMING_NOTE = (
+    "total_wall_time_s: wall-clock seconds from the start of the run (of the command, for "
+    "python -m vits_ref run/sweep; of the experiment, in a report) to the last writing of "
+    "this summary: everything the run did (timing probes, tuning, warm-ups, candidates run "
+    "again after a divergence, extra passes, plots) and the Numba compilation in it. "
+    "environment.numba_compile_s: seconds this process spent compiling Numba kernels in the "
+    "same span (the total the command line prints; kernels loaded from Numba's disk cache "
+    "take no compile time; compilation in worker processes of --jobs or Dask is not "
+    "counted).")
+
+
+def finish_timing(result, t0, compile_s):
+    """Make ``result``'s timing cover its whole run and write it into its ``summary.json``
+    again (the one in ``result["files"]``, if any, read back: only the timing fields
+    change): ``total_wall_time_s`` from ``t0`` (a :func:`time.perf_counter` reading at the
+    run's start) to now, ``environment.numba_compile_s = compile_s`` (the run's compile
+    seconds), and ``timing_note`` (:data:`TIMING_NOTE`). An experiment's own
+    ``total_wall_time_s`` starts later (after its set-up) and its summary may be
+    written before its last pass (e.g. vits-fig1's VTS extra). Returns ``result``."""
+    fields = {"total_wall_time_s": time.perf_counter() - t0, "timing_note": TIMING_NOTE}
+    path = next((f for f in result.get("files", ())
+                 if os.path.basename(f) == "summary.json"), None)
+    targets = [result]
+    if path is not None and os.path.isfile(path):
+        with open(path, encoding="utf-8") as fh:
+            targets.append(json.load(fh))
+    for target in targets:
+        target.update(fields)
+        if isinstance(target.get("environment"), dict):
+            target["environment"] = {**target["environment"], "numba_compile_s": compile_s}
+    if len(targets) > 1:
+        write_json(path, targets[1])
+    return result
 
 
 _NONFINITE_NOTE = {

@@ -33,7 +33,9 @@ import json
 import os
 import time
 
+from .. import _compile_watch
 from . import _claims, claims, get
+from ._common import finish_timing
 from ._outputs import write_output
 
 #: Every verdict word a page can carry: the claim table's, then the experiments' own rules'
@@ -190,7 +192,10 @@ def build(paper="vits", size="paper", out=None, progress=None, only=None, seeds=
             if progress:
                 progress(f"{name}: {', '.join(f'{k}={v}' for k, v in kwargs.items())}")
             folder = os.path.join(out, name if i == 0 else f"{name}-seed{seed}")
-            results.append(mod.run(out=folder, progress=progress, **kwargs))
+            t_run, c_run = time.perf_counter(), _compile_watch.seconds()
+            res = mod.run(out=folder, progress=progress, **kwargs)
+            # the summary's times cover the whole experiment (finish_timing's note)
+            results.append(finish_timing(res, t_run, _compile_watch.seconds() - c_run))
         if in_table:
             found = [{**c, "judged_by": TABLE_RULE}
                      for c in claims.judged_claims(name, results)]
