@@ -268,26 +268,31 @@ def _every_driver():
         for p in params:
             combos = [c + (v,) for c in combos for v in pools[p]]
         for args in combos:
-            collect(f"{name}{tuple(getattr(a, 'name', a) for a in args)}", factory(*args))
+            label = tuple(getattr(a, "name", getattr(a, "__name__", a)) for a in args)
+            collect(f"{name}{label}", factory(*args))
     return found
 
 
 def test_no_cached_driver_closes_over_a_dispatcher(monkeypatch):
-    """Numba keys a cached closure by its cells as pickled; a dispatcher pickles with a
-    uuid drawn in each process, so a driver whose cells hold one, directly or through a
-    body pickled by value, gets a new key in every process and is never loaded from the
-    cache (vits_ref/config.py). Pickling every driver's cells with dispatchers made
-    unpicklable finds each such cell."""
+    """Numba keys a cached closure by its cells as pickled; a dispatcher, or an intrinsic
+    (``numba.extending.intrinsic``), pickles with a uuid drawn in each process, so a driver
+    whose cells hold one, directly or through a body pickled by value, gets a new key in
+    every process and is never loaded from the cache (vits_ref/config.py). Pickling every
+    driver's cells with both made unpicklable finds each such cell (the online
+    ``choose`` reached an intrinsic through its body ``choose_one``)."""
     from numba.core.dispatcher import Dispatcher
+    from numba.core.extending import _Intrinsic
     from numba.core.serialize import dumps
 
     drivers = _every_driver()
     assert len(drivers) > 100  # the scan reached the factories' drivers
 
     def refuse(self):
-        raise RuntimeError(f"a dispatcher in a closure: {self.py_func.__qualname__}")
+        kind = "dispatcher" if isinstance(self, Dispatcher) else "intrinsic"
+        raise RuntimeError(f"a {kind} in a closure: {self!r}")
 
     monkeypatch.setattr(Dispatcher, "_reduce_states", refuse)
+    monkeypatch.setattr(_Intrinsic, "_reduce_states", refuse)
     bad = {}
     for label, d in drivers.items():
         if d.py_func.__closure__:
@@ -299,34 +304,41 @@ def test_no_cached_driver_closes_over_a_dispatcher(monkeypatch):
 
 
 KEY_SCRIPT = textwrap.dedent("""
-    import hashlib, json
+    import hashlib, json, sys
     from numba.core.serialize import dumps
-    from vits_ref.drivers import cpu
-    from vits_ref.kernels import logistic, mlp
+
+    sys.path.insert(0, sys.argv[1])
+    from test_cache import _every_driver
 
     out = {}
-    for pot in (logistic.POTENTIAL, mlp.POTENTIAL):
-        for parallel in (False, True):
-            run = cpu.svgd_steps(pot, parallel)
-            cells = dumps(tuple(c.cell_contents for c in run.py_func.__closure__))
-            out[f"{pot.name}/{parallel}"] = hashlib.sha256(cells).hexdigest()
+    for label, d in _every_driver().items():
+        cells = d.py_func.__closure__
+        if cells:
+            out[label] = hashlib.sha256(
+                dumps(tuple(c.cell_contents for c in cells))).hexdigest()
     print("RESULT " + json.dumps(out))
 """)
 
 
-def test_svgd_steps_have_one_cache_key_in_every_process():
+def test_every_driver_has_one_cache_key_in_every_process():
     """The part of Numba's cache key that comes from the closure (``_index_key``: the
-    cells pickled) is the same in two fresh processes: before, SVGD's steps closed over
-    the direction's dispatcher, and every process of a ``--jobs`` run compiled them
-    again."""
+    cells pickled) is the same in two fresh processes, for every cached driver of
+    ``vits_ref.drivers.cpu``: whatever in a closure pickles differently in each process
+    (a dispatcher, an intrinsic, a uuid, an address) shows here, not only the kinds the
+    test above refuses. Before, SVGD's steps closed over the direction's dispatcher, and
+    the online ``choose`` reached an intrinsic: every new process compiled them again."""
     keys = []
+    here = os.path.dirname(os.path.abspath(__file__))
     for _ in range(2):
-        proc = subprocess.run([sys.executable, "-c", KEY_SCRIPT], capture_output=True,
+        proc = subprocess.run([sys.executable, "-c", KEY_SCRIPT, here], capture_output=True,
                               text=True, check=True)
         line, = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
         keys.append(json.loads(line[len("RESULT "):]))
-    assert len(keys[0]) == 4
-    assert keys[0] == keys[1]
+    assert len(keys[0]) > 100
+    assert any("svgd_steps" in k for k in keys[0])
+    assert any("bandit_online" in k for k in keys[0])
+    changed = sorted(k for k in keys[0] if keys[0][k] != keys[1].get(k))
+    assert not changed, changed
 
 
 # ---------------------------------------------------------------------------------------

@@ -161,6 +161,18 @@ def _params_from(typingctx, meta, cls):
     return ret(meta, cls), codegen
 
 
+@kernel
+def _params(meta, P):
+    """The piece's parameters ``P`` rebuilt from ``meta`` (:func:`_params_from`).
+
+    A module-level function, so that a driver's body pickled by value (Numba's cache key
+    of a closure) names it by reference: the intrinsic itself pickles with a uuid drawn
+    in each process (numba's ``_Intrinsic``), and a closure whose cells reached it got a
+    new cache key in every process (``choose`` was compiled again by every new process).
+    """
+    return P(*_params_from(meta, P))
+
+
 #: Every bit of a float64 but its sign.
 _ABS_BITS = np.uint64(0x7FFFFFFFFFFFFFFF)
 
@@ -247,7 +259,7 @@ def bandit_online(piece):
     def start(meta, buf, init_noise):
         _ = fp
         state, _o = views(buf, int(meta[_D]), int(meta[_K]), int(meta[_M]), int(meta[_T]))
-        init(P(*_params_from(meta, P)), state, init_noise)
+        init(_params(meta, P), state, init_noise)
 
     @kernel  # not inlined: compiled once a process, for choose and choose_many alike
     def choose_one(meta, buf, X, sel_noise, i):
@@ -257,7 +269,7 @@ def bandit_online(piece):
         if not _within(X, meta):
             return -1
         state, _o = views(buf, d, K, int(meta[_M]), int(meta[_T]))
-        return select(P(*_params_from(meta, P)), state, X, sel_noise[i])
+        return select(_params(meta, P), state, X, sel_noise[i])
 
     @cpu_jit
     def choose(meta, buf, X, sel_noise, i):
@@ -281,7 +293,7 @@ def bandit_online(piece):
         if not _within(x, meta):
             return -2
         state, _o = views(buf, d, K, int(meta[_M]), int(meta[_T]))
-        ok = update(P(*_params_from(meta, P)), state, x, r, n_obs, step_noise[i])
+        ok = update(_params(meta, P), state, x, r, n_obs, step_noise[i])
         return 1 if ok else 0
 
     @cpu_jit
