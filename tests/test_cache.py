@@ -572,3 +572,85 @@ def test_read_only_install_caches_in_user_wide_dir(tmp_path):
     assert _index_files(site) == []
     assert not [d for d, _, _ in os.walk(site) if d.endswith("__pycache__")
                 and any(f.endswith((".nbi", ".nbc")) for f in os.listdir(d))]
+
+
+# ---------------------------------------------------------------------------------------
+# the doors a user meets: nothing compiled again in a new process
+
+DOORS_SCRIPT = textwrap.dedent("""
+    import json, sys, time
+    from numba.core import event
+
+    compiled = []
+
+
+    class Count(event.Listener):
+        def on_start(self, ev):
+            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+        def on_end(self, ev):
+            pass
+
+
+    event.register("numba:compile", Count())
+    import numpy as np
+    import vits_ref as vr
+
+    d, K = 4, 6
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((8, K, d))
+    arms = rng.integers(0, K, size=8)
+    rewards = rng.standard_normal(8)
+    out = {}
+    for name in sys.argv[1:]:
+        start = len(compiled)
+        t0 = time.perf_counter()
+        online = vr.Online(name, n_arms=K, dim=d, seed=0)
+        for t in range(3):
+            online.update(X[t], online.select(X[t]), rewards[t])
+        online.select_many(X[3:6])
+        first = time.perf_counter() - t0
+        pol = vr.make_policy(name, d, seed=0)
+        for t in range(3):
+            pol.update(X[t], pol.select(X[t]), rewards[t])
+        bandit = vr.Bandit(name, n_arms=K, dim=d, seed=0).fit(X, arms, rewards)
+        bandit.partial_fit(X[:2], arms[:2], rewards[:2])
+        bandit.predict(X)
+        out[name] = {"compiled": compiled[start:], "online_first_s": first}
+    print("RESULT " + json.dumps(out))
+""")
+
+
+def _doors_twice(names):
+    """Run every door of ``names`` in two fresh processes, one after the other, on the
+    suite's cache: ``(first, second)`` results of :data:`DOORS_SCRIPT`."""
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", DOORS_SCRIPT, *names],
+                              capture_output=True, text=True, check=True)
+        line, = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+        runs.append(json.loads(line[len("RESULT "):]))
+    return runs
+
+
+def _assert_nothing_compiled_again(names):
+    first, second = _doors_twice(names)
+    assert set(second) == set(names)
+    again = {name: r["compiled"] for name, r in second.items() if r["compiled"]}
+    assert not again, again
+
+
+def test_the_doors_compile_nothing_in_a_second_process():
+    """``Online``, the policy objects and ``Bandit`` (fit, partial_fit, predict) of the
+    exact and the cheapest iterative policies, run in two fresh processes on one cache:
+    the second compiles nothing (Numba's ``numba:compile`` events fire for compilations,
+    not for loads from the cache). The online ``choose`` was compiled again by every
+    process, 9 s of a first decision; the key test above covers every driver's key."""
+    _assert_nothing_compiled_again(["lints", "linucb", "random", "lmc"])
+
+
+@pytest.mark.slow
+def test_the_doors_of_every_policy_compile_nothing_in_a_second_process():
+    from vits_ref.bandit.simulate import POLICY_NAMES
+
+    _assert_nothing_compiled_again(list(POLICY_NAMES))
