@@ -161,11 +161,13 @@ def times_path():
 
 
 def _versions():
+    import sys
+
     import numba
 
-    from . import __version__
-
-    return {"vits_ref": __version__, "numba": numba.__version__}
+    # vits_ref's version without importing the package (which imports this module)
+    version = getattr(sys.modules.get("vits_ref"), "__version__", None)
+    return {"vits_ref": version, "numba": numba.__version__}
 
 
 def _read_times():

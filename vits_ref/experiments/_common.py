@@ -234,7 +234,9 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     rounds) compiles or loads the kernels in the process that runs them; its wall time is
     recorded as ``warmup_s``, and ``wall_time_s`` (summed over chunks) and
     ``us_per_round`` measure the runs only. ``total_wall_time_s`` is the wall time of
-    this call (with chunks reused from an earlier call, less than the work's cost);
+    this call (with chunks reused from an earlier call, less than the work's cost); the
+    command line and the report then make it, and ``environment.numba_compile_s``, cover
+    the whole run (:func:`finish_timing`);
     ``execution`` says where the chunks ran and how many were reused.
     """
     t0 = time.perf_counter()
