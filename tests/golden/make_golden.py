@@ -21,6 +21,33 @@ import vits_ref as vr
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PATH = os.path.join(HERE, "golden.npz")
+#: The machine the file was recorded on (:func:`machine`), beside it; absent for a file
+#: recorded before machines were written down (golden.npz: an AVX-512 Intel machine, its
+#: exact target not kept), which is then compared within rounding only.
+MACHINE_PATH = os.path.join(HERE, "golden_machine.json")
+
+
+def machine():
+    """What decides the last bits of the outputs on this machine: the CPU Numba compiles
+    for (``NUMBA_CPU_NAME`` or the host's, and its features) and OpenBLAS's kernel family
+    (``OPENBLAS_CORETYPE`` if set, else what OpenBLAS chose), with the versions."""
+    import llvmlite.binding as ll
+    import numba
+    from numba.core import config
+
+    cpu = config.CPU_NAME or ll.get_host_cpu_name()
+    features = config.CPU_FEATURES if config.CPU_NAME else ll.get_host_cpu_features().flatten()
+    blas = os.environ.get("OPENBLAS_CORETYPE")
+    if blas is None:
+        try:
+            from threadpoolctl import threadpool_info
+
+            blas = ",".join(sorted({str(i.get("architecture")) for i in threadpool_info()
+                                    if i.get("internal_api") == "openblas"})) or None
+        except ImportError:
+            blas = None
+    return {"cpu": cpu, "cpu_features": features or "", "blas_kernels": blas,
+            "numba": numba.__version__, "numpy": np.__version__}
 
 NAMED = ("lints", "linucb", "vits-i", "vits-ii", "vits-hf", "vits-hf-cv", "lmc", "random")
 GAUSSIAN = ("lints", "vits-i", "vits-ii", "vits-hf", "vits-hf-cv")
@@ -245,6 +272,11 @@ def compute():
 
 
 if __name__ == "__main__":
+    import json
+
     data = compute()
     np.savez_compressed(PATH, **data)
-    print(f"wrote {len(data)} arrays to {PATH}", file=sys.stderr)
+    with open(MACHINE_PATH, "w") as fh:
+        json.dump(machine(), fh, indent=1)
+    print(f"wrote {len(data)} arrays to {PATH} and the machine to {MACHINE_PATH}",
+          file=sys.stderr)
