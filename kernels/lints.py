@@ -16,6 +16,8 @@ from vits_ref.config import kernel
 from .bandit import BanditPiece, argmax
 from .diagnostics import kl_to_linear_posterior
 from .linalg import (
+    all_finite_mat,
+    all_finite_vec,
     axpy_vec,
     chol_rank1_update,
     div_mat,
@@ -92,11 +94,13 @@ def select(params, state, X, noise):
 
 @kernel(inline=True)
 def update(params, state, x, r, n_obs, noise):
-    """``b += r x`` and one rank-one update of the factor."""
+    """``b += r x`` and one rank-one update of the factor; False (the loop reports
+    divergence) if the factor or ``b`` is no longer finite (features and rewards within the
+    data bound still add up to an overflow), as :class:`vits_ref.LinTS` reports it."""
     F, V, etaV, vecs = state[0], state[1], state[2], state[5]
     stats_add(V, vecs[0], etaV, vecs[1], x, r, params[0], params[2])
     chol_rank1_update(F, x, vecs[3])
-    return True
+    return all_finite_mat(F) and all_finite_vec(vecs[0])
 
 
 @kernel(inline=True)

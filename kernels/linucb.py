@@ -13,6 +13,8 @@ from vits_ref.config import kernel
 from .bandit import BanditPiece, argmax
 from .linalg import (
     add_sqrt_rowdots,
+    all_finite_mat,
+    all_finite_vec,
     axpy_vec,
     fill_vec,
     gemm_nn,
@@ -93,11 +95,13 @@ def select(params, state, X, noise):
 
 @kernel(inline=True)
 def update(params, state, x, r, n_obs, noise):
-    """``b += r x`` and the Sherman-Morrison update of ``inv(V)``."""
+    """``b += r x`` and the Sherman-Morrison update of ``inv(V)``; False (the loop
+    reports divergence) if either is no longer finite, as :class:`vits_ref.LinUCB`
+    reports it."""
     Vinv, vecs = state[0], state[1]
     axpy_vec(r, x, vecs[0])
     sherman_morrison(Vinv, x, vecs[2])
-    return True
+    return all_finite_mat(Vinv) and all_finite_vec(vecs[0])
 
 
 @kernel(inline=True)

@@ -146,3 +146,40 @@ def test_construction_errors():
         vr.Bandit(vr.VTS(D, n_arms=K), n_arms=K + 1)
     with pytest.raises(TypeError, match="policy must be"):
         vr.Bandit(object())
+
+
+@pytest.mark.parametrize("name", ["lints", "linucb", "vits-ii"])
+def test_a_batch_of_logged_rounds_is_the_rounds_one_by_one(name):
+    """``update_many`` (and so ``Bandit.fit``) ends where the rounds' ``update`` calls
+    end: bit for bit for an iterative engine (the same calls), to rounding for LinTS and
+    LinUCB, whose batch adds ``b += X^T r`` in one product (200 rows of d = 3: relative
+    differences of a few 1e-16 times the sums' condition; 1e-12 leaves a margin of 100)."""
+    contexts, arms, rewards = logged(200)
+    one = vr.make_policy(name, D, seed=4)
+    for x, a, r in zip(contexts, arms, rewards, strict=True):
+        one.update(x, a, r)
+    many = vr.make_policy(name, D, seed=4).update_many(contexts, arms, rewards)
+    if name == "linucb":
+        got, want = (many.Vinv, many.b), (one.Vinv, one.b)
+        assert many.n_obs == one.n_obs == 200
+    else:
+        got, want = (many.engine.mean, many.engine.cov), (one.engine.mean, one.engine.cov)
+        assert many.engine.n_obs == one.engine.n_obs == 200
+    for g, w in zip(got, want, strict=True):
+        if name == "vits-ii":
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-15)
+
+
+def test_a_diverging_batch_leaves_the_policy_as_it_was():
+    """LMC-TS with a step far too large diverges within the batch: the policy is as it
+    was before the call (its chain and observations), as for one update."""
+    contexts, arms, rewards = logged(50)
+    pol = vr.make_policy("lmc", D, seed=0, step_size=5.0, schedule="constant")
+    pol.update_many(contexts[:1], arms[:1], rewards[:1])
+    before = pol.engine.theta.copy()  # the chain's state
+    with pytest.raises(vr.DivergenceError):
+        pol.update_many(100.0 * contexts, arms, rewards)
+    assert pol.engine.n_obs == 1
+    np.testing.assert_array_equal(pol.engine.theta, before)

@@ -74,6 +74,16 @@ def delay_rng(seed):
     return np.random.Generator(np.random.PCG64(child(seed, DELAY_CHILD)))
 
 
+class Streams:
+    """An engine's two Generators ``(sample, update)``, given as they are: the streams of
+    a state that has already drawn (a saved :class:`vits_ref.Online`), continued by
+    :func:`engine_streams`. ``init``: the initial state's normals already drawn from the
+    update stream, handed back instead of drawn again (None: draw them)."""
+
+    def __init__(self, sample, update, init=None):
+        self.sample, self.update, self.init = sample, update, init
+
+
 def engine_streams(seed):
     """The two independent Generators of an engine: ``(sampling, optimisation)``.
 
@@ -82,8 +92,11 @@ def engine_streams(seed):
     the fused simulation loop can pre-draw each stream in bulk.
 
     ``seed`` may be an int, None, a ``SeedSequence`` (its children 0 and 1 are used, the
-    object is not mutated) or a ``Generator`` (spawned, which advances its seed sequence).
+    object is not mutated), a ``Generator`` (spawned, which advances its seed sequence) or
+    :class:`Streams` (its two Generators, used as they are).
     """
+    if isinstance(seed, Streams):
+        return seed.sample, seed.update
     if isinstance(seed, np.random.Generator):
         a, b = seed.spawn(2)
         return a, b

@@ -159,6 +159,35 @@ def contexts(contexts, dim):
     return bounded_data(X, "contexts")
 
 
+def logged_rounds(contexts, arms, rewards, dim=None):
+    """``(X (n, K, d), arms (n,) int64, rewards (n,))``: ``n`` logged rounds, the arms'
+    features of each round, the arm played (an integer in ``[0, K)``) and its reward,
+    finite and within :data:`MAX_ABS_DATA`; checked whole before any is learnt."""
+    X = float_array(contexts, "contexts", ndim=3, finite=False)
+    n, K, d = X.shape
+    if dim is not None and d != dim:
+        raise ValueError(f"contexts must have d = {dim} features (the last axis), got shape "
+                         f"{X.shape}")
+    if K == 0:
+        raise ValueError(f"contexts must have at least one arm (the second axis), got shape "
+                         f"{X.shape}")
+    bounded_data(X, "contexts")
+    a = np.asarray(arms)
+    if a.ndim != 1 or a.shape[0] != n:
+        raise ValueError(f"arms must have shape ({n},) (one per round of contexts), got "
+                         f"{a.shape}")
+    if a.size and (a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer)):
+        raise TypeError(f"arms must be integers, got dtype {a.dtype}")
+    if a.size and (a.min() < 0 or a.max() >= K):
+        raise ValueError(f"arms must be in [0, {K}), got values in [{a.min()}, {a.max()}]")
+    r = float_array(rewards, "rewards", ndim=1)
+    if r.shape[0] != n:
+        raise ValueError(f"rewards must have shape ({n},) (one per round of contexts), got "
+                         f"{r.shape}")
+    bounded_data(r, "rewards")
+    return X, a.astype(np.int64, copy=False), r
+
+
 def arm_index(arm, n_arms):
     """An arm index in ``[0, n_arms)`` (a Python or NumPy integer, not a bool)."""
     if isinstance(arm, (bool, np.bool_)) or not isinstance(arm, (int, np.integer)):

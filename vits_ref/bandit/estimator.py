@@ -123,10 +123,13 @@ class Bandit(Persistent):
     def partial_fit(self, contexts, arms, rewards):
         """Learn from more rounds, from the current state (arguments as :meth:`fit`).
 
-        The rounds are learnt one by one, in order (``policy.update`` per round), so an
+        The rounds are learnt as one by one, in order (``policy.update`` per round, or the
+        policy's ``update_many``, which gives the same state: to rounding for LinTS and
+        LinUCB, whose batch is one compiled pass, bit for bit for the others), so an
         iterative engine (VITS, LMC-TS) runs its step schedule once per observation, as in
         a simulation; an engine's own ``update(features, rewards)`` on the batch runs one
         schedule for the whole batch (:meth:`vits_ref.inference.base.Engine.update`).
+        A round that diverges leaves the policy as it was before the call.
 
         Returns
         -------
@@ -135,6 +138,10 @@ class Bandit(Persistent):
         return self._learn(*self._rounds(contexts, arms, rewards))
 
     def _learn(self, X, arms, rewards):
+        many = getattr(self.policy, "_learn_rounds", None)
+        if many is not None:  # the policy's batch door (update_many), on rounds checked
+            many(X, arms, rewards)
+            return self
         for x, arm, reward in zip(X, arms, rewards, strict=True):
             self.policy.update(x, int(arm), float(reward))
         return self
@@ -230,21 +237,7 @@ class Bandit(Persistent):
 
     def _rounds(self, contexts, arms, rewards):
         X, _ = self._contexts(contexts, allow_one=False)
-        n, K = X.shape[:2]
-        a = np.asarray(arms)
-        if a.ndim != 1 or a.shape[0] != n:
-            raise ValueError(f"arms must have shape ({n},) (one per round of contexts), got "
-                             f"{a.shape}")
-        if a.size and not np.issubdtype(a.dtype, np.integer):
-            raise TypeError(f"arms must be integers, got dtype {a.dtype}")
-        if a.size and (a.min() < 0 or a.max() >= K):
-            raise ValueError(f"arms must be in [0, {K}), got values in [{a.min()}, {a.max()}]")
-        r = val.float_array(rewards, "rewards", ndim=1)
-        if r.shape[0] != n:
-            raise ValueError(f"rewards must have shape ({n},) (one per round of contexts), "
-                             f"got {r.shape}")
-        val.bounded_data(r, "rewards")
-        return X, a, r
+        return val.logged_rounds(X, arms, rewards)
 
     def __repr__(self):
         return f"Bandit({self.policy!r}, n_arms={self.n_arms}, dim={self.dim})"

@@ -20,16 +20,16 @@ The ``t``-th ``select`` uses the ``t``-th selection draw and the ``t``-th ``upda
 arrives, in the order it arrives.
 """
 
-import operator
-
 import numpy as np
 
 from .. import _validate as val
+from .._seeding import Streams, engine_streams
 from .._seeding import policy_seed as _policy_seed
 from .._validate import MAX_ABS_DATA
 from ..drivers import cpu
 from ..drivers.fused import draw_chunks
 from ..errors import DivergenceError
+from ..inference.persist import Persistent
 
 __all__ = ["Online"]
 
@@ -39,7 +39,15 @@ _F64_SCALAR = np.float64  # a reward read from a float64 array: typed as a float
 _ENDLESS = 2 ** 62
 
 
-class Online:
+def _n_obs(policy):
+    """Observations the policy (or its engine) has learnt, as far as it says."""
+    n = getattr(policy, "n_obs", None)
+    if n is None:
+        n = getattr(getattr(policy, "engine", None), "n_obs", 0)
+    return int(n or 0)
+
+
+class Online(Persistent):
     """``policy`` played one decision at a time by its compiled bodies.
 
     Parameters
@@ -48,8 +56,13 @@ class Online:
         A policy with a fused loop (``policy.fused()`` is not None: LinTS, LinUCB, random,
         Thompson sampling over VITS, LMC-TS or Laplace on the linear or logistic model
         with the ``constant`` or ``decayed`` schedule), or a name of
-        :data:`vits_ref.bandit.simulate.POLICY_NAMES` (with ``dim``). Used as a
-        specification: the state starts at its prior.
+        :data:`vits_ref.bandit.simulate.POLICY_NAMES` (with ``dim``): the policy
+        :func:`vits_ref.make_policy` builds, with the hyperparameters of
+        :data:`vits_ref.bandit.simulate.POLICY_DEFAULTS` (``"lints"``: ``eta = lam = 10``,
+        as in the simulations, not the engine's own defaults of 1) overridden by
+        ``options``. Used as a specification: the state starts at its prior, so a policy
+        object that has learnt observations is refused (save and load an ``Online``
+        instead: :meth:`save`).
     n_arms : int
         Arms per decision: ``select`` takes ``(n_arms, dim)`` contexts.
     seed : int, SeedSequence or None
@@ -61,39 +74,72 @@ class Online:
         history (the logistic model's pieces); others take any number.
     block : int, default 256
         Rounds of randomness drawn at a time (the numbers do not depend on it).
+    **options
+        Hyperparameters of a policy given by name (``eta``, ``lam``, ``step_size``, ...;
+        :func:`vits_ref.make_policy`).
+
+    Notes
+    -----
+    Bad data are refused with a ``ValueError`` or ``TypeError`` naming the argument before
+    the state changes, as the policy objects refuse them. A diverging update raises
+    :class:`~vits_ref.errors.DivergenceError` and leaves the state as it was before the
+    call; for a state with a history (the logistic pieces: copying it would cost
+    O(horizon) an update) the object refuses every later call instead.
 
     Examples
     --------
     >>> import numpy as np
     >>> import vits_ref as vr
     >>> online = vr.Online("lints", n_arms=3, dim=2, seed=0)
+    >>> online
+    Online('LinTS', eta=10.0, lam=10.0, n_arms=3, dim=2, n_selects=0, n_updates=0)
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
     >>> arm = online.select(X)
     >>> online.update(X, arm, 1.0).n_updates
     1
     """
 
-    def __init__(self, policy, n_arms, seed=None, dim=None, horizon=None, block=256):
+    #: for vits_ref.load: the constructor's arguments (and seed) and the state
+    _persist_params = {"policy": "policy", "n_arms": "n_arms", "horizon": "_horizon_arg",
+                       "block": "_block"}
+    _persist_state = ("_buf", "n_selects", "n_updates", "_rng_sample", "_rng_update",
+                      "_init_noise", "_drawn", "_held_first", "_held_sel", "_held_steps",
+                      "_broken")
+    #: the blocks of draws held when saved: as many rows as were held
+    _persist_growing = ("_held_sel", "_held_steps")
+
+    def __init__(self, policy, n_arms, seed=None, dim=None, horizon=None, block=256,
+                 **options):
         if isinstance(policy, str):
             from .simulate import make_policy
 
             if dim is None:
                 raise ValueError("dim is needed with a policy given by name")
-            policy = make_policy(policy, val.positive_int(dim, "dim"))
+            policy = make_policy(policy, val.positive_int(dim, "dim"), **options)
+        elif options:
+            raise TypeError(f"options {sorted(options)} apply to a policy name only; "
+                            f"{type(policy).__name__} is already built")
         fused = getattr(policy, "fused", None)
         spec = fused() if fused is not None else None
         if spec is None:
             raise TypeError(f"{getattr(policy, 'name', type(policy).__name__)} has no "
                             "compiled round on this model/schedule: call its select and "
                             "update directly")
+        learnt = _n_obs(policy)
+        if learnt:
+            raise ValueError(f"policy has learnt {learnt} observations, and an Online starts "
+                             "at the prior: give it the policy's specification "
+                             "(policy.fresh(seed)) and its feedback, or save and load an "
+                             "Online")
         self.policy = policy
         self.spec = spec
+        self.seed = seed
         self.name = getattr(policy, "name", type(policy).__name__)
         engine = getattr(policy, "engine", None)
         self.engine_name = getattr(engine, "name", self.name)
         self.dim = d = val.positive_int(policy.dim, "policy.dim")
         self.n_arms = K = val.positive_int(n_arms, "n_arms")
-        block = val.positive_int(block, "block")
+        self._block = block = val.positive_int(block, "block")
         _, sel, steps = spec.draw(np.random.SeedSequence(0), 1, d)
         self._M = M = int(steps.shape[2])
         size = spec.piece.state_size
@@ -101,31 +147,50 @@ class Online:
         if horizon is None and grows:
             raise ValueError(f"horizon is needed for {self.name}: its state keeps a history "
                              "of every update (give the most updates it will take)")
-        self.horizon = _ENDLESS if horizon is None else val.positive_int(horizon, "horizon")
+        self._horizon_arg = None if horizon is None else val.positive_int(horizon, "horizon")
+        self.horizon = _ENDLESS if horizon is None else self._horizon_arg
         self._T = self.horizon if grows else 1
-        self._buf = np.empty(size(d, K, M, self._T))
-        self._start, self._choose, self._learn, self._choose_many = \
-            cpu.bandit_online(spec.piece)
+        n = size(d, K, M, self._T)
+        # a state without a history is copied before each update and put back if the
+        # update diverges (the second half of the buffer); zeros: a saved buffer holds no
+        # leftover bytes
+        keep = 0 if grows else n
+        self._buf = np.zeros(2 * n if keep else n)
+        (self._start, self._choose, self._learn, self._choose_many,
+         self._learn_many) = cpu.bandit_online(spec.piece)
         # sizes, bound and parameters in one array: see cpu.online_meta
         self._meta = cpu.online_meta(spec.params, K, d, M, self._T, MAX_ABS_DATA,
-                                     spec.binary_rewards)
-        seq = val.as_seed_sequence(seed)
-        self._chunks = draw_chunks(spec, seq, self.horizon, d, block)
-        self._block = block
+                                     spec.binary_rewards, keep)
+        self._rng_sample, self._rng_update = engine_streams(val.as_seed_sequence(seed))
+        self._chunks = draw_chunks(spec, Streams(self._rng_sample, self._rng_update),
+                                   self.horizon, d, block)
         self._sel, self._steps = {}, {}
         self.n_selects = self.n_updates = 0
         init, sel0, steps0 = next(self._chunks)
+        self._init_noise = np.ascontiguousarray(init, dtype=np.float64)
         self._drawn = 1
-        self._sel[0] = sel0 = np.ascontiguousarray(sel0, dtype=np.float64)
-        self._steps[0] = steps0 = np.ascontiguousarray(steps0, dtype=np.float64)
-        self._start(self._meta, self._buf, np.ascontiguousarray(init, dtype=np.float64))
+        self._sel[0] = np.ascontiguousarray(sel0, dtype=np.float64)
+        self._steps[0] = np.ascontiguousarray(steps0, dtype=np.float64)
+        self._start(self._meta, self._buf, self._init_noise)
         self._shape = (K, d)
-        # the blocks of draws in use, the draw count where each starts and where it ends
-        # (at the horizon at the latest): a select or update inside its block reads three
-        # attributes, nothing else
-        self._sel_rows, self._sel_base = sel0, 0
-        self._steps_rows, self._steps_base = steps0, 0
-        self._sel_end = self._steps_end = min(block, self.horizon)
+        self._broken = None
+        # what save writes of the blocks held (empty but in save: see _held)
+        self._held_first = 0
+        self._held_sel = np.zeros((0,) + self._sel[0].shape[1:])
+        self._held_steps = np.zeros((0,) + self._steps[0].shape[1:])
+        self._current()
+
+    def _current(self):
+        """The blocks of draws in use, the draw count where each starts and where it ends
+        (at the horizon at the latest): a select or update inside its block reads three
+        attributes, nothing else."""
+        for which, t in (("sel", self.n_selects), ("steps", self.n_updates)):
+            b = min(t // self._block, self._drawn - 1)
+            rows = (self._sel if which == "sel" else self._steps)[b]
+            base = b * self._block
+            setattr(self, f"_{which}_rows", rows)
+            setattr(self, f"_{which}_base", base)
+            setattr(self, f"_{which}_end", min(base + self._block, self.horizon))
 
     @classmethod
     def for_run(cls, policy, n_arms, run_seed, **kw):
@@ -133,6 +198,14 @@ class Online:
         (the child ``r`` of the root seed): its policy seed is the run's child 1."""
         return cls(policy, n_arms, seed=_policy_seed(run_seed), **kw)
 
+    def __repr__(self):
+        params = ", ".join(f"{k}={v!r}" for k, v in self.spec.params._asdict().items()
+                           if k != "track")
+        return (f"Online({self.name!r}{', ' + params if params else ''}, "
+                f"n_arms={self.n_arms}, dim={self.dim}, n_selects={self.n_selects}, "
+                f"n_updates={self.n_updates})")
+
+    # -- the draws -------------------------------------------------------------------------
     def _rows(self, store, t):
         """Block ``t // block`` of ``store`` (selection or update draws), drawing ahead
         as needed and dropping the blocks both counters have passed."""
@@ -165,15 +238,38 @@ class Online:
         self._steps_base = t - t % self._block
         self._steps_end = min(self._steps_base + self._block, self.horizon)
 
-    def _contexts(self, X):
+    # -- data ------------------------------------------------------------------------------
+    def _contexts(self, X, name="contexts"):
         """``contexts`` as the compiled calls take them: a C-ordered, aligned, writeable
-        float64 array (a copy only if it is not one), of shape (n_arms, dim)."""
-        X = np.require(X, np.float64, ["C", "A", "W"])
+        float64 array (a copy only if it is not one), of shape (n_arms, dim); complex,
+        object and string arrays refused as the policy objects refuse them."""
+        X = np.require(val.float_array(X, name, finite=False), np.float64, ["C", "A", "W"])
         if X.shape != self._shape:
-            raise ValueError(f"contexts must have shape {self._shape} (n_arms, dim), got "
+            raise ValueError(f"{name} must have shape {self._shape} (n_arms, dim), got "
                              f"{X.shape}")
         return X
 
+    def _features(self, X, arm):
+        """``(X, arm)`` as the compiled update takes them: the contexts (n_arms, dim) by
+        :meth:`_contexts`, or the arm's features (dim,) as one row, with ``arm = -1``."""
+        if np.ndim(X) == 2:
+            return self._contexts(X), arm
+        x = np.require(val.float_array(X, "contexts", finite=False), np.float64,
+                       ["C", "A", "W"])
+        if x.shape != (self.dim,):
+            raise ValueError(f"contexts must have shape {self._shape} or ({self.dim},), "
+                             f"got {x.shape}")
+        return x.reshape(1, self.dim), -1
+
+    def _arm(self, arm):
+        """``arm`` as a Python int in ``[0, n_arms)`` (refused as the policy objects do)."""
+        if type(arm) is not int:
+            arm = val.arm_index(arm, self.n_arms)
+        if not 0 <= arm < self.n_arms:
+            raise ValueError(f"arm must be in [0, {self.n_arms}), got {arm}")
+        return arm
+
+    # -- decisions -------------------------------------------------------------------------
     def select(self, contexts):
         """The arm to play for ``contexts`` (n_arms, dim)."""
         t = self.n_selects
@@ -185,9 +281,11 @@ class Online:
         try:
             arm = self._choose(self._meta, self._buf, contexts, self._sel_rows, i)
         except TypeError:
+            self._usable()
             arm = self._choose(self._meta, self._buf, self._contexts(contexts),
                                self._sel_rows, i)
         if arm < 0:
+            self._usable()
             if arm == -2:
                 self._contexts(contexts)  # raises the shape's error
             raise ValueError(f"contexts must be finite with entries of magnitude <= "
@@ -201,10 +299,13 @@ class Online:
         one compiled call per block of randomness. Returns an (n,) int array. A request
         with non-finite or too large contexts raises a ValueError naming it; the requests
         before it are decided (``n_selects`` counts them)."""
-        Xs = np.require(contexts, np.float64, ["C", "A", "W"])
+        self._usable()
+        Xs = np.require(val.float_array(contexts, "contexts", finite=False), np.float64,
+                        ["C", "A", "W"])
         if Xs.ndim != 3 or Xs.shape[1:] != self._shape:
             raise ValueError(f"contexts must have shape (n, {self._shape[0]}, "
                              f"{self._shape[1]}), got {Xs.shape}")
+        choose_many = cpu.online_compiled(self._choose_many, "choose_many")
         out = np.empty(Xs.shape[0], dtype=np.int64)
         i = 0
         while i < Xs.shape[0]:
@@ -213,8 +314,8 @@ class Online:
                 self._next_sel(t)
             j = t - self._sel_base
             n = min(Xs.shape[0] - i, self._sel_end - t)  # the rest of this block's draws
-            done = self._choose_many(self._meta, self._buf, Xs[i:i + n], self._sel_rows, j,
-                                     out[i:i + n])
+            done = choose_many(self._meta, self._buf, Xs[i:i + n], self._sel_rows, j,
+                               out[i:i + n])
             self.n_selects = t + done
             if done < n:
                 raise ValueError(f"contexts of request {i + done} must be finite with "
@@ -222,41 +323,29 @@ class Online:
             i += n
         return out
 
-    def _features(self, X, arm):
-        """``(X, arm)`` as the compiled update takes them: the contexts (n_arms, dim) by
-        :meth:`_contexts`, or the arm's features (dim,) as one row, with ``arm = -1``."""
-        if np.ndim(X) == 2:
-            return self._contexts(X), arm
-        x = np.require(X, np.float64, ["C", "A", "W"])
-        if x.shape != (self.dim,):
-            raise ValueError(f"contexts must have shape {self._shape} or ({self.dim},), "
-                             f"got {x.shape}")
-        return x.reshape(1, self.dim), -1
-
+    # -- feedback --------------------------------------------------------------------------
     def update(self, contexts, arm, reward):
         """Learn from ``reward`` of ``arm`` played at ``contexts`` (n_arms, dim), or at the
         arm's features (dim,). Returns self.
 
         One observation per call, with the step schedule of one observation (an iterative
         engine's ``K_t`` steps at ``t = n_updates``), as the simulation loop learns: a batch
-        of feedback is these calls in the order it arrives."""
-        if type(arm) is not int:
-            arm = _integer(arm, "arm")
+        of feedback is these calls in the order it arrives (:meth:`update_many`)."""
+        if type(arm) is not int or not 0 <= arm < self.n_arms:
+            arm = self._arm(arm)
         if type(reward) is not float and type(reward) is not _F64_SCALAR:
-            reward = _real(reward, "reward")
+            reward = val.reward_value(reward)
         t = self.n_updates
         if t == self._steps_end:  # and refused at the horizon
             self._next_steps(t)
         i = t - self._steps_base
         n_obs = t + 1
-        # as in select: the compiled call refuses other types at once and checks the rest;
-        # arm -1 is its code for features given as one row, so a user's -1 is refused here
-        if arm < 0:
-            raise ValueError(f"arm must be in [0, {self.n_arms}), got {arm}")
+        # as in select: the compiled call refuses other types at once and checks the rest
         try:
             code = self._learn(self._meta, self._buf, contexts, arm, reward,
                                self._steps_rows, i, n_obs)
         except TypeError:
+            self._usable()
             X, a = self._features(contexts, arm)
             code = self._learn(self._meta, self._buf, X, a, reward, self._steps_rows, i,
                                n_obs)
@@ -265,13 +354,91 @@ class Online:
         self.n_updates = n_obs
         return self
 
+    def update_many(self, contexts, arms, rewards):
+        """Learn from ``n`` rounds of feedback in order, as ``n`` calls of :meth:`update`
+        would (the same draws, the same state bit for bit), in one compiled call per block
+        of randomness. Returns self.
+
+        Parameters
+        ----------
+        contexts : (n, n_arms, dim) or (n, dim) array
+            Each round's contexts, or the played arms' features.
+        arms : (n,) integers in ``[0, n_arms)``
+        rewards : (n,) real array
+
+        Raises
+        ------
+        ValueError, TypeError
+            A round whose data are refused, naming it; the rounds before it are learnt
+            (``n_updates`` counts them) and it leaves no trace.
+        DivergenceError
+            A round whose update diverged, as :meth:`update` (the rounds before it are
+            learnt).
+        """
+        self._usable()
+        Xs = np.require(val.float_array(contexts, "contexts", finite=False), np.float64,
+                        ["C", "A", "W"])
+        n = Xs.shape[0] if Xs.ndim else 0
+        rounds = Xs.ndim == 3 and Xs.shape[1:] == self._shape
+        if not (rounds or (Xs.ndim == 2 and Xs.shape[1] == self.dim)):
+            raise ValueError(f"contexts must have shape (n, {self.n_arms}, {self.dim}) or "
+                             f"(n, {self.dim}), got {Xs.shape}")
+        a = np.asarray(arms)
+        if a.shape != (n,):
+            raise ValueError(f"arms must have shape ({n},) (one per round of contexts), got "
+                             f"{a.shape}")
+        if n and (a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer)):
+            raise TypeError(f"arms must be integers, got dtype {a.dtype}")
+        if n and (a.min() < 0 or a.max() >= self.n_arms):
+            raise ValueError(f"arms must be in [0, {self.n_arms}), got values in "
+                             f"[{a.min()}, {a.max()}]")
+        r = val.float_array(rewards, "rewards", ndim=1, finite=False)
+        if r.shape != (n,):
+            raise ValueError(f"rewards must have shape ({n},) (one per round of contexts), "
+                             f"got {r.shape}")
+        if rounds:
+            a = np.ascontiguousarray(a, dtype=np.int64)
+        else:  # the played arms' features: one row each, arm -1 (cpu.bandit_online)
+            Xs, a = Xs.reshape(n, 1, self.dim), np.full(n, -1, dtype=np.int64)
+        learn_many = cpu.online_compiled(self._learn_many, "learn_many")
+        codes = np.zeros(1, dtype=np.int64)
+        i = 0
+        while i < n:
+            t = self.n_updates
+            if t == self._steps_end:
+                self._next_steps(t)
+            j = t - self._steps_base
+            m = min(n - i, self._steps_end - t)  # the rest of this block's draws
+            done = learn_many(self._meta, self._buf, Xs[i:i + m], a[i:i + m], r[i:i + m],
+                              self._steps_rows, j, t + 1, codes)
+            self.n_updates = t + done
+            if done < m:
+                k = i + done
+                try:
+                    self._refused(int(codes[0]), Xs[k] if rounds else Xs[k, 0],
+                                  int(a[k]) if rounds else int(arms[k]), float(r[k]),
+                                  t + done + 1)
+                except DivergenceError:
+                    raise
+                except (ValueError, TypeError) as err:
+                    raise type(err)(f"round {k}: {err}") from None
+            i += m
+        return self
+
     def _refused(self, code, contexts, arm, reward, n_obs):
         """The error of a compiled update's ``code``
         (:func:`vits_ref.drivers.cpu.bandit_online`)."""
         if code == 0:
             h = self.spec.step_size
-            raise DivergenceError(self.engine_name, n_obs, h(n_obs) if callable(h) else h,
+            err = DivergenceError(self.engine_name, n_obs, h(n_obs) if callable(h) else h,
                                   detail=self.spec.divergence_detail)
+            if not self._meta[cpu.bandit._KEEP]:
+                # a state with a history is not copied: it is left as the update left it
+                self._broken = (f"its state diverged at update {n_obs} ({err}); a state "
+                                "with a history is not rolled back: load a saved Online or "
+                                "start a new one")
+                self._choose = self._learn = _refuse
+            raise err
         if code == -3:
             raise ValueError(f"arm must be in [0, {self.n_arms}), got {arm}")
         if code == -5:
@@ -281,18 +448,72 @@ class Online:
         what = "reward" if code == -1 else "contexts"
         raise ValueError(f"{what} must be finite with magnitude <= {MAX_ABS_DATA:g}")
 
+    def _usable(self):
+        """Raise the error of a state that diverged without a roll-back."""
+        if self._broken is not None:
+            raise ValueError(f"this Online cannot be used: {self._broken}")
 
-def _integer(value, name):
-    """``value`` as a Python int (any integer type), else a TypeError naming it."""
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+    # -- save and load ---------------------------------------------------------------------
+    def save(self, path):
+        """Write this object to ``path`` (:func:`vits_ref.save`: an ``.npz``, no pickle):
+        its state, its streams and the draws it holds, so that :func:`vits_ref.load` gives
+        an ``Online`` whose next decisions and updates are this one's, bit for bit.
+
+        Returns
+        -------
+        path
+        """
+        first = min(self._sel)
+        self._held_first = first
+        self._held_sel = np.concatenate([self._sel[b] for b in range(first, self._drawn)])
+        self._held_steps = np.concatenate([self._steps[b]
+                                           for b in range(first, self._drawn)])
+        try:
+            return super().save(path)
+        finally:
+            self._held_sel = self._held_sel[:0]
+            self._held_steps = self._held_steps[:0]
+
+    def _persist_restored(self):
+        """After :func:`vits_ref.load` put the saved state in place: check that the
+        counters, the held draws and the buffer fit together, and continue the streams."""
+        B, first, drawn = self._block, self._held_first, self._drawn
+        if not (isinstance(first, int) and isinstance(drawn, int) and 0 <= first < drawn
+                and (drawn - 1) * B < self.horizon):
+            raise ValueError(f"the held blocks [{first}, {drawn}) do not fit block={B} and "
+                             f"horizon={self.horizon}")
+        for name in ("n_selects", "n_updates"):
+            t = getattr(self, name)
+            if not (isinstance(t, int) and first * B <= t <= min(drawn * B, self.horizon)):
+                raise ValueError(f"{name}={t!r} is outside the held draws "
+                                 f"[{first * B}, {min(drawn * B, self.horizon)}]")
+        if min(self.n_selects, self.n_updates) // B > first:
+            raise ValueError("the held draws start before both counters' block")
+        sizes = [min(B, self.horizon - b * B) for b in range(first, drawn)]
+        if (self._held_sel.shape[0] != sum(sizes)
+                or self._held_steps.shape[0] != sum(sizes)):
+            raise ValueError(f"the held draws have {self._held_sel.shape[0]} and "
+                             f"{self._held_steps.shape[0]} rows, not {sum(sizes)}")
+        if self._broken is not None and not isinstance(self._broken, str):
+            raise ValueError("an invalid divergence record")
+        bounds = np.cumsum([0] + sizes)
+        self._sel = {b: np.ascontiguousarray(self._held_sel[lo:hi])
+                     for b, lo, hi in zip(range(first, drawn), bounds[:-1], bounds[1:],
+                                          strict=True)}
+        self._steps = {b: np.ascontiguousarray(self._held_steps[lo:hi])
+                       for b, lo, hi in zip(range(first, drawn), bounds[:-1], bounds[1:],
+                                          strict=True)}
+        self._held_sel = self._held_sel[:0]
+        self._held_steps = self._held_steps[:0]
+        self._chunks = draw_chunks(self.spec, Streams(self._rng_sample, self._rng_update,
+                                                      init=self._init_noise),
+                                   self.horizon - drawn * B, self.dim, B)
+        if self._broken is not None:
+            self._choose = self._learn = _refuse
+        self._current()
 
 
-def _real(value, name):
-    """``value`` as a Python float, else a TypeError naming it."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}") from None
+def _refuse(*args):
+    """The compiled calls of an Online whose state diverged without a roll-back: every
+    call fails here, and the Online raises its error (:meth:`Online._usable`)."""
+    raise TypeError("diverged")

@@ -92,6 +92,35 @@ class ThompsonSampling(Persistent):
         self.engine.update(X[arm][None, :], np.array([val.reward_value(reward)]))
         return self
 
+    def update_many(self, contexts, arms, rewards):
+        """Learn ``n`` logged rounds in order, as ``n`` calls of :meth:`update`.
+
+        ``contexts`` (n, K, d), ``arms`` (n,) integers in ``[0, K)``, ``rewards`` (n,),
+        checked whole before the first is learnt. An engine whose batch update is its
+        updates one by one (:attr:`vits_ref.inference.base.Engine.batch_is_sequential`:
+        LinTS, to rounding) learns the played rows in one call; the others one update
+        per round, each with its own step schedule. Transactional: a round that diverges
+        leaves the policy as it was before the call. Returns self.
+        """
+        return self._learn_rounds(*val.logged_rounds(contexts, arms, rewards, self.dim))
+
+    def _learn_rounds(self, X, a, r):
+        """:meth:`update_many` on rounds already checked
+        (:func:`vits_ref._validate.logged_rounds`)."""
+        played = X[np.arange(a.shape[0]), a]
+        eng = self.engine
+        if eng.batch_is_sequential:
+            eng.update(played, r)
+            return self
+        saved = eng._state()
+        try:
+            for i in range(a.shape[0]):
+                eng.update(played[i:i + 1], r[i:i + 1])
+        except BaseException:
+            eng._restore(saved)
+            raise
+        return self
+
     def fresh(self, seed=None):
         """The same policy at the prior, with a new seed."""
         return ThompsonSampling(self.engine.fresh(seed))
@@ -167,6 +196,29 @@ class LinUCB(Persistent):
                                   detail="The Sherman-Morrison inverse of V or b = sum r x "
                                          "overflowed: the features or rewards are too large.")
         self.n_obs += 1
+        return self
+
+    def update_many(self, contexts, arms, rewards):
+        """Learn ``n`` logged rounds in order, as ``n`` calls of :meth:`update` (to
+        rounding: ``b`` gains ``X^T r`` in one product), in one compiled pass of
+        Sherman-Morrison updates. ``contexts`` (n, K, d), ``arms`` (n,), ``rewards``
+        (n,), checked whole first; a batch that overflows leaves the policy as it was.
+        Returns self."""
+        return self._learn_rounds(*val.logged_rounds(contexts, arms, rewards, self.dim))
+
+    def _learn_rounds(self, X, a, r):
+        """:meth:`update_many` on rounds already checked
+        (:func:`vits_ref._validate.logged_rounds`)."""
+        played = np.ascontiguousarray(X[np.arange(a.shape[0]), a])
+        saved = self.Vinv.copy(), self.b.copy()
+        self.b += played.T @ r
+        cpu.sherman_morrison_rows(self.Vinv, played)
+        if not (np.all(np.isfinite(self.Vinv)) and np.all(np.isfinite(self.b))):
+            self.Vinv[...], self.b[...] = saved
+            raise DivergenceError(self.name, self.n_obs + a.shape[0], None,
+                                  detail="The Sherman-Morrison inverse of V or b = sum r x "
+                                         "overflowed: the features or rewards are too large.")
+        self.n_obs += a.shape[0]
         return self
 
     def fresh(self, seed=None):

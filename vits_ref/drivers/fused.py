@@ -112,12 +112,16 @@ def thompson_noise_chunks(policy_seed, n_rounds, dim, chunk, init=True, select=T
     the whole sampling stream, and the update stream holds the initial state then the
     steps' normals, so each stream is consumed in the same order as by the whole draw (a
     Generator's normals and uniforms drawn ``n`` rows at a time are the rows of one draw;
-    ``tests/test_chunked_rounds.py``). Contrast
+    ``tests/test_chunked_rounds.py``). A :class:`vits_ref._seeding.Streams` as
+    ``policy_seed`` continues its two Generators, with its ``init`` (if any) as the
+    initial normals, drawn earlier. Contrast
     :meth:`vits_ref.envs.Environment.realise_chunks`, whose two draws share one stream.
     """
     rng_sample, rng_update = engine_streams(policy_seed)
     T, d = n_rounds, dim
-    init_noise = rng_update.standard_normal(d) if init else np.zeros(0)
+    given = getattr(policy_seed, "init", None)  # streams continued: drawn already
+    init_noise = ((rng_update.standard_normal(d) if given is None else given) if init
+                  else np.zeros(0))
     for t0 in range(0, T, chunk):
         n = min(chunk, T - t0)
         sel = rng_sample.standard_normal((n, d)) if select else np.zeros((n, 0))

@@ -197,6 +197,11 @@ class Engine(Persistent):
         self._rng_sample, self._rng_update = engine_streams(seed)
         self.diagnostics = Diagnostics(n_obs=0)
 
+    #: Whether :meth:`update` on a batch equals the updates one row at a time (to
+    #: rounding): true of the exact linear engine; the iterative engines run one step
+    #: schedule per batch, and Laplace fits the MAP to a tolerance.
+    batch_is_sequential = False
+
     # -- protocol -----------------------------------------------------------------------
     @property
     def n_obs(self):

@@ -44,6 +44,9 @@ class LinTS(GaussianEngine):
     """
 
     name = "LinTS"
+    #: a batch is the rows' rank-one updates in order, and b its sum: the rows one by
+    #: one, to rounding
+    batch_is_sequential = True
     #: what :meth:`update` changes in place (the transactional snapshot)
     _state_attrs = ("L",)
     #: what vits_ref.load puts back after construction (with Engine's streams and model)

@@ -29,7 +29,14 @@ Callers use the drivers through this package (``cpu.chol_update_rows``), so a te
 replaces one here (``monkeypatch.setattr(cpu, ...)``) replaces it for them.
 """
 
-from .bandit import bandit_online, bandit_rounds, bandit_run, bandit_runs, online_meta
+from .bandit import (
+    bandit_online,
+    bandit_rounds,
+    bandit_run,
+    bandit_runs,
+    online_compiled,
+    online_meta,
+)
 from .diffusion import (
     ddpm_adam_update,
     ddpm_batch_loss_grads,
@@ -51,6 +58,7 @@ from .engines import (
     linucb_scores,
     newton,
     sherman_morrison,
+    sherman_morrison_rows,
     vits_scratch,
     vits_steps,
 )
@@ -76,9 +84,10 @@ __all__ = [
     "grads_hessian", "value", "predict", "mlp_jacobian_rows",
     # engines
     "vits_scratch", "vits_steps", "langevin_steps", "newton", "chol_update_rows",
-    "lints_draws", "linucb_scores", "sherman_morrison",
+    "lints_draws", "linucb_scores", "sherman_morrison", "sherman_morrison_rows",
     # bandit loops
-    "bandit_online", "bandit_run", "bandit_runs", "bandit_rounds", "online_meta",
+    "bandit_online", "bandit_run", "bandit_runs", "bandit_rounds", "online_compiled",
+    "online_meta",
     # streams
     "bandit_streams", "stream_draws", "philox_words", "philox_fills", "FILL_UNIFORMS",
     "FILL_NORMALS", "FILL_BOUNDED", "NORMALS_BY_ELEMENT",

@@ -108,16 +108,21 @@ def bandit_rounds(piece):
 
 #: Entries of an online call's ``meta`` array (:func:`online_meta`) before the piece's
 #: parameters: arms, dimension, draws per step, history length, the data's bound, whether
-#: rewards must be 0 or 1.
-_K, _D, _M, _T, _BOUND, _BINARY, _N_META = range(7)
+#: rewards must be 0 or 1, the length of the state kept for a roll-back (0: none).
+_K, _D, _M, _T, _BOUND, _BINARY, _KEEP, _N_META = range(8)
 
 #: The Numba type of each annotation a piece's ``params_type`` may use.
 _FIELD_TYPES = {float: types.float64, int: types.int64, bool: types.boolean}
 
 
-def online_meta(params, K, d, M, T, bound, binary):
+def online_meta(params, K, d, M, T, bound, binary, keep=0):
     """The float64 array an online call reads its sizes and the piece's parameters from:
-    ``(K, d, M, T, bound, binary, *params)``.
+    ``(K, d, M, T, bound, binary, keep, *params)``.
+
+    ``keep``: the length of the state an update copies before it runs, into the buffer's
+    second half, and puts back if the state becomes non-finite (the buffer then holds
+    ``2 keep`` entries); 0 for none (a state with a history, whose copy would cost
+    O(horizon) an update).
 
     One array instead of a tuple and five numbers: Numba's dispatcher types every argument
     of every call, and a tuple goes through its slow path (about 0.15 us against 0.04 for
@@ -126,10 +131,10 @@ def online_meta(params, K, d, M, T, bound, binary):
     (:func:`_params_from`); every value must survive the trip through float64.
     """
     fields = typing.get_type_hints(type(params))
-    values = [K, d, M, T, bound, binary, *params]
+    values = [K, d, M, T, bound, binary, keep, *params]
     meta = np.array(values, dtype=np.float64)
-    for name, v, back in zip(("K", "d", "M", "T", "bound", "binary", *fields), values, meta,
-                             strict=True):
+    for name, v, back in zip(("K", "d", "M", "T", "bound", "binary", "keep", *fields), values,
+                             meta, strict=True):
         if not (back == v and (isinstance(v, float) or abs(v) < 2 ** 53)):
             raise ValueError(f"{name} = {v!r} is not exactly a float64: the online loop "
                              "cannot carry it")
@@ -216,25 +221,28 @@ _ONLINE_SIGNATURES = {
     "choose": (_F1, _F1, _F2, _F2, types.int64),
     "learn": (_F1, _F1, _F2, types.int64, types.float64, _F4, types.int64, types.int64),
     "choose_many": (_F1, _F1, _F3, _F2, types.int64, types.Array(types.int64, 1, "C")),
+    "learn_many": (_F1, _F1, _F3, types.Array(types.int64, 1, "C"), _F1, _F4, types.int64,
+                   types.int64, types.Array(types.int64, 1, "C")),
 }
 
 
 @functools.cache
 def bandit_online(piece):
-    """``(start, choose, learn, choose_many)``: a run of ``piece`` one decision at a time,
-    or a batch of decisions in one call (``choose_many``), over a state
-    buffer the caller keeps (:class:`vits_ref.bandit.online.Online`).
+    """``(start, choose, learn, choose_many, learn_many)``: a run of ``piece`` one decision
+    at a time, or a batch of decisions or of feedback in one call, over a state buffer the
+    caller keeps (:class:`vits_ref.bandit.online.Online`).
 
-    Every call takes ``meta`` (:func:`online_meta`: the sizes, the data's ``bound``, and
-    the piece's parameters rebuilt into its ``params_type`` inside the call) and the state
-    buffer ``buf``; the randomness comes as the caller's block of pre-drawn rows and the
-    row's index ``i`` (no view built in Python). Fewer, cheaper arguments: Numba's
-    dispatcher types each one on every call, which was most of a LinTS decision's cost.
-    Each is compiled for one signature (:data:`_ONLINE_SIGNATURES`: C-ordered float64
-    arrays, int64 and float64 scalars) and then closed to compiling: an argument of another
-    type raises a ``TypeError`` at once, never a compilation in the middle of a run, so
-    the caller passes its data unchecked and converts them only on that error; the sizes
-    are checked here.
+    Every call takes ``meta`` (:func:`online_meta`: the sizes, the data's ``bound``, the
+    roll-back length ``keep``, and the piece's parameters rebuilt into its ``params_type``
+    inside the call) and the state buffer ``buf``; the randomness comes as the caller's
+    block of pre-drawn rows and the row's index ``i`` (no view built in Python). Fewer,
+    cheaper arguments: Numba's dispatcher types each one on every call, which was most of
+    a LinTS decision's cost. Each is compiled for one signature
+    (:data:`_ONLINE_SIGNATURES`: C-ordered float64 arrays, int64 and float64 scalars) and
+    then closed to compiling: an argument of another type raises a ``TypeError`` at once,
+    never a compilation in the middle of a run, so the caller passes its data unchecked
+    and converts them only on that error; the sizes are checked here.
+
     ``start(meta, buf, init_noise)`` initialises the state;
     ``choose(meta, buf, X, sel_noise, i) -> arm`` is the piece's ``select`` on the round's
     contexts ``X`` (K, d) with the draw ``sel_noise[i]``; -1 if an entry of ``X`` is not
@@ -242,10 +250,16 @@ def bandit_online(piece):
     ``learn(meta, buf, X, arm, r, step_noise, i, n_obs) -> code`` is its ``update`` on the
     played arm's features, ``X[arm]`` of the round's contexts ``X`` (K, d), or ``X[0]`` of
     ``X`` (1, d) with ``arm = -1``, and reward ``r`` with ``n_obs`` observations and the
-    draws ``step_noise[i]``: 1, 0 if the state became non-finite, -1 if ``r`` is not
-    finite or beyond ``bound``, -2 if the features are, -3 if ``arm`` is not in [0, K), -4
-    if ``r`` is not 0 or 1 where the model needs it, -5 if ``X`` has another shape. The
-    same bodies as the fused loop's rounds (:func:`vits_ref.kernels.bandit.make_round`),
+    draws ``step_noise[i]``: 1, 0 if the state became non-finite (put back as it was when
+    ``keep`` > 0), -1 if ``r`` is not finite or beyond ``bound``, -2 if an entry of ``X``
+    is, -3 if ``arm`` is not in [0, K), -4 if ``r`` is not 0 or 1 where the model needs
+    it, -5 if ``X`` has another shape. Every refusal comes before the state changes.
+    ``choose_many(meta, buf, Xs, sel_noise, i0, out) -> n`` and
+    ``learn_many(meta, buf, Xs, arms, rs, step_noise, i0, n_obs0, codes) -> n`` are those
+    calls for consecutive rounds, in order, with the draws ``i0, i0 + 1, ...`` (and
+    ``n_obs0, n_obs0 + 1, ...``): they stop at the first round refused (its code in
+    ``codes[0]`` for ``learn_many``) and return how many were done.
+    The same bodies as the fused loop's rounds (:func:`vits_ref.kernels.bandit.make_round`),
     so the same noise gives the same arms. The data are checked here (:func:`_within`), so
     that a call costs O(K d) and no NumPy reductions.
     """
@@ -261,7 +275,11 @@ def bandit_online(piece):
         state, _o = views(buf, int(meta[_D]), int(meta[_K]), int(meta[_M]), int(meta[_T]))
         init(_params(meta, P), state, init_noise)
 
-    @kernel  # not inlined: compiled once a process, for choose and choose_many alike
+    # the bodies of choose and learn: compiled once a process, for the one-round and the
+    # batch calls alike (kernel, not inlined: inlined twice, they cost 74 s more of a cold
+    # test run's compilation). Closures pickled by value into their callers' cache keys:
+    # they call module-level functions only (vits_ref/config.py)
+    @kernel
     def choose_one(meta, buf, X, sel_noise, i):
         K, d = X.shape
         if K != int(meta[_K]) or d != int(meta[_D]):
@@ -271,14 +289,8 @@ def bandit_online(piece):
         state, _o = views(buf, d, K, int(meta[_M]), int(meta[_T]))
         return select(_params(meta, P), state, X, sel_noise[i])
 
-    @cpu_jit
-    def choose(meta, buf, X, sel_noise, i):
-        _ = fp
-        return choose_one(meta, buf, X, sel_noise, i)
-
-    @cpu_jit
-    def learn(meta, buf, X, arm, r, step_noise, i, n_obs):
-        _ = fp
+    @kernel
+    def learn_one(meta, buf, X, arm, r, step_noise, i, n_obs):
         K, d = int(meta[_K]), int(meta[_D])
         if X.shape[1] != d or X.shape[0] != (1 if arm == -1 else K):
             return -5
@@ -289,12 +301,28 @@ def bandit_online(piece):
             return -1
         if meta[_BINARY] != 0.0 and r != 0.0 and r != 1.0:
             return -4
-        x = X[max(arm, 0)]
-        if not _within(x, meta):
+        if not _within(X, meta):  # every arm's row, as the policy objects check them
             return -2
+        x = X[max(arm, 0)]
+        keep = int(meta[_KEEP])
+        if keep > 0:
+            buf[keep:2 * keep] = buf[:keep]
         state, _o = views(buf, d, K, int(meta[_M]), int(meta[_T]))
-        ok = update(_params(meta, P), state, x, r, n_obs, step_noise[i])
-        return 1 if ok else 0
+        if update(_params(meta, P), state, x, r, n_obs, step_noise[i]):
+            return 1
+        if keep > 0:  # rolled back: a failed update leaves the state as it was
+            buf[:keep] = buf[keep:2 * keep]
+        return 0
+
+    @cpu_jit
+    def choose(meta, buf, X, sel_noise, i):
+        _ = fp
+        return choose_one(meta, buf, X, sel_noise, i)
+
+    @cpu_jit
+    def learn(meta, buf, X, arm, r, step_noise, i, n_obs):
+        _ = fp
+        return learn_one(meta, buf, X, arm, r, step_noise, i, n_obs)
 
     @cpu_jit
     def choose_many(meta, buf, Xs, sel_noise, i0, out):
@@ -302,8 +330,6 @@ def bandit_online(piece):
         draws ``sel_noise[i0:i0 + n]`` into ``out``; returns the index of the first round
         whose contexts are refused (nothing after it is chosen), or ``n``."""
         _ = fp
-        # choose's body, not the dispatcher ``choose``: a dispatcher in the closure would
-        # give this function a new cache key in every process (vits_ref/config.py)
         for k in range(out.shape[0]):
             arm = choose_one(meta, buf, Xs[k], sel_noise, i0 + k)
             if arm < 0:
@@ -311,8 +337,33 @@ def bandit_online(piece):
             out[k] = arm
         return out.shape[0]
 
-    fns = {"start": start, "choose": choose, "learn": learn, "choose_many": choose_many}
-    for name, fn in fns.items():
+    @cpu_jit
+    def learn_many(meta, buf, Xs, arms, rs, step_noise, i0, n_obs0, codes):
+        """``learn`` for the ``n = arms.size`` rounds' contexts ``Xs`` (n, K, d) or
+        features (n, 1, d) (with arms -1), rewards ``rs`` and draws
+        ``step_noise[i0:i0 + n]``; returns the index of the first round refused or
+        diverged (its code in ``codes[0]``; nothing after it is learnt), or ``n``."""
+        _ = fp
+        for k in range(arms.shape[0]):
+            code = learn_one(meta, buf, Xs[k], arms[k], rs[k], step_noise, i0 + k,
+                             n_obs0 + k)
+            if code != 1:
+                codes[0] = code
+                return k
+        return arms.shape[0]
+
+    # the one-round calls now; the batch calls at their first use (online_compiled), so
+    # that a user who never calls them never waits for them on a cold cache
+    for name, fn in (("start", start), ("choose", choose), ("learn", learn)):
+        online_compiled(fn, name)
+    return start, choose, learn, choose_many, learn_many
+
+
+def online_compiled(fn, name):
+    """``fn``, one of :func:`bandit_online`'s calls (``name`` its key in
+    :data:`_ONLINE_SIGNATURES`), compiled (or loaded from the cache) for its one signature
+    and closed to compiling; at once if it already is."""
+    if not fn.signatures:
         fn.compile(_ONLINE_SIGNATURES[name])
         fn.disable_compile()
-    return start, choose, learn, choose_many
+    return fn

@@ -121,3 +121,17 @@ def sherman_morrison(stamp):
         sherman_morrison_body(Vinv, x, np.empty(x.shape[0]))
 
     return sherman_morrison
+
+
+@stamped
+def sherman_morrison_rows(stamp):
+    @cpu_jit
+    def sherman_morrison_rows(Vinv, X):
+        """``inv(V) <- inv(V + sum_i x_i x_i^T)`` in place, one Sherman-Morrison update
+        per row of ``X`` in order: :func:`sherman_morrison` row by row, bit for bit."""
+        _ = stamp
+        work = np.empty(X.shape[1])
+        for i in range(X.shape[0]):
+            sherman_morrison_body(Vinv, X[i], work)
+
+    return sherman_morrison_rows
