@@ -24,6 +24,9 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 # into a file of this test run, not into the user's cache
 os.environ.setdefault("VITS_REF_COMPILE_TIMES", os.path.join(
     tempfile.mkdtemp(prefix="vits-ref-compile-times-"), "compile_times.json"))
+# so every command line run would look cold (vits_ref._precompile.cold): the tests' runs
+# do not compile on every core first (tests/test_compile_command.py turns it on)
+os.environ.setdefault("VITS_REF_PRECOMPILE", "0")
 
 
 def pytest_xdist_auto_num_workers(config):

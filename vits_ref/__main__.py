@@ -1,4 +1,5 @@
-"""Command line: ``python -m vits_ref list | run NAME | sweep NAME | report PAPER | bench``.
+"""Command line: ``python -m vits_ref list | run NAME | compile NAME... | sweep NAME |
+report PAPER | bench``.
 
 Every error is one line on stderr, without a traceback (``--debug`` shows it): exit code
 2 for a bad command line or output path (found before any computation), 1 for a failure
@@ -174,6 +175,10 @@ def _build_parser(experiments, papers):
                             "folder: removes only the files its manifest.json lists, and "
                             "names any other file it leaves")
     _execution_options(p_run)
+    p_run.add_argument("--no-precompile", action="store_true",
+                       help="on a cold kernel cache, do not compile the experiment's kernels "
+                            "on every core first (python -m vits_ref compile), only as the "
+                            "run meets them; results do not depend on it")
     p_run.add_argument("--paper", action="store_true",
                        help="the paper's size (runs and rounds) instead of the default; "
                             "cannot be combined with --runs/--rounds")
@@ -189,6 +194,25 @@ def _build_parser(experiments, papers):
     p_run.add_argument("--data", default=None,
                        help="a data file for experiments that take one (vits-movielens: a "
                             "MovieLens ratings.dat; default: the synthetic stand-in)")
+    p_comp = sub.add_parser(
+        "compile", help="fill the kernel cache with experiments' kernels on every core",
+        parents=[common],
+        description="Compile the Numba kernels of the experiments into Numba's disk cache, in "
+        "parallel worker processes (one per core by default), so that the first run loads "
+        "them instead of compiling them one after another. Each worker runs a share of an "
+        "experiment's independent units (vits-fig1: its methods) at a tiny size, under a "
+        "compile lock that lets one process compile a kernel two units need while the "
+        "other waits and loads it. An experiment without a list of units (every one but "
+        "vits-fig1 for now) is one unit: one worker runs it at 2 runs x 20 rounds. "
+        "'run' does this by itself on a cold cache with more than one core "
+        "(--no-precompile turns it off).")
+    p_comp.add_argument("names", nargs="*", metavar="EXPERIMENT",
+                        help="experiments to compile (python -m vits_ref list)")
+    p_comp.add_argument("--all", action="store_true", help="every experiment")
+    p_comp.add_argument("--jobs", type=int, default=None,
+                        help="worker processes (default: the cores this process may use)")
+    p_comp.add_argument("--quiet", action="store_true",
+                        help="no progress bar and no per-unit lines")
     from .experiments.sweep import SWEEPS
 
     p_sw = sub.add_parser("sweep", help="score a hyperparameter grid (resumable chunks)",
@@ -424,6 +448,7 @@ def _run(args, experiments):
     if digest is not None:
         _record_input(out, opts["path"], digest)
     progress = None if args.quiet else _progress(args.name)
+    _precompile_cold(args, mod, progress)
     with _chunks.executor(**ex) as (executor, ex_name), _chunks.session(
             executor=executor, executor_name=ex_name, options=options, **sess), \
             _compile_watch.watch(progress, name=args.name) as compiled:
@@ -432,6 +457,72 @@ def _run(args, experiments):
     _outputs.seal(out, result["files"])
     print(mod.table(result))
     print(f"wrote {', '.join(result['files'])} ({result['total_wall_time_s']:.1f} s)")
+    return 0
+
+
+def _precompile_cold(args, mod, progress):
+    """``run``'s first step on a cold cache: the experiment's kernels compiled on every
+    core (:func:`vits_ref.experiments._precompile.precompile_jobs` decides whether and with how many
+    workers: not with ``--no-precompile``, on a GPU or a Dask scheduler). A failure there
+    is said in one line and the run goes on (it compiles what it needs itself). Returns
+    the compile result or None."""
+    from .experiments import _precompile
+
+    if args.device != "cpu" or args.scheduler is not None or args.dask_local is not None:
+        return None
+    jobs = _precompile.precompile_jobs(mod, jobs=args.jobs, enabled=not args.no_precompile)
+    if not jobs:
+        return None
+    if progress is not None:
+        progress(f"cold kernel cache: compiling the kernels in {jobs} processes first "
+                 f"(--no-precompile: only as the run meets them)")
+    try:
+        res = _precompile.compile_units(_precompile.units(mod), jobs, say=progress)
+    except _precompile.UnitError as exc:
+        _say(f"compiling in parallel failed ({exc}); the run compiles what it needs")
+        return None
+    _precompile.record([mod.NAME], res)
+    if progress is not None:
+        progress(f"compiled {res['kernels']} kernels in {res['wall_s']:.0f} s "
+                 f"({res['seconds']:.0f} s of compiling in {res['jobs']} processes)")
+    return res
+
+
+def _compile(args):
+    """``compile``: fill Numba's disk cache with experiments' kernels in parallel
+    processes (:mod:`vits_ref.experiments._precompile`)."""
+    from .experiments import EXPERIMENTS, _precompile
+
+    if args.all and args.names:
+        raise CLIError("give experiments or --all, not both")
+    if not args.all and not args.names:
+        raise CLIError("name the experiments to compile (python -m vits_ref list), or "
+                       "give --all")
+    unknown = [n for n in args.names if n not in EXPERIMENTS]
+    if unknown:
+        raise CLIError(f"unknown experiment {unknown[0]!r}; python -m vits_ref list "
+                       f"lists them")
+    if os.environ.get("VITS_REF_CACHE", "").strip() == "0":
+        raise CLIError("kernels are not cached on disk (VITS_REF_CACHE=0): nothing to fill")
+    jobs = _precompile.cores() if args.jobs is None else _count(args.jobs, "--jobs")
+    names = sorted(EXPERIMENTS) if args.all else list(dict.fromkeys(args.names))
+    for name in list(names):
+        try:
+            check_needs(EXPERIMENTS[name])
+        except CLIError as exc:
+            if not args.all:
+                raise
+            _say(f"skipping {name}: {exc}")
+            names.remove(name)
+    work = [u for name in names for u in _precompile.units(EXPERIMENTS[name])]
+    say = None if args.quiet else _progress("compile")
+    if say is not None:
+        say(f"{len(work)} units of {len(names)} experiment(s) in "
+            f"{min(jobs, len(work))} processes")
+    res = _precompile.compile_units(work, jobs, say=say)
+    _precompile.record(names, res)
+    print(f"compiled {res['kernels']} kernels in {res['wall_s']:.1f} s ({res['seconds']:.1f} "
+          f"s of compiling in {res['jobs']} processes; {len(work)} units)")
     return 0
 
 
@@ -561,6 +652,8 @@ def main(argv=None):
             return _report(args)
         if args.command == "sweep":
             return _sweep(args)
+        if args.command == "compile":
+            return _compile(args)
         return _run(args, EXPERIMENTS)
     except CLIError as exc:
         if args.debug:

@@ -271,6 +271,28 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, me
     return result
 
 
+#: The size of a warm-up unit (:func:`warmup`): the kernels' signatures do not depend on it.
+WARMUP_SIZE = {"runs": 2, "rounds": 20}
+
+
+def warmup_units():
+    """The independent units of this experiment for ``python -m vits_ref compile``
+    (:mod:`vits_ref.experiments._precompile`): one per line of the figure, the labelled extras, the
+    particle extras and the VTS extra, each ``(label, warmup, {"method": label})``. Every
+    unit runs LinTS (the reference) beside its method; the compile lock has one process
+    compile it while the others wait and load it."""
+    labels = [m[0] for m in METHODS] + [m[0] for m in PARTICLE_METHODS] + [VTS_EXTRA]
+    return [(label, warmup, {"method": label}) for label in labels]
+
+
+def warmup(method, out):
+    """Run this experiment's own code for one method (:func:`run` with ``methods=[method]``)
+    at :data:`WARMUP_SIZE` into ``out``: it compiles the kernels the method needs (its
+    fused loop or Python loop, the warm-round timing, the KL diagnostics), which Numba
+    keeps in its disk cache for the real run."""
+    run(**WARMUP_SIZE, seed=0, out=out, methods=[method])
+
+
 table = regret_table
 
 
