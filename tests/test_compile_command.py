@@ -194,3 +194,12 @@ def test_precompile_needs_cores_a_unit_list_and_no_veto(monkeypatch):
     monkeypatch.setattr(_precompile, "cores", lambda: 2)
     monkeypatch.setenv(_precompile.ENV, "0")
     assert _precompile.precompile_jobs(fig1) == 0
+
+
+def test_fig1_units_are_every_line_once_its_own_kernels_first():
+    labels = [u[0] for u in fig1.warmup_units()]
+    every = ([m[0] for m in fig1.METHODS] + [m[0] for m in fig1.PARTICLE_METHODS]
+             + [fig1.VTS_EXTRA])
+    assert sorted(labels) == sorted(every) and len(set(labels)) == len(labels)
+    assert labels[:len(fig1.WARMUP_FIRST)] == list(fig1.WARMUP_FIRST)
+    assert all(u[1] is fig1.warmup and u[2] == {"method": u[0]} for u in fig1.warmup_units())

@@ -155,7 +155,7 @@ def compile_units(work, jobs, say=None):
             bar.update(1)
         elif say is not None:
             say(f"[{len(done)}/{len(work)}] {res['label']}: {res['kernels']} kernels "
-                f"compiled in {res['wall_s']:.1f} s")
+                f"compiled, {res['seconds']:.1f} s compiling, {res['wall_s']:.1f} s in all")
 
     try:
         if jobs == 0:
