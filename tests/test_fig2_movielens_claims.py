@@ -89,9 +89,9 @@ def test_movielens_rules_contradicted_when_the_opposite_holds():
     lose = {"LinTS": 0.0, "LMC-TS": 20.0, "VITS-II": 30.0, "VITS-II HF": 25.0}
     v = _verdicts(movielens.claims(_fake_movielens(lose, speed={"LMC-TS": 10.0,
                                                                 "VITS-II": 100.0})))
-    slight = v.pop("movielens-vits-slightly-beats-lmc")
+    # "slightly outperform" with VITS-II worse (LMC-TS - VITS-II = -10): the reversed sign
+    # contradicts it, whatever the size (both sides are judged)
     assert set(v.values()) == {_claims.CONTRADICTED}, v
-    assert slight == _claims.REPRODUCED  # LMC-TS - VITS-II = -10 is below +15%, trivially
     # VITS-II far better than LMC-TS (by 60 on ~100): not "slightly"
     v = _verdicts(movielens.claims(_fake_movielens({**lose, "LMC-TS": 90.0})))
     assert v["movielens-vits-slightly-beats-lmc"] == _claims.CONTRADICTED
@@ -142,9 +142,9 @@ def test_fig2_rules():
     bad = {"zeta = 0.1": {"VITS-II": 0.0, hf: -10.0, "LMC-TS": -20.0, "LinTS": -20.0},
            "zeta = 1": {"VITS-II": 0.0, hf: -10.0, "LMC-TS": -5.0, "LinTS": -20.0}}
     v = _verdicts(fig2.claims(_fake_fig2(bad)))
-    slight = {k: v.pop(k) for k in list(v) if "slightly" in k}
+    # HF better than VITS-II: "VITS-II slightly performs better" has the sign reversed,
+    # contradicted like every other claim here (the gap's size does not save it)
     assert set(v.values()) == {_claims.CONTRADICTED}, v
-    assert set(slight.values()) == {_claims.REPRODUCED}  # HF better: the gap is below 15%
     far = {p: {**by, hf: 30.0} for p, by in good.items()}  # HF 30 (40%) behind: not slight
     v = _verdicts(fig2.claims(_fake_fig2(far)))
     assert {v[k] for k in v if "slightly" in k} == {_claims.CONTRADICTED}

@@ -22,7 +22,7 @@ from vits_ref.experiments.claims import (
     verdict,
     write_claims_json,
 )
-from vits_ref.experiments.claims.judging import EQUAL, HIGHER, LOWER
+from vits_ref.experiments.claims.judging import EQUAL, HIGHER, LARGE, LOWER, SMALL
 from vits_ref.experiments.claims.measures import PairedMean, PairedStatistic, TimeRatio
 from vits_ref.experiments.claims.table import FIG1, SIMILAR
 
@@ -239,3 +239,120 @@ def test_repeated_timings_get_an_interval_that_covers_the_ratio():
     assert rec["verdict"] == REPRODUCED
     rec = _judge(faster, {"seed": 0, "us_per_round_warm": {"A": ta.tolist(), "B": 10.0}})
     assert rec["verdict"] == INCONCLUSIVE  # one side timed once: no spread
+
+
+# -- size words: the direction and the size, both judged on the same interval -------------
+
+def _sized(claimed, size, margin=0.15, threshold=0.0, relative=True):
+    return Claim(id="planted-size", paper="test", experiment="test", where="nowhere",
+                 words="a planted size word", quantity="x", data="synthetic",
+                 measure=PairedMean(PANEL, "A", "B"), claimed=claimed, size=size,
+                 margin=margin, threshold=threshold, relative=relative)
+
+
+def _iv(lo, hi, scale=100.0):
+    return Interval((lo + hi) / 2, lo, hi, 50, sd=1.0, scale=scale)
+
+
+#: (claimed, size word) -> planted intervals (scale 100: the bound is at 15 units on the
+#: claimed side of 0) and the verdict each must get
+_SIZE_CASES = {
+    # "A slightly worse than B" (higher, small): the region is (0, 15)
+    (HIGHER, SMALL): [((5, 10), REPRODUCED),       # right direction, right size
+                      ((20, 30), CONTRADICTED),    # right direction, too large
+                      ((10, 20), INCONCLUSIVE),    # straddles the size bound
+                      ((-30, -20), CONTRADICTED),  # reversed sign, however small the gap
+                      ((-10, -5), CONTRADICTED),   # reversed sign, small
+                      ((-5, 5), INCONCLUSIVE)],    # contains 0: the direction undecided
+    # "A slightly better than B" (lower, small): the region is (-15, 0)
+    (LOWER, SMALL): [((-10, -5), REPRODUCED), ((-30, -20), CONTRADICTED),
+                     ((-20, -10), INCONCLUSIVE), ((20, 30), CONTRADICTED),
+                     ((5, 10), CONTRADICTED), ((-5, 5), INCONCLUSIVE)],
+    # "A much worse than B" (higher, large): the region is (15, inf)
+    (HIGHER, LARGE): [((20, 30), REPRODUCED), ((5, 10), CONTRADICTED),
+                      ((10, 20), INCONCLUSIVE), ((-30, -20), CONTRADICTED),
+                      ((-5, 5), CONTRADICTED),     # contains 0 and ends before 15
+                      ((-5, 20), INCONCLUSIVE)],   # contains 0 and reaches beyond 15
+    # "A much better than B" (lower, large): the region is (-inf, -15)
+    (LOWER, LARGE): [((-30, -20), REPRODUCED), ((-10, -5), CONTRADICTED),
+                     ((-20, -10), INCONCLUSIVE), ((20, 30), CONTRADICTED),
+                     ((-5, 5), CONTRADICTED), ((-20, 5), INCONCLUSIVE)],
+}
+
+
+@pytest.mark.parametrize("claimed,size", list(_SIZE_CASES))
+def test_size_words_are_judged_on_both_sides(claimed, size):
+    claim = _sized(claimed, size)
+    for (lo, hi), want in _SIZE_CASES[claimed, size]:
+        assert verdict(claim, _iv(lo, hi)) == want, (claimed, size, lo, hi)
+    # the same rule with an absolute margin (a ratio of times: "significant efficiency",
+    # below 1 - 0.10) and a threshold other than 0
+    ratio = _sized(LOWER, LARGE, margin=0.10, threshold=1.0, relative=False)
+    assert verdict(ratio, _iv(0.5, 0.8, scale=1)) == REPRODUCED
+    assert verdict(ratio, _iv(0.92, 0.98, scale=1)) == CONTRADICTED  # faster, not much
+    assert verdict(ratio, _iv(1.1, 1.5, scale=1)) == CONTRADICTED  # slower
+    assert verdict(ratio, _iv(0.85, 0.95, scale=1)) == INCONCLUSIVE
+
+
+def test_every_size_word_of_the_table_is_judged_on_planted_data():
+    """Each claim of the table with a size word, on planted paired runs: the claimed
+    direction and size reproduce it, a reversed sign and a wrong size contradict it, an
+    equality (interval around 0) never reproduces it."""
+    from vits_ref.experiments.claims.table import MUCH, SIGNIFICANTLY, SLIGHTLY
+    worded = [c for c in CLAIMS if c.size is not None]
+    words = {c.id: c.words.lower() for c in worded}
+    assert worded and all(c.margin in (SLIGHTLY, MUCH, SIGNIFICANTLY) for c in worded)
+    for w in ("slightly", "barely", "much", "significant", "notably"):
+        assert any(w in words[c] for c in words), w
+    for c in worded:
+        sign = -1.0 if c.claimed == LOWER else 1.0
+        small = c.size == SMALL
+        inside = sign * (c.margin / 2 if small else 2 * c.margin)   # fraction of B's mean
+        wrong = sign * (3 * c.margin if small else c.margin / 3)
+        toy = _sized(c.claimed, c.size, margin=c.margin, relative=True)
+        for effect, want in ((inside, REPRODUCED), (wrong, CONTRADICTED),
+                             (-inside, CONTRADICTED)):
+            a, b = _planted(effect * 100.0, sd=1.0, n=60, seed=7)
+            assert _judge(toy, _result(a, b))["verdict"] == want, (c.id, effect)
+        a, b = _planted(0.0, sd=1.0, n=60, seed=8)  # an equality: 0 in the interval
+        assert _judge(toy, _result(a, b))["verdict"] != REPRODUCED, c.id
+
+
+def test_size_words_still_need_two_seeds_that_agree():
+    claim = _sized(HIGHER, SMALL)
+    a, b = _planted(8.0, sd=1.0, n=60, seed=9)     # slightly worse: reproduced
+    c, d = _planted(-8.0, sd=1.0, n=60, seed=10)   # reversed: contradicted
+    rec = _judge(claim, _result(a, b, seed=0), _result(c, d, seed=1))
+    assert [s["verdict"] for s in rec["seeds"]] == [REPRODUCED, CONTRADICTED]
+    assert rec["verdict"] == INCONCLUSIVE and "disagree" in rec["reason"]
+    e, f = _planted(9.0, sd=1.0, n=60, seed=11)
+    assert _judge(claim, _result(a, b, seed=0), _result(e, f, seed=1))["verdict"] \
+        == REPRODUCED
+
+
+def test_a_size_word_takes_a_margin_and_no_equality_takes_one():
+    with pytest.raises(ValueError, match="margin"):
+        _sized(HIGHER, SMALL, margin=None)
+    with pytest.raises(ValueError, match="size"):
+        _sized(HIGHER, "tiny")
+    with pytest.raises(ValueError, match="margin"):
+        _sized(HIGHER, None, margin=0.1)  # a bare direction takes no margin
+
+
+@pytest.mark.parametrize("paper", ["vits", "vts", "renyi", "opvi", "diffts"])
+def test_rejudging_a_published_page_gives_its_verdicts_back(paper):
+    """Each published claims.json, re-judged from its stored intervals by the table's
+    current rule, gives every stored verdict back (the pages are what the rule says)."""
+    from pathlib import Path
+
+    from vits_ref.experiments.claims.records import rejudge
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "reproduction" / paper / "claims.json"
+    if not path.exists():
+        pytest.skip(f"no published {path}")
+    stored = json.loads(path.read_text())["claims"]
+    again = rejudge(stored, CLAIMS)
+    assert [c["id"] for c in again] == [c["id"] for c in stored]
+    assert [c["verdict"] for c in again] == [c["verdict"] for c in stored]
+    assert [[s["verdict"] for s in c["seeds"]] for c in again] == \
+        [[s["verdict"] for s in c["seeds"]] for c in stored]

@@ -288,11 +288,76 @@ def to_markdown(meta, sections, out):
         if not s["claims"]:
             lines += ["No claim of the paper is checked by this experiment.", ""]
         for c in s["claims"]:
-            lines += [f"### {c['id']}: **{c['verdict']}**", "",
-                      f"> {c['quote']}", f"> ({c['section']})", "",
-                      f"- Measured: {c['measured']}", f"- Rule and reading: {c['why']}",
-                      _data_line(c), ""]
+            lines += _claim_lines(c)
     return "\n".join(lines) + "\n"
+
+
+def _claim_lines(c):
+    """A claim's block of the Markdown page."""
+    return [f"### {c['id']}: **{c['verdict']}**", "",
+            f"> {c['quote']}", f"> ({c['section']})", "",
+            f"- Measured: {c['measured']}", f"- Rule and reading: {c['why']}",
+            _data_line(c), ""]
+
+
+def rejudge_page(folder):
+    """Re-judge a written report (``folder/claims.json`` and ``folder/report.md``, as
+    :func:`build` writes them) by the claim table's current rule, from the stored per-seed
+    intervals (:func:`vits_ref.experiments.claims.records.rejudge`): nothing is run again.
+    ``claims.json`` and the page's verdicts, counts and claim blocks are rewritten; the rest
+    of the page (figures, tables, sizes) is kept. Returns ``{id: (old, new)}`` for every
+    verdict that changed (``old`` None for a claim the page did not have)."""
+    from .claims.records import rejudge
+
+    json_path, md_path = os.path.join(folder, "claims.json"), os.path.join(folder, "report.md")
+    with open(json_path) as fh:
+        doc = json.load(fh)
+    old = {c["id"]: c["verdict"] for c in doc["claims"]}
+    found = rejudge(doc["claims"], claims.CLAIMS)
+    meta = {k: v for k, v in doc.items() if k not in ("confidence", "verdicts", "claims")}
+    with open(md_path, encoding="utf-8") as fh:
+        page = fh.read()
+    write_output(md_path, _rejudged_markdown(page, found).encode("utf-8"))
+    claims.write_claims_json(json_path, found, **meta)
+    return {c["id"]: (old.get(c["id"]), c["verdict"]) for c in found
+            if old.get(c["id"]) != c["verdict"]}
+
+
+def _rejudged_markdown(page, found):
+    """``page`` (a :func:`to_markdown` page) with its counts, verdict table and claim blocks
+    rebuilt from the records ``found``; the sections' other lines kept."""
+    lines = (page[:-1] if page.endswith("\n") else page).split("\n")
+    head = lines.index("|---|---|---|---|")
+    end = head + 1
+    while end < len(lines) and lines[end].startswith("| "):
+        end += 1
+    sections = [{"claims": found}]
+    out = [_counts_text(sections) if ln.startswith("Claims: ") else ln
+           for ln in lines[:head + 1]]
+    out += [f"| {c['id']} | {c['section']} | **{c['verdict']}** | {c['judged_by']} |"
+            for c in found]
+    by_experiment = {}
+    for c in found:
+        by_experiment.setdefault(c["experiment"], []).append(c)
+    name, skipping = None, False
+    for ln in lines[end:]:
+        if ln.startswith("## "):
+            if skipping:
+                out.append("")  # to_markdown's blank line before a section
+            elif name is not None:
+                out += [x for c in by_experiment.get(name, []) for x in _claim_lines(c)]
+            name, skipping = ln[3:].split(":", 1)[0], False
+        elif ln.startswith("### ") and name is not None:
+            if not skipping:
+                out += [x for c in by_experiment.get(name, []) for x in _claim_lines(c)]
+            skipping = True
+            continue
+        if skipping and not ln.startswith("## "):
+            continue
+        out.append(ln)
+    if name is not None and not skipping:
+        out += [x for c in by_experiment.get(name, []) for x in _claim_lines(c)]
+    return "\n".join(out) + "\n"
 
 
 _CSS = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.45}"
@@ -368,7 +433,14 @@ def _claimed_text(c):
         around = f" around {pct(c['threshold'])}" if c["threshold"] else ""
         return f"within +-{pct(c['margin'])}{around}"
     at = pct(c["threshold"]) if c["threshold"] else "0"
-    return f"{'below' if c['claimed'] == 'lower' else 'above'} {at}"
+    side = "below" if c["claimed"] == "lower" else "above"
+    word = c.get("size_word")
+    if word is None:
+        return f"{side} {at}"
+    sign = "-" if c["claimed"] == "lower" else "+"
+    if word == claims.judging.SMALL:
+        return f"{side} {at}, by less than {pct(c['margin'])}"
+    return f"{side} {at} {sign} {pct(c['margin'])}"
 
 
 def index_page(docs):

@@ -13,6 +13,14 @@ over runs that share their random numbers. :func:`verdict` compares the two:
 - **inconclusive**: anything else, reported with the number of runs that would decide it
   (:func:`runs_needed`, from the measured spread).
 
+A direction with a **size word** (:attr:`Claim.size`) is judged on both sides: "A slightly
+beats B" claims the direction *and* a small gap, "A much beats B" the direction *and* a
+large one. The two parts are judged on the same interval, the direction against the
+threshold and the size against the threshold moved by ``margin`` on the claimed side
+(:data:`SMALL`: the interval must end before it; :data:`LARGE`: it must lie beyond it), and
+combined: contradicted if either part is, reproduced only if both are, inconclusive
+otherwise. A reversed sign is contradicted, whatever the size word.
+
 An equality claim without a margin cannot be judged: :class:`Claim` refuses it. Verdicts
 from several root seeds (:func:`judge`): each seed is judged on its own interval, and a
 verdict that differs between seeds is inconclusive. The margins and why each has its size
@@ -26,6 +34,10 @@ REPRODUCED, CONTRADICTED, INCONCLUSIVE = "reproduced", "contradicted", "inconclu
 VERDICTS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE)
 EQUAL, LOWER, HIGHER = "equal", "lower", "higher"
 CLAIMED = (EQUAL, LOWER, HIGHER)
+#: Size words of a direction: the gap is below ``margin`` ("slightly", "barely") or beyond it
+#: ("much", "significantly", "notably").
+SMALL, LARGE = "small", "large"
+SIZES = (SMALL, LARGE)
 #: ``Claim.where`` of a claim that the paper does not state in words: the library's reading
 #: of a figure, table or algorithm, labelled as such on the report.
 LIBRARY_READING = "library reading"
@@ -113,9 +125,14 @@ class Claim:
     claimed : {"equal", "lower", "higher"}
         Equality within ``margin`` of ``threshold``, or lower / higher than ``threshold``.
     margin : float or None
-        The equivalence margin (half-width, > 0) of an equality claim; None for a direction.
+        The equivalence margin (half-width, > 0) of an equality claim; the size bound (> 0)
+        of a direction with a size word; None for a bare direction.
     threshold : float, default 0
         The value an equality is centred on, or a direction is claimed against.
+    size : {None, "small", "large"}, default None
+        A direction's size word: :data:`SMALL` ("slightly", "barely": the gap from
+        ``threshold`` on the claimed side is below ``margin``) or :data:`LARGE` ("much",
+        "significantly": it is beyond ``margin``). Judged on both sides (module docstring).
     relative : bool, default False
         ``margin`` and ``threshold`` are fractions of the measurement's ``scale`` (the
         reference method's mean), not absolute values.
@@ -141,6 +158,7 @@ class Claim:
     data: str = ""
     substitute: bool = False
     note: str = ""
+    size: str | None = None
 
     def __post_init__(self):
         for name in ("id", "paper", "experiment", "where", "words", "quantity", "data"):
@@ -155,9 +173,17 @@ class Claim:
                                  "margin and cannot be judged; state one")
             if not (math.isfinite(self.margin) and self.margin > 0):
                 raise ValueError(f"margin must be finite and > 0, got {self.margin}")
+        elif self.size is not None:
+            if self.size not in SIZES:
+                raise ValueError(f"size must be one of {SIZES} or None, got {self.size!r}")
+            if self.margin is None or not (math.isfinite(self.margin) and self.margin > 0):
+                raise ValueError(f"margin: the {self.size!r} size of the claim {self.id!r} "
+                                 f"needs a finite margin > 0, got {self.margin}")
         elif self.margin is not None:
-            raise ValueError(f"margin: the {self.claimed!r} claim {self.id!r} is a direction, "
-                             "it takes a threshold, not a margin")
+            raise ValueError(f"margin: the {self.claimed!r} claim {self.id!r} is a direction "
+                             "without a size word, it takes a threshold, not a margin")
+        if self.claimed == EQUAL and self.size is not None:
+            raise ValueError(f"size: the equality claim {self.id!r} takes no size word")
         if not math.isfinite(self.threshold):
             raise ValueError(f"threshold must be finite, got {self.threshold}")
         if not hasattr(self.measure, "measure") or not hasattr(self.measure, "comparison"):
@@ -170,7 +196,21 @@ class Claim:
         c = self.threshold * s
         if self.claimed == EQUAL:
             return c - self.margin * s, c + self.margin * s
-        return (-math.inf, c) if self.claimed == LOWER else (c, math.inf)
+        if self.size is None:
+            return (-math.inf, c) if self.claimed == LOWER else (c, math.inf)
+        m = self.bound(scale)
+        if self.size == SMALL:
+            return (m, c) if self.claimed == LOWER else (c, m)
+        return (-math.inf, m) if self.claimed == LOWER else (m, math.inf)
+
+    def bound(self, scale=1.0):
+        """The size word's bound, in the quantity's units: the threshold moved by ``margin``
+        (times ``scale`` when relative) on the claimed side; None without a size word."""
+        if self.size is None:
+            return None
+        s = abs(scale) if self.relative else 1.0
+        step = self.margin * s
+        return self.threshold * s + (-step if self.claimed == LOWER else step)
 
     def rule(self):
         """The rule in words, for the report."""
@@ -183,9 +223,24 @@ class Claim:
                     "it lies outside, inconclusive otherwise.")
         side, other = ("below", "above") if self.claimed == LOWER else ("above", "below")
         at = f"{pct(self.threshold)}{unit}" if self.threshold else "0"
-        return (f"Direction ({self.claimed} than {at}): reproduced if the "
-                f"{100 * CONFIDENCE:g}% interval lies {side} {at}, contradicted if it lies "
-                f"{other}, inconclusive if it contains {at}.")
+        if self.size is None:
+            return (f"Direction ({self.claimed} than {at}): reproduced if the "
+                    f"{100 * CONFIDENCE:g}% interval lies {side} {at}, contradicted if it "
+                    f"lies {other}, inconclusive if it contains {at}.")
+        sign = "-" if self.claimed == LOWER else "+"
+        at_m = (f"{at} {sign} {pct(self.margin)}{unit}" if self.threshold else
+                f"{'-' if sign == '-' else ''}{pct(self.margin)}{unit}")
+        small = self.size == SMALL
+        size = (f"the gap is small (the interval lies {other} {at_m}, contradicted if it lies "
+                f"{side})" if small else
+                f"the gap is large (the interval lies {side} {at_m}, contradicted if it lies "
+                f"{other})")
+        return (f"Direction with a size word ({self.claimed} than {at}, by "
+                f"{'less' if small else 'more'} than {pct(self.margin)}{unit}), judged on "
+                f"both sides of the {100 * CONFIDENCE:g}% interval: the direction (the "
+                f"interval lies {side} {at}, contradicted if it lies {other}) and {size}; "
+                "contradicted if either part is, reproduced if both are, inconclusive "
+                "otherwise.")
 
 
 def verdict(claim, interval):
@@ -210,9 +265,22 @@ def verdict(claim, interval):
         if interval.high < lo or interval.low > hi:
             return CONTRADICTED
         return INCONCLUSIVE
-    t = hi if claim.claimed == LOWER else lo
+    s = abs(interval.scale) if claim.relative else 1.0
+    lower = claim.claimed == LOWER
+    parts = [_side(interval, claim.threshold * s, lower)]  # the direction
+    if claim.size is not None:  # and the size word, on the same interval
+        parts.append(_side(interval, claim.bound(interval.scale), lower == (claim.size == LARGE)))
+    if CONTRADICTED in parts:
+        return CONTRADICTED
+    return REPRODUCED if all(p == REPRODUCED for p in parts) else INCONCLUSIVE
+
+
+def _side(interval, t, lower):
+    """One side of a direction: the interval below ``t`` (``lower``) or above it:
+    reproduced if it excludes ``t`` on that side, contradicted if on the other side,
+    inconclusive if it contains ``t``."""
     below, above = interval.high < t, interval.low > t
-    if claim.claimed == LOWER:
+    if lower:
         return REPRODUCED if below else CONTRADICTED if above else INCONCLUSIVE
     return REPRODUCED if above else CONTRADICTED if below else INCONCLUSIVE
 
@@ -238,8 +306,13 @@ def runs_needed(claim, interval, confidence=CONFIDENCE, max_runs=10**7):
         return None
     lo, hi = claim.region(interval.scale)
     x = interval.estimate
-    if claim.claimed == EQUAL:
+    if claim.claimed == EQUAL or (claim.size == SMALL and lo <= x <= hi):
+        # inside a bounded region (an equality, or a small gap inside (threshold, bound)):
+        # the nearer end must be cleared
         gap = min(abs(x - lo), abs(x - hi))
+    elif claim.size == SMALL:
+        # outside the band: the interval must clear the end it is beyond to contradict
+        gap = abs(x - (lo if x < lo else hi))
     else:
         gap = abs(x - (hi if claim.claimed == LOWER else lo))
     if gap <= 0:

@@ -3,7 +3,7 @@
 import json
 import math
 
-from .judging import CONFIDENCE, LIBRARY_READING, judge
+from .judging import CONFIDENCE, LIBRARY_READING, Interval, judge
 
 
 def _num(v):
@@ -75,7 +75,8 @@ def record(judgement):
             "section": c.where, "quote": c.words,
             "library_reading": c.where == LIBRARY_READING,
             "quantity": c.quantity, "comparison": c.measure.comparison,
-            "claimed": c.claimed, "margin": c.margin, "threshold": c.threshold,
+            "claimed": c.claimed, "size_word": c.size, "margin": c.margin,
+            "threshold": c.threshold,
             "relative": c.relative, "rule": c.rule(), "data": c.data,
             "substitute": c.substitute, "note": c.note,
             "verdict": judgement.verdict, "reason": judgement.reason or None,
@@ -122,3 +123,64 @@ def write_claims_json(path, records, **meta):
         json.dump(doc, fh, indent=1, allow_nan=False)
         fh.write("\n")
     return path
+
+
+def stored_measurements(rec):
+    """A stored record's per-seed measurements, as :func:`judge` takes them: ``(seed,
+    Interval or the reason it is missing, size)``, rebuilt from its ``seeds`` entries."""
+    out = []
+    for s in rec["seeds"]:
+        if s.get("estimate") is None:
+            out.append((s["seed"], s.get("missing") or "not measured", s.get("size", "")))
+            continue
+        ci = s.get("ci") or (None, None)
+        spread = s.get("spread")
+        out.append((s["seed"], Interval(
+            s["estimate"], ci[0], ci[1], s["n"], s.get("sd"), s.get("scale", 1.0),
+            s.get("method") or "paired t",
+            None if spread is None else (spread["min"], spread["median"], spread["max"])),
+            s.get("size", "")))
+    return out
+
+
+def rejudge(stored, claims):
+    """Re-judge stored records (a ``claims.json``'s ``claims``) by the claims of the table,
+    from their stored per-seed intervals: nothing is run again.
+
+    Each claim of ``claims`` is judged on the stored record with its id, or, for a claim
+    the record predates, on the stored record of the same experiment and comparison (the
+    same measurement). Records judged by an experiment's own rule are kept as they are.
+
+    Returns
+    -------
+    list of dict
+        The new records, in the stored order, a new claim after the last record of its
+        experiment that precedes it in ``claims``; each keeps its stored ``judged_by``.
+    """
+    by_id = {r["id"]: r for r in stored}
+    by_comparison = {}
+    for r in stored:
+        by_comparison.setdefault((r["experiment"], r.get("comparison")), r)
+    new = {}
+    for c in claims:
+        src = by_id.get(c.id) or by_comparison.get((c.experiment, c.measure.comparison))
+        if src is None or (c.id not in by_id and not any(
+                r["experiment"] == c.experiment for r in stored)):
+            continue
+        rec = record(judge(c, stored_measurements(src)))
+        if "judged_by" in src:
+            rec["judged_by"] = src["judged_by"]
+        new[c.id] = rec
+    out, placed = [], set()
+    order = [c.id for c in claims]
+    for r in stored:
+        out.append(new.get(r["id"], r))
+        placed.add(r["id"])
+        # claims the stored page lacks, right after their predecessor in the table
+        k = order.index(r["id"]) + 1 if r["id"] in order else len(order)
+        while k < len(order) and order[k] in new and order[k] not in by_id \
+                and order[k] not in placed:
+            out.append(new[order[k]])
+            placed.add(order[k])
+            k += 1
+    return out
