@@ -262,13 +262,24 @@ def _figI_legacy(runs, rounds, seed):
     return cols
 
 
-def compute():
+#: The sections of the file: name -> (what computes it, the prefixes of its keys).
+SECTIONS = {"named": (lambda out: _named(out), ("named/",)),
+            "engine": (lambda out: _engine_states(out), ("engine/",)),
+            "perarm": (lambda out: _per_arm(out), ("perarm/", "logistic-bandit/")),
+            "targets": (lambda out: _targets(out), ("figF", "figI/"))}
+
+
+def compute(sections=tuple(SECTIONS)):
+    """Every entry of the sections named (all by default)."""
     out = {}
-    _named(out)
-    _engine_states(out)
-    _per_arm(out)
-    _targets(out)
+    for name in sections:
+        SECTIONS[name][0](out)
     return out
+
+
+def in_sections(key, sections):
+    """Whether the entry ``key`` belongs to one of ``sections``."""
+    return any(key.startswith(p) for name in sections for p in SECTIONS[name][1])
 
 
 if __name__ == "__main__":
