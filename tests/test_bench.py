@@ -318,3 +318,20 @@ def test_online_bench_has_a_row_per_engine_with_a_fused_loop():
 def test_online_bench_every_row_plays():
     out = _online_rows(ONLINE_ROWS)
     assert sorted(out) == sorted(ONLINE_ROWS) and all(map(_row_played, out.values()))
+
+
+def test_doors_bench_times_every_door_against_the_floor():
+    """The doors' tables at tiny sizes, one repeat: a row per door, each timed (and the
+    peers' where installed); ``python -m vits_ref bench`` prints them at d = 20, K = 50."""
+    from vits_ref._bench import doors
+
+    out = doors.measure(repeats=1, cases=(("lints", 3),), fit_cases=("lints", "linucb"),
+                        d=3, K=4, n_fit=30, n_predict=5)
+    assert set(out["decision"]["lints"]) == {"online", "policy", "bandit"}
+    assert {"Bandit.fit", "Online.update_many", "floor: LinTS.update"} <= set(
+        out["fit"]["lints"])
+    assert "floor: update_many" in out["fit"]["linucb"]
+    assert {"Bandit.predict", "Online.select_many"} <= set(out["predict"]["linucb"])
+    for group in out.values():
+        for row in group.values():
+            assert all(np.isfinite(v) and v > 0 for v in row.values()), row

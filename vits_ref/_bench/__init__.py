@@ -10,7 +10,10 @@ logistic model against the Python loop, and the share of a round that is the his
 O(n d) work) and :mod:`.nonlinear` (logistic and MLP VITS-II
 rounds, IRLS against NumPy and statsmodels), :mod:`.vts` (one CAVI round of VTS) and
 :mod:`.renyi` (one RenyiVI update), each against its NumPy reference, and :mod:`.online`
-(a decision of :class:`vits_ref.Online` against the fused loop's round). The plain-NumPy side
+(a decision of :class:`vits_ref.Online` against the fused loop's round), :mod:`.doors`
+(the policy objects, ``Bandit`` and ``Online``: a decision, a fit of logged rounds and a
+batch of predictions, against MABWiser and bayesianbandits where installed). The
+plain-NumPy side
 is :mod:`vits_ref.reference`. The asv suite in ``asv_benchmarks/`` tracks the same quantities
 over commits with these helpers.
 
@@ -42,10 +45,10 @@ def main(quick=False):
     logistic_loop.main(quick=quick)
     # the others are single-thread figures: non-linear VITS-II rounds and IRLS, one CAVI
     # round of VTS, one RenyiVI update, the online API's decisions
-    from . import online
+    from . import doors, online
 
     with numba_threads(1):
-        for section in (nonlinear, vts, renyi, online):
+        for section in (nonlinear, vts, renyi, online, doors):
             print()
             section.main(quick=quick)
     # one SVGD step: single thread and every core, sets Numba's threads itself

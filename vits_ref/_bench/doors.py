@@ -1,0 +1,204 @@
+"""Every door to a policy, against the compiled floor and the peers, in one process.
+
+A user reaches a policy through one of three doors: the policy objects
+(``ThompsonSampling(engine).select`` / ``.update``, ``LinUCB``), the scikit-learn-style
+:class:`vits_ref.Bandit` (``fit``, ``partial_fit``, ``predict``) and
+:class:`vits_ref.Online`. Measured here on ``d = 20``, ``K = 50`` (the pool environment's
+contexts), one Numba thread, ``OPENBLAS_NUM_THREADS=1``, medians of interleaved repeats
+(:func:`.timing.median_times`):
+
+- *decision*: one ``select`` and one ``update`` of one round through each door (``Bandit``:
+  ``predict`` of one ``(K, d)`` round and ``partial_fit`` of one row), against
+  ``Online``'s;
+- *fit*: learning ``N_FIT`` logged rounds (contexts ``(n, K, d)``, the arms played, their
+  rewards): ``Bandit.fit``, ``Online.update_many``, and the floor, the exact engine's own
+  batch update of the played rows (``LinTS.update``; LinUCB's Sherman-Morrison rows);
+- *predict*: the arms of ``N_PREDICT`` rounds: ``Bandit.predict`` against
+  ``Online.select_many``.
+
+The peers a user would pick instead, where installed (``pip install mabwiser
+bayesianbandits``): MABWiser's ``LinTS`` / ``LinUCB`` and bayesianbandits' ``ContextualAgent``
+with a ``NormalRegressor`` per arm and Thompson sampling. Both keep one independent
+model per arm over a context shared by the arms (their model), where the library's
+policies keep one model over per-arm features: the same data sizes (``n`` rounds of
+``d = 20`` features into ``d x d`` statistics; ``K`` arms scored per decision), not the
+same model, so the ratios compare what a user waits for. ``python -m vits_ref._bench.doors``
+prints the tables.
+"""
+
+import numpy as np
+
+from .._threads import numba_threads
+from ..bandit.estimator import Bandit
+from ..bandit.online import Online
+from ..bandit.simulate import make_policy
+from ..envs import pool
+from .timing import median_times, pin_blas_threads
+
+#: Logged rounds learnt by a fit, and rounds decided by a predict.
+N_FIT, N_PREDICT = 10_000, 1_000
+#: The policies measured (names of :func:`vits_ref.make_policy`), and the rounds a decision
+#: repeat plays.
+DECISION_CASES = (("lints", 200), ("linucb", 200), ("vits-ii", 50), ("lmc", 50))
+FIT_CASES = ("lints", "linucb")
+
+
+def _logged(n, d, K, seed=0):
+    """``n`` logged rounds of the pool environment: contexts, uniformly random arms played,
+    their rewards."""
+    env = pool(dim=d, n_arms=K, zeta=1.0, seed=seed)
+    real = env.realise(n, np.random.default_rng(seed))
+    arms = np.random.default_rng(seed + 1).integers(0, K, size=n)
+    return real.contexts, arms, real.rewards[np.arange(n), arms]
+
+
+def decisions(name, T, d=20, K=50, seed=0):
+    """``{door: fn}``, each playing the same ``T`` rounds select-then-update."""
+    X, _, _ = _logged(T, d, K, seed)
+    rewards = np.random.default_rng(seed + 2).standard_normal((T, K))
+    online = Online(name, K, seed=seed, dim=d)
+    pol = make_policy(name, d, seed=seed)
+    bandit = Bandit(name, n_arms=K, dim=d, seed=seed)
+
+    def play_online():
+        for t in range(T):
+            a = online.select(X[t])
+            online.update(X[t], a, rewards[t, a])
+
+    def play_policy():
+        for t in range(T):
+            a = pol.select(X[t])
+            pol.update(X[t], a, rewards[t, a])
+
+    def play_bandit():
+        for t in range(T):
+            a = bandit.predict(X[t])
+            bandit.partial_fit(X[t:t + 1], np.array([a]), rewards[t, a:a + 1])
+
+    return {"online": play_online, "policy": play_policy, "bandit": play_bandit}
+
+
+def _peers(name, K, seed):
+    """``{peer: (fit(played, arms, rewards), predict(contexts))}`` of the installed
+    peers: per-arm models over one context a round (see the module's docstring)."""
+    out = {}
+    try:
+        from mabwiser.mab import MAB, LearningPolicy
+    except ImportError:
+        pass
+    else:
+        lp = (LearningPolicy.LinTS(alpha=1.0, l2_lambda=1.0) if name == "lints"
+              else LearningPolicy.LinUCB(alpha=1.0, l2_lambda=1.0))
+
+        def mab_fit(x, a, r):
+            mab = MAB(arms=list(range(K)), learning_policy=lp, seed=seed)
+            mab.fit(decisions=a, rewards=r, contexts=x)
+            return mab
+
+        out["MABWiser"] = mab_fit
+    if name == "lints":
+        try:
+            from bayesianbandits import Arm, ContextualAgent, NormalRegressor
+            from bayesianbandits import ThompsonSampling as BBThompson
+        except ImportError:
+            pass
+        else:
+            def bb_fit(x, a, r):
+                agent = ContextualAgent([Arm(k, learner=NormalRegressor(alpha=1.0, beta=1.0))
+                                         for k in range(K)], BBThompson(), random_seed=seed)
+                for k in range(K):  # each arm's rows in one update, the fastest way
+                    rows = a == k
+                    if rows.any():
+                        agent.select_for_update(k).update(x[rows], r[rows])
+                return agent
+
+            out["bayesianbandits"] = bb_fit
+    return out
+
+
+def fit_predict(name, d=20, K=50, seed=0, n_fit=N_FIT, n_predict=N_PREDICT):
+    """``({door: fit fn}, {door: predict fn})`` for ``name`` (LinTS or LinUCB): the
+    library's doors, the exact engine's floor and the installed peers, on the same logged
+    rounds (see the module's docstring)."""
+    X, arms, rewards = _logged(n_fit, d, K, seed)
+    played = np.ascontiguousarray(X[np.arange(n_fit), arms])
+    Xp, _, _ = _logged(n_predict, d, K, seed + 3)
+    fits = {
+        "Bandit.fit": lambda: Bandit(name, n_arms=K, dim=d, seed=seed).fit(X, arms, rewards),
+        "Online.update_many": lambda: Online(name, K, seed=seed, dim=d).update_many(
+            X, arms, rewards),
+    }
+    pol = make_policy(name, d, seed=seed)
+    if name == "lints":
+        fits["floor: LinTS.update"] = lambda: pol.engine.fresh(seed).update(played, rewards)
+    else:
+        fits["floor: update_many"] = lambda: pol.fresh(seed).update_many(X, arms, rewards)
+    peers = _peers(name, K, seed)
+    for peer, fit in peers.items():
+        fits[peer] = (lambda fit=fit: fit(played, arms, rewards))
+    bandit = Bandit(name, n_arms=K, dim=d, seed=seed).fit(X, arms, rewards)
+    # a new Online a repeat (its construction and draws timed with it): the same rounds
+    # decided from the same state, as Bandit.predict draws as it goes
+    predicts = {"Bandit.predict": lambda: bandit.predict(Xp),
+                "Online.select_many": lambda: Online(name, K, seed=seed, dim=d).select_many(
+                    Xp)}
+    shared = Xp[:, 0, :]  # the peers' one context a round: the first arm's features
+    for peer, fit in peers.items():
+        model = fit(played, arms, rewards)
+        if peer == "MABWiser":
+            predicts[peer] = lambda model=model: model.predict(shared)
+        else:
+            predicts[peer] = lambda model=model: model.pull(shared)
+    return fits, predicts
+
+
+def measure(repeats=5, cases=DECISION_CASES, fit_cases=FIT_CASES, d=20, K=50,
+            n_fit=N_FIT, n_predict=N_PREDICT):
+    """``{"decision": {name: {door: us}}, "fit": {name: {door: ms}}, "predict": {name:
+    {door: ms}}}``: per round for a decision, per call for fit and predict."""
+    pin_blas_threads(1)
+    out = {"decision": {}, "fit": {}, "predict": {}}
+    with numba_threads(1):
+        for name, T in cases:
+            fns = decisions(name, T, d, K)
+            for fn in fns.values():  # compile and warm, untimed
+                fn()
+            times = median_times(list(fns.values()), repeats)
+            out["decision"][name] = {k: 1e6 * t / T for k, t in zip(fns, times, strict=True)}
+        for name in fit_cases:
+            fits, predicts = fit_predict(name, d, K, n_fit=n_fit, n_predict=n_predict)
+            for group, fns in (("fit", fits), ("predict", predicts)):
+                for fn in fns.values():
+                    fn()
+                times = median_times(list(fns.values()), repeats)
+                out[group][name] = {k: 1e3 * t for k, t in zip(fns, times, strict=True)}
+    return out
+
+
+def main(quick=False):
+    """Print the doors' tables."""
+    m = measure(repeats=3 if quick else 5)
+    print("Doors: a decision (select + update) per round, d = 20, K = 50, one thread; "
+          "ratio to Online's")
+    print(f"  {'policy':8s} {'Online us':>10s} {'policy us':>10s} {'ratio':>7s} "
+          f"{'Bandit us':>10s} {'ratio':>7s}")
+    for name, r in m["decision"].items():
+        o = r["online"]
+        print(f"  {name:8s} {o:10.1f} {r['policy']:10.1f} {r['policy'] / o:6.1f}x "
+              f"{r['bandit']:10.1f} {r['bandit'] / o:6.1f}x")
+    refs = {"fit": ("the exact engine's batch update", lambda r: r[[k for k in r
+                                                                   if "floor" in k][0]]),
+            "predict": ("Online.select_many", lambda r: r["Online.select_many"])}
+    for group, what in (("fit", f"Fit of {N_FIT} logged rounds"),
+                        ("predict", f"Predict of {N_PREDICT} rounds")):
+        label, ref_of = refs[group]
+        print(f"{what} (ms), ratio to {label}")
+        for name, r in m[group].items():
+            ref = ref_of(r)
+            cells = ", ".join(f"{k} {v:.1f} ({v / ref:.2f}x)" for k, v in r.items())
+            print(f"  {name:8s} {cells}")
+    return m
+
+
+if __name__ == "__main__":
+    main()
