@@ -172,6 +172,13 @@ def logged_rounds(contexts, arms, rewards, dim=None):
         raise ValueError(f"contexts must have at least one arm (the second axis), got shape "
                          f"{X.shape}")
     bounded_data(X, "contexts")
+    return (X, *logged_arms_rewards(X, arms, rewards))
+
+
+def logged_arms_rewards(X, arms, rewards):
+    """``(arms (n,) int64, rewards (n,))`` of the ``n`` rounds of contexts ``X`` (n, K, d),
+    checked as :func:`logged_rounds` checks them (``X`` already checked)."""
+    n, K = X.shape[:2]
     a = np.asarray(arms)
     if a.ndim != 1 or a.shape[0] != n:
         raise ValueError(f"arms must have shape ({n},) (one per round of contexts), got "
@@ -185,7 +192,7 @@ def logged_rounds(contexts, arms, rewards, dim=None):
         raise ValueError(f"rewards must have shape ({n},) (one per round of contexts), got "
                          f"{r.shape}")
     bounded_data(r, "rewards")
-    return X, a.astype(np.int64, copy=False), r
+    return a.astype(np.int64, copy=False), r
 
 
 def arm_index(arm, n_arms):

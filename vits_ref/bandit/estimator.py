@@ -237,7 +237,7 @@ class Bandit(Persistent):
 
     def _rounds(self, contexts, arms, rewards):
         X, _ = self._contexts(contexts, allow_one=False)
-        return val.logged_rounds(X, arms, rewards)
+        return (X, *val.logged_arms_rewards(X, arms, rewards))
 
     def __repr__(self):
         return f"Bandit({self.policy!r}, n_arms={self.n_arms}, dim={self.dim})"
