@@ -1,0 +1,85 @@
+"""Every door to a policy: the policy objects, ``Bandit`` and ``Online``, and the peers.
+
+:mod:`vits_ref._bench.doors`: ``d = 20``, ``K = 50``, one thread. ``Decision`` times a
+block of rounds (select then update) through each door and tracks the policy objects' and
+``Bandit``'s per-round cost as a ratio to ``Online``'s (goals: the policy objects within
+3x the compiled floor for LinTS and LinUCB, ``Bandit`` within 1.5x ``Online``).
+``FitPredict`` times a fit of 10 000 logged rounds and a predict of 1 000 rounds and
+tracks ``Bandit.fit`` against the exact engine's batch update (goal 3x) and
+``Bandit.predict`` against ``Online.select_many`` (goal 1.5x); MABWiser's and
+bayesianbandits' fit and predict are timed beside them where installed.
+"""
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from vits_ref._bench import doors  # noqa: E402
+
+from .common import TIMEOUT, median_times, single_thread  # noqa: E402
+
+
+class Decision:
+    params = ([name for name, _ in doors.DECISION_CASES],)
+    param_names = ["policy"]
+    timeout = TIMEOUT
+
+    def setup(self, policy):
+        single_thread()
+        T = dict(doors.DECISION_CASES)[policy]
+        self.fns = doors.decisions(policy, T)
+        for fn in self.fns.values():  # compile, untimed
+            fn()
+
+    def time_online(self, policy):
+        self.fns["online"]()
+
+    def time_policy_object(self, policy):
+        self.fns["policy"]()
+
+    def time_bandit(self, policy):
+        self.fns["bandit"]()
+
+    def track_policy_object_over_online(self, policy):
+        o, p = median_times([self.fns["online"], self.fns["policy"]], 5)
+        return p / o
+
+    track_policy_object_over_online.unit = "policy object / Online"
+
+    def track_bandit_over_online(self, policy):
+        o, b = median_times([self.fns["online"], self.fns["bandit"]], 5)
+        return b / o
+
+    track_bandit_over_online.unit = "Bandit / Online"
+
+
+class FitPredict:
+    params = (list(doors.FIT_CASES),)
+    param_names = ["policy"]
+    timeout = TIMEOUT
+
+    def setup(self, policy):
+        single_thread()
+        self.fits, self.predicts = doors.fit_predict(policy)
+        self.floor = next(k for k in self.fits if k.startswith("floor"))
+        for fn in (*self.fits.values(), *self.predicts.values()):  # compile, untimed
+            fn()
+
+    def time_bandit_fit(self, policy):
+        self.fits["Bandit.fit"]()
+
+    def time_bandit_predict(self, policy):
+        self.predicts["Bandit.predict"]()
+
+    def track_fit_over_floor(self, policy):
+        f, b = median_times([self.fits[self.floor], self.fits["Bandit.fit"]], 5)
+        return b / f
+
+    track_fit_over_floor.unit = "Bandit.fit / batch update"
+
+    def track_predict_over_select_many(self, policy):
+        o, b = median_times([self.predicts["Online.select_many"],
+                             self.predicts["Bandit.predict"]], 5)
+        return b / o
+
+    track_predict_over_select_many.unit = "Bandit.predict / Online.select_many"
