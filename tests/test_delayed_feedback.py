@@ -78,7 +78,11 @@ def test_bad_delays_and_batches_fail_clearly():
         vr.simulate(pol, env, 5, batch=0)
     with pytest.raises(ValueError, match="delay must draw integers >= 0, got -1 in round 1"):
         vr.simulate(pol, env, 5, delay=lambda rng: -1)
-    with pytest.raises(ValueError, match="no fused loop|fused loop learns"):
+    with pytest.raises(ValueError, match="delay must draw integers >= 0, got True"):
+        vr.simulate(pol, env, 5, delay=lambda rng: True)  # as delay=True: not taken as 1
+    # the reason, not "no fused loop": LinTS has one, which learns each reward at once
+    with pytest.raises(ValueError, match="fused loop learns each round's reward at once: "
+                                         "delay=2 and batch=1 run in the Python loop"):
         vr.simulate(pol, env, 5, delay=2, fused=True)
     with pytest.raises(ValueError, match="learns each round's reward at once"):
         vr.simulate(pol, env, 5, delay=2, backend="fused-cpu")

@@ -295,6 +295,11 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
                               bool(new_instance_per_run), spec, n_threads, n_jobs, device,
                               stream, progress, delay, batch)
     chosen = backends.choose(block, backend, fused)
+    if chosen is None and spec is not None and not block.immediate:
+        # the reason, not "no fused loop": the policy has one, but it learns at once
+        raise ValueError(f"{block.name}'s fused loop learns each round's reward at once: "
+                         f"delay={delay!r} and batch={batch!r} run in the Python loop only "
+                         f"(device='cpu' and fused=None or False)")
     if chosen is None and device == "cuda":
         raise ValueError(f"device='cuda' needs a fused loop; {block.name} has none "
                          "on this model/schedule (use device='cpu')")
@@ -449,7 +454,8 @@ def _run_python(pol, chunks, kl_rounds, regret, arms, kl, run, gaussian, delay=0
         regret[t] = means.max() - means[arm]
         arms[t] = arm
         lag = delay if rng is None else delay(rng)
-        if not isinstance(lag, (int, np.integer)) or lag < 0:
+        if (isinstance(lag, (bool, np.bool_)) or not isinstance(lag, (int, np.integer))
+                or lag < 0):  # True is refused as delay=True is, not taken as 1
             raise ValueError(f"delay must draw integers >= 0, got {lag!r} in round {t + 1}")
         due.append((t + int(lag), X, arm, rewards[arm]))
         if (t + 1) % batch == 0:
