@@ -10,6 +10,7 @@ the source if writable, else the user-wide cache directory.
 """
 
 import ast
+import hashlib
 import inspect
 import json
 import os
@@ -654,3 +655,73 @@ def test_the_doors_of_every_policy_compile_nothing_in_a_second_process():
     from vits_ref.bandit.simulate import POLICY_NAMES
 
     _assert_nothing_compiled_again(list(POLICY_NAMES))
+
+
+# ---------------------------------------------------------------------------------------
+# the closures of one factory carry names of their own (the symbols of their machine code)
+# ---------------------------------------------------------------------------------------
+
+def test_closures_of_one_factory_have_names_of_their_own():
+    """Numba names a compiled function's symbols after its qualified name and a counter of
+    the compiling process; two closures of one factory compiled in two processes could
+    carry the same symbol, and loaded from the cache into one process the second ran the
+    first's code (LinTS's online update ran VITS's: vits_ref.config.own_name). Every
+    cached driver whose closure differs has a name of its own, and so has a factory's
+    body compiled as a function of its own (a non-inlined kernel)."""
+    from numba.core.serialize import dumps
+
+    from vits_ref.config import kernel
+
+    keys = {}
+    for d in _every_driver().values():
+        cells = d.py_func.__closure__
+        key = hashlib.sha256(dumps(tuple(c.cell_contents for c in cells))).hexdigest() \
+            if cells else ""
+        keys.setdefault(d.py_func.__qualname__, set()).add(key)
+    shared = {name: len(k) for name, k in keys.items() if len(k) > 1}
+    assert not shared, shared
+    assert any("bandit_online" in name for name in keys)
+
+    def factory(k):
+        @kernel
+        def body(x):
+            return x + k
+
+        return body
+
+    one, two, again = factory(1.0), factory(2.0), factory(1.0)
+    assert one.__qualname__ != two.__qualname__
+    assert one.__qualname__ == again.__qualname__  # the same cells, the same name
+
+
+CROSS_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import vits_ref as vr
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((12, 5, 3))
+    arms = rng.integers(0, 5, 12)
+    rewards = rng.standard_normal(12)
+    names = sys.argv[1].split(",")
+    for name in names:
+        many = vr.Online(name, 5, seed=0, dim=3).update_many(X, arms, rewards)
+        one = vr.Online(name, 5, seed=0, dim=3)
+        for t in range(12):
+            one.update(X[t], int(arms[t]), float(rewards[t]))
+        assert np.array_equal(many._buf, one._buf), name
+    print("OK")
+""")
+
+
+@pytest.mark.slow
+def test_closures_compiled_in_two_processes_run_their_own_code_in_one(tmp_path):
+    """VITS-II's online batch update compiled in one process, LinTS's in another (as two
+    test workers or ``compile --jobs 2`` do), both loaded into a third from the cache:
+    each runs its own code (before, LinTS's batch update ran VITS's and diverged)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    env.pop("VITS_REF_CACHE", None)
+    for names in ("vits-ii", "lints", "vits-ii,lints", "lints,vits-ii"):
+        proc = subprocess.run([sys.executable, "-c", CROSS_SCRIPT, names], env=env,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0 and "OK" in proc.stdout, (names, proc.stderr[-2000:])

@@ -135,13 +135,20 @@ def test_overflowing_statistics_raise_and_roll_back(monkeypatch):
     assert "overflowed" in str(err)
     monkeypatch.setattr(cpu, "chol_update_rows", real)
     assert np.all(np.isfinite(eng.sample(2)))
-    # LinUCB: the Sherman-Morrison update likewise
-    pol = vr.LinUCB(2).update([[1.0, 2.0]], 0, 0.5)
-    Vinv, b = pol.Vinv.copy(), pol.b.copy()
-    monkeypatch.setattr(cpu, "sherman_morrison", lambda V, x: V.fill(np.nan))
-    with pytest.raises(vr.DivergenceError, match="LinUCB diverged .* at round 2"):
-        pol.update([[1.0, 0.0]], 0, 1.0)
-    assert pol.n_obs == 1 and np.array_equal(pol.Vinv, Vinv) and np.array_equal(pol.b, b)
+    # LinUCB: the Sherman-Morrison update likewise, on its own path (the simulations'
+    # Python loop) and in its compiled state, where b = sum r x overflows for real
+    # (there, a ridge of 1e-100 makes x^T inv(V) x overflow for features of 1e150)
+    for compiled, lam, x in ((False, 1.0, 1.0), (True, 1e-100, 1e150)):
+        pol = vr.LinUCB(2, lam=lam)
+        pol.compiled = compiled
+        pol.update([[1.0, 2.0]], 0, 0.5)
+        Vinv, b = pol.Vinv.copy(), pol.b.copy()
+        if not compiled:
+            monkeypatch.setattr(cpu, "sherman_morrison", lambda V, x: V.fill(np.nan))
+        with pytest.raises(vr.DivergenceError, match="LinUCB diverged .* at round 2"):
+            pol.update([[x, 0.0]], 0, 1.0)
+        assert pol.n_obs == 1 and np.array_equal(pol.Vinv, Vinv) and np.array_equal(pol.b, b)
+        assert (pol._core is not None) == compiled
 
 
 # ---------------------------------------------------------------------------------------

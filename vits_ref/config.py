@@ -138,16 +138,51 @@ def check_cuda_stack():
             f"(np.row_stack was removed in numpy 2.5); fix: pip install \"numpy<2.5\"")
 
 
+def own_name(fn):
+    """Give ``fn``, defined in a factory, a qualified name of its own closure's.
+
+    Numba names a compiled function's machine-code symbol after its qualified name and a
+    counter of the compiling process (``bandit_online.<locals>.learn_many`` with ``v1``),
+    and a function loaded from the on-disk cache keeps the names of the process that
+    compiled it. Two closures of one factory (LinTS's and VITS's online update) compiled
+    in two processes (two test workers, ``python -m vits_ref compile --jobs 2``) can
+    carry the same symbol; loaded into one process, the second is linked to the first's
+    code, and runs another policy's update on its state. A suffix hashed from the
+    closure's cells (as Numba's cache key pickles them: the same in every process) makes
+    the names differ wherever the code does. Cells still empty when the factory decorates
+    ``fn`` are left out of the hash (tests/test_cache.py checks the factories' names).
+    """
+    cells = fn.__closure__
+    if not cells or "<locals>" not in fn.__qualname__:
+        return fn
+    from numba.core.serialize import dumps
+
+    contents = []
+    for cell in cells:
+        try:
+            contents.append(cell.cell_contents)
+        except ValueError:  # empty until the factory assigns it
+            contents.append(None)
+    digest = hashlib.sha256(dumps(tuple(contents))).hexdigest()[:16]
+    fn.__qualname__ = f"{fn.__qualname__}_{digest}"
+    return fn
+
+
 def cpu_jit(fn=None, *, parallel=False, nogil=True):
     """Compile a CPU driver with the library's options (``numba.njit``).
 
     ``nogil=False`` is for a function holding an object-mode block only (which takes the
     GIL whatever the flag; Numba warns when it compiles one under ``nogil=True``); called
-    from other compiled functions, its flag has no effect.
+    from other compiled functions, its flag has no effect. A function defined in a factory
+    is renamed first (:func:`own_name`).
     """
     deco = njit(cache=CACHE, fastmath=FASTMATH, error_model=ERROR_MODEL, parallel=parallel,
                 nogil=nogil)
-    return deco if fn is None else deco(fn)
+
+    def jit(f):
+        return deco(own_name(f))
+
+    return jit if fn is None else jit(fn)
 
 
 def kernel(fn=None, *, inline=False):
@@ -171,6 +206,8 @@ def kernel(fn=None, *, inline=False):
         opts["inline"] = "always"
 
     def deco(f):
+        if not inline:  # compiled as a function of its own: a symbol (own_name)
+            own_name(f)
         f = register_jitable(**opts)(f)
         if inline:
             _INLINE_BODIES.append(f)

@@ -13,6 +13,7 @@ from .. import _validate as val
 from ..drivers import cpu
 from ..inference.base import Engine, GaussianEngine
 from ..inference.persist import Persistent
+from ._core import CoreDoor
 from .policies import LinUCB, PerArm, ThompsonSampling
 from .simulate import make_policy
 
@@ -135,7 +136,29 @@ class Bandit(Persistent):
         -------
         self
         """
+        if self._learn_one(contexts, arms, rewards):
+            return self
         return self._learn(*self._rounds(contexts, arms, rewards))
+
+    def _learn_one(self, contexts, arms, rewards):
+        """One round ``(1, K, d)``, ``(1,)``, ``(1,)`` of float64, int64 and float64 arrays
+        learnt by the policy's compiled update, which checks the values (True); False,
+        with nothing learnt, for anything else: the checks of :meth:`_rounds` then run."""
+        pol = self.policy
+        if not (isinstance(pol, CoreDoor) and type(contexts) is np.ndarray
+                and type(arms) is np.ndarray and type(rewards) is np.ndarray
+                and contexts.ndim == 3 and contexts.shape[0] == 1
+                and arms.shape == (1,) and arms.dtype == np.int64
+                and rewards.shape == (1,) and rewards.dtype == np.float64
+                and (self.n_arms is None or contexts.shape[1] == self.n_arms)):
+            return False
+        X = contexts[0]
+        core = pol._core
+        if core is None or not core.attached() or X.shape[0] != core.K:
+            return False
+        if pol._observed() != core.n_seen:
+            return False
+        return pol._learn(core, X, int(arms[0]), float(rewards[0])) == 1
 
     def _learn(self, X, arms, rewards):
         many = getattr(self.policy, "_learn_rounds", None)
@@ -158,9 +181,21 @@ class Bandit(Persistent):
         -------
         (n,) int array, or an int for one ``(K, d)`` round
         """
+        pol = self.policy
+        if (isinstance(pol, CoreDoor) and type(contexts) is np.ndarray and contexts.ndim == 2
+                and (self.n_arms is None or contexts.shape[0] == self.n_arms)):
+            core = pol._core
+            if (core is not None and core.attached() and contexts.shape[0] == core.K
+                    and pol._observed() == core.n_seen):
+                # one round: the compiled select checks it; refused, checked below
+                arm = pol._choose(core, contexts)
+                if arm >= 0:
+                    return arm
         X, one = self._contexts(contexts)
-        out = np.array([self.policy.select(x) for x in X], dtype=np.int64)
-        return int(out[0]) if one else out
+        many = pol._select_many(X) if isinstance(pol, CoreDoor) else None
+        if many is None:
+            many = np.array([pol.select(x) for x in X], dtype=np.int64)
+        return int(many[0]) if one else many
 
     def predict_expectations(self, contexts):
         """Every arm's expected reward under the posterior mean, without a draw.

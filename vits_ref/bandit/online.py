@@ -20,6 +20,8 @@ The ``t``-th ``select`` uses the ``t``-th selection draw and the ``t``-th ``upda
 arrives, in the order it arrives.
 """
 
+import copy
+
 import numpy as np
 
 from .. import _validate as val
@@ -30,6 +32,7 @@ from ..drivers import cpu
 from ..drivers.fused import draw_chunks
 from ..errors import DivergenceError
 from ..inference.persist import Persistent
+from ._core import ENGINE_STATES
 
 __all__ = ["Online"]
 
@@ -102,7 +105,7 @@ class Online(Persistent):
     #: for vits_ref.load: the constructor's arguments (and seed) and the state
     _persist_params = {"policy": "policy", "n_arms": "n_arms", "horizon": "_horizon_arg",
                        "block": "_block"}
-    _persist_state = ("_buf", "n_selects", "n_updates", "_rng_sample", "_rng_update",
+    _persist_state = ("_buf", "n_selects", "n_updates", "_n0", "_rng_sample", "_rng_update",
                       "_init_noise", "_drawn", "_held_first", "_held_sel", "_held_steps",
                       "_broken")
     #: the blocks of draws held when saved: as many rows as were held
@@ -126,11 +129,14 @@ class Online(Persistent):
                             "compiled round on this model/schedule: call its select and "
                             "update directly")
         learnt = _n_obs(policy)
-        if learnt:
-            raise ValueError(f"policy has learnt {learnt} observations, and an Online starts "
-                             "at the prior: give it the policy's specification "
-                             "(policy.fresh(seed)) and its feedback, or save and load an "
-                             "Online")
+        if learnt and spec.piece.name not in ENGINE_STATES:
+            raise ValueError(f"policy has learnt {learnt} observations, and {spec.piece.name} "
+                             "keeps a history that an Online does not take over: give it the "
+                             "policy's specification (policy.fresh(seed)) and its feedback, "
+                             "or save and load an Online")
+        if learnt and seed is not None:
+            raise ValueError("seed must be None for a policy that has learnt: the Online "
+                             "continues the policy's own random streams")
         self.policy = policy
         self.spec = spec
         self.seed = seed
@@ -161,9 +167,18 @@ class Online(Persistent):
         # sizes, bound and parameters in one array: see cpu.online_meta
         self._meta = cpu.online_meta(spec.params, K, d, M, self._T, MAX_ABS_DATA,
                                      spec.binary_rewards, keep)
-        self._rng_sample, self._rng_update = engine_streams(val.as_seed_sequence(seed))
-        self._chunks = draw_chunks(spec, Streams(self._rng_sample, self._rng_update),
-                                   self.horizon, d, block)
+        #: observations learnt before the first update (a trained policy's)
+        self._n0 = learnt
+        streams = getattr(policy, "_streams", None)
+        if learnt and streams is not None and streams()[0] is not None:
+            # the policy's generators, copied: the Online draws what the policy would next
+            self._rng_sample, self._rng_update = (copy.deepcopy(g) for g in streams())
+            given = np.zeros(d)  # the initial state is the policy's, not drawn
+        else:
+            self._rng_sample, self._rng_update = engine_streams(val.as_seed_sequence(seed))
+            given = np.zeros(d) if learnt else None
+        self._chunks = draw_chunks(spec, Streams(self._rng_sample, self._rng_update,
+                                                 init=given), self.horizon, d, block)
         self._sel, self._steps = {}, {}
         self.n_selects = self.n_updates = 0
         init, sel0, steps0 = next(self._chunks)
@@ -172,6 +187,8 @@ class Online(Persistent):
         self._sel[0] = np.ascontiguousarray(sel0, dtype=np.float64)
         self._steps[0] = np.ascontiguousarray(steps0, dtype=np.float64)
         self._start(self._meta, self._buf, self._init_noise)
+        if learnt:
+            self._take_state(policy)
         self._shape = (K, d)
         self._broken = None
         # what save writes of the blocks held (empty but in save: see _held)
@@ -191,6 +208,74 @@ class Online(Persistent):
             setattr(self, f"_{which}_rows", rows)
             setattr(self, f"_{which}_base", base)
             setattr(self, f"_{which}_end", min(base + self._block, self.horizon))
+
+    def _views(self):
+        """The state's arrays: views of the buffer's first half (the piece's ``views``)."""
+        K, d = self._shape
+        return self.spec.piece.views(self._buf, d, K, self._M, self._T)[0]
+
+    def _take_state(self, policy):
+        """The state of ``policy``, which has learnt, copied in: its engine's arrays (or
+        LinUCB's own), and the sums ``eta V`` and ``eta b`` as its compiled state summed
+        them (else made from ``V`` and ``b``: the same to rounding)."""
+        holder = getattr(policy, "engine", policy)
+        state = self._views()
+        bound, stats = ENGINE_STATES[self.spec.piece.name](holder, state)
+        for obj, attr, view in bound:
+            view[...] = getattr(obj, attr)
+        if stats is not None:
+            V, etaV, b, eta_b = stats
+            held = getattr(policy, "core_stats", np.zeros(0))
+            if held.size == etaV.size + eta_b.size:
+                etaV.ravel()[...] = held[:etaV.size]
+                eta_b[...] = held[etaV.size:]
+            else:
+                np.multiply(holder.eta, V, out=etaV)
+                np.multiply(holder.eta, b, out=eta_b)
+
+    def _engine(self):
+        """A copy of the policy's engine (or LinUCB) holding this object's state."""
+        holder = copy.deepcopy(getattr(self.policy, "engine", self.policy))
+        if self.spec.piece.name not in ENGINE_STATES:
+            return None
+        bound, _ = ENGINE_STATES[self.spec.piece.name](holder, self._views())
+        for obj, attr, view in bound:
+            setattr(obj, attr, view.copy())
+        return holder
+
+    @property
+    def mean(self):
+        """The posterior mean (LinTS, VITS), or LinUCB's estimate ``inv(V) b``."""
+        eng = self._engine()
+        if eng is None or not hasattr(eng, "mean") and not hasattr(eng, "Vinv"):
+            raise TypeError(f"{self.name} has no posterior mean")
+        if hasattr(eng, "Vinv"):
+            return eng.Vinv @ eng.b
+        try:
+            return eng.mean
+        except (AttributeError, NotImplementedError):
+            raise TypeError(f"{self.name} has no posterior mean") from None
+
+    @property
+    def cov(self):
+        """The posterior covariance (LinTS, VITS)."""
+        eng = self._engine()
+        cov = getattr(type(eng), "cov", None) if eng is not None else None
+        if cov is None:
+            raise TypeError(f"{self.name} has no posterior covariance")
+        return eng.cov
+
+    def predict_expectations(self, contexts):
+        """Every arm's expected reward under :attr:`mean`, without a draw: ``contexts``
+        (n, n_arms, dim) gives (n, n_arms), one round (n_arms, dim) gives (n_arms,)."""
+        X = val.float_array(contexts, "contexts", finite=True)
+        one = X.ndim == 2
+        X = X[None] if one else X
+        if X.ndim != 3 or X.shape[1:] != self._shape:
+            raise ValueError(f"contexts must have shape (n, {self.n_arms}, {self.dim}) or "
+                             f"({self.n_arms}, {self.dim}), got {np.shape(contexts)}")
+        out = X @ self.mean
+        return out[0] if one else out
 
     @classmethod
     def for_run(cls, policy, n_arms, run_seed, **kw):
@@ -339,7 +424,7 @@ class Online(Persistent):
         if t == self._steps_end:  # and refused at the horizon
             self._next_steps(t)
         i = t - self._steps_base
-        n_obs = t + 1
+        n_obs = self._n0 + t + 1
         # as in select: the compiled call refuses other types at once and checks the rest
         try:
             code = self._learn(self._meta, self._buf, contexts, arm, reward,
@@ -410,14 +495,14 @@ class Online(Persistent):
             j = t - self._steps_base
             m = min(n - i, self._steps_end - t)  # the rest of this block's draws
             done = learn_many(self._meta, self._buf, Xs[i:i + m], a[i:i + m], r[i:i + m],
-                              self._steps_rows, j, t + 1, codes)
+                              self._steps_rows, j, self._n0 + t + 1, codes)
             self.n_updates = t + done
             if done < m:
                 k = i + done
                 try:
                     self._refused(int(codes[0]), Xs[k] if rounds else Xs[k, 0],
                                   int(a[k]) if rounds else int(arms[k]), float(r[k]),
-                                  t + done + 1)
+                                  self._n0 + t + done + 1)
                 except DivergenceError:
                     raise
                 except (ValueError, TypeError) as err:

@@ -26,6 +26,7 @@ from ..inference.base import Engine
 from ..inference.persist import Persistent
 from ..kernels import bandit as kbandit
 from ..kernels import linucb as klinucb
+from ._core import CoreDoor, engine_core_spec
 
 
 def _no_noise(policy_seed, n_rounds, dim):
@@ -51,13 +52,23 @@ def _uniform_chunks(policy_seed, n_rounds, dim, chunk):
         yield np.zeros(0), rng_sample.random((n, 1)), np.zeros((n, 0, 1, dim))
 
 
-class ThompsonSampling(Persistent):
+class ThompsonSampling(CoreDoor, Persistent):
     """Thompson sampling: play ``argmax_a x_a theta`` for one draw ``theta`` of the engine.
 
     Parameters
     ----------
     engine : Engine
         Any engine of :mod:`vits_ref.inference` (LinTS, VITS, Langevin, ...).
+
+    Notes
+    -----
+    Over LinTS, VITS and LMC-TS on the linear model (the default prior, a ``constant`` or
+    ``decayed`` schedule), ``select`` and ``update`` run the compiled bodies of the fused
+    loop on a state buffer (:mod:`vits_ref.bandit._core`): one compiled call each, with the
+    engine's own draws, so the arms and the posterior are those of
+    :func:`vits_ref.simulate`'s run, bit for bit. Reading :attr:`engine` writes the
+    learnt state into the engine object first. Other engines run their own ``sample``
+    and ``update``.
 
     Examples
     --------
@@ -69,8 +80,11 @@ class ThompsonSampling(Persistent):
     1
     """
 
-    #: for vits_ref.load: the constructor's arguments; the state is the engine's
+    #: for vits_ref.load: the constructor's arguments; the state is the engine's, and the
+    #: compiled state's sums beside it (:attr:`core_stats`, empty without one)
     _persist_params = ("engine",)
+    _persist_state = ("core_stats",)
+    _persist_growing = ("core_stats",)
 
     def __init__(self, engine):
         if not isinstance(engine, Engine):
@@ -79,14 +93,44 @@ class ThompsonSampling(Persistent):
         self.dim = engine.model.input_dim
         self.name = engine.name
 
-    def select(self, contexts):
-        """Index of the arm to play for the ``(K, d)`` features ``contexts``."""
+    # -- the compiled state (vits_ref.bandit._core.CoreDoor) ---------------------------------
+    def _holder(self):
+        return self.engine
+
+    def _core_spec(self):
+        return engine_core_spec(self.engine)
+
+    def _streams(self):
+        return self.engine._rng_sample, self.engine._rng_update
+
+    def _observed(self):
+        return self.engine.model.n_obs
+
+    def _engine_name(self):
+        return self.engine.name
+
+    def _observe(self, n, r2):
+        """Count ``n`` observations learnt by the core (their rewards' squares summing to
+        ``r2``) as the engine's ``update`` counts them."""
+        eng = self.engine
+        model = eng.model
+        model.n_obs += n
+        model.sum_r2 += r2
+        diag = eng.diagnostics
+        diag["n_obs"] = model.n_obs
+        if "n_steps" in diag:  # an iterative engine: its last update's schedule
+            core = self._core
+            h = core.spec.step_size
+            diag["step_size"] = h(model.n_obs) if callable(h) else h
+            diag["n_steps"] = core.steps_per_update
+
+    # -- the engine's own methods ---------------------------------------------------------
+    def _select_reference(self, contexts):
         X = val.contexts(contexts, self.dim)
         theta = self.engine.sample(1)[0]
         return int(np.argmax(self.engine.model.predict(theta, X)))
 
-    def update(self, contexts, arm, reward):
-        """Feed back the reward of ``contexts[arm]``."""
+    def _update_reference(self, contexts, arm, reward):
         X = val.contexts(contexts, self.dim)
         arm = val.arm_index(arm, X.shape[0])
         self.engine.update(X[arm][None, :], np.array([val.reward_value(reward)]))
@@ -108,10 +152,12 @@ class ThompsonSampling(Persistent):
         """:meth:`update_many` on rounds already checked
         (:func:`vits_ref._validate.logged_rounds`)."""
         played = X[np.arange(a.shape[0]), a]
-        eng = self.engine
-        if eng.batch_is_sequential:
-            eng.update(played, r)
+        if self.engine.batch_is_sequential:  # one batch update: BLAS, not n calls
+            self.engine.update(played, r)
             return self
+        if self._learn_many(X, a, r):  # the compiled state's loop
+            return self
+        eng = self.engine
         saved = eng._state()
         try:
             for i in range(a.shape[0]):
@@ -123,7 +169,9 @@ class ThompsonSampling(Persistent):
 
     def fresh(self, seed=None):
         """The same policy at the prior, with a new seed."""
-        return ThompsonSampling(self.engine.fresh(seed))
+        fresh = ThompsonSampling(self.engine.fresh(seed))
+        fresh.compiled = self.compiled
+        return fresh
 
     def fused(self, kl=False):
         """The engine's part of the fused compiled loop (:meth:`Engine.fused`), or None."""
@@ -133,12 +181,13 @@ class ThompsonSampling(Persistent):
         return f"ThompsonSampling({self.engine!r})"
 
 
-class LinUCB(Persistent):
+class LinUCB(CoreDoor, Persistent):
     """LinUCB: ``argmax_a x_a theta_hat + alpha sqrt(x_a^T inv(V) x_a)``.
 
     ``inv(V)`` (``V = lam I + sum x x^T``) is kept by Sherman-Morrison updates, ``O(d^2)``
     per round; ``theta_hat = inv(V) b``. Ties go to the lowest index. LinUCB is
-    deterministic: it takes no seed. Scores and updates are the compiled bodies of
+    deterministic: it takes no seed. ``select`` and ``update`` are one compiled call each
+    on a state buffer (:mod:`vits_ref.bandit._core`): the bodies of
     :mod:`vits_ref.kernels.linucb`, the same as in the fused loop.
 
     Parameters
@@ -170,6 +219,25 @@ class LinUCB(Persistent):
         self.b = np.zeros(self.dim)
         self.n_obs = 0
 
+    # -- the compiled state (vits_ref.bandit._core.CoreDoor) ---------------------------------
+    def _holder(self):
+        return self
+
+    def _core_spec(self):
+        return self.fused()
+
+    def _streams(self):
+        return None, None  # LinUCB draws nothing (its core asks for no draw)
+
+    def _observed(self):
+        return self.n_obs
+
+    def _engine_name(self):
+        return self.name
+
+    def _observe(self, n, r2):
+        self.n_obs += n
+
     def scores(self, contexts):
         """Upper confidence bounds of the arms."""
         X = val.contexts(contexts, self.dim)
@@ -177,21 +245,21 @@ class LinUCB(Persistent):
         cpu.linucb_scores(self.Vinv, self.b, self.alpha, X, out)
         return out
 
-    def select(self, contexts):
-        """Index of the arm with the largest upper confidence bound."""
+    def _select_reference(self, contexts):
         return int(np.argmax(self.scores(contexts)))
 
-    def update(self, contexts, arm, reward):
+    def _update_reference(self, contexts, arm, reward):
         """Sherman-Morrison update of ``inv(V)`` with ``x = contexts[arm]``; ``b += r x``."""
         X = val.contexts(contexts, self.dim)
         x = np.ascontiguousarray(X[val.arm_index(arm, X.shape[0])])
         reward = val.reward_value(reward)
-        saved = self.Vinv.copy(), self.b.copy()
-        self.b += reward * x
-        cpu.sherman_morrison(self.Vinv, x)
-        if not (np.all(np.isfinite(self.Vinv)) and np.all(np.isfinite(self.b))):
+        Vinv, b = self.Vinv, self.b
+        saved = Vinv.copy(), b.copy()
+        b += reward * x
+        cpu.sherman_morrison(Vinv, x)
+        if not (np.all(np.isfinite(Vinv)) and np.all(np.isfinite(b))):
             # rolled back: a failed update leaves the policy as it was
-            self.Vinv[...], self.b[...] = saved
+            Vinv[...], b[...] = saved
             raise DivergenceError(self.name, self.n_obs + 1, None,
                                   detail="The Sherman-Morrison inverse of V or b = sum r x "
                                          "overflowed: the features or rewards are too large.")
@@ -210,11 +278,12 @@ class LinUCB(Persistent):
         """:meth:`update_many` on rounds already checked
         (:func:`vits_ref._validate.logged_rounds`)."""
         played = np.ascontiguousarray(X[np.arange(a.shape[0]), a])
-        saved = self.Vinv.copy(), self.b.copy()
-        self.b += played.T @ r
-        cpu.sherman_morrison_rows(self.Vinv, played)
-        if not (np.all(np.isfinite(self.Vinv)) and np.all(np.isfinite(self.b))):
-            self.Vinv[...], self.b[...] = saved
+        Vinv, b = self.Vinv, self.b
+        saved = Vinv.copy(), b.copy()
+        b += played.T @ r
+        cpu.sherman_morrison_rows(Vinv, played)
+        if not (np.all(np.isfinite(Vinv)) and np.all(np.isfinite(b))):
+            Vinv[...], b[...] = saved
             raise DivergenceError(self.name, self.n_obs + a.shape[0], None,
                                   detail="The Sherman-Morrison inverse of V or b = sum r x "
                                          "overflowed: the features or rewards are too large.")
@@ -224,7 +293,9 @@ class LinUCB(Persistent):
     def fresh(self, seed=None):
         """A new LinUCB at the prior (``seed`` is accepted for the policy protocol, which
         :func:`vits_ref.bandit.simulate` calls with one; LinUCB draws nothing)."""
-        return LinUCB(self.dim, alpha=self.alpha, lam=self.lam)
+        fresh = LinUCB(self.dim, alpha=self.alpha, lam=self.lam)
+        fresh.compiled = self.compiled
+        return fresh
 
     def fused(self, kl=False):
         """The fused loop's spec (:data:`vits_ref.kernels.linucb.PIECE`)."""

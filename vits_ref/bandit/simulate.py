@@ -410,6 +410,10 @@ def _python_job(job):
     chunk = _plan.fit(PYTHON_CHUNK_BYTES // per_round, n_rounds)
     chunks = _realise_chunks(run_env, seed, n_rounds, chunk)
     pol = policy.fresh(policy_seed(seed))
+    if getattr(pol, "compiled", False):
+        # the engines' own select and update: the independent implementation that the
+        # compiled loop, and the policy objects that play its bodies, are tested against
+        pol.compiled = False
     regret, arms = np.empty(n_rounds), np.empty(n_rounds, dtype=np.int64)
     kl = np.zeros(kl_rounds.size)
     _run_python(pol, chunks, kl_rounds, regret, arms, kl, r, gaussian, delay, batch,

@@ -1,0 +1,213 @@
+"""Every door to a policy plays one compiled state (:mod:`vits_ref.bandit._core`).
+
+The policy objects (``ThompsonSampling`` over LinTS, VITS, LMC-TS; ``LinUCB``), ``Bandit``
+and ``Online`` run the fused loop's bodies: fed the rounds of a run's realisation, each
+plays the arms of :func:`vits_ref.simulate`'s compiled run with the same seed, bit for
+bit; the engine object holds the state after every call (its arrays are the state's
+views); and the engines' own NumPy methods (the simulations' Python loop, ``compiled``
+False) agree with it to rounding, an independent check of the bodies.
+"""
+
+import numpy as np
+import pytest
+
+import vits_ref as vr
+from vits_ref._seeding import policy_seed, run_seed
+from vits_ref.bandit._fused_draws import realise
+
+D, K, T = 4, 6, 40
+#: the policies whose state a compiled core holds (make_policy's names)
+CORE = ("lints", "linucb", "vits-i", "vits-ii", "vits-hf", "lmc")
+
+
+def _env():
+    return vr.envs.pool(dim=D, n_arms=K, zeta=1.0, seed=3)
+
+
+def _play(pol, real, n):
+    arms = []
+    for t in range(n):
+        X = real.contexts[t]
+        a = pol.select(X)
+        pol.update(X, a, real.rewards[t, a])
+        arms.append(a)
+    return np.array(arms)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """``{name: (simulate's result, its realisations)}``: two runs of the fused loop."""
+    out = {}
+    env = _env()
+    root = np.random.SeedSequence(11)
+    for name in CORE:
+        res = vr.simulate(vr.make_policy(name, D), env, T, 2, seed=11)
+        assert res.fused
+        out[name] = res, [(run_seed(root, r), realise(env, run_seed(root, r), T))
+                          for r in range(2)]
+    return out
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_the_policy_object_plays_the_compiled_runs_arms(name, runs):
+    res, reals = runs[name]
+    for r, (rs, real) in enumerate(reals):
+        pol = vr.make_policy(name, D).fresh(policy_seed(rs))
+        np.testing.assert_array_equal(_play(pol, real, T), res.arms[r])
+        assert pol._core is not None  # played by the compiled state, not the engine's path
+        assert (pol.engine if hasattr(pol, "engine") else pol).n_obs == T
+    assert len(np.unique(res.arms)) > 1  # the arms vary: not a trivial comparison
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_bandit_plays_the_compiled_runs_arms(name, runs):
+    """``predict`` of one round then ``partial_fit`` of its row: the same arms."""
+    res, reals = runs[name]
+    rs, real = reals[0]
+    bandit = vr.Bandit(vr.make_policy(name, D).fresh(policy_seed(rs)), n_arms=K)
+    arms = []
+    for t in range(T):
+        X = real.contexts[t]
+        a = bandit.predict(X)
+        bandit.partial_fit(X[None], np.array([a]), real.rewards[t, a:a + 1])
+        arms.append(a)
+    np.testing.assert_array_equal(arms, res.arms[0])
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_the_engines_own_path_agrees_to_rounding(name, runs):
+    """The engines' NumPy methods (``compiled = False``, the Python loop) on the same
+    rounds: the same arms here, and the same posterior to rounding (VITS and LMC-TS sum
+    ``eta V`` in another order; LinTS and LinUCB update the same arrays alike)."""
+    _, reals = runs[name]
+    rs, real = reals[0]
+    fast = vr.make_policy(name, D).fresh(policy_seed(rs))
+    slow = vr.make_policy(name, D).fresh(policy_seed(rs))
+    slow.compiled = False
+    np.testing.assert_array_equal(_play(fast, real, T), _play(slow, real, T))
+    assert slow._core is None
+    if name == "linucb":
+        np.testing.assert_allclose(fast.Vinv, slow.Vinv, rtol=1e-12, atol=1e-15)
+        return
+    a, b = fast.engine, slow.engine
+    assert a.n_obs == b.n_obs == T and a.model.sum_r2 == b.model.sum_r2
+    np.testing.assert_allclose(a.model.V, b.model.V, rtol=1e-14)
+    np.testing.assert_array_equal(a.model.b, b.model.b)
+    if name == "lmc":
+        np.testing.assert_allclose(a.theta, b.theta, rtol=1e-9)
+    else:
+        np.testing.assert_allclose(a.mean, b.mean, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(a.cov, b.cov, rtol=1e-9, atol=1e-12)
+    assert a.diagnostics == b.diagnostics
+    # the streams stand where the engine's own methods leave them
+    assert (a._rng_sample.bit_generator.state == b._rng_sample.bit_generator.state
+            and a._rng_update.bit_generator.state == b._rng_update.bit_generator.state)
+
+
+def test_the_engine_object_is_the_state():
+    """An engine played by a policy is current after every call, and learning through
+    its own ``update`` in between is taken up by the next compiled call."""
+    real = realise(_env(), run_seed(np.random.SeedSequence(2), 0), 30)
+    eng = vr.VITS(D, variant="II", eta=1.0, lam=1.0, step_size=0.01, n_steps=5, seed=1)
+    ref = vr.VITS(D, variant="II", eta=1.0, lam=1.0, step_size=0.01, n_steps=5, seed=1)
+    pol, slow = vr.ThompsonSampling(eng), vr.ThompsonSampling(ref)
+    slow.compiled = False
+    for t in range(30):
+        X = real.contexts[t]
+        a, b = pol.select(X), slow.select(X)
+        assert a == b
+        pol.update(X, a, real.rewards[t, a])
+        slow.update(X, b, real.rewards[t, b])
+        np.testing.assert_allclose(eng.mu, ref.mu, rtol=1e-9, atol=1e-12)
+        assert eng.n_obs == ref.n_obs == t + 1 + (2 if t >= 10 else 0)
+        if t == 10:
+            eng.update(X[:2], np.ones(2))
+            ref.update(X[:2], np.ones(2))
+    assert eng.mu is pol._core.state[10][2]  # a view of the compiled state
+
+
+def test_a_refused_call_changes_nothing_and_keeps_no_core():
+    pol = vr.ThompsonSampling(vr.LinTS(D, seed=0))
+    X = np.ones((K, D))
+    before = pol.engine._rng_sample.bit_generator.state
+    for bad in (X.astype(complex), np.full((K, D), np.nan), np.ones((K, D + 1))):
+        with pytest.raises((ValueError, TypeError), match="contexts"):
+            pol.select(bad)
+    assert pol._core is None
+    a = pol.select(X)  # now a core holds the state
+    mid = pol.engine._rng_sample.bit_generator.state
+    with pytest.raises(ValueError, match="contexts"):
+        pol.select(np.full((K, D), np.inf))  # refused by the compiled call: no draw used
+    with pytest.raises(ValueError, match="arm"):
+        pol.update(X, K, 1.0)
+    assert pol.engine._rng_sample.bit_generator.state == mid != before
+    pol.update(X, a, 1.0)
+    assert pol.engine.n_obs == 1
+
+
+def test_a_diverging_update_is_rolled_back_through_every_door():
+    """VITS at a step that blows up: the DivergenceError names the engine and round, and
+    the engine, its streams and the Bandit are as before the call."""
+    eng = vr.VITS(D, variant="II", schedule="constant", step_size=5.0, n_steps=20, seed=0)
+    pol = vr.ThompsonSampling(eng)
+    X = np.random.default_rng(0).standard_normal((K, D)) * 30
+    pol.select(X)
+    mu, B, state = eng.mu.copy(), eng.B.copy(), eng._rng_update.bit_generator.state
+    with pytest.raises(vr.DivergenceError, match="VITS-II diverged .* round 1"):
+        pol.update(X, 0, 100.0)
+    assert eng.n_obs == 0 and eng.model.sum_r2 == 0.0
+    np.testing.assert_array_equal(eng.mu, mu)
+    np.testing.assert_array_equal(eng.B, B)
+    assert eng._rng_update.bit_generator.state == state
+    bandit = vr.Bandit(pol, n_arms=K)
+    with pytest.raises(vr.DivergenceError, match="VITS-II diverged"):
+        bandit.partial_fit(X[None], np.array([0]), np.array([100.0]))
+    with pytest.raises(vr.DivergenceError, match="VITS-II diverged"):
+        bandit.partial_fit(np.stack([X, X]), np.array([0, 0]), np.array([1.0, 100.0]))
+    assert eng.n_obs == 0
+    np.testing.assert_array_equal(eng.mu, mu)
+    assert eng._rng_update.bit_generator.state == state
+
+
+@pytest.mark.parametrize("name", ["lints", "vits-ii", "linucb"])
+def test_online_takes_over_a_trained_policy(name, runs):
+    """``Online(policy)`` of a policy that has learnt continues it: its next arms and its
+    state are the policy's, bit for bit (its streams copied, its sums of ``eta V``)."""
+    _, reals = runs[name]
+    rs, real = reals[0]
+    pol = vr.make_policy(name, D).fresh(policy_seed(rs))
+    _play(pol, real, 25)
+    online = vr.Online(pol, K)
+    assert online.n_updates == 0 and online._n0 == 25
+    with pytest.raises(ValueError, match="seed must be None"):
+        vr.Online(pol, K, seed=1)
+    for t in range(25, T):
+        X = real.contexts[t]
+        a = pol.select(X)
+        assert online.select(X) == a
+        pol.update(X, a, real.rewards[t, a])
+        online.update(X, a, real.rewards[t, a])
+    if name == "linucb":
+        np.testing.assert_array_equal(online.mean, pol.Vinv @ pol.b)
+    else:
+        np.testing.assert_array_equal(online.mean, pol.engine.mean)
+        np.testing.assert_array_equal(online.cov, pol.engine.cov)
+    Xs = real.contexts[:3]
+    np.testing.assert_allclose(online.predict_expectations(Xs), Xs @ online.mean)
+
+
+def test_online_mean_is_the_closed_form_ridge_posterior():
+    """LinTS through Online: its mean and covariance are ``inv(V) b`` and ``inv(eta V)``
+    of the data it learnt (checked against a direct solve)."""
+    rng = np.random.default_rng(5)
+    online = vr.Online("lints", K, seed=0, dim=D, eta=2.0, lam=3.0)
+    X = rng.standard_normal((50, K, D))
+    arms = rng.integers(0, K, 50)
+    r = rng.standard_normal(50)
+    online.update_many(X, arms, r)
+    P = X[np.arange(50), arms]
+    V = 3.0 * np.eye(D) + P.T @ P
+    np.testing.assert_allclose(online.mean, np.linalg.solve(V, P.T @ r), rtol=1e-12)
+    np.testing.assert_allclose(online.cov, np.linalg.inv(2.0 * V), rtol=1e-12)
+    with pytest.raises(TypeError, match="no posterior"):
+        _ = vr.Online("lmc", K, seed=0, dim=D).cov

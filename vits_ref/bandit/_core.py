@@ -1,0 +1,460 @@
+"""One compiled state behind every door: a policy's fused bodies, one call at a time.
+
+:class:`vits_ref.ThompsonSampling` over LinTS, VITS or LMC-TS on the linear model (with
+the default prior and the ``constant`` or ``decayed`` schedule) and :class:`vits_ref.LinUCB`
+play ``select`` and ``update`` through :class:`Core`: the posterior in the flat state
+buffer of the fused loop's piece (:mod:`vits_ref.kernels.bandit`), driven by the compiled
+calls that :class:`vits_ref.Online` drives (:func:`vits_ref.drivers.cpu.bandit_online`).
+They are the bodies of :func:`vits_ref.simulate`'s compiled loop, so the same draws give
+the same arms and the same state, bit for bit; :class:`vits_ref.Bandit` plays the policy
+objects, so it is the same state again.
+
+One state: the engine's arrays (LinTS's factor ``L``, VITS's ``mu``, ``B``, ``C``, LMC's
+``theta``, the linear model's ``V`` and ``b``; LinUCB's ``Vinv`` and ``b``) are rebound to
+views of the buffer (:meth:`Core.attach`), so the engine object is current after every
+call, whichever door played it, and its own methods (``mean``, ``sample``, ``update``)
+read and write the same memory. Its counters (``n_obs``, the sum of squared rewards, the
+diagnostics) are kept by each call. Only ``eta V`` and ``eta b``, which the fused bodies
+keep beside the statistics, are the core's own: recomputed from ``V`` and ``b`` when the
+engine learnt through its own ``update`` (the fused loop sums them observation by
+observation, so from then on the numbers agree with an uninterrupted run to rounding, not
+bit for bit).
+
+The draws are the engine's own: one call's worth at a time from its two generators, in
+the layout of the spec's ``draw_chunks`` (each stream alone, the other replaced by
+:data:`_NULL`), so that the streams stand where the engine's ``sample`` and ``update``
+leave them. A refused or diverging call puts the stream it drew from back as it was.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from .. import _validate as val
+from .._seeding import Streams
+from .._validate import MAX_ABS_DATA
+from ..drivers import cpu
+from ..drivers.fused import draw_chunks
+from ..errors import DivergenceError
+
+_EMPTY = np.zeros(0)
+
+
+class _Null:
+    """A stand-in generator for the stream a call does not draw from: zeros, and nothing
+    advanced (the layout of a spec's ``draw_chunks`` draws both streams at once)."""
+
+    @staticmethod
+    def standard_normal(size=None):
+        return np.zeros(size)
+
+    @staticmethod
+    def random(size=None):
+        return np.zeros(size)
+
+
+_NULL = _Null()
+
+
+def _linear_stats(eng, st_V, st_b):
+    """The linear model's statistics ``V`` and ``b``: where they live, and their views."""
+    return (eng.model, "V", st_V), (eng.model, "b", st_b)
+
+
+def _lints(eng, st):
+    F, V, etaV, _mats, _work, vecs, _scores = st
+    return ((eng, "L", F),) + _linear_stats(eng, V, vecs[0]), (V, etaV, vecs[0], vecs[1])
+
+
+def _vits(eng, st):
+    V, etaV, B, C, *_, vecs, _scores = st
+    return (_linear_stats(eng, V, vecs[0])
+            + ((eng, "mu", vecs[2]), (eng, "B", B), (eng, "C", C))), (V, etaV, vecs[0], vecs[1])
+
+
+def _lmc(eng, st):
+    V, etaV, _H, vecs, _scores = st
+    return _linear_stats(eng, V, vecs[0]) + ((eng, "theta", vecs[2]),), (V, etaV, vecs[0],
+                                                                           vecs[1])
+
+
+def _linucb(pol, st):
+    Vinv, vecs, _VX, _scores = st
+    return ((pol, "Vinv", Vinv), (pol, "b", vecs[0])), None
+
+
+#: The pieces whose state a holder's arrays make up (an engine's, or LinUCB's own):
+#: ``piece name -> fn(holder, state) -> (((object, attribute, state view), ...),
+#: (V, etaV, b, eta_b) or None)``. The pieces with a history (the logistic model's) are
+#: not here: their engines keep their own state.
+ENGINE_STATES = {"lints": _lints, "vits": _vits, "lmc": _lmc, "linucb": _linucb}
+
+
+class Core:
+    """A policy's state in its piece's flat buffer, and the compiled calls on it.
+
+    Parameters
+    ----------
+    spec : vits_ref.drivers.fused.FusedSpec
+        The policy's part of the fused loop (a piece without a history).
+    n_arms, dim : int
+        The shape ``(K, d)`` of a round's contexts.
+    """
+
+    __slots__ = ("spec", "K", "d", "buf", "meta", "state", "choose", "learn",
+                 "choose_many", "learn_many", "sel_width", "steps", "_steps_shape",
+                 "steps_per_update", "_normal_sel", "_normal_steps", "bound", "_stats",
+                 "n_seen")
+
+    def __init__(self, spec, n_arms, dim):
+        piece = spec.piece
+        self.spec, self.K, self.d = spec, n_arms, dim
+        K, d = n_arms, dim
+        _, sel, steps = spec.draw(np.random.SeedSequence(0), 1, d)
+        M = int(steps.shape[2])
+        size = piece.state_size(d, K, M, 1)
+        if size != piece.state_size(d, K, M, 2):
+            raise TypeError(f"{piece.name} keeps a history: no one-call state")
+        # the state, then its copy: an update that diverges is put back (cpu.online_meta)
+        self.buf = np.zeros(2 * size)
+        start, self.choose, self.learn, self.choose_many, self.learn_many = \
+            cpu.bandit_online(piece)
+        self.meta = cpu.online_meta(spec.params, K, d, M, 1, MAX_ABS_DATA,
+                                    spec.binary_rewards, size)
+        self.state = piece.views(self.buf, d, K, M, 1)[0]
+        self.sel_width = int(sel.shape[1])
+        self._steps_shape = steps.shape[1:]
+        self.steps_per_update = int(steps.shape[1])
+        # a policy whose update draws nothing passes the same empty block every time
+        self.steps = (np.zeros((1,) + self._steps_shape) if steps.shape[1] == 0 else None)
+        start(self.meta, self.buf, np.zeros(d))
+        self._normal_sel, self._normal_steps = self._draws_are_normals()
+        self.bound = ()
+        self._stats = None
+        self.n_seen = -1
+
+    # -- the holder's arrays ---------------------------------------------------------------
+    def attach(self, holder, n_obs):
+        """Copy ``holder``'s arrays into the state and rebind them to its views; the
+        statistics' ``eta`` multiples from them. ``n_obs``: the holder's observations."""
+        bound, stats = ENGINE_STATES[self.spec.piece.name](holder, self.state)
+        for obj, attr, view in bound:
+            arr = getattr(obj, attr)
+            if arr.shape != view.shape:
+                raise ValueError(f"{type(obj).__name__}.{attr} has shape {arr.shape}, "
+                                 f"not {view.shape}")
+            view[...] = arr
+            setattr(obj, attr, view)
+        self.bound, self._stats = bound, stats
+        self.sync(holder, n_obs)
+
+    def attached(self):
+        """Whether the holder's arrays are still the state's views (a load or an
+        assignment rebinds them)."""
+        for obj, attr, view in self.bound:
+            if getattr(obj, attr) is not view:
+                return False
+        return True
+
+    def sync(self, holder, n_obs):
+        """``eta V`` and ``eta b`` from ``V`` and ``b`` (:func:`vits_ref.kernels.linear.
+        stats_add` keeps them beside the statistics), after the holder learnt
+        ``n_obs`` observations through its own methods."""
+        if self._stats is not None:
+            V, etaV, b, eta_b = self._stats
+            np.multiply(holder.eta, V, out=etaV)
+            np.multiply(holder.eta, b, out=eta_b)
+        self.n_seen = n_obs
+
+    # -- draws -----------------------------------------------------------------------------
+    def draw_select(self, rng, n=1):
+        """``n`` rounds' selection draws ``(n, width)`` from the sampling stream ``rng``."""
+        if not self.sel_width:
+            return np.zeros((n, 0))
+        if self._normal_sel:
+            return rng.standard_normal((n, self.sel_width))
+        _, sel, _ = next(draw_chunks(self.spec, Streams(rng, _NULL, init=_EMPTY), n,
+                                     self.d, n))
+        return np.ascontiguousarray(sel, dtype=np.float64)
+
+    def draw_steps(self, rng, n=1):
+        """``n`` updates' step draws ``(n, S, M, d)`` from the update stream ``rng``."""
+        if self.steps is not None:
+            return self.steps if n == 1 else np.zeros((n,) + self._steps_shape)
+        if self._normal_steps:
+            return rng.standard_normal((n,) + self._steps_shape)
+        _, _, steps = next(draw_chunks(self.spec, Streams(_NULL, rng, init=_EMPTY), n,
+                                       self.d, n))
+        return np.ascontiguousarray(steps, dtype=np.float64)
+
+    def _draws_are_normals(self):
+        """Whether the spec's selection and step draws are the stream's standard normals
+        in row order (the Thompson noise of :func:`vits_ref.drivers.fused.thompson_noise`),
+        found by drawing three rounds both ways from equal generators: then a call draws
+        them directly, without the spec's chunk iterator (a few microseconds a call)."""
+        def same(which, shape):
+            a, b = (np.random.Generator(np.random.PCG64(20251129)) for _ in range(2))
+            streams = Streams(a, _NULL, init=_EMPTY) if which == 1 else Streams(
+                _NULL, a, init=_EMPTY)
+            got = next(draw_chunks(self.spec, streams, 3, self.d, 3))[which]
+            want = b.standard_normal((3,) + shape)
+            return (got.shape == want.shape and np.array_equal(got, want)
+                    and a.bit_generator.state == b.bit_generator.state)
+        return (bool(self.sel_width) and same(1, (self.sel_width,)),
+                self.steps is None and same(2, self._steps_shape))
+
+
+def engine_core_spec(engine):
+    """The fused spec of ``engine`` if a :class:`Core` can hold its state, else None:
+    LinTS, VITS and LMC-TS on the linear model with the default prior and a ``constant``
+    or ``decayed`` schedule. LinTS keeps ``V`` (``track``) so that its engine's model can
+    be written back."""
+    spec = engine.fused()
+    if spec is None or spec.piece.name not in ENGINE_STATES:
+        return None
+    if spec.piece.name == "lints":
+        spec = dataclasses.replace(spec, params=spec.params._replace(track=True))
+    return spec
+
+
+class CoreDoor:
+    """``select``/``update`` of a policy object through a :class:`Core`.
+
+    A subclass names the object whose arrays make up its state (:meth:`_holder`: the
+    engine, or the policy itself), its spec (:meth:`_core_spec`), its generators
+    (:meth:`_streams`), its count of observations (:meth:`_observed`), what its own
+    update counts besides the arrays (:meth:`_observe`), and its reference path
+    (``_select_reference``, ``_update_reference``: the engine's own NumPy methods), which
+    plays when no core can hold the state and while :attr:`compiled` is False
+    (:func:`vits_ref.simulate`'s Python loop: the independent implementation the
+    compiled loop is tested against).
+    """
+
+    #: play through the compiled state when the policy has one
+    compiled = True
+    _core = None
+
+    def _ready(self):
+        """The core if it holds the state (the holder's arrays are its views), else
+        None: the caller checks its data, then attaches one (:meth:`_attach`), so that a
+        refused first call leaves the policy as it was."""
+        core = self._core
+        if core is None or not core.attached():
+            return None
+        n = self._observed()
+        if n != core.n_seen:  # the holder learnt through its own methods
+            core.sync(self._holder(), n)
+        return core
+
+    def _attach(self, K):
+        """A core of ``K`` arms holding the holder's state (its arrays rebound to it)."""
+        spec = self._core_spec()
+        if spec is None:
+            self.compiled = False  # no compiled state for this policy: its own path
+            return None
+        core = self._core
+        if (core is None or core.K != K or core.spec.piece is not spec.piece
+                or core.spec.params != spec.params):
+            core = Core(spec, K, self.dim)
+        core.attach(self._holder(), self._observed())
+        held = self.__dict__.pop("_held_stats", None)
+        if held is not None and core._stats is not None:
+            _V, etaV, _b, eta_b = core._stats
+            if held.shape == (etaV.size + eta_b.size,):  # as saved: see core_stats
+                etaV.ravel()[...] = held[:etaV.size]
+                eta_b[...] = held[etaV.size:]
+        self._core = core
+        return core
+
+    @property
+    def core_stats(self):
+        """``eta V`` and ``eta b`` as the compiled state summed them (flattened), for
+        :func:`vits_ref.save`: a loaded policy continues with them, bit for bit (made
+        again from ``V`` and ``b`` they would agree to rounding only); empty without a
+        compiled state."""
+        core = self._core
+        if (core is None or core._stats is None or not core.attached()
+                or core.n_seen != self._observed()):
+            return np.zeros(0)
+        _V, etaV, _b, eta_b = core._stats
+        return np.concatenate([etaV.ravel(), eta_b])
+
+    @core_stats.setter
+    def core_stats(self, value):
+        # put in place by the next call, once the loaded engine is attached
+        self._held_stats = np.asarray(value, dtype=np.float64) if np.size(value) else None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_core", None)  # compiled calls: made again where it is loaded
+        return state
+
+    # -- calls -----------------------------------------------------------------------------
+    def select(self, contexts):
+        """Index of the arm to play for the ``(K, d)`` features ``contexts``."""
+        core = self._ready()
+        if core is None:
+            if not self.compiled:
+                return self._select_reference(contexts)
+            X = np.ascontiguousarray(val.contexts(contexts, self.dim), dtype=np.float64)
+            core = self._attach(X.shape[0])
+            if core is None:
+                return self._select_reference(X)
+            contexts = X
+        arm = self._choose(core, contexts)
+        if arm >= 0:
+            return arm
+        X, core = self._checked(contexts)  # raises the policy objects' error
+        arm = self._choose(core, X)
+        if arm < 0:  # checked contexts refused: a bug, not the user's
+            raise RuntimeError(f"{self.name}: the compiled select refused checked data")
+        return arm
+
+    def _choose(self, core, contexts):
+        """The compiled select, or -1 (the stream put back as it was) if it refused
+        ``contexts``."""
+        rng = None
+        if core.sel_width:
+            rng = self._streams()[0]
+            saved = rng.bit_generator.state
+            sel = core.draw_select(rng)
+        else:
+            sel = _NO_SEL
+        try:
+            arm = core.choose(core.meta, core.buf, contexts, sel, 0)
+        except TypeError:  # not a C-ordered float64 2-d array
+            arm = -1
+        if arm < 0 and rng is not None:  # a refused call leaves the stream as it was
+            rng.bit_generator.state = saved
+        return arm
+
+    def update(self, contexts, arm, reward):
+        """Feed back the reward of ``contexts[arm]``. Returns self."""
+        core = self._ready()
+        if core is None:
+            if not self.compiled:
+                return self._update_reference(contexts, arm, reward)
+            X = np.ascontiguousarray(val.contexts(contexts, self.dim), dtype=np.float64)
+            arm = val.arm_index(arm, X.shape[0])
+            reward = val.reward_value(reward)
+            core = self._attach(X.shape[0])
+            if core is None:
+                return self._update_reference(X, arm, reward)
+            contexts = X
+        if (type(arm) not in _INTS or type(reward) not in _FLOATS
+                or self._learn(core, contexts, arm, reward) != 1):
+            # checked as the policy objects check (raising their errors), on a core of
+            # the contexts' number of arms
+            X, core = self._checked(contexts)
+            arm = val.arm_index(arm, X.shape[0])
+            reward = val.reward_value(reward)
+            if self._learn(core, X, arm, reward) != 1:  # checked data refused: a bug
+                raise RuntimeError(f"{self.name}: the compiled update refused checked data")
+        return self
+
+    def _learn(self, core, contexts, arm, reward):
+        """The compiled update: 1, or the code of a refusal (the stream put back as it
+        was); raises :class:`~vits_ref.errors.DivergenceError` if the state diverged
+        (put back as it was by the compiled call)."""
+        n_obs = core.n_seen + 1
+        rng = None
+        if core.steps is not None:
+            steps = core.steps
+        else:
+            rng = self._streams()[1]
+            saved = rng.bit_generator.state
+            steps = core.draw_steps(rng)
+        try:
+            code = core.learn(core.meta, core.buf, contexts, arm, reward, steps, 0, n_obs)
+        except TypeError:  # not a C-ordered float64 2-d array
+            code = -5
+        if code == 1:
+            core.n_seen = n_obs
+            self._observe(1, reward * reward)
+            return 1
+        if rng is not None:  # a refused or diverged update leaves the stream as it was
+            rng.bit_generator.state = saved
+        if code == 0:
+            raise self._diverged(core, n_obs)
+        return code
+
+    def _diverged(self, core, n_obs):
+        h = core.spec.step_size
+        return DivergenceError(self._engine_name(), n_obs, h(n_obs) if callable(h) else h,
+                               detail=core.spec.divergence_detail)
+
+    def _checked(self, contexts):
+        """``(X, core)``: ``contexts`` checked (:func:`vits_ref._validate.contexts`: the
+        policy objects' errors), C-ordered float64, and a core of their number of arms."""
+        X = np.ascontiguousarray(val.contexts(contexts, self.dim), dtype=np.float64)
+        core = self._core
+        if X.shape[0] != core.K:
+            core = self._attach(X.shape[0])
+        return X, core
+
+    def _select_many(self, X):
+        """The arms of the rounds ``X`` (n, K, d), already checked, as ``n`` calls of
+        :meth:`select`, in one compiled call; None if no core plays this policy."""
+        n = X.shape[0]
+        if not n or not self.compiled:
+            return None
+        core = self._ready()
+        if core is None or X.shape[1] != core.K:
+            core = self._attach(X.shape[1])
+            if core is None:
+                return None
+        rng = self._streams()[0] if core.sel_width else None
+        saved = rng.bit_generator.state if rng is not None else None
+        sel = core.draw_select(rng, n) if rng is not None else np.zeros((n, 0))
+        out = np.empty(n, dtype=np.int64)
+        done = cpu.online_compiled(core.choose_many, "choose_many")(
+            core.meta, core.buf, np.ascontiguousarray(X, dtype=np.float64), sel, 0, out)
+        if done != n:  # checked rounds refused: a bug, not the user's
+            if rng is not None:
+                rng.bit_generator.state = saved
+            raise RuntimeError(f"{self.name}: the compiled select refused checked data")
+        return out
+
+    def _learn_many(self, X, arms, rewards):
+        """Learn the rounds ``X`` (n, K, d), ``arms``, ``rewards`` (checked) in order in
+        one compiled call, as ``n`` calls of :meth:`update`; all or nothing: a round that
+        diverges leaves the policy as it was before the call. False if no core plays
+        this policy."""
+        n = arms.shape[0]
+        if not n or not self.compiled:
+            return False
+        core = self._ready()
+        if core is None or X.shape[1] != core.K:
+            core = self._attach(X.shape[1])
+            if core is None:
+                return False
+        rng = self._streams()[1] if core.steps is None else None
+        saved_rng = rng.bit_generator.state if rng is not None else None
+        steps = core.draw_steps(rng, n)
+        saved = core.buf.copy()
+        codes = np.zeros(1, dtype=np.int64)
+        n0 = core.n_seen + 1
+        rs = np.ascontiguousarray(rewards, dtype=np.float64)
+        done = cpu.online_compiled(core.learn_many, "learn_many")(
+            core.meta, core.buf, np.ascontiguousarray(X, dtype=np.float64),
+            np.ascontiguousarray(arms, dtype=np.int64), rs, steps, 0, n0, codes)
+        if done == n:
+            core.n_seen += n
+            r2 = 0.0
+            for r in rs.tolist():  # summed one by one, as n updates sum them
+                r2 += r * r
+            self._observe(n, r2)
+            return True
+        core.buf[...] = saved
+        if rng is not None:
+            rng.bit_generator.state = saved_rng
+        if codes[0] == 0:
+            raise self._diverged(core, n0 + done)
+        raise RuntimeError(f"{self.name}: the compiled update refused checked data "
+                           f"(code {int(codes[0])} at round {done})")
+
+
+_NO_SEL = np.zeros((1, 0))
+#: the types an arm and a reward may have to go to the compiled call unconverted (it
+#: checks their values)
+_INTS, _FLOATS = (int, np.int64), (float, np.float64)
