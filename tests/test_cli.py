@@ -10,6 +10,7 @@ import pytest
 
 import vits_ref as vr
 from vits_ref.experiments import EXPERIMENTS, get
+from vits_ref.experiments.claims import judged_claims
 from vits_ref.experiments.vits import fig1
 
 
@@ -83,7 +84,7 @@ def test_fig1_paper_size(tmp_path):
         if e["method"] != fig1.REFERENCE:
             d = e["paired_vs_reference"]
             assert d["n"] == 50 and d["ci"][0] <= d["mean"] <= d["ci"][1]
-    found = fig1.claims(result)
+    found = judged_claims(fig1.NAME, result)
     assert [c["id"] for c in found] == [c.id for c in claims_of(fig1.NAME)]
     path = write_claims_json(tmp_path / "claims.json", found, paper="vits")
     back = json.loads(path.read_text())["claims"]

@@ -18,6 +18,7 @@ import pytest
 import vits_ref as vr
 from vits_ref.bandit._diffts_chain import is_linear_diffts
 from vits_ref.experiments import claims, get
+from vits_ref.experiments.claims import judged_claims
 from vits_ref.experiments.diffts import _shared, ablation, digits, movielens, synthetic
 
 #: tiny training of the learned priors (options of DiffusionPrior and its fit)
@@ -156,10 +157,10 @@ def _verdicts(records):
 
 
 def test_synthetic_claims_have_verdicts(synthetic_result):
-    cl = synthetic.claims(synthetic_result)
+    cl = judged_claims(synthetic.NAME, synthetic_result)
     assert [c["id"] for c in cl] == [c.id for c in claims.claims_of(synthetic.NAME)]
     assert all(c["verdict"] in claims.VERDICTS for c in cl)
-    again = synthetic.claims(json.loads(json.dumps(synthetic_result)))
+    again = judged_claims(synthetic.NAME, json.loads(json.dumps(synthetic_result)))
     assert [c["verdict"] for c in again] == [c["verdict"] for c in cl]
     # the shapes that did not run are not measured: inconclusive, never a verdict
     skipped = [c for c in cl if c["id"].endswith(("-ring", "-banana"))]
@@ -208,17 +209,17 @@ def _constructed(diffts_minus_others, dps_minus_ts, energy_ratio, seed=0, runs=2
 def test_synthetic_claim_rules_on_constructed_results():
     """Planted effects are found at two root seeds; planted opposites are contradicted; a
     planted null is not called a difference; one timing decides nothing."""
-    good = _verdicts(synthetic.claims([_constructed(-10.0, 0.3, 1.5, seed=s)
+    good = _verdicts(judged_claims(synthetic.NAME, [_constructed(-10.0, 0.3, 1.5, seed=s)
                                        for s in (0, 1)]))
     cost = {k for k in good if k.startswith("diffts-cost-")}
     assert cost and {good[k] for k in cost} == {claims.INCONCLUSIVE}  # one timing each
     assert {v for k, v in good.items() if k not in cost} == {claims.REPRODUCED}
-    bad = _verdicts(synthetic.claims([_constructed(+10.0, -0.3, 6.0, seed=s)
+    bad = _verdicts(judged_claims(synthetic.NAME, [_constructed(+10.0, -0.3, 6.0, seed=s)
                                       for s in (0, 1)]))
     assert {v for k, v in bad.items() if k not in cost} == {claims.CONTRADICTED}
     assert bad["diffts-beats-mixts-mixture"] == claims.CONTRADICTED  # MixTS lower
     assert bad["diffts-lowest-ring-vs-ts"] == claims.CONTRADICTED
-    null = _verdicts(synthetic.claims([_constructed(0.0, 0.0, 1.0, seed=s)
+    null = _verdicts(judged_claims(synthetic.NAME, [_constructed(0.0, 0.0, 1.0, seed=s)
                                        for s in (2, 3)]))
     # "lowest" is no longer "no method is significantly lower": a tie is inconclusive
     assert null["diffts-lowest-cross-vs-dps"] == claims.INCONCLUSIVE
@@ -228,7 +229,7 @@ def test_synthetic_claim_rules_on_constructed_results():
 
 
 def test_a_verdict_that_differs_between_seeds_is_inconclusive():
-    both = _verdicts(synthetic.claims([_constructed(-10.0, 0.3, 1.5, seed=0),
+    both = _verdicts(judged_claims(synthetic.NAME, [_constructed(-10.0, 0.3, 1.5, seed=0),
                                        _constructed(+10.0, 0.3, 1.5, seed=1)]))
     assert both["diffts-beats-mixts-cross"] == claims.INCONCLUSIVE
     assert both["dps-diverges-cross"] == claims.REPRODUCED
@@ -265,7 +266,7 @@ def test_ablation_small_run(ablation_result):
         assert len(times) == 2 and res["draw_time_s"][T] == np.median(times)
         got = res["load_average_at_timing"][T]
         assert got is None or got >= 0.0
-    cl = {c["id"]: c for c in ablation.claims(res)}
+    cl = {c["id"]: c for c in judged_claims(ablation.NAME, res)}
     assert list(cl) == [c.id for c in claims.claims_of(ablation.NAME)]
     assert all(c["verdict"] in claims.VERDICTS for c in cl.values())
     # T = 25, 100, 200, 300 and 100 / 3 000 / 10 000 samples were not run: those claims
@@ -305,15 +306,15 @@ def test_ablation_claim_rules_on_constructed_results():
                 "train_sizes": [100, 3000, 10_000], "results": results,
                 "draw_times_s": times}
 
-    good = _verdicts(ablation.claims([result(base + 35, seed=s) for s in (0, 1)]))
+    good = _verdicts(judged_claims(ablation.NAME, [result(base + 35, seed=s) for s in (0, 1)]))
     assert good == {k: claims.REPRODUCED for k in good}
     # a planted null at T = 1: no drop is called (the old rule called it "not reproduced")
-    flat = _verdicts(ablation.claims([result(base + rng.normal(0, 1, 30), seed=s)
+    flat = _verdicts(judged_claims(ablation.NAME, [result(base + rng.normal(0, 1, 30), seed=s)
                                       for s in (0, 1)]))
     assert flat["ablation-stages-drop"] == claims.INCONCLUSIVE
     # a draw time quadratic in T is not linear
-    square = _verdicts(ablation.claims([result(base + 35, lambda T: 1e-9 * T ** 2, seed=s)
-                                        for s in (0, 1)]))
+    square = _verdicts(judged_claims(ablation.NAME, [
+        result(base + 35, lambda T: 1e-9 * T ** 2, seed=s) for s in (0, 1)]))
     assert square["ablation-time-linear"] == claims.CONTRADICTED
     assert square["ablation-time-rises"] == claims.REPRODUCED
 
@@ -333,7 +334,7 @@ def test_movielens_stand_in_small(tmp_path):
     panels = {(e["panel"], e["method"]) for e in res["results"]}
     assert panels == {("linear rewards", m) for m in _shared.METHODS}
     assert all(os.path.exists(f) for f in res["files"])
-    cl = movielens.claims(res)
+    cl = judged_claims(movielens.NAME, res)
     # judged on the stand-in, labelled as substitute data, with the way to the real data
     assert [c["id"] for c in cl] == [c.id for c in claims.claims_of(movielens.NAME)]
     assert all(c["verdict"] in claims.VERDICTS and c["substitute"] for c in cl)
@@ -365,7 +366,7 @@ def test_digits_small(tmp_path):
     assert res["dim"] == digits.DIM and res["n_prior_samples"] == 200
     assert "MNIST" in res["data"]
     assert all(os.path.exists(f) for f in res["files"])
-    cl = digits.claims(res)
+    cl = judged_claims(digits.NAME, res)
     assert [c["id"] for c in cl] == [c.id for c in claims.claims_of(digits.NAME)]
     for c in cl:
         assert c["verdict"] in claims.VERDICTS and "not MNIST" in c["why"]
@@ -376,7 +377,7 @@ def test_digits_small(tmp_path):
 def test_synthetic_paper_size(tmp_path):
     _learned()
     res = synthetic.run(out=str(tmp_path), **synthetic.DEFAULTS)
-    cl = {c["id"]: c for c in synthetic.claims(res)}
+    cl = {c["id"]: c for c in judged_claims(synthetic.NAME, res)}
     # every claim is measured at the paper's size (the cost, one timing, has no interval)
     for c in cl.values():
         assert all(s["estimate"] is not None for s in c["seeds"]), c["id"]

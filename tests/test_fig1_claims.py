@@ -13,6 +13,7 @@ from vits_ref.experiments.claims import (
     REPRODUCED,
     VERDICTS,
     claims_of,
+    judged_claims,
 )
 from vits_ref.experiments.claims.measures import LateSlope, PairedAt, RepeatedTimeRatio
 from vits_ref.experiments.vits import fig1
@@ -37,7 +38,7 @@ def _result(shift, runs=40, hf_speed=0.5):
 
 
 def _verdicts(result):
-    return {c["id"]: c["verdict"] for c in fig1.claims(result)}
+    return {c["id"]: c["verdict"] for c in judged_claims(fig1.NAME, result)}
 
 
 def _both(v, prefix):
@@ -91,7 +92,7 @@ def test_claims_fail_when_the_numbers_say_so():
 def test_a_method_that_did_not_run_makes_its_claims_inconclusive():
     res = _result({})
     res["results"] = [e for e in res["results"] if e["method"] != fig1.HF]
-    got = {c["id"]: c for c in fig1.claims(res)}
+    got = {c["id"]: c for c in judged_claims(fig1.NAME, res)}
     for cid in ("fig1-hf-worse-zeta-1", "fig1-hf-slightly-zeta-0.1", "fig1-zeta1-similar-hf"):
         assert got[cid]["verdict"] == INCONCLUSIVE
         assert got[cid]["reason"].startswith("not measured") and fig1.HF in got[cid]["reason"]
@@ -102,7 +103,7 @@ def test_two_seeds_that_disagree_are_inconclusive():
     agree, differ = _result({"LMC-TS (50 steps)": 0.0}), _result({"LMC-TS (50 steps)": 40.0})
     for r, seed in ((agree, 0), (differ, 1)):
         r["seed"] = seed
-    got = {c["id"]: c for c in fig1.claims([agree, differ])}
+    got = {c["id"]: c for c in judged_claims(fig1.NAME, [agree, differ])}
     c = got["fig1-zeta1-similar-lmc50"]
     assert [s["verdict"] for s in c["seeds"]] == [REPRODUCED, CONTRADICTED]
     assert c["verdict"] == INCONCLUSIVE and [s["seed"] for s in c["seeds"]] == [0, 1]
@@ -133,7 +134,7 @@ def test_claims_of_a_real_run_survive_json(tmp_path):
     res = fig1.run(runs=3, rounds=40, seed=2, out=str(tmp_path))
     write_json(tmp_path / "again.json", res)
     back = json.loads((tmp_path / "again.json").read_text())
-    a, b = fig1.claims(res), fig1.claims(back)
+    a, b = judged_claims(fig1.NAME, res), judged_claims(fig1.NAME, back)
     assert a == b and len(a) == len(claims_of(fig1.NAME)) == 17  # 15, and VTS's 2
     assert all(c["verdict"] in VERDICTS for c in a)
     assert all("3 runs x 40 rounds" in c["measured"] for c in a)
@@ -202,7 +203,7 @@ def test_particle_lines_entries(with_particles):
         assert hp["eta"] == hp["lam"] == 10.0 and hp["n_particles"] > fig1.DIM
         assert hp["engine"] == ("svgd" if e["method"] == fig1.SVGD_TS else "opvi")
     # the paper's claims are untouched by the extras
-    assert len(fig1.claims(both)) == len(claims_of(fig1.NAME))
+    assert len(judged_claims(fig1.NAME, both)) == len(claims_of(fig1.NAME))
 
 
 def test_particle_policy_keeps_its_particles_across_rounds():

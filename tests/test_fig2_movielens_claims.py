@@ -13,6 +13,7 @@ import pytest
 
 from vits_ref.experiments import claims as _claims
 from vits_ref.experiments._common import write_json
+from vits_ref.experiments.claims import judged_claims
 from vits_ref.experiments.vits import fig2, movielens
 
 # the small stand-in of tests/test_movielens.py's experiment test
@@ -51,12 +52,12 @@ def test_movielens_judges_the_stand_in_as_substitute_data(stand_in, tmp_path):
             assert e["paired_vs_reference"]["reference"] == "LinTS"
     text = movielens.table(result)
     assert "cannot test" in text and command in text
-    found = movielens.claims(result)
+    found = judged_claims(movielens.NAME, result)
     assert list(_verdicts(found)) == [c.id for c in _claims.claims_of(movielens.NAME)]
     # judged on the stand-in, and labelled so
     assert all(c["substitute"] and "Judged on substitute data" in c["why"] for c in found)
     assert all("2 runs x 30 rounds" in c["measured"] for c in found)
-    back = movielens.claims(_round_trip(result, tmp_path / "s.json"))
+    back = judged_claims(movielens.NAME, _round_trip(result, tmp_path / "s.json"))
     assert [(c["verdict"], c["measured"]) for c in back] == \
         [(c["verdict"], c["measured"]) for c in found]
 
@@ -82,25 +83,25 @@ def test_movielens_rules_reproduced_when_the_paper_holds():
     # the approximate methods beat LinTS; VITS-II beats LMC-TS by 5, under 15% of ~125
     win = {"LinTS": 0.0, "LMC-TS": -20.0, "VITS-II": -25.0, "VITS-II HF": -22.0}
     res = _fake_movielens(win, speed={"LMC-TS": 100.0, "VITS-II": 10.0})
-    assert set(_verdicts(movielens.claims(res)).values()) == {_claims.REPRODUCED}
+    assert set(_verdicts(judged_claims(movielens.NAME, res)).values()) == {_claims.REPRODUCED}
 
 
 def test_movielens_rules_contradicted_when_the_opposite_holds():
     lose = {"LinTS": 0.0, "LMC-TS": 20.0, "VITS-II": 30.0, "VITS-II HF": 25.0}
-    v = _verdicts(movielens.claims(_fake_movielens(lose, speed={"LMC-TS": 10.0,
+    v = _verdicts(judged_claims(movielens.NAME, _fake_movielens(lose, speed={"LMC-TS": 10.0,
                                                                 "VITS-II": 100.0})))
     # "slightly outperform" with VITS-II worse (LMC-TS - VITS-II = -10): the reversed sign
     # contradicts it, whatever the size (both sides are judged)
     assert set(v.values()) == {_claims.CONTRADICTED}, v
     # VITS-II far better than LMC-TS (by 60 on ~100): not "slightly"
-    v = _verdicts(movielens.claims(_fake_movielens({**lose, "LMC-TS": 90.0})))
+    v = _verdicts(judged_claims(movielens.NAME, _fake_movielens({**lose, "LMC-TS": 90.0})))
     assert v["movielens-vits-slightly-beats-lmc"] == _claims.CONTRADICTED
     assert v["movielens-vits-beats-lmc"] == _claims.REPRODUCED
 
 
 def test_movielens_rules_inconclusive_on_a_tiny_run():
     win = {"LinTS": 0.0, "LMC-TS": -20.0, "VITS-II": -25.0, "VITS-II HF": -22.0}
-    found = movielens.claims(_fake_movielens(win, runs=1))  # one timing each, too
+    found = judged_claims(movielens.NAME, _fake_movielens(win, runs=1))  # one timing each, too
     assert {c["verdict"] for c in found} == {_claims.INCONCLUSIVE}
 
 
@@ -112,10 +113,10 @@ def test_fig2_small_run_is_judged(tmp_path):
     for e in result["results"]:
         if e["method"] != "VITS-II":
             assert e["paired_vs_reference"]["reference"] == "VITS-II"
-    found = fig2.claims(result)
+    found = judged_claims(fig2.NAME, result)
     assert list(_verdicts(found)) == [c.id for c in _claims.claims_of(fig2.NAME)]
     assert all("2 runs x 1 rounds" in c["measured"] for c in found)
-    back = fig2.claims(_round_trip(result, tmp_path / "s.json"))
+    back = judged_claims(fig2.NAME, _round_trip(result, tmp_path / "s.json"))
     assert [(c["verdict"], c["measured"]) for c in back] == \
         [(c["verdict"], c["measured"]) for c in found]
 
@@ -137,17 +138,18 @@ def test_fig2_rules():
     # LMC-TS gap 40 at zeta 0.1 and 10 at zeta 1
     good = {"zeta = 0.1": {"VITS-II": 0.0, hf: 3.0, "LMC-TS": 40.0, "LinTS": 80.0},
             "zeta = 1": {"VITS-II": 0.0, hf: 1.0, "LMC-TS": 10.0, "LinTS": 80.0}}
-    assert set(_verdicts(fig2.claims(_fake_fig2(good))).values()) == {_claims.REPRODUCED}
+    assert set(_verdicts(judged_claims(fig2.NAME, _fake_fig2(good))).values()) \
+        == {_claims.REPRODUCED}
     # LMC-TS below VITS-II by more at zeta 0.1 (20) than at zeta 1 (5): the gap grows
     bad = {"zeta = 0.1": {"VITS-II": 0.0, hf: -10.0, "LMC-TS": -20.0, "LinTS": -20.0},
            "zeta = 1": {"VITS-II": 0.0, hf: -10.0, "LMC-TS": -5.0, "LinTS": -20.0}}
-    v = _verdicts(fig2.claims(_fake_fig2(bad)))
+    v = _verdicts(judged_claims(fig2.NAME, _fake_fig2(bad)))
     # HF better than VITS-II: "VITS-II slightly performs better" has the sign reversed,
     # contradicted like every other claim here (the gap's size does not save it)
     assert set(v.values()) == {_claims.CONTRADICTED}, v
     far = {p: {**by, hf: 30.0} for p, by in good.items()}  # HF 30 (40%) behind: not slight
-    v = _verdicts(fig2.claims(_fake_fig2(far)))
+    v = _verdicts(judged_claims(fig2.NAME, _fake_fig2(far)))
     assert {v[k] for k in v if "slightly" in k} == {_claims.CONTRADICTED}
     # a tiny run decides nothing
-    assert set(_verdicts(fig2.claims(_fake_fig2(good, runs=1))).values()) == \
+    assert set(_verdicts(judged_claims(fig2.NAME, _fake_fig2(good, runs=1))).values()) == \
         {_claims.INCONCLUSIVE}

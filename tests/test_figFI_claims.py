@@ -17,6 +17,7 @@ from vits_ref.experiments.claims import (
     REPRODUCED,
     VERDICTS,
     claims_of,
+    judged_claims,
 )
 from vits_ref.experiments.vits import figF, figI
 
@@ -29,13 +30,13 @@ def _round_trip(result, tmp_path):
 
 
 def _check_claims(module, result, tmp_path, n):
-    direct = module.claims(result)
+    direct = judged_claims(module.NAME, result)
     assert len(direct) == n
     for c in direct:
         assert c["verdict"] in VERDICTS
         assert c["quote"] and c["measured"] and c["why"]
         assert f"{result['runs']} runs x" in c["measured"]  # the size that was run
-    assert module.claims(_round_trip(result, tmp_path)) == direct
+    assert judged_claims(module.NAME, _round_trip(result, tmp_path)) == direct
     return {c["id"]: c for c in direct}
 
 
@@ -97,7 +98,7 @@ def _fake_figF(vi1, vi2, lmc, kappas=(2.5, 5.0, 10.0, 20.0), runs=20, cap=50000,
 
 
 def _figF_verdicts(res):
-    return {c["id"]: c["verdict"] for c in figF.claims(res)}
+    return {c["id"]: c["verdict"] for c in judged_claims(figF.NAME, res)}
 
 
 def test_figF_rules_reproduced_when_the_paper_holds():
@@ -125,7 +126,7 @@ def test_figF_rules_inconclusive_on_a_tiny_run():
 def test_figF_censored_cells_leave_a_trend_unmeasured():
     # LMC censored at every kappa: its trend is not measured; "fewer" still holds, since a
     # censored LMC count is a lower bound of its steps
-    got = {c["id"]: c for c in figF.claims(_fake_figF(
+    got = {c["id"]: c for c in judged_claims(figF.NAME, _fake_figF(
         lambda k: 40 * k, lambda k: 40 * k, lambda k: 1e6, cap=50000))}
     assert got["figF-lmc-linear-in-kappa-h0.1"]["verdict"] == INCONCLUSIVE
     assert got["figF-lmc-linear-in-kappa-h0.1"]["reason"].startswith("not measured")
@@ -195,7 +196,7 @@ _I_COSTS = {"LMC": 2.0, "VI-I": 4.0, "VI-II": 2.5, figI.HF: 9.0}
 
 
 def _figI_verdicts(res):
-    return {c["id"]: c["verdict"] for c in figI.claims(res)}
+    return {c["id"]: c["verdict"] for c in judged_claims(figI.NAME, res)}
 
 
 def test_figI_rules_reproduced_when_the_paper_holds():
@@ -218,12 +219,12 @@ def test_figI_rules_contradicted_when_the_opposite_holds():
 def test_figI_rules_inconclusive_with_single_timings():
     cross = {"LMC": (301, 601, 901), "VI-I": (31, 61, 91), "VI-II": (31, 61, 91),
              figI.HF: (31, 61, 91)}
-    found = figI.claims(_fake_figI(_I_COSTS, cross, repeats=1))
+    found = judged_claims(figI.NAME, _fake_figI(_I_COSTS, cross, repeats=1))
     assert {c["verdict"] for c in found} == {INCONCLUSIVE}
     assert all("no interval" in c["reason"] for c in found)
     # a method that never reaches a level is not measured when it is the one claimed faster
     cross["VI-II"] = None
-    got = {c["id"]: c for c in figI.claims(_fake_figI(_I_COSTS, cross))}
+    got = {c["id"]: c for c in judged_claims(figI.NAME, _fake_figI(_I_COSTS, cross))}
     assert got["figI-vi-ii-faster-than-lmc-kl1"]["reason"].startswith("not measured")
 
 

@@ -13,6 +13,7 @@ import pytest
 from vits_ref.envs import hard_instance
 from vits_ref.experiments import claims
 from vits_ref.experiments._common import write_json
+from vits_ref.experiments.claims import judged_claims
 from vits_ref.experiments.vits import figG, grid
 
 #: the claim table's entries for the experiment: one per claim, panel and compared method
@@ -72,11 +73,11 @@ def test_files_and_summary_fields(small):
 
 def test_claims_have_verdicts_and_survive_json(small, tmp_path):
     result, _ = small
-    found = figG.claims(result)
+    found = judged_claims(figG.NAME, result)
     assert [c["id"] for c in found] == CLAIM_IDS and len(found) == 15
     assert all(c["verdict"] in claims.VERDICTS for c in found)
     assert all("3 runs x 40 rounds" in c["measured"] for c in found)
-    back = figG.claims(_round_trip(result, tmp_path))
+    back = judged_claims(figG.NAME, _round_trip(result, tmp_path))
     assert [(c["verdict"], c["measured"]) for c in back] == \
         [(c["verdict"], c["measured"]) for c in found]
 
@@ -107,7 +108,7 @@ def test_tuning_records_scores_and_choice(tmp_path):
         used = res["hyperparameters"]["linear rewards"][label]
         assert all(used[k] == v for k, v in best.items())
     # claims needing the missing methods or panel are inconclusive, not measured
-    got = {c["id"]: c for c in figG.claims(res)}
+    got = {c["id"]: c for c in judged_claims(figG.NAME, res)}
     for cid in ("figG-vits-ii-best-logistic-vs-lints", "figG-lmc-histogram-vs-vits-ii",
                 "figG-vits-i-like-lints-linear"):
         assert got[cid]["verdict"] == claims.INCONCLUSIVE
@@ -139,7 +140,7 @@ def _fake(regrets, optimal, runs=10):
 
 
 def _verdicts(result):
-    return {c["id"]: c["verdict"] for c in figG.claims(result)}
+    return {c["id"]: c["verdict"] for c in judged_claims(figG.NAME, result)}
 
 
 # The paired noise has sd 0.5 sqrt(2) = 0.7, so with 10 runs an interval is about +-0.5
@@ -168,7 +169,7 @@ def test_rules_inconclusive_with_one_run():
     shifts = {"LinTS": 0.0, "LMC-TS": 30.0, "VITS-I": -2.0, "VITS-II": -0.5, "VTS": 20.0}
     res = _fake({"linear rewards": shifts, "logistic rewards": shifts},
                 {m: 0.5 for m in shifts}, runs=1)
-    found = figG.claims(res)
+    found = judged_claims(figG.NAME, res)
     assert {c["verdict"] for c in found} == {claims.INCONCLUSIVE}
     assert all(c["reason"].startswith("not measured") for c in found)
 
@@ -182,7 +183,7 @@ def test_identical_choices_do_not_decide_a_direction():
         if e["method"] == "VITS-II":
             e["final_regrets"] = next(x["final_regrets"] for x in res["results"]
                                       if x["method"] == "VITS-I" and x["panel"] == e["panel"])
-    got = {c["id"]: c for c in figG.claims(res)}
+    got = {c["id"]: c for c in judged_claims(figG.NAME, res)}
     c = got["figG-vits-i-best-linear-vs-vits-ii"]
     assert c["verdict"] == claims.INCONCLUSIVE and c["seeds"][0]["ci"] == [0.0, 0.0]
     assert c["runs_needed"] is None
@@ -228,7 +229,7 @@ def test_particle_lines_in_the_logistic_panel_only(tmp_path):
     text = figG.table(both)
     assert all(label in text for label in labels)
     # the claims see the paper's methods only
-    assert [c["id"] for c in figG.claims(both)] == CLAIM_IDS
+    assert [c["id"] for c in judged_claims(figG.NAME, both)] == CLAIM_IDS
 
 
 def test_tune_particles_on_the_logistic_panel():

@@ -30,6 +30,8 @@ PANEL = "panel"
 
 
 def _claim(claimed=EQUAL, margin=0.5, measure=None, **kw):
+    # a planted margin is no word's: it names a basis, as the table's must
+    kw.setdefault("basis", "NUMERICAL")
     return Claim(id="planted", paper="test", experiment="test", where="nowhere",
                  words="a planted claim", quantity="x", data="synthetic",
                  measure=measure or PairedMean(PANEL, "A", "B"), claimed=claimed,

@@ -14,6 +14,7 @@ import pytest
 
 from vits_ref.experiments import claims as _claims
 from vits_ref.experiments import get
+from vits_ref.experiments.claims import judged_claims
 from vits_ref.experiments.opvi import bnn, classifier, mixture
 
 
@@ -103,7 +104,7 @@ def test_mixture_small_run(small_mixture, tmp_path):
     assert by[mixture.SVGD_FULL]["data_used_per_run"] == 40 * 1000
     # full-batch SVGD gets closer to the posterior than the prior start did
     assert by[mixture.SVGD_FULL]["final_energy_mean"] < by[mixture.SVGD_FULL]["energy_mean"][0]
-    found = mixture.claims(result)
+    found = judged_claims(mixture.NAME, result)
     assert [c["id"] for c in found] == [c.id for c in _claims.claims_of(mixture.NAME)]
     assert all(c["verdict"] in _claims.VERDICTS for c in found)
     # every claim was measured (2 runs: an interval exists), whatever its verdict
@@ -133,7 +134,7 @@ def test_bnn_small_run_and_kin8nm_file(tmp_path):
     # 150 rounds of full-batch SVGD fit the diabetes data better than the training mean
     # (constant predictor RMSE about 77; linear regression reaches about 54)
     assert by[bnn.SVGD_FULL]["final_rmse_mean"] < 0.9 * result["constant_predictor_rmse_mean"]
-    found = bnn.claims(result)
+    found = judged_claims(bnn.NAME, result)
     assert [c["id"] for c in found] == [c.id for c in _claims.claims_of(bnn.NAME)]
     assert all(c["verdict"] in _claims.VERDICTS and c["substitute"] for c in found)
     assert all("Judged on substitute data" in c["why"] for c in found)
@@ -150,7 +151,7 @@ def test_bnn_small_run_and_kin8nm_file(tmp_path):
     res = bnn.run(runs=2, rounds=10, n_particles=4, hidden=5, path=str(path),
                   methods=[bnn.OPVI, bnn.SVGD_B, bnn.SVGD_FULL], out=str(tmp_path / "k"))
     assert res["data_is_kin8nm"]
-    assert all(c["verdict"] in _claims.VERDICTS for c in bnn.claims(res))
+    assert all(c["verdict"] in _claims.VERDICTS for c in judged_claims(bnn.NAME, res))
     with pytest.raises(ValueError, match="path"):
         bnn.load(str(tmp_path / "missing.csv"))
 
@@ -190,7 +191,7 @@ def test_classifier_small_run(tmp_path):
     by = {e["method"]: e for e in result["results"]}
     # breast cancer is nearly linearly separable: full-batch SVGD beats the majority class
     assert by[classifier.SVGD_FULL]["final_accuracy_mean"] > result["majority_accuracy_mean"]
-    found = classifier.claims(result)
+    found = judged_claims(classifier.NAME, result)
     assert [c["id"] for c in found] == [c.id for c in _claims.claims_of(classifier.NAME)]
     assert all(c["verdict"] in _claims.VERDICTS and c["substitute"] for c in found)
     with pytest.raises(ValueError, match="dataset"):
@@ -215,13 +216,13 @@ def test_classifier_paper_size(tmp_path):
     for e in by.values():
         assert "diverged" not in e
         assert e["final_accuracy_mean"] > result["majority_accuracy_mean"] + 0.2
-    assert all(c["verdict"] in _claims.VERDICTS for c in classifier.claims(result))
+    assert all(c["verdict"] in _claims.VERDICTS for c in judged_claims(classifier.NAME, result))
 
 
 @pytest.mark.slow
 def test_mixture_paper_size(tmp_path):
     result = mixture.run(out=str(tmp_path))
-    verdicts = {c["id"]: c["verdict"] for c in mixture.claims(result)}
+    verdicts = {c["id"]: c["verdict"] for c in judged_claims(mixture.NAME, result)}
     assert all(v in _claims.VERDICTS for v in verdicts.values())
 
 
@@ -252,7 +253,7 @@ def _planted(values, runs=20, sd=0.01, seed=0):
 
 
 def _v(module, res):
-    return {c["id"]: c["verdict"] for c in module.claims(res)}
+    return {c["id"]: c["verdict"] for c in judged_claims(module.NAME, res)}
 
 
 def test_mixture_rules():

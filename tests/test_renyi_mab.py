@@ -8,6 +8,7 @@ import pytest
 import vits_ref as vr
 from vits_ref.envs.renyi_mab import TABLE4, MixtureArms, renyi_mab
 from vits_ref.experiments import claims, get
+from vits_ref.experiments.claims import judged_claims
 from vits_ref.experiments.renyi import mab
 
 
@@ -109,12 +110,12 @@ def test_small_run_writes_summary_and_pairs(small_result):
 
 
 def test_claims_have_verdicts_and_survive_json(small_result):
-    cl = mab.claims(small_result)
+    cl = judged_claims(mab.NAME, small_result)
     assert [c["id"] for c in cl] == [c.id for c in claims.claims_of(mab.NAME)]
     assert len(cl) == len(mab.ALPHAS) and all(c["verdict"] in claims.VERDICTS for c in cl)
     # Algorithm 1's purpose is a reading, not the paper's words: labelled as one
     assert all(c["library_reading"] and c["section"] == claims.LIBRARY_READING for c in cl)
-    again = mab.claims(json.loads(json.dumps(small_result)))
+    again = judged_claims(mab.NAME, json.loads(json.dumps(small_result)))
     assert [c["verdict"] for c in again] == [c["verdict"] for c in cl]
 
 
@@ -132,7 +133,7 @@ def test_optimal_arm_claim_rule_on_constructed_results():
     near_one = np.clip(rng.normal(0.98, 0.01, 20), 0, 1)  # mean 0.98, interval about +-0.005
     locked = np.r_[np.zeros(19), 1.0]  # 19 of 20 runs locked onto a suboptimal arm
     mixed = np.r_[np.ones(18), 0.0, 0.0]  # 0.9 exactly: the interval contains it
-    got = {c["id"]: c for c in mab.claims(_constructed(
+    got = {c["id"]: c for c in judged_claims(mab.NAME, _constructed(
         {"alpha = 0.5": near_one, "alpha = 2": locked, mab.REFERENCE: mixed}))}
     assert got["renyi-mab-optimal-arm-alpha-0.5"]["verdict"] == claims.REPRODUCED
     assert got["renyi-mab-optimal-arm-alpha-2"]["verdict"] == claims.CONTRADICTED

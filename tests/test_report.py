@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from vits_ref.experiments import claims, report
-from vits_ref.experiments._claims import claim
 from vits_ref.experiments.report import VERDICTS
 
 
@@ -31,14 +30,14 @@ def _check(rep, names):
     assert "data:image/png;base64," in html  # figures embedded: one self-contained file
     assert "](vits-fig1/regret.png)" in md
     # the claims of the claim table: judged on every root seed, each seed's interval kept
-    for c in doc["claims"]:
-        if c["judged_by"] == report.TABLE_RULE:
-            assert c["verdict"] in claims.VERDICTS
-            assert [s["seed"] for s in c["seeds"]] == list(rep["seeds"])
-            assert c["quantity"] and c["comparison"] and c["data"] and c["sizes"]
-            # a margin for an equality and for a direction with a size word ("slightly")
-            assert (c["margin"] is not None) == (c["claimed"] == "equal"
-                                                 or c["size_word"] is not None)
+    for c in doc["claims"]:  # one rule: every claim is the claim table's
+        assert c["verdict"] in claims.VERDICTS
+        assert c["kind"] in ("a", "b", "c") and c["basis"]
+        assert [s["seed"] for s in c["seeds"]] == list(rep["seeds"])
+        assert c["quantity"] and c["comparison"] and c["data"] and c["sizes"]
+        # a margin for an equality and for a direction with a size word ("slightly")
+        assert (c["margin"] is not None) == (c["claimed"] == "equal"
+                                             or c["size_word"] is not None)
 
 
 def test_small_report_builds_with_a_verdict_for_every_claim(tmp_path):
@@ -50,8 +49,6 @@ def test_small_report_builds_with_a_verdict_for_every_claim(tmp_path):
     _check(rep, report.EXPERIMENTS["vits"])
     assert "Small size" in open(rep["files"][0]).read()
     assert rep["seeds"] == (0,) and not list(tmp_path.glob("*-seed*"))
-    assert {c["judged_by"] for c in rep["claims"] if c["experiment"] == "vits-fig1"} \
-        == {report.TABLE_RULE}
 
 
 @pytest.mark.parametrize("paper", ["vts", "renyi", "diffts"])
@@ -67,7 +64,7 @@ def test_small_reports_of_the_other_papers(tmp_path, paper):
     assert [c["id"] for c in doc["claims"]] == [c.id for n in names
                                                 for c in claims.claims_of(n)]
     for c in doc["claims"]:
-        assert c["judged_by"] == report.TABLE_RULE and c["verdict"] in claims.VERDICTS
+        assert c["verdict"] in claims.VERDICTS
         assert [s["seed"] for s in c["seeds"]] == list(rep["seeds"])
         assert ("Judged on substitute data" in c["why"]) == c["substitute"]
 
@@ -85,7 +82,7 @@ def test_cli_report(tmp_path):
     doc = json.loads((tmp_path / "claims.json").read_text())
     assert doc["claims"] and all(
         [s["seed"] for s in c["seeds"]] == list(report.SEEDS["small"])
-        for c in doc["claims"] if c["judged_by"] == report.TABLE_RULE)
+        for c in doc["claims"])
     bad = subprocess.run([sys.executable, "-m", "vits_ref", "report", "vits", "--seeds", "1",
                           "1", "--out", str(tmp_path)], capture_output=True, text=True)
     assert bad.returncode == 2 and "seeds" in bad.stderr and "Traceback" not in bad.stderr
@@ -94,11 +91,9 @@ def test_cli_report(tmp_path):
     assert bad.returncode == 2 and "nope" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_claim_rejects_an_unknown_verdict():
-    with pytest.raises(ValueError, match="verdict"):
-        claim("x", "s", "q", "probably", "m", "w")
-    with pytest.raises(ValueError, match="quote"):
-        claim("x", "s", "", "reproduced", "m", "w")
+def test_one_rule_and_an_unknown_paper():
+    # the legacy two-valued rule is gone: a page carries the claim table's verdicts only
+    assert report.VERDICTS == claims.VERDICTS
     with pytest.raises(ValueError, match="unknown paper"):
         report.build("nope")
 

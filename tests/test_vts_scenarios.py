@@ -12,6 +12,7 @@ from scipy import stats
 import vits_ref as vr
 from vits_ref.experiments import EXPERIMENTS, claims
 from vits_ref.experiments._common import write_json
+from vits_ref.experiments.claims import judged_claims
 from vits_ref.experiments.vits import figG
 from vits_ref.experiments.vts import scenarios
 
@@ -116,12 +117,12 @@ def test_same_runs_are_reproducible(tmp_path):
 
 def test_claims_have_verdicts_and_survive_json(small, tmp_path):
     result, _ = small
-    found = scenarios.claims(result)
+    found = judged_claims(scenarios.NAME, result)
     assert [c["id"] for c in found] == CLAIM_IDS
     # 22, and eqs. (15) and (17) against eq. (16) in both scenarios
     assert len(found) == 26 and all(c["verdict"] in claims.VERDICTS for c in found)
     write_json(tmp_path / "s.json", result)
-    back = scenarios.claims(json.loads((tmp_path / "s.json").read_text()))
+    back = judged_claims(scenarios.NAME, json.loads((tmp_path / "s.json").read_text()))
     assert [(c["verdict"], c["measured"]) for c in back] == \
         [(c["verdict"], c["measured"]) for c in found]
 
@@ -153,7 +154,7 @@ def _fake(shifts, mse, runs=40, sd_scale=None, k_noise=1.0, scoring_shift=0.0):
 
 
 def _verdicts(result):
-    return {c["id"]: c["verdict"] for c in scenarios.claims(result)}
+    return {c["id"]: c["verdict"] for c in judged_claims(scenarios.NAME, result)}
 
 
 def test_rules_reproduced_when_the_paper_holds():
@@ -180,7 +181,7 @@ def test_rules_contradicted_when_k1_wins():
 def test_rules_inconclusive_without_runs():
     res = _fake({s: {1: 0.0, 2: -1.0, 3: -1.0} for s in "AB"},
                 {s: {1: 0.4, 2: 0.2, 3: 0.1} for s in "AB"}, runs=1)
-    found = scenarios.claims(res)
+    found = judged_claims(scenarios.NAME, res)
     assert {c["verdict"] for c in found} == {claims.INCONCLUSIVE}
     assert all(c["reason"].startswith("not measured") for c in found)
 
@@ -199,6 +200,6 @@ def test_figG_runs_vts(tmp_path):
     assert next(e for e in res["results"] if e["method"] == "VTS")["fused"]
     assert "VTS" in res["arm_pulls_vts"]["linear rewards"]
     assert "VTS" not in res["arm_pulls"]["linear rewards"]  # the grid-tuned methods only
-    text = {c["id"]: c["why"] + c["measured"] for c in figG.claims(res)}
+    text = {c["id"]: c["why"] + c["measured"] for c in judged_claims(figG.NAME, res)}
     assert "VITS-I - VTS" in text["figG-vits-i-best-linear-vs-vts"]
     assert "VITS-II - VTS" in text["figG-vits-ii-best-logistic-vs-vts"]

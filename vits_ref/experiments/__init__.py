@@ -9,9 +9,9 @@ diffusion priors), one module per figure or table, and
 ``NAME``, ``DESCRIPTION``, ``DEFAULTS`` (runs, rounds, seed), ``run(runs, rounds, seed,
 out, progress)`` which writes a CSV, a JSON summary and a PNG plot into ``out`` and
 returns the summary dict (its ``files`` lists what was written), ``table(result)`` for the
-terminal, and ``claims(result)``: the paper's claims that it tests, each with a verdict
-(the claim table, :mod:`vits_ref.experiments.claims`, gathered by
-:mod:`vits_ref.experiments.report`).
+terminal. The claims an experiment tests are the claim table's records with its name
+(:func:`vits_ref.experiments.claims.claims_of`), judged by one rule and gathered by
+:mod:`vits_ref.experiments.report`.
 That contract is written down as the protocol :class:`Experiment`
 (``isinstance(module, Experiment)``; ``tests/test_protocols.py`` checks every registered
 module against it).

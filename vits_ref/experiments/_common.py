@@ -47,9 +47,9 @@ class Experiment(Protocol):
         ``--tune`` when ``run`` takes them).
     ``table(result) -> str``
         The summary as a table for the terminal.
-    ``claims(result) -> list``
-        The paper's claims the experiment tests, each a dict with a verdict
-        (:mod:`vits_ref.experiments._claims`), gathered by the report.
+
+    The claims an experiment tests are not a member: they are the claim table's records
+    whose ``experiment`` is ``NAME`` (:func:`vits_ref.experiments.claims.claims_of`).
 
     ``isinstance(module, Experiment)`` checks that the members exist;
     ``tests/test_protocols.py`` also checks the signatures of every registered one.
@@ -70,9 +70,6 @@ class Experiment(Protocol):
 
     def table(self, result):
         """The summary ``result`` as a terminal table (a str)."""
-
-    def claims(self, result):
-        """The claims tested by ``result``: a list of dicts with verdicts."""
 
 
 def write_curves_csv(path, rows):

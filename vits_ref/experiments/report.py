@@ -8,14 +8,15 @@ with the rule that gave it and, where a claim fails or cannot be tested, the lik
 The report also writes ``claims.json``, one record per claim
 (:func:`vits_ref.experiments.claims.write_claims_json`).
 
-Two rules judge today. The claims of the claim table (:mod:`vits_ref.experiments.claims`;
+One rule judges: the claims of the claim table (:mod:`vits_ref.experiments.claims`;
 ``docs/reproduction/judging.md``) get one of reproduced / contradicted / inconclusive, from
 every root seed of :data:`SEEDS` (each seed's interval is on the page; seeds that disagree
-give inconclusive). An experiment whose claims are not in the table would keep its own
-``claims(result)`` (reproduced / not reproduced / not testable here), from the first seed;
-each claim on the page says which rule judged it (today every paper's claims are in the
-table). This module only runs, gathers and writes; :func:`index_page` lists every
-claim of the papers whose ``claims.json`` lies under a folder (``docs/reproduction``).
+give inconclusive). An experiment with no entry in the table has no claims on a page. The
+counts keep three kinds apart (the papers' sentences on the papers' problems, on substitute
+or reconstructed data, and the library's readings), a sentence split into several tests
+counted once; a run below the paper's size is named with its size. This module only runs,
+gathers and writes; :func:`index_page` lists every claim of the papers whose
+``claims.json`` lies under a folder (``docs/reproduction``).
 
 Sizes (:data:`SIZES`): ``paper`` runs every experiment at its defaults, which are the
 paper's sizes where this machine allows (each module's docstring says where not), except
@@ -34,14 +35,13 @@ import os
 import time
 
 from .. import _compile_watch
-from . import _claims, claims, get
+from . import claims, get
 from ._common import finish_timing
 from ._outputs import write_output
+from .claims.records import sentences, tallies, tallies_text
 
-#: Every verdict word a page can carry: the claim table's, then the experiments' own rules'
-VERDICTS = (*claims.VERDICTS, _claims.NOT_REPRODUCED, _claims.NOT_TESTABLE)
-#: ``judged_by`` of a claim: the claim table's rule, or its experiment's own
-TABLE_RULE, OWN_RULE = "claim table", "the experiment's own rule"
+#: Every verdict word a page can carry: the claim table's (one rule)
+VERDICTS = claims.VERDICTS
 #: size -> root seeds of the experiments whose claims are in the claim table
 SEEDS = {"paper": (0, 1), "small": (0, 1)}
 
@@ -49,8 +49,11 @@ PAPERS = {"vits": "VITS: Variational Inference Thompson Sampling for contextual 
                   "(Clavier, Huix and Durmus, ICML 2024)",
           "vts": "Variational inference for the multi-armed contextual bandit (Urteaga and "
                  "Wiggins, AISTATS 2018)",
-          "renyi": "The Rényi-divergence appendix (Li & Turner: divergences indexed by alpha, "
-                   "the linear-Gaussian bound, the multi-armed bandit of appendix C)"}
+          "renyi": "The Rényi-divergence appendix (appendices A-C, \"A Note on divergences "
+                   "indexed by alpha\"; the text names no authors, most likely Sajid et al., "
+                   "\"Bayesian brains and the Rényi divergence\", Neural Computation 2022): "
+                   "the divergence identities, the linear-Gaussian bound of B.2 and its "
+                   "errata, the multi-armed bandit of appendix C"}
 
 #: size -> experiment name -> keyword arguments of its ``run`` (besides ``out``, ``progress``)
 SIZES = {
@@ -67,6 +70,7 @@ SIZES = {
         "vits-movielens": {},
         "vts-scenarios": {},
         "renyi-mab": {"n_jobs": 2},
+        "renyi-appendix": {},
     },
     "small": {
         "vits-fig1": {"runs": 4, "rounds": 100},
@@ -79,12 +83,13 @@ SIZES = {
                                                 "n_ratings": 800}},
         "vts-scenarios": {"runs": 20, "rounds": 60},
         "renyi-mab": {"runs": 2, "rounds": 60},
+        "renyi-appendix": {"runs": 1, "rounds": 2000},
     },
 }
 EXPERIMENTS = {"vits": ("vits-fig1", "vits-fig2", "vits-figG", "vits-movielens",
                         "vits-figF", "vits-figI"),
                "vts": ("vts-scenarios",),
-               "renyi": ("renyi-mab",)}
+               "renyi": ("renyi-mab", "renyi-appendix")}
 
 # the OPVI paper (online particle VI): its experiments and sizes
 PAPERS["opvi"] = ("Online particle-based variational inference (the OPVI paper: OPVI, Algorithm 1; "
@@ -132,7 +137,7 @@ EXPERIMENTS["showdown"] = ("showdown",)
 #: The papers whose claims the index lists, by short name (the showdown has none: it is a
 #: comparison, not a paper's claims).
 SHORT_NAMES = {"vits": "VITS (Clavier, Huix and Durmus)", "vts": "VTS (Urteaga and Wiggins)",
-               "renyi": "the Rényi appendix (Li & Turner)",
+               "renyi": "the Rényi appendix (most likely Sajid et al. 2022)",
                "opvi": "OPVI (online particle-based variational inference)",
                "diffts": "DiffTS (Kveton et al.)"}
 
@@ -187,7 +192,7 @@ def build(paper="vits", size="paper", out=None, progress=None, only=None, seeds=
         mod = get(name)
         in_table = bool(claims.claims_of(name))
         results = []
-        for i, seed in enumerate(seeds if in_table else seeds[:1]):
+        for i, seed in enumerate(seeds):
             kwargs = {**_run_kwargs(mod, size, name), "seed": seed}
             if progress:
                 progress(f"{name}: {', '.join(f'{k}={v}' for k, v in kwargs.items())}")
@@ -196,12 +201,7 @@ def build(paper="vits", size="paper", out=None, progress=None, only=None, seeds=
             res = mod.run(out=folder, progress=progress, **kwargs)
             # the summary's times cover the whole experiment (finish_timing's note)
             results.append(finish_timing(res, t_run, _compile_watch.seconds() - c_run))
-        if in_table:
-            found = [{**c, "judged_by": TABLE_RULE}
-                     for c in claims.judged_claims(name, results)]
-        else:
-            found = [{**c, "experiment": name, "judged_by": OWN_RULE}
-                     for c in (mod.claims(results[0]) if hasattr(mod, "claims") else [])]
+        found = claims.judged_claims(name, results) if in_table else []
         kwargs = {**_run_kwargs(mod, size, name), "seed": seeds[0]}
         sections.append({"name": name, "module": mod, "kwargs": kwargs, "result": results[0],
                          "results": results, "claims": found, "table": mod.table(results[0])})
@@ -225,31 +225,66 @@ def build(paper="vits", size="paper", out=None, progress=None, only=None, seeds=
             "experiments": {s["name"]: s["result"] for s in sections}}
 
 
-def _counts(sections):
-    found = [c for s in sections for c in s["claims"]]
-    return {v: sum(c["verdict"] == v for c in found) for v in VERDICTS}
+def paper_size(experiment):
+    """``(runs, rounds)`` of ``experiment`` at the paper's size: its module's
+    ``PAPER_SIZE`` where it has one, else its defaults (the paper's where this machine
+    allows, each module's docstring says); None for an experiment with no runs."""
+    mod = get(experiment)
+    size = {**mod.DEFAULTS, **getattr(mod, "PAPER_SIZE", {})}
+    if "runs" not in size or "rounds" not in size:
+        return None
+    return size["runs"], size["rounds"]
+
+
+def below_paper_size(found):
+    """``{experiment: (size run, the paper's runs, rounds)}`` for every experiment of the
+    records ``found`` whose run (any seed's) has fewer runs or rounds than the paper's."""
+    import re
+
+    out = {}
+    for c in found:
+        want = paper_size(c["experiment"]) if c["experiment"] in _registered() else None
+        for size in c.get("sizes", []):
+            got = re.match(r"(\d+) runs x (\d+) ", size or "")
+            if want and got and (int(got[1]) < want[0] or int(got[2]) < want[1]):
+                out.setdefault(c["experiment"], (size, *want))
+    return out
+
+
+def _registered():
+    from . import EXPERIMENTS
+
+    return EXPERIMENTS
+
+
+def _below_text(found):
+    below = below_paper_size(found)
+    return "".join(f" Below the paper's size: {name} ran {size} (the paper's: {r} runs x {t} "
+                   "rounds); its claims rest on that run." for name, (size, r, t)
+                   in below.items())
 
 
 def _counts_text(sections):
-    """``"Claims: 2 reproduced, 1 inconclusive, ..."``, the verdicts that occur."""
-    counts = _counts(sections)
-    return "Claims: " + (", ".join(f"{n} {v}" for v, n in counts.items() if n) or "none") + "."
+    """The count line: sentences per kind and verdict (:func:`claims.records.tallies_text`),
+    then any run below the paper's size."""
+    found = [c for s in sections for c in s["claims"]]
+    return tallies_text(found) + _below_text(found)
 
 
 def _seeds_text(meta):
     s = meta["seeds"]
-    return (f"Root seeds: {', '.join(map(str, s))} for the claims of the claim table (each "
-            "seed judged on its own interval; seeds that disagree give inconclusive, "
-            "docs/reproduction/judging.md); the first seed for the others.")
+    return (f"Root seeds: {', '.join(map(str, s))} (each seed judged on its own interval; "
+            "seeds that disagree give inconclusive, docs/reproduction/judging.md).")
 
 
 def _data_line(c):
-    if c.get("judged_by") != TABLE_RULE:
-        return f"- Judged by: {OWN_RULE}."
+    kind = claims.judging.KINDS[c["kind"]]
     sub = " (substitute data: the verdict is on it)" if c["substitute"] else ""
+    sub += " (a reconstructed problem: the verdict is on it)" if c.get("reconstructed") else ""
     where = " The place is a library reading, not the paper's words." \
         if c["library_reading"] else ""
-    return f"- Judged by: the {TABLE_RULE}. Data: {c['data']}{sub}.{where}"
+    return (f"- Kind ({c['kind']}): {kind}; margin basis {c['basis']} "
+            f"(docs/reproduction/judging.md). Data: {c['data']}{sub}.{where}")
 
 
 def _figures(result):
@@ -272,11 +307,10 @@ def to_markdown(meta, sections, out):
              f"Generated {meta['date']} by `{meta['command']}` in "
              f"{meta['wall_time_s']:.0f} s.", "", meta["size_note"], "", _seeds_text(meta),
              "", _counts_text(sections), "",
-             "| claim | where | verdict | judged by |", "|---|---|---|---|"]
+             _TABLE_HEAD, "|---|---|---|---|"]
     for s in sections:
         for c in s["claims"]:
-            lines.append(f"| {c['id']} | {c['section']} | **{c['verdict']}** | "
-                         f"{c['judged_by']} |")
+            lines.append(_table_row(c))
     for s in sections:
         res = s["result"]
         lines += ["", f"## {s['name']}: {res.get('description', '')}", "",
@@ -290,6 +324,13 @@ def to_markdown(meta, sections, out):
         for c in s["claims"]:
             lines += _claim_lines(c)
     return "\n".join(lines) + "\n"
+
+
+_TABLE_HEAD = "| claim | where | verdict | kind |"
+
+
+def _table_row(c):
+    return f"| {c['id']} | {c['section']} | **{c['verdict']}** | ({c['kind']}) |"
 
 
 def _claim_lines(c):
@@ -317,25 +358,28 @@ def rejudge_page(folder):
     meta = {k: v for k, v in doc.items() if k not in ("confidence", "verdicts", "claims")}
     with open(md_path, encoding="utf-8") as fh:
         page = fh.read()
-    write_output(md_path, _rejudged_markdown(page, found).encode("utf-8"))
+    title = PAPERS.get(meta.get("paper"))
+    write_output(md_path, _rejudged_markdown(page, found, title).encode("utf-8"))
     claims.write_claims_json(json_path, found, **meta)
     return {c["id"]: (old.get(c["id"]), c["verdict"]) for c in found
             if old.get(c["id"]) != c["verdict"]}
 
 
-def _rejudged_markdown(page, found):
+def _rejudged_markdown(page, found, title=None):
     """``page`` (a :func:`to_markdown` page) with its counts, verdict table and claim blocks
-    rebuilt from the records ``found``; the sections' other lines kept."""
+    rebuilt from the records ``found`` (and its title from ``title``, the paper's line of
+    :data:`PAPERS`); the sections' other lines kept."""
     lines = (page[:-1] if page.endswith("\n") else page).split("\n")
     head = lines.index("|---|---|---|---|")
     end = head + 1
     while end < len(lines) and lines[end].startswith("| "):
         end += 1
     sections = [{"claims": found}]
-    out = [_counts_text(sections) if ln.startswith("Claims: ") else ln
+    out = [_counts_text(sections) if ln.startswith("Claims: ") else
+           f"# Reproduction report: {title}" if title and ln.startswith("# Reproduction") else
+           _TABLE_HEAD if ln.startswith("| claim | where | verdict |") else ln
            for ln in lines[:head + 1]]
-    out += [f"| {c['id']} | {c['section']} | **{c['verdict']}** | {c['judged_by']} |"
-            for c in found]
+    out += [_table_row(c) for c in found]
     by_experiment = {}
     for c in found:
         by_experiment.setdefault(c["experiment"], []).append(c)
@@ -389,12 +433,12 @@ def to_html(meta, sections):
              f"{meta['wall_time_s']:.0f} s.</p>",
              f"<p>{esc(meta['size_note']).replace('**', '')}</p>",
              f"<p>{esc(_seeds_text(meta))}</p>", f"<p>{esc(_counts_text(sections))}</p>",
-             "<table><tr><th>claim</th><th>where</th><th>verdict</th><th>judged by</th></tr>"]
+             "<table><tr><th>claim</th><th>where</th><th>verdict</th><th>kind</th></tr>"]
     for s in sections:
         for c in s["claims"]:
             parts.append(f"<tr><td><a href='#{esc(c['id'])}'>{esc(c['id'])}</a></td>"
                          f"<td>{esc(c['section'])}</td><td>{_verdict_html(c['verdict'])}</td>"
-                         f"<td>{esc(c['judged_by'])}</td></tr>")
+                         f"<td>({esc(c['kind'])})</td></tr>")
     parts.append("</table>")
     for s in sections:
         res = s["result"]
@@ -446,20 +490,31 @@ def _claimed_text(c):
 def index_page(docs):
     """The index of every judged claim of the papers whose ``claims.json`` lies in a
     subfolder of ``docs`` (``docs/PAPER/claims.json``, as :func:`build` writes it), as one
-    Markdown page: per claim its paper, place, verdict, the per-seed intervals, the claimed
-    region (margin or direction), the seeds' sizes and the substitute-data flag. Papers
-    without a ``claims.json`` are listed as such.
+    Markdown page. Per paper: the sentences counted in three kinds (:func:`tallies`: (a)
+    the paper's sentences on its problems, (b) on substitute or reconstructed data, (c)
+    the library's readings; a sentence split into several tests counted once), any run
+    below the paper's size, one row per sentence with its tests' verdicts, and one row per
+    test: place, verdict, kind, the per-seed intervals, the claimed region, the margin's
+    basis and the seeds' sizes. Papers without a ``claims.json`` are listed as such.
 
     Returns
     -------
     str
     """
+    kinds = claims.judging.KINDS
     lines = ["# Every claim of the five papers", "",
-             "One row per claim of the claim table, from each paper's `claims.json` "
-             "(docs/reproduction/judging.md states the rule and the margins). The interval is "
-             "each root seed's 95% interval of the measured quantity; *claimed* is where the "
-             "claim puts it (a margin in the reference's units when it is a percentage); "
-             "*substitute* marks a verdict on data that stands in for the paper's.", ""]
+             "Each paper's sentences are counted in three kinds, never mixed: **(a)** "
+             + kinds["a"] + ", **(b)** " + kinds["b"] + " (a stand-in data set, or a problem "
+             "the paper does not specify and the library rebuilt: redrawn from its figures "
+             "or taken from its authors' code), **(c)** " + kinds["c"] + " (a figure, table "
+             "or algorithm read by the library, not a sentence of the paper). A sentence "
+             "split into several tests (per panel, per competitor) counts once: reproduced "
+             "or contradicted only if all its tests agree, inconclusive otherwise. Then one "
+             "row per test, from each paper's `claims.json` "
+             "(docs/reproduction/judging.md states the rule, the margins and their bases). "
+             "The interval is each root seed's 95% interval of the measured quantity; "
+             "*claimed* is where the claim puts it (a margin in the reference's units when "
+             "it is a percentage).", ""]
     missing = []
     for paper in (p for p in PAPERS if p in SHORT_NAMES):
         path = os.path.join(docs, paper, "claims.json")
@@ -468,27 +523,36 @@ def index_page(docs):
             continue
         with open(path) as fh:
             doc = json.load(fh)
-        found = [c for c in doc["claims"] if c.get("judged_by", TABLE_RULE) == TABLE_RULE]
-        counts = {v: sum(c["verdict"] == v for c in found) for v in claims.VERDICTS}
+        found = doc["claims"]
+        below = below_paper_size(found)
+        size = f"{doc.get('size', '?')} size"
+        if below:
+            size += ", except " + "; ".join(
+                f"{name} at {got}, below the paper's {r} runs x {t} rounds"
+                for name, (got, r, t) in below.items())
         lines += [f"## {PAPERS[paper]}", "",
-                  f"From `{doc.get('command', '')}` ({doc.get('size', '?')} size, "
-                  f"{doc.get('date', '')}): "
-                  + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".", "",
-                  "| claim | where | verdict | intervals per seed | claimed | runs | "
-                  "substitute |", "|---|---|---|---|---|---|---|"]
+                  f"From `{doc.get('command', '')}` ({size}; {doc.get('date', '')}).", ""]
+        for k, counts in tallies(found).items():
+            n = sum(counts.values())
+            lines.append(f"- ({k}) {kinds[k]}: {n} sentence{'s' * (n != 1)}"
+                         + (": " + ", ".join(f"{v} {w}" for w, v in counts.items() if v)
+                            if n else "") + ".")
+        lines += ["", "| sentence | kind | where | tests | verdict |", "|---|---|---|---|---|"]
+        for g in sentences(found):
+            quote = g["quote"] if len(g["quote"]) <= 160 else g["quote"][:157] + "..."
+            tests = ", ".join(f"{i}: {v}" for i, v in g["verdicts"].items())
+            lines.append(f"| {quote} | ({g['kind']}) | {'; '.join(g['sections'])} | {tests} "
+                         f"| **{g['verdict']}** |")
+        lines += ["", "| claim | where | verdict | kind | intervals per seed | claimed | "
+                  "basis | runs |", "|---|---|---|---|---|---|---|---|"]
         for c in found:
-            where = c["section"]
-            if c.get("library_reading") and "library reading" not in where:
-                where += " (a library reading)"
             sizes = "; ".join(dict.fromkeys(c.get("sizes", [])))
+            if c["experiment"] in below:
+                sizes += " (below the paper's size)"
             lines.append(
-                f"| {c['id']} | {where} | **{c['verdict']}** | "
+                f"| {c['id']} | {c['section']} | **{c['verdict']}** | ({c['kind']}) | "
                 + "; ".join(_interval_text(s) for s in c["seeds"])
-                + f" | {_claimed_text(c)} | {sizes} | {'yes' if c['substitute'] else 'no'} |")
-        left = [c["id"] for c in doc["claims"] if c not in found]
-        if left:
-            lines += ["", "Judged by their experiment's own rule (not in the claim table): "
-                      + ", ".join(left) + "."]
+                + f" | {_claimed_text(c)} | {c['basis']} | {sizes} |")
         lines.append("")
     if missing:
         lines += ["## Papers without a `claims.json` here", "",

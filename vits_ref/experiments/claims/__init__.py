@@ -27,28 +27,13 @@ from .records import judged, write_claims_json
 from .table import CLAIMS
 
 __all__ = ["CLAIMS", "CONTRADICTED", "INCONCLUSIVE", "LIBRARY_READING", "REPRODUCED",
-           "VERDICTS", "Claim", "Interval", "claims_function", "claims_of", "judge", "judged",
+           "VERDICTS", "Claim", "Interval", "claims_of", "judge", "judged",
            "judged_claims", "runs_needed", "verdict", "write_claims_json"]
 
 
 def claims_of(experiment):
     """The table's claims measured by ``experiment`` (a registered name), in order."""
     return tuple(c for c in CLAIMS if c.experiment == experiment)
-
-
-def claims_function(experiment, what):
-    """An experiment module's ``claims(result)``: the claims of ``what`` (the paper's
-    section or figure), judged by the claim table's rule (:func:`judged_claims`)."""
-
-    def claims(result):
-        return judged_claims(experiment, result)
-
-    claims.__doc__ = (
-        f"The claims of {what}, judged by the one rule of the claim table\n"
-        f"(:mod:`vits_ref.experiments.claims`, its entries for ``{experiment}``), on the data "
-        f"the run\nused (substitute data labelled as such).\n\n``result``: the summary "
-        f"returned by :func:`run`, or a list of them, one per root seed.")
-    return claims
 
 
 def judged_claims(experiment, results):

@@ -44,6 +44,63 @@ LIBRARY_READING = "library reading"
 #: Confidence level of every interval the verdicts use.
 CONFIDENCE = 0.95
 
+# -- the named margins: every claim's margin or threshold has one of these bases, each
+# justified in docs/reproduction/judging.md (a heading per name) -----------------------------
+
+#: "similar", "on par", "comparable": within +-10% of the reference's mean.
+SIMILAR = 0.10
+#: "slightly", "barely": the gap below 15% of the better method's mean (size SMALL).
+SLIGHTLY = 0.15
+#: "much", "notably": the gap beyond a slight one, 15% (size LARGE).
+MUCH = SLIGHTLY
+#: "significantly": the gap beyond the margin of "similar", 10% (size LARGE).
+SIGNIFICANTLY = SIMILAR
+#: A bare direction: the threshold 0 of a difference, 1 of a ratio; no margin.
+DIRECTION = "DIRECTION"
+#: A paper's own percentage: within SIMILAR of the claimed value, and never tighter than
+#: half a unit of the last digit the paper prints (:func:`percentage_margin`).
+PERCENTAGE = "PERCENTAGE"
+#: A quantity near its noise floor (the test RMSE of a regression whose noise dominates):
+#: the margin is the paper's own reported spread, relative to its reference's mean.
+PAPER_SPREAD = "PAPER_SPREAD"
+#: The bases a claim may name (each a heading of docs/reproduction/judging.md); the table
+#: adds its own (``register_basis``) for margins that are not words' (factors, shares).
+BASES = {"SIMILAR", "SLIGHTLY", "MUCH", "SIGNIFICANTLY", DIRECTION, PERCENTAGE,
+         PAPER_SPREAD}
+
+#: The three kinds of judged sentence a page counts apart (docs/reproduction/judging.md):
+#: (a) the paper's sentence on the paper's problem, (b) the paper's sentence on substitute
+#: or reconstructed data, (c) the library's reading of a figure, table or algorithm.
+PAPER, SUBSTITUTE, READING = "a", "b", "c"
+KINDS = {PAPER: "the papers' sentences on the papers' problems",
+         SUBSTITUTE: "the papers' sentences on substitute or reconstructed data",
+         READING: "the library's readings"}
+
+
+def register_basis(name):
+    """Add ``name`` to :data:`BASES` (a margin the claim table names and judging.md
+    justifies) and return it."""
+    if not isinstance(name, str) or not name.isupper():
+        raise ValueError(f"basis must be an upper-case name, got {name!r}")
+    BASES.add(name)
+    return name
+
+
+def percentage_margin(value, decimals):
+    """The margin of a paper's own percentage ``value`` (a fraction: 0.14 for "14%"),
+    printed with ``decimals`` digits after the point of the percentage: ``SIMILAR`` of the
+    value (relative to the claimed value), and at least half a unit of the last printed
+    digit (the paper's reported precision: "14%" is 13.5% to 14.5%).
+
+    >>> round(percentage_margin(0.14, 0), 6), round(percentage_margin(0.001, 1), 6)
+    (0.014, 0.0005)
+    """
+    if not (isinstance(decimals, int) and decimals >= 0):
+        raise ValueError(f"decimals must be an int >= 0, got {decimals!r}")
+    if not (math.isfinite(value) and value != 0):
+        raise ValueError(f"value must be finite and non-zero, got {value}")
+    return max(SIMILAR * abs(value), 0.5 * 10.0 ** (-decimals) / 100)
+
 
 @dataclasses.dataclass(frozen=True)
 class Interval:
@@ -142,6 +199,16 @@ class Claim:
         True when ``data`` stands in for the paper's (the verdict is labelled so).
     note : str, default ""
         Why this margin or threshold, and the likely cause when the claim fails.
+    size : {None, "small", "large"}
+    reconstructed : bool, default False
+        True when the paper's problem is not specified in it and the library rebuilt it
+        (redrawn from its figures, or taken from the authors' code): the verdict is on the
+        reconstruction, counted with substitute data (:data:`SUBSTITUTE`).
+    basis : str, default ""
+        The named margin (:data:`BASES`) that justifies ``margin`` or ``threshold``;
+        inferred for the word margins (an equality within ``SIMILAR``, a size word's
+        ``SLIGHTLY``, ``MUCH`` or ``SIGNIFICANTLY``, a bare direction at 0 or 1), required
+        otherwise: a claim without a justified margin is refused.
     """
 
     id: str
@@ -159,6 +226,8 @@ class Claim:
     substitute: bool = False
     note: str = ""
     size: str | None = None
+    reconstructed: bool = False
+    basis: str = ""
 
     def __post_init__(self):
         for name in ("id", "paper", "experiment", "where", "words", "quantity", "data"):
@@ -188,6 +257,39 @@ class Claim:
             raise ValueError(f"threshold must be finite, got {self.threshold}")
         if not hasattr(self.measure, "measure") or not hasattr(self.measure, "comparison"):
             raise TypeError("measure must have measure(result) and comparison")
+        if self.substitute and self.reconstructed:
+            raise ValueError(f"substitute and reconstructed: the claim {self.id!r} is on "
+                             "stand-in data or on a rebuilt problem, not both")
+        basis = self.basis or self._word_basis()
+        if basis not in BASES:
+            raise ValueError(
+                f"basis: the claim {self.id!r} ({self.claimed}, margin {self.margin}, "
+                f"threshold {self.threshold}) has no justified margin "
+                + (f"({basis!r} is not one of {sorted(BASES)})" if basis else
+                   "(name its basis, justified in docs/reproduction/judging.md)"))
+        object.__setattr__(self, "basis", basis)
+
+    def _word_basis(self):
+        """The basis a word margin implies, or "" when the margin is not a word's."""
+        if self.claimed == EQUAL:
+            # a relative margin of the reference, a ratio's 1 +- SIMILAR, or a quantity
+            # already in the reference's units (a pooled relative difference, a curvature)
+            return "SIMILAR" if (self.margin == SIMILAR
+                                 and self.threshold in (0.0, 1.0)) else ""
+        if self.size is None:
+            return DIRECTION if self.threshold in (0.0, 1.0) else ""
+        if self.threshold not in (0.0, 1.0):
+            return ""
+        if self.size == SMALL:
+            return "SLIGHTLY" if self.margin == SLIGHTLY else ""
+        return {MUCH: "MUCH", SIGNIFICANTLY: "SIGNIFICANTLY"}.get(self.margin, "")
+
+    @property
+    def kind(self):
+        """:data:`PAPER`, :data:`SUBSTITUTE` or :data:`READING` (:data:`KINDS`)."""
+        if self.where == LIBRARY_READING:
+            return READING
+        return SUBSTITUTE if self.substitute or self.reconstructed else PAPER
 
     def region(self, scale=1.0):
         """``(low, high)``: where the claim puts the quantity, in its units (``scale``

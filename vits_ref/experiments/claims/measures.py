@@ -21,6 +21,8 @@ string saying why. The intervals are SciPy's:
   line, the sag of a parabola), with a bootstrap interval that resamples the runs of each
   cell independently;
 - :class:`MeanOf`: a one-sample t interval of per-run values;
+- :class:`Computed`: a deterministic computed value (no sampling spread: the interval is
+  the point), or an interval the experiment computed itself (a Monte Carlo mean's);
 - :class:`TimeToLevel`: the ratio of two methods' computing times to bring a curve to a level
   (steps times cost per step), with the interval of the cost ratio (as :class:`TimeRatio`);
 - :class:`TimeRatio`: a ratio of two methods' timings. Repeated timings (a list per method)
@@ -494,6 +496,32 @@ class MeanOf:
         if self.reduce == "min":
             v = v.min(axis=-1)
         return t_interval(v, method="t")
+
+
+@dataclasses.dataclass(frozen=True)
+class Computed:
+    """A value at ``path`` of the summary: a number, computed without sampling (the largest
+    relative difference of two closed forms over the cases: its interval is the point,
+    ``n`` the ``runs`` of the summary), or a dict ``{estimate, low, high, n, sd}`` of an
+    interval the experiment made (a Monte Carlo mean's t interval)."""
+
+    path: tuple
+    what: str
+
+    @property
+    def comparison(self):
+        return self.what
+
+    def measure(self, result):
+        got = _lookup(result, self.path)
+        if got is None:
+            return f"not in the summary: {' / '.join(map(str, self.path))}"
+        if isinstance(got, dict):
+            return Interval(float(got["estimate"]), float(got["low"]), float(got["high"]),
+                            int(got["n"]), got.get("sd"), method="t")
+        v = float(got)
+        return Interval(v, v, v, int(result.get("runs", 1)), None,
+                        method="computed, no sampling")
 
 
 @dataclasses.dataclass(frozen=True)

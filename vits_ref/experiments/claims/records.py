@@ -3,7 +3,15 @@
 import json
 import math
 
-from .judging import CONFIDENCE, LIBRARY_READING, Interval, judge
+from .judging import (
+    CONFIDENCE,
+    INCONCLUSIVE,
+    KINDS,
+    LIBRARY_READING,
+    VERDICTS,
+    Interval,
+    judge,
+)
 
 
 def _num(v):
@@ -69,6 +77,9 @@ def record(judgement):
         why += "."
     if c.substitute:
         why += f" Judged on substitute data: {c.data}."
+    if c.reconstructed:
+        why += (" Judged on a reconstructed problem (redrawn from the paper's figures or "
+                f"taken from the authors' code): {c.data}.")
     if c.note:
         why += " " + c.note
     return {"id": c.id, "paper": c.paper, "experiment": c.experiment,
@@ -78,7 +89,8 @@ def record(judgement):
             "claimed": c.claimed, "size_word": c.size, "margin": c.margin,
             "threshold": c.threshold,
             "relative": c.relative, "rule": c.rule(), "data": c.data,
-            "substitute": c.substitute, "note": c.note,
+            "substitute": c.substitute, "reconstructed": c.reconstructed,
+            "kind": c.kind, "basis": c.basis, "note": c.note,
             "verdict": judgement.verdict, "reason": judgement.reason or None,
             "runs_needed": judgement.runs_needed,
             "seeds": [seed_record(c, s) for s in seeds],
@@ -115,9 +127,10 @@ def write_claims_json(path, records, **meta):
     """Write ``claims.json``: ``meta`` (paper, size, seeds, command, ...), the rule's
     confidence and one record per claim. Strict JSON (an open end of a region is null)."""
     doc = {**meta, "confidence": CONFIDENCE,
-           "verdicts": "reproduced / contradicted / inconclusive (docs/reproduction/"
-                       "judging.md); claims not yet in the claim table keep their "
-                       "experiment's own rule and say so in judged_by",
+           "verdicts": "reproduced / contradicted / inconclusive, one rule "
+                       "(docs/reproduction/judging.md); kind: (a) the paper's sentence on "
+                       "the paper's problem, (b) on substitute or reconstructed data, (c) "
+                       "the library's reading",
            "claims": list(records)}
     with open(path, "w") as fh:
         json.dump(doc, fh, indent=1, allow_nan=False)
@@ -149,13 +162,14 @@ def rejudge(stored, claims):
 
     Each claim of ``claims`` is judged on the stored record with its id, or, for a claim
     the record predates, on the stored record of the same experiment and comparison (the
-    same measurement). Records judged by an experiment's own rule are kept as they are.
+    same measurement). A stored record that no claim of the table has any more is dropped
+    (one rule: nothing is kept judged by another).
 
     Returns
     -------
     list of dict
         The new records, in the stored order, a new claim after the last record of its
-        experiment that precedes it in ``claims``; each keeps its stored ``judged_by``.
+        experiment that precedes it in ``claims``.
     """
     by_id = {r["id"]: r for r in stored}
     by_comparison = {}
@@ -167,14 +181,12 @@ def rejudge(stored, claims):
         if src is None or (c.id not in by_id and not any(
                 r["experiment"] == c.experiment for r in stored)):
             continue
-        rec = record(judge(c, stored_measurements(src)))
-        if "judged_by" in src:
-            rec["judged_by"] = src["judged_by"]
-        new[c.id] = rec
+        new[c.id] = record(judge(c, stored_measurements(src)))
     out, placed = [], set()
     order = [c.id for c in claims]
     for r in stored:
-        out.append(new.get(r["id"], r))
+        if r["id"] in new:
+            out.append(new[r["id"]])
         placed.add(r["id"])
         # claims the stored page lacks, right after their predecessor in the table
         k = order.index(r["id"]) + 1 if r["id"] in order else len(order)
@@ -184,3 +196,58 @@ def rejudge(stored, claims):
             placed.add(order[k])
             k += 1
     return out
+
+
+def sentences(records):
+    """The judged records grouped into sentences: one per paper, kind and quoted words (a
+    sentence split into several tests, one per panel or comparison, counts once).
+
+    A sentence's verdict is its tests' common verdict, and :data:`INCONCLUSIVE` when they
+    disagree: a sentence is reproduced only if every test of it is, contradicted only if
+    every test is. A sentence tested both on the paper's problem and on a substitute or
+    reconstructed one is one sentence of each kind, each on its own tests.
+
+    Returns
+    -------
+    list of dict
+        ``{"paper", "kind", "quote", "sections", "ids", "verdicts", "verdict"}`` in the
+        records' order (``verdicts``: each test's, by id).
+    """
+    groups = {}
+    for r in records:
+        key = (r["paper"], r["kind"], r["quote"])
+        g = groups.setdefault(key, {"paper": r["paper"], "kind": r["kind"],
+                                    "quote": r["quote"], "sections": [], "ids": [],
+                                    "verdicts": {}})
+        if r["section"] not in g["sections"]:
+            g["sections"].append(r["section"])
+        g["ids"].append(r["id"])
+        g["verdicts"][r["id"]] = r["verdict"]
+    for g in groups.values():
+        found = set(g["verdicts"].values())
+        g["verdict"] = found.pop() if len(found) == 1 else INCONCLUSIVE
+    return list(groups.values())
+
+
+def tallies(records):
+    """``{kind: {verdict: sentences}}`` over :func:`sentences`, every kind of
+    :data:`~vits_ref.experiments.claims.judging.KINDS` and every verdict present (0 when
+    none)."""
+    out = {k: dict.fromkeys(VERDICTS, 0) for k in KINDS}
+    for g in sentences(records):
+        out[g["kind"]][g["verdict"]] += 1
+    return out
+
+
+def tallies_text(records):
+    """The page's count line: per kind, the sentences by verdict, then the tests."""
+    parts = []
+    for k, counts in tallies(records).items():
+        n = sum(counts.values())
+        got = ", ".join(f"{v} {w}" for w, v in counts.items() if v) or "none"
+        parts.append(f"({k}) {KINDS[k]}: {n} sentence{'s' * (n != 1)}"
+                     + (f" ({got})" if n else ""))
+    tests = {w: sum(r["verdict"] == w for r in records) for w in VERDICTS}
+    return ("Claims: " + "; ".join(parts) + ". A sentence split into several tests counts "
+            "once, reproduced or contradicted only if all its tests agree. Tests: "
+            + (", ".join(f"{v} {w}" for w, v in tests.items() if v) or "none") + ".")

@@ -40,7 +40,6 @@ import numpy as np
 
 from .._common import regret_table, write_json
 from .._paired import panel_entries
-from ..claims import claims_function
 from ..plotting import paper_title, plotted, regret_panels
 from . import _shared
 from .synthetic import ALPHA, SIGMA, environment, true_samples
@@ -267,9 +266,3 @@ def table(result):
         lines.append(f"fit: {1e6 * fit['slope_s_per_stage']:.2f} us per stage, intercept "
                      f"{1e6 * fit['intercept_s']:.1f} us, R^2 = {fit['r2']:.4f}")
     return "\n".join(lines)
-
-
-# -- claims -----------------------------------------------------------------------------
-
-#: The claims of appendix C.3 (Figure 6) (the claim table's entries for this experiment).
-claims = claims_function(NAME, "appendix C.3 (Figure 6)")

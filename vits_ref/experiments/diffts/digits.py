@@ -18,7 +18,6 @@ Execution: the bandit runs go in resumable chunks of runs, as in every experimen
 """
 
 from .._common import regret_table
-from ..claims import claims_function
 from ..plotting import paper_title
 from . import _shared
 
@@ -71,8 +70,3 @@ def table(result):
     e = result["energy"]
     return (regret_table(result) + f"\n\nenergy distance diffusion prior / thetas: "
             f"{e['learned_vs_true']:.4f} (two halves: {e['true_vs_true']:.4f})")
-
-
-#: Appendix C.2's claims, judged on the digits that replace MNIST (the claim table's entries
-#: for this experiment, labelled as substitute data).
-claims = claims_function(NAME, "appendix C.2 (Figure 5), on scikit-learn's digits")

@@ -27,7 +27,6 @@ Execution: the bandit runs go in resumable chunks of runs, as in every experimen
 """
 
 from .._common import regret_table
-from ..claims import claims_function
 from ..plotting import paper_title
 from . import _shared
 
@@ -93,8 +92,3 @@ def table(result):
     if result.get("data") != "file":
         text += "\n\n" + result.get("stand_in_note", STAND_IN_NOTE)
     return text
-
-
-#: Section 6.3's claims (the claim table's entries for this experiment), judged on the data
-#: the run used; the table labels them as on the stand-in (substitute data).
-claims = claims_function(NAME, "section 6.3 (Figure 3)")

@@ -46,7 +46,6 @@ import numpy as np
 
 from .._common import regret_table, write_json
 from .._paired import panel_entries
-from ..claims import claims_function
 from ..claims.table import ENERGY_FACTOR
 from ..plotting import paper_title, plotted
 from . import _shared
@@ -227,9 +226,3 @@ def table(result):
     for shape, c in result.get("cost", {}).items():
         lines.append(f"{shape:18s} " + ", ".join(f"{k}: {v:.3g}" for k, v in c.items()))
     return "\n".join(lines)
-
-
-# -- claims -----------------------------------------------------------------------------
-
-#: The claims of section 6.2 and appendix C.1 (the claim table's entries for this experiment).
-claims = claims_function(NAME, "section 6.2 and appendix C.1 (Figures 2 and 4)")

@@ -52,7 +52,6 @@ from ...errors import DivergenceError
 from .._common import environment_info, write_json
 from .._outputs import text_output
 from .._paired import format_difference, paired_difference
-from ..claims import claims_function
 from ..plotting import drawn, paper_title
 from .mixture import check_arguments, model_gradient, particle_run, record_rounds, se_text
 
@@ -463,7 +462,3 @@ def table(result):
                      f"{format_difference(d, 4) if d else ''}")
     lines.append(result["data_note"])
     return "\n".join(lines)
-
-
-#: The claims of section 5.2 (Table 1) (the claim table's entries for this experiment).
-claims = claims_function(NAME, "section 5.2 (Table 1)")

@@ -43,7 +43,6 @@ import numpy as np
 
 from .._common import environment_info
 from .._paired import format_difference
-from ..claims import claims_function
 from ..plotting import paper_title
 from .bnn import (
     OPVI,
@@ -198,7 +197,3 @@ def table(result):
                      f"   {format_difference(d, 4) if d else ''}")
     lines.append(result["data_note"])
     return "\n".join(lines)
-
-
-#: The claims of section 5.3 (Figure 3) (the claim table's entries for this experiment).
-claims = claims_function(NAME, "section 5.3 (Figure 3)")

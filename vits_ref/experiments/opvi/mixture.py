@@ -73,7 +73,6 @@ from .. import _chunks
 from .._common import environment_info, write_json
 from .._outputs import text_output
 from .._paired import format_difference, paired_difference
-from ..claims import claims_function
 from ..plotting import drawn, paper_title
 
 #: The figures' titles by file, the paper named first (sizes are appended at run time).
@@ -680,10 +679,3 @@ def table(result):
                      f"{e['wall_time_s']:6.1f}  "
                      f"{format_difference(diff, 4) if diff else ''}")
     return "\n".join(lines)
-
-
-# -- claims -----------------------------------------------------------------------------
-
-
-#: The claims of section 5.1 (Figure 2) (the claim table's entries for this experiment).
-claims = claims_function(NAME, "section 5.1 (Figure 2)")

@@ -65,7 +65,6 @@ from ...envs.renyi_mab import TABLE4, renyi_mab
 from ...inference import RenyiVI
 from ...models.mixture_prior import MixturePrior
 from .._common import regret_table, run_panels, write_json
-from ..claims import judged_claims
 from ..plotting import arm_fractions, paper_title, plotted
 
 #: The figures' titles by file, the paper named first (sizes are appended at run time).
@@ -299,19 +298,3 @@ def table(result):
             lines.append(f"{panel:18s} {method:22s} {a[0]:.3f} / {a[1]:.3f} / "
                          f"{a[2]:.3f}   [{f['last'][OPTIMAL_ARM]:.3f}]")
     return "\n".join(lines)
-
-
-# -- claims -----------------------------------------------------------------------------
-
-
-def claims(result):
-    """The appendix's claims that this experiment can check, judged by the one rule of the
-    claim table (:mod:`vits_ref.experiments.claims`, its entries for ``renyi-mab``).
-
-    The appendix reports no results of its simulations (Tables 3-4 are settings) and makes
-    no statement about how the alphas compare, so the table holds only a library reading of
-    Algorithm 1 (labelled as such): each alpha, with the score as printed, ends on the
-    optimal arm. The paired differences of the alphas are in :func:`table`, not judged.
-    ``result``: the summary of :func:`run`, or a list of them, one per root seed.
-    """
-    return judged_claims(NAME, result)

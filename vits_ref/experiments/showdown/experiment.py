@@ -195,8 +195,3 @@ def markdown(result):
 
 
 table = markdown
-
-
-def claims(result):
-    """None: the showdown is no paper's; it compares, it tests no claim."""
-    return []

@@ -77,7 +77,6 @@ from ...bandit.simulate import POLICY_DEFAULTS, make_policy
 from ...envs import pool
 from .._common import regret_table, run_panels
 from .._tuning import TUNE_RUNS, TUNE_SEED_OFFSET, diverged_points, grid_search
-from ..claims import judged_claims
 from ..plotting import paper_title
 from . import grid
 
@@ -402,13 +401,3 @@ def add_vts(result, runs, rounds, seed, out, progress=None, n_jobs=1):
     result["vts_ill_conditioned"] = rec
     write_json(os.path.join(out, "summary.json"), result)
     return rec
-
-
-def claims(result):
-    """The claims of section 4.1 about Figure 1, judged by the one rule of the claim table
-    (:mod:`vits_ref.experiments.claims`, its entries for ``vits-fig1``).
-
-    ``result``: the summary returned by :func:`run` (or read back from its JSON), or a list
-    of such summaries, one per root seed.
-    """
-    return judged_claims(NAME, result)

@@ -61,7 +61,6 @@ from ...inference import VITS, Langevin, LinTS
 from ...models import MLP
 from .. import _chunks
 from .._common import regret_table, run_panels
-from ..claims import judged_claims
 from ..plotting import paper_title
 
 #: The figures' titles by file, the paper named first (sizes are appended at run time).
@@ -171,14 +170,3 @@ def run(runs=None, rounds=None, seed=0, out="results/vits-fig2", progress=None,
 
 
 table = regret_table
-
-
-def claims(result):
-    """The claims of section 4.1 about Figure 2, judged by the one rule of the claim table
-    (:mod:`vits_ref.experiments.claims`, its entries for ``vits-fig2``). Runs below the
-    paper's size (:data:`PAPER_SIZE`) are judged by the same rule; their intervals are
-    mostly too wide to decide, which the verdict then says.
-
-    ``result``: the summary returned by :func:`run`, or a list of them, one per root seed.
-    """
-    return judged_claims(NAME, result)

@@ -54,7 +54,6 @@ from ...drivers.cpu import trace_one
 from .. import _chunks
 from .._common import environment_info, write_json
 from .._outputs import text_output
-from ..claims import judged_claims
 from ..plotting import drawn, paper_title
 from .target import (
     METHODS,
@@ -275,25 +274,3 @@ def table(result):
 
 def _median_text(entry):
     return ("> " if entry["median_censored"] else "") + f"{entry['median_steps']:.0f}"
-
-
-# --------------------------------------------------------------------------- claims
-
-
-def claims(result):
-    """The three claims of appendix F, judged by the one rule of the claim table
-    (:mod:`vits_ref.experiments.claims`, its entries for ``vits-figF``: one per step size,
-    and per method where the sentence names several).
-
-    Parameters
-    ----------
-    result : dict or list of dict
-        The summary returned by :func:`run` (or read back from its ``summary.json``), or one
-        per root seed.
-
-    Returns
-    -------
-    list of dict
-        The judged claims' records (:func:`vits_ref.experiments.claims.judged_claims`).
-    """
-    return judged_claims(NAME, result)

@@ -141,7 +141,6 @@ from ...bandit.simulate import POLICY_DEFAULTS, make_policy
 from ...envs import hard_instance
 from .._common import regret_table, run_panels, write_json
 from .._tuning import TUNE_RUNS, TUNE_SEED_OFFSET, diverged_points, grid_search
-from ..claims import judged_claims
 from ..plotting import arm_fractions, paper_title, plotted
 from . import grid, vts_defaults
 from .fig1 import OPVI_TS, PARTICLE_GRID, PARTICLE_TUNE_RUNS, SVGD_TS, particle_policy
@@ -434,16 +433,3 @@ def table(result):
                          f" / {p['others']:.3f}   ({p['last_half_optimal']:.3f})")
     lines += ["", result.get("reference_note", ""), result.get("vts_note", VTS_NOTE)]
     return "\n".join(lines)
-
-
-# -- claims --------------------------------------------------------------------------------
-
-
-def claims(result):
-    """The claims of appendix G.1 (Figures 5 and 6), judged by the one rule of the claim
-    table (:mod:`vits_ref.experiments.claims`, its entries for ``vits-figG``).
-
-    ``result``: the summary returned by :func:`run` (or read back from its JSON), or a list
-    of them, one per root seed.
-    """
-    return judged_claims(NAME, result)

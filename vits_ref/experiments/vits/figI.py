@@ -62,7 +62,6 @@ from ...kernels.target import METHOD_LMC
 from .. import _chunks, plotting
 from .._common import environment_info, write_json
 from .._outputs import text_output
-from ..claims import judged_claims
 from ..claims.measures import first_step_at_or_below
 from ..plotting import paper_title, plotted
 from .target import METHODS, SCALE_COVARIANCE, SCALE_DESCRIPTIONS, gaussian_target, run_seeds
@@ -350,22 +349,3 @@ def crossing_times(entry, level):
         hit = first_step_at_or_below(entry["curve"]["steps"], entry["curve"][name], level)
         out[name] = None if hit is None else hit * cost
     return out
-
-
-def claims(result):
-    """The two claims of appendix I, judged by the one rule of the claim table
-    (:mod:`vits_ref.experiments.claims`, its entries for ``vits-figI``: one per compared
-    method and KL level). The costs per step are one timing each here, so the verdicts are
-    inconclusive until they are repeated timings (the table's note says why).
-
-    Parameters
-    ----------
-    result : dict or list of dict
-        The summary returned by :func:`run` (or read back from its ``summary.json``), or one
-        per root seed.
-
-    Returns
-    -------
-    list of dict
-    """
-    return judged_claims(NAME, result)

@@ -43,7 +43,6 @@ from ...inference import VITS, Langevin, Laplace, LinTS
 from ...models import Linear, Logistic
 from .._common import regret_table, run_panels, write_json
 from .._timing import ROUNDS, warm_round_repeats
-from ..claims import judged_claims
 from ..plotting import paper_title
 
 #: The figures' titles by file, the paper named first (sizes are appended at run time).
@@ -113,13 +112,3 @@ def table(result):
     if result.get("data") != "file":
         text += "\n\n" + result.get("stand_in_note", STAND_IN_NOTE)
     return text
-
-
-def claims(result):
-    """The claims of section 5 about Figure 3, judged by the one rule of the claim table
-    (:mod:`vits_ref.experiments.claims`, its entries for ``vits-movielens``). On the
-    synthetic stand-in they are judged and labelled as judged on substitute data.
-
-    ``result``: the summary returned by :func:`run`, or a list of them, one per root seed.
-    """
-    return judged_claims(NAME, result)

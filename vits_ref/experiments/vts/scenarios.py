@@ -82,7 +82,6 @@ from .._paired import (
     _bootstrap_rng,
     compare,
 )
-from ..claims import judged_claims
 from ..plotting import paper_title
 
 #: The figures' titles by file, the paper named first (sizes are appended at run time).
@@ -344,16 +343,3 @@ def _pct(red):
         return f"{100 * red['value']:+.1f}%"
     lo, hi = red["ci"]
     return f"{100 * red['value']:+.1f}% [{100 * lo:+.1f}, {100 * hi:+.1f}]"
-
-
-# -- claims --------------------------------------------------------------------------------
-
-
-def claims(result):
-    """The claims of section 4 about Figures 2 and 3, judged by the one rule of the claim
-    table (:mod:`vits_ref.experiments.claims`, its entries for ``vts-scenarios``).
-
-    ``result``: the summary returned by :func:`run` (or read back from its JSON), or a list
-    of such summaries, one per root seed.
-    """
-    return judged_claims(NAME, result)
