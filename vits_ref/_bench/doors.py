@@ -31,8 +31,11 @@ import numpy as np
 from .._threads import numba_threads
 from ..bandit.estimator import Bandit
 from ..bandit.online import Online
+from ..bandit.policies import ThompsonSampling
 from ..bandit.simulate import make_policy
+from ..bandit.simulate import simulate as _simulate
 from ..envs import pool
+from ..inference.laplace import Laplace
 from .timing import median_times, pin_blas_threads
 
 #: Logged rounds learnt by a fit, and rounds decided by a predict.
@@ -40,7 +43,7 @@ N_FIT, N_PREDICT = 10_000, 1_000
 #: The policies measured (names of :func:`vits_ref.make_policy`), and the rounds a decision
 #: repeat plays.
 DECISION_CASES = (("lints", 200), ("linucb", 200), ("vits-ii", 50), ("lmc", 50))
-FIT_CASES = ("lints", "linucb")
+FIT_CASES = ("lints", "linucb", "laplace")
 
 
 def _logged(n, d, K, seed=0):
@@ -75,7 +78,13 @@ def decisions(name, T, d=20, K=50, seed=0):
             a = bandit.predict(X[t])
             bandit.partial_fit(X[t:t + 1], np.array([a]), rewards[t, a:a + 1])
 
-    return {"online": play_online, "policy": play_policy, "bandit": play_bandit}
+    env = pool(dim=d, n_arms=K, zeta=1.0, seed=seed)
+
+    def simulate():  # the compiled loop's round: one run of T rounds, its draws included
+        _simulate(name, env, T, 1, seed=seed, fused=True)
+
+    return {"online": play_online, "policy": play_policy, "bandit": play_bandit,
+            "simulate": simulate}
 
 
 def _peers(name, K, seed):
@@ -123,6 +132,12 @@ def fit_predict(name, d=20, K=50, seed=0, n_fit=N_FIT, n_predict=N_PREDICT):
     X, arms, rewards = _logged(n_fit, d, K, seed)
     played = np.ascontiguousarray(X[np.arange(n_fit), arms])
     Xp, _, _ = _logged(n_predict, d, K, seed + 3)
+    if name == "laplace":  # no name, no fused loop: Thompson sampling over the engine
+        eng = Laplace(d, eta=10.0, lam=10.0, seed=seed)
+        bandit = Bandit(ThompsonSampling(eng), n_arms=K, seed=seed)
+        return ({"Bandit.fit": lambda: bandit.fit(X, arms, rewards),
+                 "floor: Laplace.update": lambda: eng.fresh(seed).update(played, rewards)},
+                {})
     fits = {
         "Bandit.fit": lambda: Bandit(name, n_arms=K, dim=d, seed=seed).fit(X, arms, rewards),
         "Online.update_many": lambda: Online(name, K, seed=seed, dim=d).update_many(
@@ -168,6 +183,8 @@ def measure(repeats=5, cases=DECISION_CASES, fit_cases=FIT_CASES, d=20, K=50,
         for name in fit_cases:
             fits, predicts = fit_predict(name, d, K, n_fit=n_fit, n_predict=n_predict)
             for group, fns in (("fit", fits), ("predict", predicts)):
+                if not fns:
+                    continue
                 for fn in fns.values():
                     fn()
                 times = median_times(list(fns.values()), repeats)
@@ -180,12 +197,13 @@ def main(quick=False):
     m = measure(repeats=3 if quick else 5)
     print("Doors: a decision (select + update) per round, d = 20, K = 50, one thread; "
           "ratio to Online's")
-    print(f"  {'policy':8s} {'Online us':>10s} {'policy us':>10s} {'ratio':>7s} "
-          f"{'Bandit us':>10s} {'ratio':>7s}")
+    print(f"  {'policy':8s} {'simulate us':>11s} {'Online us':>10s} {'policy us':>10s} "
+          f"{'ratio':>7s} {'Bandit us':>10s} {'ratio':>7s}   (ratios to Online's; "
+          "policy/simulate)")
     for name, r in m["decision"].items():
-        o = r["online"]
-        print(f"  {name:8s} {o:10.1f} {r['policy']:10.1f} {r['policy'] / o:6.1f}x "
-              f"{r['bandit']:10.1f} {r['bandit'] / o:6.1f}x")
+        o, s = r["online"], r["simulate"]
+        print(f"  {name:8s} {s:11.1f} {o:10.1f} {r['policy']:10.1f} {r['policy'] / o:6.2f}x "
+              f"{r['bandit']:10.1f} {r['bandit'] / o:6.2f}x   {r['policy'] / s:.2f}x")
     refs = {"fit": ("the exact engine's batch update", lambda r: r[[k for k in r
                                                                    if "floor" in k][0]]),
             "predict": ("Online.select_many", lambda r: r["Online.select_many"])}

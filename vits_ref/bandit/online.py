@@ -63,9 +63,13 @@ class Online(Persistent):
         :func:`vits_ref.make_policy` builds, with the hyperparameters of
         :data:`vits_ref.bandit.simulate.POLICY_DEFAULTS` (``"lints"``: ``eta = lam = 10``,
         as in the simulations, not the engine's own defaults of 1) overridden by
-        ``options``. Used as a specification: the state starts at its prior, so a policy
-        object that has learnt observations is refused (save and load an ``Online``
-        instead: :meth:`save`).
+        ``options``. A policy object at its prior is a specification: the state starts at
+        the prior, with the streams of ``seed``. One that has learnt (LinTS, VITS, LMC-TS
+        on the linear model, LinUCB) is taken over: its state, its observation count and
+        copies of its generators, so that the ``Online`` makes the decisions the policy
+        would make next (``seed`` must then be None); one whose state keeps a history
+        (the logistic model's) is refused (save and load an ``Online`` instead:
+        :meth:`save`).
     n_arms : int
         Arms per decision: ``select`` takes ``(n_arms, dim)`` contexts.
     seed : int, SeedSequence or None

@@ -112,6 +112,14 @@ class Laplace(GaussianEngine):
         return {**super()._params(), "tol": self.tol, "max_iter": self.max_iter}
 
     # -- fitting --------------------------------------------------------------------------
+    @property
+    def batch_is_sequential(self):
+        """True on the linear model, whose Laplace posterior is the exact one whatever
+        the grouping of the rows (to rounding); elsewhere the MAP is fitted to ``tol``
+        from where the previous update left it, so a batch and its rows one by one end
+        at MAPs that agree to the tolerance only."""
+        return self.model.name == "linear"
+
     def _refit(self, features, rewards):
         theta = self.theta.copy()
         H = np.empty((self.dim, self.dim))
