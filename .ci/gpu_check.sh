@@ -4,7 +4,9 @@
 #   bash .ci/gpu_check.sh OUT [tests|bench|fig2|all]
 #
 # tests: every test that skips without a real GPU (the "on_gpu" and CuPy tests of
-#        tests/, paper-size ones included); bench: `python -m vits_ref bench --device cuda`
+#        tests/, paper-size ones included), then the two targets in one process
+#        (tests/test_cuda_targets.py, slow ones included, and tests/cuda_targets.py's CPU
+#        and GPU simulate in one process); bench: `python -m vits_ref bench --device cuda`
 #        (rounds per second of the fused loop on the GPU, the all-core CPU, the JAX peer,
 #        the fraction of float64 peak); fig2: `vits-fig2 --device cuda` at the default size,
 #        timed. Each step has its own time limit (GPU_CHECK_LIMIT_S seconds, default 300)
@@ -64,6 +66,17 @@ step() {  # step NAME COMMAND...: run under the time limit, log to OUT/NAME.log
 if [ "$what" = tests ] || [ "$what" = all ]; then
     step tests "$PY" -m pytest -n 0 -p no:cacheprovider -q -m "slow or not slow" \
         -k "on_gpu or (cupy_equals and not stand_in) or cupy_fig2" --durations=10 tests/
+fi
+if [ "$what" = tests ] || [ "$what" = all ]; then
+    # the two targets in one process, both orders (docs/architecture.md, "One body, two
+    # targets"): CPU simulate, every kernel to sm_90 PTX, CPU again, and the reverse; then
+    # CPU simulate and simulate(device="cuda") of every policy in one process on the GPU
+    step mixed_targets "$PY" -m pytest -n 0 -p no:cacheprovider -q -m "slow or not slow" \
+        --durations=10 tests/test_cuda_targets.py
+    step mixed_gpu env -u NUMBA_ENABLE_CUDASIM VITS_REF_CACHE=0 "$PY" tests/cuda_targets.py \
+        cpu:lints,vits-ii,vits-ii-logistic,lmc-logistic,laplace-logistic,random \
+        gpu:lints,linucb,vits-i,vits-ii,vits-hf,vits-hf-cv,lmc,random,vits-ii-logistic,lmc-logistic,laplace-logistic \
+        cpu:linucb,vits-i,vits-hf,vits-hf-cv,lmc
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
     step bench "$PY" -m vits_ref bench --device cuda

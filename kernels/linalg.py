@@ -23,7 +23,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import get_cython_function_address, intrinsic, overload
 
-from vits_ref.config import kernel
+from vits_ref.config import cuda_twin, kernel
 
 # --------------------------------------------------------------------------- products
 
@@ -151,20 +151,10 @@ def _inv_transpose_cpu(b, out, work):
     return impl
 
 
-# The CUDA target compiles the loop bodies above as they are.
-@overload(gemm_nn, target="cuda")
-def _gemm_nn_cuda(a, b, out):
-    return gemm_nn
-
-
-@overload(gemv, target="cuda")
-def _gemv_cuda(a, x, out):
-    return gemv
-
-
-@overload(inv_transpose, target="cuda")
-def _inv_transpose_cuda(b, out, work):
-    return inv_transpose
+# The CUDA target compiles the loop bodies above as they are (a copy of each, registered
+# with numba-cuda alone: vits_ref.config.cuda_twin).
+for _f in (gemm_nn, gemv, inv_transpose):
+    cuda_twin(_f)(_f)
 
 
 # --------------------------------------------------------------------------- J^T J
@@ -256,9 +246,7 @@ def _syrk_lower_cpu(a, alpha, beta, c):
     return impl
 
 
-@overload(syrk_lower, target="cuda")
-def _syrk_lower_cuda(a, alpha, beta, c):
-    return syrk_lower
+cuda_twin(syrk_lower)(syrk_lower)
 
 
 def gram(a, out):
@@ -282,9 +270,7 @@ def _gram_cpu(a, out):
     return impl
 
 
-@overload(gram, target="cuda")
-def _gram_cuda(a, out):
-    return gram
+cuda_twin(gram)(gram)
 
 
 # --------------------------------------------------------------------------- Cholesky

@@ -55,7 +55,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic, overload
 
-from vits_ref.config import kernel
+from vits_ref.config import cuda_twin, kernel
 
 #: Philox4x64's multipliers and Weyl key increments (Salmon et al. 2011, table 2;
 #: Random123's ``PHILOX_M4x64_0/1`` and ``PHILOX_W64_0/1``, NumPy's ``philox.h``).
@@ -116,9 +116,7 @@ def _mulhilo_cpu(a, b):
     return impl
 
 
-@overload(mulhilo, target="cuda")
-def _mulhilo_cuda(a, b):
-    return mulhilo
+cuda_twin(mulhilo)(mulhilo)  # CUDA compiles the halves (vits_ref.config.cuda_twin)
 
 
 def add64(a, b):
@@ -130,17 +128,13 @@ def add64(a, b):
     return ((hi & _LO32) << _S32) | (lo & _LO32)
 
 
+@cuda_twin(add64)
 def _add64_native(a, b):
     return a + b
 
 
 @overload(add64, target="cpu", inline="always")
 def _add64_cpu(a, b):
-    return _add64_native
-
-
-@overload(add64, target="cuda")
-def _add64_cuda(a, b):
     return _add64_native
 
 

@@ -9,6 +9,8 @@ through. Plain Python (the CUDA simulator, tests) runs the stub below.
 from numba.core import types
 from numba.extending import overload
 
+from vits_ref.config import cuda_twin
+
 
 def index_rows(tup, r):
     """``tuple(a[r] for a in tup)``; ``tup`` itself when it is not a tuple."""
@@ -26,8 +28,12 @@ def _impl(n):
     return ns["impl"]
 
 
-@overload(index_rows, target="generic")
+@overload(index_rows, target="cpu")
 def _index_rows(tup, r):
     if isinstance(tup, types.BaseTuple):
         return _impl(len(tup))
     return lambda tup, r: tup
+
+
+# CUDA types a copy of index_rows by the same function (vits_ref.config.cuda_twin)
+cuda_twin(index_rows, typer=_index_rows)(index_rows)

@@ -14,6 +14,8 @@ from numba import carray
 from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
+from vits_ref.config import cuda_twin
+
 
 def take(buf, o, n):
     """``(buf[o:o + n], o + n)``: the next ``n`` entries of a flat state buffer."""
@@ -60,16 +62,7 @@ def _take3_cpu(buf, o, k, r, c):
     return impl
 
 
-@overload(take, target="cuda")
-def _take_cuda(buf, o, n):
-    return take
-
-
-@overload(take2, target="cuda")
-def _take2_cuda(buf, o, r, c):
-    return take2
-
-
-@overload(take3, target="cuda")
-def _take3_cuda(buf, o, k, r, c):
-    return take3
+# CUDA compiles the slices above (a copy of each, registered with numba-cuda alone: the
+# CPU overloads never reach a CUDA compilation; vits_ref.config.cuda_twin)
+for _f in (take, take2, take3):
+    cuda_twin(_f)(_f)

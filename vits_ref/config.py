@@ -22,10 +22,12 @@ import hashlib
 import importlib.util
 import os
 import re
+import types
+import weakref
 from importlib import metadata
 
 from numba import njit
-from numba.extending import register_jitable
+from numba.extending import overload
 
 FASTMATH = os.environ.get("VITS_REF_FASTMATH", "0") == "1"
 CACHE = os.environ.get("VITS_REF_CACHE", "1") != "0"
@@ -193,76 +195,262 @@ def kernel(fn=None, *, inline=False):
     :func:`cpu_jit`, or CUDA kernels built with :func:`cuda_jit`. This is the
     "one body, two targets" rule of docs/architecture.md, "Conventions".
 
+    The function itself is registered with Numba's CPU target only; a CUDA kernel compiles
+    a copy of it registered with numba-cuda only (:func:`cuda_jit`): no function object is
+    known to both targets (docs/architecture.md, "One body, two targets").
+
     ``inline=True`` inlines the body into its caller at Numba's IR level. The glue of
     the generic steps and loops (a piece's select/update, a potential's hooks) is small
     and called once per round or step with tuples of arrays: as a separate function each
     call would pass every array's structure and reference count, which cost the fused
     LMC round 70% of its time; inlined, the generic loop compiles to the same code as a
-    hand-fused body. Such a body is registered for the CUDA target too
-    (:func:`_register_inline_for_cuda`).
+    hand-fused body. The CUDA copy is inlined too.
     """
     opts = {"fastmath": FASTMATH, "error_model": ERROR_MODEL}
-    if inline:
-        opts["inline"] = "always"
 
     def deco(f):
         if not inline:  # compiled as a function of its own: a symbol (own_name)
             own_name(f)
-        f = register_jitable(**opts)(f)
-        if inline:
-            _INLINE_BODIES.append(f)
-            if _CUDA_ON:
-                _register_inline_for_cuda()
+
+        @overload(f, jit_options=opts, strict=False, inline="always" if inline else "never",
+                  target="cpu")
+        def _cpu(*args, **kwargs):
+            return f
+
+        _BODIES[f] = bool(inline)
         return f
 
     return deco if fn is None else deco(fn)
 
 
-#: Bodies of :func:`kernel` with ``inline=True``, in definition order; the CUDA target
-#: gets them registered (:func:`_register_inline_for_cuda`) from the first
-#: :func:`cuda_jit` on, so ``import vits_ref`` never imports ``numba.cuda``.
-_INLINE_BODIES = []
-_CUDA_REGISTERED = 0  # how many of _INLINE_BODIES are registered for the CUDA target
-_CUDA_ON = False  # a cuda_jit has run: new inlined bodies are registered at once
+#: Every kernel body (:func:`kernel`, and the copies :func:`mark_body` records) and whether
+#: it is inlined: the functions a CUDA kernel gets a copy of (:func:`cuda_jit`).
+_BODIES = weakref.WeakKeyDictionary()
+#: ``{original: (twin, typer)}``: what a CUDA kernel compiles in place of a function whose
+#: CPU implementation differs (:func:`cuda_twin`).
+CUDA_TWINS = {}
 
 
-def _register_inline_for_cuda():
-    """Register the inlined kernel bodies for the CUDA target.
+def body_inline(fn):
+    """Whether ``fn`` is a kernel body inlined at Numba's IR level; None when it is not a
+    kernel body (:func:`kernel`, :func:`mark_body`)."""
+    try:
+        return _BODIES.get(fn)
+    except TypeError:  # not weak-referenceable: not a body
+        return None
 
-    numba's ``register_jitable(inline="always")`` (what :func:`kernel` uses) inlines
-    ``numba.core.ir`` into the caller; numba-cuda (0.30.4) compiles with its own copy of
-    the IR classes and fails on the mixture (an ``AssertionError`` in its
-    ``postproc._patch_var_dels``, or ``mul(omitted, omitted)`` in typing), so every
-    kernel calling an inlined body failed to compile for a GPU. numba-cuda's own
-    ``register_jitable(inline="always")`` on the same function is what its typing finds
-    for the CUDA target. Found by compiling the fused loop to sm_90 PTX without a GPU
-    (``tests/test_cuda_ptx.py``, 2026-11-23). The simulator runs the bodies as Python
-    and needs nothing.
+
+def mark_body(fn, inline):
+    """Record ``fn`` (a copy of a body, registered with no target yet) as a kernel body,
+    so that :func:`cuda_jit` copies and registers it like the others."""
+    _BODIES[fn] = bool(inline)
+    return fn
+
+
+def cuda_twin(original, *, typer=None):
+    """Decorator: what a CUDA kernel compiles in place of ``original``, a function whose CPU
+    implementation (a Numba ``overload`` for the CPU target) differs from the loops CUDA
+    runs (``kernels/views.py``, ``kernels/linalg.py``, ``kernels/philox.py``).
+
+    :func:`cuda_jit` swaps ``original`` for a copy of the decorated function registered
+    with numba-cuda alone (``typer``, when given, is an ``overload`` typing function for
+    the copy instead: ``kernels/rows.py``). The simulator runs ``original`` itself.
     """
-    global _CUDA_REGISTERED, _CUDA_ON
-    _CUDA_ON = True
-    if _CUDA_REGISTERED == len(_INLINE_BODIES):
-        return
-    from numba import config as nconfig
+    def deco(twin):
+        CUDA_TWINS[original] = (twin, typer)
+        return twin
 
-    if nconfig.ENABLE_CUDASIM:
-        _CUDA_REGISTERED = len(_INLINE_BODIES)
-        return
-    from numba.cuda.extending import register_jitable as cuda_register_jitable
-
-    pending = _INLINE_BODIES[_CUDA_REGISTERED:]
-    _CUDA_REGISTERED = len(_INLINE_BODIES)
-    for f in pending:
-        cuda_register_jitable(inline="always")(f)
+    return deco
 
 
 def cuda_jit(fn=None, *, device=False):
     """Compile a CUDA kernel (or device function) with the library's options.
 
+    Compiles a copy of ``fn`` whose kernel bodies are copies registered with numba-cuda
+    alone, the functions of :data:`CUDA_TWINS` swapped for their twins
+    (:func:`cuda_copy`): numba's CPU registrations (the
+    ``carray`` views of ``kernels/views.py``, the BLAS products, the inlined bodies) are
+    never visible to a CUDA compilation, and numba-cuda's never to a CPU one, whatever the
+    process compiled before (docs/architecture.md, "One body, two targets").
+
     Imports ``numba.cuda`` lazily: it needs the optional ``numba-cuda`` extra.
     """
     from numba import cuda
 
-    _register_inline_for_cuda()
     deco = cuda.jit(device=device, fastmath=FASTMATH)
-    return deco if fn is None else deco(fn)
+
+    def wrap(f):
+        return deco(cuda_copy(f))
+
+    return wrap if fn is None else wrap(fn)
+
+
+# --------------------------------------------------------------------------- CUDA copies
+
+
+def _code_names(code):
+    """Every global or attribute name ``code`` (and the code objects nested in it) reads."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _simulator():
+    """Whether Numba's CUDA simulator is on (read once, when Numba was imported)."""
+    from numba import config as nconfig
+
+    return bool(getattr(nconfig, "ENABLE_CUDASIM", 0))
+
+
+def rebuild(fn, swap, walk, finish, always, memo):
+    """``fn`` with the functions it reaches (globals, closure cells, attributes of the
+    modules among its globals) rebuilt: the engine of :func:`cuda_copy` and of
+    :func:`vits_ref.drivers.cuda_coop.rebind`.
+
+    ``swap(f)`` is the function to put in place of ``f`` (or None), ``walk(f)`` whether to
+    look inside ``f``, ``finish(f, new)`` registers ``new``, the copy of ``f`` (same code,
+    new globals and cells). With ``always`` every function walked is copied, else only one
+    that reaches a swapped function (the others are returned as they are). ``memo``
+    (``{f: result}``) is shared across calls. The originals are not modified.
+    """
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    twin = swap(fn)
+    if twin is not None:
+        if not always:
+            return twin
+        fn = twin  # copied below (a twin is walked whatever ``walk`` says)
+    elif fn in memo:
+        return memo[fn]
+    elif not walk(fn):
+        return fn
+    if fn in memo:
+        return memo[fn]
+    if always:  # the copy first, filled in place: a cycle resolves to the copy
+        new = _shell(fn)
+        memo[fn] = new
+        _fill(new, fn, lambda f: rebuild(f, swap, walk, finish, always, memo))
+        return finish(fn, new)
+    memo[fn] = fn  # provisional: a recursive reference resolves to the original
+    new = _shell(fn)
+    if not _fill(new, fn, lambda f: rebuild(f, swap, walk, finish, always, memo)):
+        return fn
+    memo[fn] = new = finish(fn, new)
+    return new
+
+
+def _shell(fn):
+    """A copy of ``fn``: same code, a copy of its globals, new cells with the same contents."""
+    cells = None
+    if fn.__closure__:
+        cells = []
+        for cell in fn.__closure__:
+            try:
+                cells.append(types.CellType(cell.cell_contents))
+            except ValueError:  # an empty cell
+                cells.append(types.CellType())
+        cells = tuple(cells)
+    new = types.FunctionType(fn.__code__, dict(fn.__globals__), fn.__name__, fn.__defaults__,
+                             cells)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__module__, new.__qualname__, new.__doc__ = fn.__module__, fn.__qualname__, fn.__doc__
+    return new
+
+
+def _foreign(module):
+    """Numba, NumPy and the standard library: modules whose attributes are never bodies."""
+    top = module.__name__.partition(".")[0]
+    return top in ("numba", "numpy", "llvmlite", "math", "cmath", "operator", "builtins")
+
+
+def _fill(new, fn, rebuilt):
+    """Put ``rebuilt(f)`` in ``new`` (:func:`_shell` of ``fn``) for every function ``f`` that
+    ``fn`` reaches; modules among its globals whose attributes read by ``fn`` change are
+    replaced by copies (``types.ModuleType``) with those attributes. True if any changed."""
+    changed = False
+    names = _code_names(fn.__code__)
+    for name in names:
+        value = fn.__globals__.get(name)
+        if isinstance(value, types.FunctionType):
+            other = rebuilt(value)
+            if other is not value:
+                new.__globals__[name] = other
+                changed = True
+        elif isinstance(value, types.ModuleType) and not _foreign(value):
+            attrs = {}
+            for attr in names:
+                item = getattr(value, attr, None)
+                if isinstance(item, types.FunctionType):
+                    other = rebuilt(item)
+                    if other is not item:
+                        attrs[attr] = other
+            if attrs:
+                proxy = types.ModuleType(value.__name__, value.__doc__)
+                proxy.__dict__.update(vars(value))
+                proxy.__dict__.update(attrs)
+                new.__globals__[name] = proxy
+                changed = True
+    for cell in new.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        other = rebuilt(value)
+        if other is not value:
+            cell.cell_contents = other
+            changed = True
+    return changed
+
+
+#: ``{function: its CUDA copy}`` for the whole process (:func:`cuda_copy`).
+_CUDA_COPIES = weakref.WeakKeyDictionary()
+#: The CUDA copies made so far (what only numba-cuda may know): ``tests/test_cuda_targets.py``.
+CUDA_COPIES = weakref.WeakSet()
+
+
+def cuda_copy(fn):
+    """``fn`` (a CUDA kernel's Python function) rebuilt for the CUDA target alone.
+
+    Every kernel body it reaches (:func:`kernel`; globals, closure cells, module attributes,
+    recursively) is replaced by a copy (same code, globals and cells pointing to copies)
+    registered with numba-cuda alone (``numba.cuda.extending.register_jitable``, inlined
+    when the body is), and every function of :data:`CUDA_TWINS` by a copy of its twin:
+    numba's CPU registrations of the originals (the ``carray`` views of ``take2``, the
+    inlined bodies' ``numba.core.ir``) can then never be picked by a CUDA compilation,
+    whatever the process compiled before, and numba-cuda never registers an original (a
+    later CPU compilation sees numba's templates only). Copies are made once per process.
+
+    Under the simulator (no compilation) the copies are made with the originals in place
+    of the twins and registered nowhere: the simulator runs the same Python as before.
+    """
+    sim = _simulator()
+    if not sim:
+        from numba.cuda.extending import overload as cuda_overload
+        from numba.cuda.extending import register_jitable as cuda_register_jitable
+
+    twins = {} if sim else {f: twin for f, (twin, _) in CUDA_TWINS.items()}
+    typers = {} if sim else {twin: typer for twin, typer in CUDA_TWINS.values() if typer}
+    root = fn
+
+    def walk(f):
+        return f is root or body_inline(f) is not None
+
+    def finish(f, new):
+        CUDA_COPIES.add(new)
+        _CUDA_COPIES[new] = new  # a copy reached again is its own copy
+        if f is root:
+            return new
+        inline = bool(body_inline(f))
+        mark_body(new, inline)
+        if sim:
+            return new
+        opts = {"fastmath": True} if FASTMATH else {}
+        if f in typers:
+            cuda_overload(new, target="cuda")(typers[f])
+        else:
+            cuda_register_jitable(inline="always" if inline else "never", **opts)(new)
+        return new
+
+    return rebuild(fn, twins.get, walk, finish, True, _CUDA_COPIES)

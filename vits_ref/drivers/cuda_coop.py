@@ -43,7 +43,7 @@ import warnings
 
 from numba import cuda, float64
 
-from ..config import cuda_jit, kernel
+from ..config import _code_names, _simulator, body_inline, cuda_jit, kernel, mark_body, rebuild
 from ..kernels import coop_linalg
 from ..kernels.bandit import make_bandit_rounds
 from .cuda import BanditRounds, BanditStreams, _check_rounds, _to_device
@@ -66,32 +66,9 @@ def default_replacements():
 PRIMITIVES = frozenset(default_replacements())
 
 
-def _code_names(code):
-    """Every global name ``code`` (and the code objects nested in it) reads."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _code_names(const)
-    return names
-
-
 def _in(fn, modules):
     mod = getattr(fn, "__module__", None) or ""
     return any(mod == m or mod.startswith(m + ".") for m in modules)
-
-
-def _inlined(fn):
-    """Whether ``fn`` was registered as a kernel body inlined at Numba's IR level
-    (``kernel(inline=True)``). The copy must be too: besides speed, a CUDA device function
-    that is not inlined may not return a view of its arguments (``vits_inputs`` returns
-    ``etaV``), which Numba's CUDA typing refuses."""
-    from numba.core.typing.templates import builtin_registry
-
-    for f, ty in builtin_registry.globals:
-        if f is fn:
-            return any(getattr(getattr(t, "_inline", None), "is_always_inline", False)
-                       for t in getattr(ty, "templates", ()))
-    return False
 
 
 def rebind(fn, replacements=None, modules=_KERNEL_MODULES, _memo=None):
@@ -99,51 +76,19 @@ def rebind(fn, replacements=None, modules=_KERNEL_MODULES, _memo=None):
 
     Walks the global names and closure cells of ``fn`` and of every function they reach
     that is defined in ``modules`` (the kernel bodies); a function that reaches a replaced
-    primitive is copied (same code, new globals and cells) and registered as a kernel body,
-    the others are returned as they are. The originals are not modified.
+    primitive is copied (same code, new globals and cells) and recorded as a kernel body
+    (:func:`vits_ref.config.mark_body`, inlined when the original is), the others are
+    returned as they are. The originals are not modified. The copies are registered with
+    no target: :func:`vits_ref.config.cuda_jit` compiles a CUDA copy of what a kernel
+    reaches (:func:`vits_ref.config.rebuild` does both walks).
     """
     reps = default_replacements() if replacements is None else replacements
     memo = {} if _memo is None else _memo
-    if not isinstance(fn, types.FunctionType):
-        return fn
-    if fn in reps:
-        return reps[fn]
-    if id(fn) in memo:
-        return memo[id(fn)]
-    if not _in(fn, modules):
-        return fn
-    memo[id(fn)] = fn  # provisional: a recursive reference resolves to the original
-    swapped = {}
-    for name in _code_names(fn.__code__):
-        value = fn.__globals__.get(name)
-        if isinstance(value, types.FunctionType):
-            new = rebind(value, reps, modules, memo)
-            if new is not value:
-                swapped[name] = new
-    cells = fn.__closure__
-    new_cells = None
-    if cells:
-        contents = []
-        for cell in cells:
-            try:
-                contents.append(cell.cell_contents)
-            except ValueError:  # an empty cell
-                contents.append(cell)
-        rebuilt = [rebind(c, reps, modules, memo) if isinstance(c, types.FunctionType) else c
-                   for c in contents]
-        if any(a is not b for a, b in zip(rebuilt, contents, strict=True)):
-            new_cells = tuple(cell if new is old else types.CellType(new)
-                              for cell, new, old in zip(cells, rebuilt, contents, strict=True))
-    if not swapped and new_cells is None:
-        return fn
-    glb = dict(fn.__globals__)
-    glb.update(swapped)
-    new = types.FunctionType(fn.__code__, glb, fn.__name__, fn.__defaults__,
-                             new_cells if new_cells is not None else cells)
-    new.__module__, new.__qualname__, new.__doc__ = fn.__module__, fn.__qualname__, fn.__doc__
-    new = kernel(new, inline=_inlined(fn))
-    memo[id(fn)] = new
-    return new
+
+    def finish(f, new):
+        return mark_body(new, bool(body_inline(f)))
+
+    return rebuild(fn, reps.get, lambda f: _in(f, modules), finish, False, memo)
 
 
 def _reachable(fn, modules, seen):
@@ -220,13 +165,6 @@ def unsafe_stores(body, outputs=LOOP_OUTPUTS):
     ``make_round.<locals>.one_round``) into its outputs ``outputs``, which the loop never
     reads back."""
     return [w for w in serial_shared_writes(body) if not _benign(w, outputs)]
-
-
-def _simulator():
-    """Whether Numba's CUDA simulator is on (read once, when Numba was imported)."""
-    from numba import config
-
-    return bool(getattr(config, "ENABLE_CUDASIM", 0))
 
 
 @functools.cache
