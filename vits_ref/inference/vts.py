@@ -484,6 +484,15 @@ class VTS(Persistent):
             setattr(self, name, new)
         self._cap = cap
 
+    @staticmethod
+    def _persist_cost(params):
+        """The float64 entries the constructor allocates (vits_ref.load's size policy): per
+        arm and component the factors (dim, dim), per arm the histories of 16 rows, the
+        trace (max_iter)."""
+        A, K, d, it = (params.get(k) for k in ("n_arms", "n_components", "dim", "max_iter"))
+        A, K, d, it = (x if isinstance(x, int) and x > 0 else 0 for x in (A, K, d, it))
+        return 8 * A * K * (d + 1) ** 2 + 64 * A * (2 * d + K + 1) + it + 4 * (d + K) ** 2
+
     def _persist_restored(self):
         """After vits_ref.load: the histories share one capacity, which ``_cap`` records
         (the compiled update writes row ``counts[arm] < _cap`` of each)."""
