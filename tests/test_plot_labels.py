@@ -81,12 +81,27 @@ def test_fig1_twelve_curves_distinct(tmp_path):
     assert all(next(iter(drawn[m[0]]))[1] == "--" for m in fig1.METHODS if not m[4])
 
 
-def test_line_styles_distinct_up_to_forty_labels():
-    labels = [("extra: " if i % 3 else "") + f"m{i}" for i in range(40)]
+def test_line_styles_distinct_up_to_their_capacity():
+    most = plotting.N_COLOURS * len(plotting.LINE_STYLES)
+    labels = [("extra: " if i % 3 else "") + f"m{i}" for i in range(most)]
     styles = plotting.line_styles(labels)
-    assert len(set(styles.values())) == 40
-    with pytest.raises(ValueError, match="more than 40 labels"):
+    assert len(set(styles.values())) == most
+    with pytest.raises(ValueError, match=f"more than {most} labels"):
         plotting.line_styles(labels + ["one more"])
+
+
+def test_fig1_thirteen_methods_have_thirteen_colours(tmp_path):
+    """vits-fig1's legend has 13 entries (its methods, the particle extras and a fallback
+    step): on a 10-colour cycle VITS-II and OPVI-TS were both orange, LinTS and SVGD-TS
+    both blue. Each gets its own colour, the same in both panels."""
+    labels = ([m[0] for m in fig1.METHODS] + [m[0] for m in fig1.PARTICLE_METHODS]
+              + [f"{fig1.HF} (step_size = 0.001)"])
+    assert len(labels) == 13
+    fig = plotting.regret_panels({f"zeta = {z}": _curves(labels) for z in (0.1, 1)},
+                                 str(tmp_path / "regret.png"))
+    drawn = _check_every_curve_named(fig)
+    colours = [next(iter(looks))[0] for looks in drawn.values()]
+    assert len(set(colours)) == 13, drawn
 
 
 def test_outside_legend_refuses_a_label_drawn_two_ways():

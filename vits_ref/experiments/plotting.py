@@ -22,8 +22,12 @@ PAPER_NAMES = {
 }
 #: The legend entry that explains the shaded bands of :func:`band` curves.
 BAND_NOTE = "shaded band: \u00b11 standard error over runs"
-#: Colours of :func:`line_styles`: matplotlib's default cycle (``C0`` to ``C9``).
-N_COLOURS = 10
+#: Colours of :func:`line_styles`: matplotlib's default cycle (``C0`` to ``C9``), then
+#: four more that none of those resembles (black, dark goldenrod, indigo, teal), so that
+#: an experiment of up to 14 methods (``vits-fig1`` draws 13) gives each its own colour.
+PALETTE = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9",
+           "#000000", "#b8860b", "#4b0082", "#008080")
+N_COLOURS = len(PALETTE)
 #: Line styles of :func:`line_styles`: solid for the paper's methods, dashed for the
 #: ``"extra: ..."`` ones, the others once the colours have all been used.
 LINE_STYLES = ("-", "--", ":", "-.")
@@ -84,9 +88,10 @@ def line_styles(labels):
     Panels of one figure share one legend (:func:`outside_legend`), so a label must look
     the same in every panel even where a panel leaves some methods out: drawing each panel
     with the axes' own colour cycle gives a later method the colour an earlier panel gave
-    another one. Colours cycle through :data:`N_COLOURS`; a method labelled
-    ``"extra: ..."`` (not in the paper's figure) is dashed, and from the eleventh label on
-    the style moves on through :data:`LINE_STYLES`, so that no two labels share a pair.
+    another one. Each label gets its own colour of :data:`PALETTE` while they last; a
+    method labelled ``"extra: ..."`` (not in the paper's figure) is dashed, and from the
+    fifteenth label on the colours repeat with the next style of :data:`LINE_STYLES`, so
+    that no two labels share a pair.
 
     Parameters
     ----------
@@ -96,7 +101,7 @@ def line_styles(labels):
     Returns
     -------
     dict
-        ``{label: (colour, linestyle)}``, colours as ``"C0"`` ... ``"C9"``.
+        ``{label: (colour, linestyle)}``, colours from :data:`PALETTE`.
 
     Examples
     --------
@@ -108,7 +113,7 @@ def line_styles(labels):
         if label in out:
             continue
         n = len(out)
-        colour = f"C{n % N_COLOURS}"
+        colour = PALETTE[n % N_COLOURS]
         first = label.startswith("extra:") + 2 * (n // N_COLOURS)
         free = [ls for j in range(len(LINE_STYLES))
                 for ls in [LINE_STYLES[(first + j) % len(LINE_STYLES)]]
