@@ -1,5 +1,6 @@
-"""Each extra installed alone: run by .ci/run in a fresh venv holding the wheel and one
-extra, it imports what that extra's users import. Usage::
+"""Each extra installed alone: run by .ci/run in a fresh venv holding one extra (over a
+base venv with the wheel and its own dependencies), it imports what that extra's users
+import. Usage::
 
     python extras_smoke.py EXTRA SOURCE_TREE
 

@@ -482,6 +482,20 @@ class _Reader:
         self._put(obj, state, where)
         self._check_values(obj, where)
 
+    @staticmethod
+    def _filled(obj, v, f, counted):
+        """The parts of state array ``v`` (field ``f``) that hold data: all of it, or for
+        a buffer its first ``count`` entries along its axis (one count per leading index
+        where the count is an array: VTS's ``counts[arm]`` rows of arm ``arm``)."""
+        if f not in counted:
+            return [v]
+        count, axis = counted[f]
+        n = np.asarray(getattr(obj, count))
+        if n.ndim == 0:
+            return [np.take(v, np.arange(int(n)), axis=axis)]
+        return [np.take(v[idx], np.arange(int(n[idx])), axis=axis - n.ndim)
+                for idx in np.ndindex(n.shape)]
+
     def _check_values(self, obj, where):
         """The engine's own invariants on the restored state: finite floats (a growing
         buffer up to its count), counters in ``[0, 2**53]``; nested objects alike."""
@@ -511,12 +525,9 @@ class _Reader:
                     self.fail(f"{at} holds {int(v.min())} .. {int(v.max())}, not counts in "
                               f"[0, 2**53]")
             elif isinstance(v, np.ndarray) and v.dtype.kind in "fc":
-                part = v
-                if f in growing and f in counted:
-                    count, axis = counted[f]
-                    n = int(np.max(getattr(obj, count), initial=0))
-                    part = np.take(v, np.arange(n), axis=axis)
-                if not np.all(np.isfinite(part)):
+                if f in growing and f not in counted:
+                    continue  # a buffer (or scratch) whose filled part no count declares
+                if not all(np.all(np.isfinite(p)) for p in self._filled(obj, v, f, counted)):
                     self.fail(f"{at} holds values that are not finite (NaN or inf)")
         hook = getattr(obj, "_persist_check", None)
         if hook is not None:

@@ -321,7 +321,7 @@ class VTS(Persistent):
     _persist_state = ("_rng", "_facs", "_sts", "_X", "_y", "_resp", "_W", "counts",
                       "diagnostics")
     _persist_growing = ("_X", "_y", "_resp", "_W")
-    _persist_bounds = (("counts", "_X", 1),)
+    _persist_bounds = (("counts", "_X", 1), ("counts", "_y", 1), ("counts", "_resp", 1))
 
     def __init__(self, dim, n_arms, n_components=2, gamma0=1.0, u0=None, V0=None, alpha0=1.0,
                  beta0=1.0, scoring="sample_pi", sample_params=True, tol=DEFAULT_TOL,
