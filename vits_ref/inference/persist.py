@@ -57,10 +57,12 @@ A file cannot make :func:`load` allocate much more memory than the file itself h
 
 After the state is in place it is checked by the engine's own invariants: every float in
 the state's arrays and scalars is finite (a class lists exceptions in
-``_persist_nonfinite``; a growing buffer is checked up to its count only), every integer
-counter lies in ``[0, 2**53]``, and a class's ``_persist_restored`` checks the rest (a
-Cholesky factor's positive diagonal, a non-negative sum of squares). A bad file gives a
-one-line ValueError naming it, never another exception.
+``_persist_nonfinite``; a growing buffer is checked up to its count only, one without a
+declared count not at all), every integer scalar and every integer array declared a
+count by ``_persist_bounds`` lies in ``[0, 2**53]``, and a class's ``_persist_check()``
+checks the rest, raising ValueError (a Cholesky factor's positive diagonal, a non-negative
+sum of squares). A bad file gives a one-line ValueError naming it, never another
+exception.
 """
 
 import inspect
@@ -504,6 +506,7 @@ class _Reader:
         nonfinite = _declared(cls, "_persist_nonfinite")
         counted = {array: (count, axis) for count, array, axis
                    in _declared(cls, "_persist_bounds")}
+        counts = {count for count, _, _ in _declared(cls, "_persist_bounds")}
         for f in _declared(cls, "_persist_state"):
             v, at = getattr(obj, f), f"{where}.{f}"
             if hasattr(type(v), "_persist_state") and not isinstance(v, type):
@@ -520,7 +523,11 @@ class _Reader:
             elif isinstance(v, float):
                 if not np.isfinite(v):
                     self.fail(f"{at} = {v} is not finite")
-            elif isinstance(v, np.ndarray) and v.dtype.kind in "iu" and v.size:
+            elif isinstance(v, np.ndarray) and v.dtype.kind in "iu":
+                # an integer array is a count where a bound declares it (VTS's counts per
+                # arm); others are not (a generator's raw state words)
+                if f not in counts or not v.size:
+                    continue
                 if v.min() < 0 or v.max() > _MAX_COUNT:
                     self.fail(f"{at} holds {int(v.min())} .. {int(v.max())}, not counts in "
                               f"[0, 2**53]")
