@@ -6,6 +6,10 @@ Three ways this failed: the logistic panels of the DiffTS figures (no MixTS or D
 drew DiffTS in MixTS's colour, so the legend called it MixTS; ``vits-fig1``'s twelve
 curves cycled ten colours; and a method that fell back to a smaller step after a
 divergence in one panel kept its label, so one legend entry stood for two step sizes.
+Since then such a curve's label names its step, and the figure draws it as its method
+(one colour, style and legend entry in every panel), the panel's title naming the step:
+drawn under its own label it took another colour in each panel (vits-figG) and appeared
+twice in vits-fig1's legend.
 """
 
 import numpy as np
@@ -117,7 +121,7 @@ def test_outside_legend_refuses_a_label_drawn_two_ways():
         plotting.outside_legend([a, b])
 
 
-def test_fallback_step_is_named_in_the_legend(tmp_path):
+def test_fallback_step_is_named_in_its_panel_and_keeps_the_methods_look(tmp_path):
     method = ("M", [(_Policy(h), {"hyperparameters": {"step_size": h}})
                     for h in (0.01, 0.001)])
     other = ("N", [(_Policy(0.5), {"hyperparameters": {"step_size": 0.5}})])
@@ -129,11 +133,35 @@ def test_fallback_step_is_named_in_the_legend(tmp_path):
     assert [(e["panel"], e["method"], e["hyperparameters"]["step_size"])
             for e in res["results"]] == [("A", "M", 0.001), ("A", "N", 0.5),
                                          ("B", "M", 0.01), ("B", "N", 0.5)]
-    # the curves (and so the legend) name the step wherever it differs
+    # the curves name the step wherever it differs
     assert list(res["curves"]["A"]) == ["M (step_size = 0.001)", "N"]
     assert list(res["curves"]["B"]) == ["M (step_size = 0.01)", "N"]
     np.testing.assert_array_equal(res["curves"]["A"]["M (step_size = 0.001)"][0],
                                   0.001 * np.arange(1, 6))
-    fig = plotting.regret_panels(res["curves"], str(tmp_path / "regret.png"))
+    # the figure draws M as M in both panels (one colour, one style, one legend entry:
+    # it appeared twice, in two colours), and panel A's title names its step
+    fig = plotting.regret_panels(res["curves"], str(tmp_path / "regret.png"),
+                                 methods=res["curve_methods"])
     drawn = _check_every_curve_named(fig)
-    assert len(drawn) == 3
+    assert sorted(drawn) == ["M", "N"]
+    titles = [ax.get_title() for ax in fig.axes]
+    assert "M (step_size = 0.001)" in titles[0] and "M (step_size = 0.01)" in titles[1]
+
+
+def test_run_panels_draws_a_method_alike_in_every_panel(tmp_path, monkeypatch):
+    """Per-panel tuned points (vits-figG, vits-fig1): a method's curves carry their step
+    in each panel's label; the regret figure drew each as another method, in another
+    colour. The figure run_panels writes draws the method once, alike in both panels."""
+    figs = []
+    real = plotting.regret_panels
+    monkeypatch.setattr(plotting, "regret_panels",
+                        lambda *a, **k: figs.append(real(*a, **k)) or figs[-1])
+    panels = [(p, p, [("M", [(_Policy(h), {"hyperparameters": {"step_size": h}})]),
+                      ("N", [(_Policy(0.5), {"hyperparameters": {"step_size": 0.5}})])],
+               {}) for p, h in (("B", 0.01), ("C", 0.002))]
+    with _chunks.session(quiet=True):
+        run_panels("fake", "fake", panels, runs=2, rounds=5, seed=0, out=str(tmp_path),
+                   simulate_fn=_fake_simulate)
+    (fig,) = figs
+    drawn = _check_every_curve_named(fig)
+    assert sorted(drawn) == ["M", "N"]

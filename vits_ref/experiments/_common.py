@@ -531,9 +531,9 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
                extra, reference, on_result, say, plot, s, t0):
     from ..bandit.simulate import SimulationResult
 
-    rows, summary, curves = [], [], {}
+    rows, summary, curves, methods = [], [], {}, {}
     for panel, _, _, _ in panels:
-        curves[panel] = {}
+        curves[panel], methods[panel] = {}, {}
     legend = _curve_labels(plan, outcome)
     for k, e in enumerate(plan):
         panel, label, info = e["panel"], e["label"], e["info"]
@@ -557,6 +557,7 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
                 se = np.full_like(mean, np.nan)
             rows.append({"panel": panel, "method": label, "mean": mean, "stderr": se})
             curves[panel][legend[(e["p"], e["m"])]] = (mean, se)
+            methods[panel][legend[(e["p"], e["m"])]] = label
             entry = {**info, **cand["info"], "panel": panel, "method": label,
                      "final_regret_mean": float(mean[-1]),
                      "final_regret_stderr": float(se[-1]),  # NaN (null) for one run
@@ -602,12 +603,13 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
         try:
             from .plotting import regret_panels
 
-            regret_panels(curves, files[2], title=title)
+            regret_panels(curves, files[2], title=title, methods=methods)
         except ImportError as exc:
             if say:
                 say(f"no plot written: {exc}")
     elif not plot:
         result["curves"] = curves  # for the caller's own figure; not in the JSON
+        result["curve_methods"] = methods
     return result
 
 

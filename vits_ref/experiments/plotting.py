@@ -229,21 +229,38 @@ def save(fig, path):
     return path
 
 
-def regret_panels(panels, path, title=None, ylabel="cumulative regret"):
+def regret_panels(panels, path, title=None, ylabel="cumulative regret", methods=None):
     """One panel per entry of ``panels``: ``{panel_title: {label: (mean, stderr)}}``.
 
     Draws each mean curve with a band of +- one standard error and saves a PNG at
     ``path``; one legend, outside the panels (to the right of the last), names the curves
     and says what the bands are (:data:`BAND_NOTE`). Returns the Figure (displayable in a
     notebook).
+
+    ``methods`` (``{panel_title: {label: method}}``, optional) names the method of each
+    curve where its label adds the hyperparameters that set it apart in that panel (a
+    fallback step after a divergence, a per-panel tuned point: ``"VITS-II (step_size =
+    0.001)"``): the curve is drawn as its method, in the method's one colour and style in
+    every panel, under the method's one legend entry, and the panel's title names the
+    hyperparameters.
     """
+    methods = methods or {}
+
+    def method_of(panel, label):
+        return (methods.get(panel) or {}).get(label, label)
+
     fig, axes = figure(len(panels))
-    styles = line_styles(label for curves in panels.values() for label in curves)
+    styles = line_styles(method_of(p, label) for p, curves in panels.items()
+                         for label in curves)
     for ax, (panel, curves) in zip(axes, panels.items(), strict=True):
+        notes = []
         for label, (mean, se) in curves.items():
-            band(ax, range(1, len(mean) + 1), mean, mean - se, mean + se, label,
-                 styles[label])
-        ax.set_title(panel)
+            method = method_of(panel, label)
+            if method != label:
+                notes.append(label)
+            band(ax, range(1, len(mean) + 1), mean, mean - se, mean + se, method,
+                 styles[method])
+        ax.set_title("\n".join([panel, *notes]), fontsize=10 if not notes else 8)
         ax.set_xlabel("round t")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
