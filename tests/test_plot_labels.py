@@ -165,3 +165,40 @@ def test_run_panels_draws_a_method_alike_in_every_panel(tmp_path, monkeypatch):
     (fig,) = figs
     drawn = _check_every_curve_named(fig)
     assert sorted(drawn) == ["M", "N"]
+
+
+def _declared_methods(mod):
+    """The method labels an experiment module declares (its ``*METHODS`` constants: tuples
+    whose entries start with the label, dicts keyed by it, or objects with ``label``)."""
+    labels = []
+    for name in dir(mod):
+        value = getattr(mod, name)
+        if not (name.isupper() and name.endswith("METHODS")):
+            continue
+        items = list(value) if isinstance(value, (dict, tuple, list)) else []
+        for item in items:
+            label = (item if isinstance(item, str) else getattr(item, "label", None)
+                     or (item[0] if isinstance(item, tuple) and isinstance(item[0], str)
+                         else None))
+            if isinstance(label, str) and label not in labels:
+                labels.append(label)
+    return labels
+
+
+def test_every_experiments_methods_get_their_own_colour():
+    """Over every experiment of the command line: the methods it declares, drawn together,
+    get one colour each (vits-fig1's twelve shared ten colours)."""
+    from vits_ref.experiments import EXPERIMENTS
+    from vits_ref.experiments.showdown import catalogue
+
+    checked = {}
+    for name, mod in EXPERIMENTS.items():
+        labels = _declared_methods(mod) or (_declared_methods(catalogue)
+                                            if name == "showdown" else [])
+        if not labels:
+            continue
+        styles = plotting.line_styles(labels)
+        assert len(labels) <= plotting.N_COLOURS, (name, len(labels))
+        assert len({c for c, _ in styles.values()}) == len(labels), (name, styles)
+        checked[name] = len(labels)
+    assert {"vits-fig1", "vits-figG", "showdown"} <= set(checked), checked
