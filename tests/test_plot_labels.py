@@ -202,3 +202,4 @@ def test_every_experiments_methods_get_their_own_colour():
         assert len({c for c, _ in styles.values()}) == len(labels), (name, styles)
         checked[name] = len(labels)
     assert {"vits-fig1", "vits-figG", "showdown"} <= set(checked), checked
+

@@ -634,4 +634,23 @@ def regret_table(result):
             diff = e.get("paired_vs_reference")
             line += f"  {format_difference(diff) if diff else '(reference)':>28}"
         lines.append(line)
+    lines += identical_notes(result["results"])
     return "\n".join(lines)
+
+
+def identical_notes(results):
+    """One line per group of methods of a panel whose final regrets are equal in every
+    run, saying why that is not a copied result: the methods draw from the same random
+    streams (common random numbers), so where their posteriors stay too close to change
+    an argmax (VITS-I and VITS-II at a small size: ``C`` tracks ``inv(B)^T`` to first
+    order in the step) they pull the same arms in every round, and the regret is a
+    function of the arms pulled."""
+    groups = {}
+    for e in results:
+        regrets = e.get("final_regrets")
+        if regrets:
+            groups.setdefault((e["panel"], tuple(regrets)), []).append(e["method"])
+    return [f"{panel}: {' = '.join(methods)} in every run: the same arms pulled in every "
+            f"round (they share their random streams and their draws never chose apart at "
+            f"this size), not a copied result"
+            for (panel, _), methods in groups.items() if len(methods) > 1]
