@@ -44,14 +44,16 @@ EXTRAS = {
     # the JAX peer of the GPU benchmark (vits_ref._bench.jax_peer); on a GPU install
     # "jax[cuda12]" instead, so that the peer runs on the device
     "jax": ["jax>=0.4"],
-    "notebooks": ["jupyter", "nbclient>=0.9", "nbformat>=5.9", "ipykernel>=6", "matplotlib>=3.7"],
+    # scikit-learn: the online notebook streams its wine data (07_online.ipynb)
+    "notebooks": ["jupyter", "nbclient>=0.9", "nbformat>=5.9", "ipykernel>=6", "matplotlib>=3.7",
+                  "scikit-learn>=1.3"],
     # numba-cuda <= 0.30.4's CUDA target uses np.row_stack, which numpy 2.5 removed
     # (vits_ref.config.check_cuda_stack names the fix when the pair is broken)
     "cuda": ["numba-cuda[cu12]>=0.20", "numpy<2.5"],
     # the documentation site (docs/conf.py): python -m sphinx -W --keep-going -b html docs
     # build/docs/html; myst-nb executes the notebooks, hence ipykernel and matplotlib
     "docs": ["sphinx>=7.3", "numpydoc>=1.7", "myst-nb>=1.1", "pydata-sphinx-theme>=0.15",
-             "ipykernel>=6", "matplotlib>=3.7"],
+             "ipykernel>=6", "matplotlib>=3.7", "scikit-learn>=1.3"],
     # the batched MLP path of vits-fig2 --device cuda (vits_ref.bandit._batched_mlp): cuBLAS
     # batched d x d products through CuPy
     "cupy": ["cupy-cuda12x"],

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import textwrap
 import types
+import zipfile
 
 import numpy as np
 import pytest
@@ -28,7 +29,7 @@ import vits_ref as vr
 from vits_ref.__main__ import main as cli_main
 from vits_ref.bandit.simulate import make_policy
 from vits_ref.envs.synthetic import PoolEnvironment
-from vits_ref.experiments import EXPERIMENTS, _chunks
+from vits_ref.experiments import EXPERIMENTS, _atomic, _chunks, _outputs
 from vits_ref.experiments._common import regret_table, run_panels, write_curves_csv, write_json
 
 TINY = "tiny-outputs"
@@ -234,10 +235,10 @@ def test_force_removes_only_the_files_the_manifest_lists(tmp_path, tiny, capsys)
     for p, text in mine.items():
         assert p.read_text() == text, p
     assert (out / "chunks" / "empty").is_dir()
-    # one line naming what was left (the chunks folder's foreign entries)
-    assert len(err.splitlines()) == 1 and "left 4 files" in err
+    # one line naming every file it left, in the chunks' folder and beside it
+    assert len(err.splitlines()) == 1 and "left 5 files" in err
     for rel in ("chunks/notes.txt", "chunks/mine/data.txt", "chunks/panels/keep.txt",
-                "chunks/empty/"):
+                "chunks/empty/", "README.txt"):
         assert rel in err
     # the old run's chunks are gone (the new run's have other run blocks)
     new_chunks = sorted(p.name for p in (out / "chunks" / "panels").glob("*.npz"))
@@ -418,3 +419,96 @@ def test_csv_written_by_text_output_is_byte_identical_to_open(tmp_path):
     with text_output(tmp_path / "new.csv") as fh:
         csv.writer(fh).writerows(rows)
     assert (tmp_path / "new.csv").read_bytes() == (tmp_path / "ref.csv").read_bytes()
+
+
+# --------------------------------------------------------------- 5. a user's files
+
+
+def test_a_folder_without_manifest_is_not_written_over(tmp_path, tiny, capsys):
+    """A user's curves.csv in a folder with no manifest and no summary: refused without
+    --force; with it, the run writes and the file is named as left (replaced)."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "curves.csv").write_text("my,data\n")
+    (out / "notes.txt").write_text("kept")
+    rc, err = _cli(capsys, "--out", str(out))
+    assert rc == 2 and "did not write" in err and "curves.csv" in err, err
+    assert (out / "curves.csv").read_text() == "my,data\n"
+    rc, err = _cli(capsys, "--out", str(out), "--force")
+    assert rc == 0, err
+    assert "curves.csv" in err and "notes.txt" in err and "left 2 files" in err, err
+    assert (out / "notes.txt").read_text() == "kept"
+
+
+def test_force_removes_nothing_a_foreign_manifest_lists(tmp_path, tiny, capsys):
+    """A web app's manifest.json listing index.html under "outputs" is not this tool's:
+    the refusal says so (not "chunks of another run"), --force leaves index.html and
+    names it."""
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "index.html").write_text("<html></html>")
+    (out / "manifest.json").write_text(json.dumps(
+        {"name": "app", "start_url": "index.html", "format": 2,
+         "outputs": {"index.html": {"bytes": 13}}, "stages": {}}))
+    rc, err = _cli(capsys, "--out", str(out))
+    assert rc == 2 and "manifest.json that vits_ref did not write" in err, err
+    assert "chunks of another run" not in err
+    rc, err = _cli(capsys, "--out", str(out), "--force")
+    assert rc == 0, err
+    assert (out / "index.html").read_text() == "<html></html>"
+    assert "index.html" in err
+    assert json.loads((out / "manifest.json").read_text())["writer"] == "vits_ref"
+
+
+def test_a_resumed_run_removes_the_temporary_files_of_a_killed_write(tmp_path, tiny,
+                                                                     capsys):
+    out = tmp_path / "out"
+    assert _cli(capsys, "--out", str(out))[0] == 0
+    _outputs.unseal(str(out))  # as if killed before the run was sealed
+    planted = [out / f"{_atomic.TMP_PREFIX}0123456789abcdef",
+               out / "chunks" / "panels" / f"{_atomic.TMP_PREFIX}fedcba9876543210"]
+    for p in planted:
+        p.write_bytes(b"torn")
+    rc, err = _cli(capsys, "--out", str(out))
+    assert rc == 0, err
+    assert not _tmp_files(out)
+
+
+def test_a_damaged_chunks_notice_prints_no_raw_bytes(tmp_path, capsys):
+    _panels_run(tmp_path / "a")
+    capsys.readouterr()
+    first = tmp_path / "a" / "chunks" / "panels" / "p0-m0-c0-r0-1.npz"
+    with np.load(first) as npz:
+        names = list(npz.files)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for n in names:
+            # a .npy header that numpy cannot parse, quoting an escape and a control byte
+            z.writestr(f"{n}.npy", b'\x93NUMPY\x01\x00\x10\x00{"descr": 3, \x1b[31m\x01}\n')
+    first.write_bytes(buf.getvalue())
+    _panels_run(tmp_path / "a")
+    err = capsys.readouterr().err
+    assert "is damaged" in err and "computing it again" in err, err
+    assert "\\x" not in err and "\x1b" not in err and "b'" not in err, err
+
+
+def test_list_shows_sizes_and_a_closed_pipe_prints_no_traceback(capsys, monkeypatch):
+    assert cli_main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name, mod in EXPERIMENTS.items():
+        line = next(x for x in out.splitlines() if x.startswith(name + " "))
+        assert f"{mod.DEFAULTS['runs']} x {mod.DEFAULTS['rounds']}" in line, line
+    # the program is named as it was called
+    monkeypatch.setattr(sys, "argv", ["/some/venv/bin/vits-ref"])
+    with pytest.raises(SystemExit):
+        cli_main(["run", "no-such-experiment"])
+    assert capsys.readouterr().err.startswith("vits-ref run: error:")
+    # ``vits-ref list | head``: the reader is gone before the first line is written
+    code = ("import sys; sys.argv[0] = 'vits-ref'; from vits_ref.__main__ import main; "
+            "sys.exit(main(['list']))")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert err == "", err

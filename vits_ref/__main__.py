@@ -145,7 +145,7 @@ def _sizes(experiments):
 def _build_parser(experiments, papers):
     from . import __version__
 
-    parser = _Parser(prog="python -m vits_ref",
+    parser = _Parser(prog=PROG,
                      description="Thompson sampling with approximate posteriors")
     parser.add_argument("--version", action="version", version=f"vits_ref {__version__}")
     parser.add_argument("--debug", action="store_true", default=False,
@@ -155,7 +155,8 @@ def _build_parser(experiments, papers):
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list the experiments", parents=[common])
+    sub.add_parser("list", help="list the experiments with their default size (runs x rounds)",
+                   parents=[common])
     p_run = sub.add_parser("run", help="run an experiment and write CSV, JSON and PNG",
                            parents=[common], epilog=_sizes(experiments),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -323,9 +324,19 @@ def check_device(device):
         raise CLIError(f"--device cuda: {exc}") from None
 
 
+#: How messages name the program: as it was called (set by :func:`main`)
+PROG = "python -m vits_ref"
+
+
+def _prog_name():
+    """``vits-ref`` when called through that script, else ``python -m vits_ref``."""
+    called = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "")
+    return "vits-ref" if called.startswith("vits-ref") else "python -m vits_ref"
+
+
 def _say(message):
     """One line on stderr that is not an error (shown with --quiet too)."""
-    print(f"python -m vits_ref: {message}", file=sys.stderr, flush=True)
+    print(f"{PROG}: {message}", file=sys.stderr, flush=True)
 
 
 def _prepare_out(args, default, experiment, options):
@@ -343,7 +354,9 @@ def _prepare_out(args, default, experiment, options):
         man = _manifest.read(out)
     except _manifest.ManifestError as exc:
         problem = f"an unreadable manifest.json ({exc})"
-    if man is not None:
+    if man is not None and not _manifest.ours(man):
+        problem = _manifest.FOREIGN  # --force removes nothing it lists
+    elif man is not None:
         why = _manifest.mismatch(man, experiment, options)
         if why is not None:
             problem = f"chunks of another run ({why})"
@@ -358,6 +371,10 @@ def _prepare_out(args, default, experiment, options):
     elif problem is None and _finished(out):
         # written without a manifest (another version): nothing to check it against
         problem = _outputs.FINISHED
+    elif problem is None and _outputs.unlisted(out):
+        # no manifest: these are not this tool's, and a run would overwrite them
+        problem = (f"files that vits_ref did not write and a run may overwrite "
+                   f"({_outputs.name_some(_outputs.unlisted(out))})")
     if problem is not None:
         if not args.force:
             raise CLIError(f"{out} already holds {problem}; pass --force to discard it, or "
@@ -365,8 +382,11 @@ def _prepare_out(args, default, experiment, options):
         left = _outputs.discard(out, man)
         if left:
             _say(_outputs.left_message(out, left))
-    elif man is not None and "finished" in man:
-        _outputs.unseal(out)  # a run killed from here on must not look finished
+    elif man is not None:
+        # a resumed run: the temporary files of a write killed before its rename go
+        _outputs.remove_temporaries(out)
+        if "finished" in man:
+            _outputs.unseal(out)  # a run killed from here on must not look finished
     return out
 
 
@@ -627,6 +647,8 @@ def main(argv=None):
     from .experiments import EXPERIMENTS
     from .experiments.report import PAPERS as REPORT_PAPERS
 
+    global PROG
+    PROG = _prog_name()
     parser = _build_parser(EXPERIMENTS, REPORT_PAPERS)
     args = parser.parse_args(argv)
     # the runs' total_wall_time_s starts here: at the process's start for a command
@@ -636,7 +658,10 @@ def main(argv=None):
     try:
         if args.command == "list":
             for name, mod in sorted(EXPERIMENTS.items()):
-                print(f"{name:18s} {mod.DESCRIPTION}")
+                d = mod.DEFAULTS
+                size = f"{d['runs']} x {d['rounds']}"
+                print(f"{name:18s} {size:>11s}  {mod.DESCRIPTION}")
+            sys.stdout.flush()  # here, so that a closed pipe is met below, not at exit
             return 0
         if args.command == "bench":
             if args.device == "cuda":
@@ -660,6 +685,13 @@ def main(argv=None):
             raise
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader stopped (``vits-ref list | head -3``): no traceback, and nothing more
+        # is written to the closed pipe, at exit either
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 141
     except KeyboardInterrupt:
         if args.debug:
             raise

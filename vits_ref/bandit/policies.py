@@ -322,6 +322,11 @@ class RandomPolicy(Persistent):
     _persist_params = ("dim",)
     _persist_state = ("_rng",)
 
+    @staticmethod
+    def _persist_cost(params):
+        """vits_ref.load's size policy: dim only validates contexts, nothing is sized."""
+        return 0
+
     def __init__(self, dim=None, seed=None):
         self.dim = None if dim is None else val.positive_int(dim, "dim")
         self.seed = seed
@@ -384,6 +389,14 @@ class PerArm(Persistent):
     #: for vits_ref.load: the constructor's arguments (and seed) and the state
     _persist_params = {"engine": "template", "n_arms": "n_arms"}
     _persist_state = ("engines",)
+    #: for vits_ref.load's size policy: the engine is built once per arm (and the
+    #: template), the policy itself holds a list
+    _persist_copies = {"engine": "n_arms"}
+
+    @staticmethod
+    def _persist_cost(params):
+        n = params.get("n_arms")
+        return n if isinstance(n, int) and n > 0 else 0
 
     def __init__(self, engine, n_arms, seed=None):
         if not isinstance(engine, Engine):

@@ -37,9 +37,9 @@ import hashlib
 import io
 import json
 import os
+import re
 import sys
 import time
-import zipfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -216,6 +216,16 @@ def fingerprint(obj):
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def printable(text, most=160):
+    """``text`` fit for one line of a terminal: a bytes literal of an exception's message
+    (``b'\\x93NUMPY'``) as ``<bytes>``, escapes (``\\x1b``) and characters that are not
+    printable ASCII as ``?``, at most ``most`` characters."""
+    text = re.sub(r"""(?<![\w])b(['"])(?:\\.|(?!\1).)*\1""", "<bytes>", str(text))
+    text = re.sub(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})", "?", text)
+    text = "".join(c if c.isprintable() and c.isascii() else "?" for c in text)
+    return text if len(text) <= most else text[:most - 3] + "..."
+
+
 def notice(message):
     """One line on stderr about the output folder (a damaged chunk, files left by
     ``--force``), shown even in a quiet session: it says the folder was not as left."""
@@ -289,7 +299,13 @@ class Store:
         except _manifest.ManifestError as exc:
             raise MixedRunError(f"{exc}; remove it or pass --force") from None
         problem = None
-        if man is not None:
+        if man is not None and not _manifest.ours(man):
+            if not force:
+                raise MixedRunError(f"{folder} holds {_manifest.FOREIGN}; pass --force to "
+                                    f"replace it (no file it lists is removed), or write to "
+                                    f"another folder")
+            problem = _manifest.FOREIGN
+        elif man is not None:
             problem = _manifest.mismatch(man, experiment, options)
             entry = (man.get("stages") or {}).get(stage)
             if problem is None and entry is not None and entry.get("fingerprint") != fp:
@@ -346,8 +362,10 @@ class Store:
         try:
             with np.load(io.BytesIO(data), allow_pickle=False) as npz:
                 found = {k: npz[k] for k in npz.files}
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        except Exception as exc:  # a damaged file raises many types (numpy's header parser)
             return None, f"unreadable ({type(exc).__name__}: {exc})"
+        if not all(isinstance(v, np.ndarray) for v in found.values()):
+            return None, "unreadable (a member that is not an array)"
         if sorted(found) != sorted(arrays):
             return None, f"arrays {sorted(found)}, the manifest lists {sorted(arrays)}"
         for k, v in found.items():
@@ -371,7 +389,7 @@ class Store:
         result, why = self._check(key, entry)
         if why is not None:
             notice(f"chunk {os.path.relpath(self._path(key), self.folder)} is damaged "
-                   f"({why}); computing it again")
+                   f"({printable(why)}); computing it again")
         return result
 
     def save(self, key, result, info):

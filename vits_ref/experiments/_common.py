@@ -528,9 +528,9 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
                extra, reference, on_result, say, plot, s, t0):
     from ..bandit.simulate import SimulationResult
 
-    rows, summary, curves = [], [], {}
+    rows, summary, curves, methods = [], [], {}, {}
     for panel, _, _, _ in panels:
-        curves[panel] = {}
+        curves[panel], methods[panel] = {}, {}
     legend = _curve_labels(plan, outcome)
     for k, e in enumerate(plan):
         panel, label, info = e["panel"], e["label"], e["info"]
@@ -554,6 +554,7 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
                 se = np.full_like(mean, np.nan)
             rows.append({"panel": panel, "method": label, "mean": mean, "stderr": se})
             curves[panel][legend[(e["p"], e["m"])]] = (mean, se)
+            methods[panel][legend[(e["p"], e["m"])]] = label
             entry = {**info, **cand["info"], "panel": panel, "method": label,
                      "final_regret_mean": float(mean[-1]),
                      "final_regret_stderr": float(se[-1]),  # NaN (null) for one run
@@ -599,12 +600,13 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
         try:
             from .plotting import regret_panels
 
-            regret_panels(curves, files[2], title=title)
+            regret_panels(curves, files[2], title=title, methods=methods)
         except ImportError as exc:
             if say:
                 say(f"no plot written: {exc}")
     elif not plot:
         result["curves"] = curves  # for the caller's own figure; not in the JSON
+        result["curve_methods"] = methods
     return result
 
 
@@ -629,4 +631,23 @@ def regret_table(result):
             diff = e.get("paired_vs_reference")
             line += f"  {format_difference(diff) if diff else '(reference)':>28}"
         lines.append(line)
+    lines += identical_notes(result["results"])
     return "\n".join(lines)
+
+
+def identical_notes(results):
+    """One line per group of methods of a panel whose final regrets are equal in every
+    run, saying why that is not a copied result: the methods draw from the same random
+    streams (common random numbers), so where their posteriors stay too close to change
+    an argmax (VITS-I and VITS-II at a small size: ``C`` tracks ``inv(B)^T`` to first
+    order in the step) they pull the same arms in every round, and the regret is a
+    function of the arms pulled."""
+    groups = {}
+    for e in results:
+        regrets = e.get("final_regrets")
+        if regrets:
+            groups.setdefault((e["panel"], tuple(regrets)), []).append(e["method"])
+    return [f"{panel}: {' = '.join(methods)} in every run: the same arms pulled in every "
+            f"round (they share their random streams and their draws never chose apart at "
+            f"this size), not a copied result"
+            for (panel, _), methods in groups.items() if len(methods) > 1]

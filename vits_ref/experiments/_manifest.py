@@ -6,6 +6,10 @@ command line each change their own keys without overwriting the others':
 
 ``format``
     :data:`FORMAT`, raised when the layout changes (a folder of another format is refused).
+``writer``
+    :data:`WRITER`: marks the manifest as this tool's (:func:`ours`), so that a
+    ``manifest.json`` of something else (a web app's) is never taken for one: ``--force``
+    removes no file such a manifest lists.
 ``experiment``, ``options``, ``versions``
     The run: its experiment, the command's options (compared on resume), the versions
     that must match for chunks to be mixed (:func:`versions`).
@@ -35,6 +39,10 @@ from . import _atomic
 FORMAT = 2
 #: The manifest's file name in an output folder.
 NAME = "manifest.json"
+#: The ``writer`` of a manifest this tool wrote.
+WRITER = "vits_ref"
+#: What messages call a manifest this tool did not write.
+FOREIGN = "a manifest.json that vits_ref did not write"
 
 
 class ManifestError(ValueError):
@@ -56,8 +64,19 @@ def versions():
 
 def new():
     """An empty manifest of this version."""
-    return {"format": FORMAT, "experiment": None, "options": None, "versions": versions(),
-            "stages": {}, "outputs": {}}
+    return {"format": FORMAT, "writer": WRITER, "experiment": None, "options": None,
+            "versions": versions(), "stages": {}, "outputs": {}}
+
+
+def ours(man):
+    """Whether the manifest ``man`` (a dict) was written by this tool: marked with
+    :data:`WRITER`, or (written before the mark) of format 2 with this tool's keys."""
+    if man.get("writer") == WRITER:
+        return True
+    vers = man.get("versions")
+    return ("writer" not in man and man.get("format") == 2 and isinstance(vers, dict)
+            and "vits_ref" in vers and isinstance(man.get("stages"), dict)
+            and isinstance(man.get("outputs", {}), dict))
 
 
 def path(folder):
@@ -96,8 +115,9 @@ def update(folder, change):
     """Read ``folder``'s manifest (a :func:`new` one when there is none), apply
     ``change(manifest)`` to it in place, write it back; returns it."""
     man = read(folder)
-    if man is None:
+    if man is None or not ours(man):  # a foreign one is replaced (only with --force)
         man = new()
+    man["writer"] = WRITER
     change(man)
     write(folder, man)
     return man
@@ -106,6 +126,8 @@ def update(folder, change):
 def mismatch(man, experiment, options):
     """Why the chunks listed in ``man`` must not be mixed with a run of ``experiment``
     (None: any) and ``options`` (None: not compared); None when they may be."""
+    if not ours(man):
+        return FOREIGN
     if man.get("format") != FORMAT:
         return f"manifest format {man.get('format')} (this version writes {FORMAT})"
     if experiment is not None and man.get("experiment") not in (None, experiment):

@@ -209,8 +209,11 @@ def _inside(rel):
 
 
 def listed_files(man):
-    """The paths (relative to the folder) of the files ``man`` says this tool wrote."""
+    """The paths (relative to the folder) of the files ``man`` says this tool wrote
+    (none for a manifest this tool did not write)."""
     files = set()
+    if man is None or not _manifest.ours(man):
+        return []
     for stage in (man.get("stages") or {}).values():
         for entry in (stage.get("chunks") or {}).values():
             if _inside(entry.get("file")):
@@ -224,12 +227,19 @@ def discard(folder, man):
     by this tool, this tool's temporary files, then the manifest, and the chunk folders
     left empty; anything else stays.
 
+    A manifest this tool did not write (:func:`vits_ref.experiments._manifest.ours`)
+    lists nothing: no file it names is removed (it is itself, at the name the run writes
+    its own).
+
     Returns
     -------
     list of str
-        What was left under ``folder/chunks`` (paths relative to ``folder``; a folder
-        ends with ``/``): files this tool did not write.
+        Every file left in ``folder`` (paths relative to ``folder``; an empty folder ends
+        with ``/``): files this tool did not write.
     """
+    foreign = man is not None and not _manifest.ours(man)
+    if foreign:
+        man = None  # lists nothing of ours; its manifest.json is replaced by the run's
     listed = listed_files(man) if man is not None else []
     real = os.path.realpath(folder)
     for rel in listed:
@@ -245,28 +255,48 @@ def discard(folder, man):
         os.path.join(chunks, s) for s in (man.get("stages") or {}) if _inside(s)}
     stages |= {os.path.join(folder, os.path.dirname(rel)) for rel in listed
                if os.path.dirname(rel)}
-    for d in [folder, *sorted(stages)]:
+    remove_temporaries(folder, stages)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(_manifest.path(folder))  # a foreign one too: the run writes its own
+    for d in [*sorted(stages, reverse=True), chunks]:
+        if not os.path.islink(d):
+            with contextlib.suppress(OSError):
+                os.rmdir(d)  # only if empty
+    return _left(folder)
+
+
+def remove_temporaries(folder, stages=()):
+    """Remove this tool's temporary files (:data:`vits_ref.experiments._atomic.TMP_PREFIX`:
+    a write killed before its rename) from ``folder``, its chunk folders and ``stages``."""
+    chunks = os.path.join(folder, CHUNKS)
+    found = set(stages)
+    if os.path.isdir(chunks) and not os.path.islink(chunks):
+        found |= {e.path for e in os.scandir(chunks) if e.is_dir(follow_symlinks=False)}
+    for d in [folder, *sorted(found)]:
         if not os.path.isdir(d) or os.path.islink(d):
             continue
         for e in os.scandir(d):
             if e.name.startswith(_atomic.TMP_PREFIX) and e.is_file(follow_symlinks=False):
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(e.path)
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(_manifest.path(folder))
-    for d in [*sorted(stages, reverse=True), chunks]:
-        if not os.path.islink(d):
-            with contextlib.suppress(OSError):
-                os.rmdir(d)  # only if empty
+
+
+def _left(folder):
+    """Every file (and empty folder, ending with ``/``) left in ``folder`` after
+    :func:`discard`: paths relative to ``folder``, links not followed."""
     left = []
-    if os.path.lexists(chunks):
-        if not os.path.isdir(chunks) or os.path.islink(chunks):
-            return [CHUNKS]
-        for root, dirs, files in os.walk(chunks):
-            rel = os.path.relpath(root, folder)
-            left += [os.path.join(rel, f) for f in files]
-            left += [os.path.join(rel, d) + "/" for d in dirs
-                     if not os.listdir(os.path.join(root, d))]
+    for root, dirs, files in os.walk(folder):
+        rel = os.path.relpath(root, folder)
+        rel = "" if rel == "." else rel
+        for f in files:
+            left.append(os.path.join(rel, f))
+        for d in list(dirs):
+            p = os.path.join(root, d)
+            if os.path.islink(p):
+                left.append(os.path.join(rel, d))
+                dirs.remove(d)
+            elif not os.listdir(p):
+                left.append(os.path.join(rel, d) + "/")
     return sorted(left)
 
 
@@ -296,7 +326,17 @@ def planted_links(folder):
 def left_message(folder, left):
     """The line saying what :func:`discard` left in ``folder``."""
     return (f"--force: left {len(left)} files in {folder} that its manifest does not list "
-            f"as written by vits_ref: {name_some(left)}")
+            f"as written by vits_ref (one at a name the run writes is replaced): "
+            f"{name_some(left)}")
+
+
+def unlisted(folder):
+    """The files at the top of ``folder`` (a folder with no manifest) that a run could
+    overwrite: those with the suffixes of :data:`OWN_SUFFIXES`, and the chunks' folder;
+    hidden files are not counted."""
+    return sorted(e.name + ("/" if e.is_dir() else "") for e in os.scandir(folder)
+                  if not e.name.startswith(".")
+                  and (e.name == CHUNKS or (e.name.endswith(OWN_SUFFIXES) and e.is_file())))
 
 
 def name_some(paths, most=8):

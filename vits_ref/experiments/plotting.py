@@ -22,8 +22,12 @@ PAPER_NAMES = {
 }
 #: The legend entry that explains the shaded bands of :func:`band` curves.
 BAND_NOTE = "shaded band: \u00b11 standard error over runs"
-#: Colours of :func:`line_styles`: matplotlib's default cycle (``C0`` to ``C9``).
-N_COLOURS = 10
+#: Colours of :func:`line_styles`: matplotlib's default cycle (``C0`` to ``C9``), then
+#: four more that none of those resembles (black, dark goldenrod, indigo, teal), so that
+#: an experiment of up to 14 methods (``vits-fig1`` draws 13) gives each its own colour.
+PALETTE = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9",
+           "#000000", "#b8860b", "#4b0082", "#008080")
+N_COLOURS = len(PALETTE)
 #: Line styles of :func:`line_styles`: solid for the paper's methods, dashed for the
 #: ``"extra: ..."`` ones, the others once the colours have all been used.
 LINE_STYLES = ("-", "--", ":", "-.")
@@ -84,9 +88,10 @@ def line_styles(labels):
     Panels of one figure share one legend (:func:`outside_legend`), so a label must look
     the same in every panel even where a panel leaves some methods out: drawing each panel
     with the axes' own colour cycle gives a later method the colour an earlier panel gave
-    another one. Colours cycle through :data:`N_COLOURS`; a method labelled
-    ``"extra: ..."`` (not in the paper's figure) is dashed, and from the eleventh label on
-    the style moves on through :data:`LINE_STYLES`, so that no two labels share a pair.
+    another one. Each label gets its own colour of :data:`PALETTE` while they last; a
+    method labelled ``"extra: ..."`` (not in the paper's figure) is dashed, and from the
+    fifteenth label on the colours repeat with the next style of :data:`LINE_STYLES`, so
+    that no two labels share a pair.
 
     Parameters
     ----------
@@ -96,7 +101,7 @@ def line_styles(labels):
     Returns
     -------
     dict
-        ``{label: (colour, linestyle)}``, colours as ``"C0"`` ... ``"C9"``.
+        ``{label: (colour, linestyle)}``, colours from :data:`PALETTE`.
 
     Examples
     --------
@@ -108,7 +113,7 @@ def line_styles(labels):
         if label in out:
             continue
         n = len(out)
-        colour = f"C{n % N_COLOURS}"
+        colour = PALETTE[n % N_COLOURS]
         first = label.startswith("extra:") + 2 * (n // N_COLOURS)
         free = [ls for j in range(len(LINE_STYLES))
                 for ls in [LINE_STYLES[(first + j) % len(LINE_STYLES)]]
@@ -224,21 +229,38 @@ def save(fig, path):
     return path
 
 
-def regret_panels(panels, path, title=None, ylabel="cumulative regret"):
+def regret_panels(panels, path, title=None, ylabel="cumulative regret", methods=None):
     """One panel per entry of ``panels``: ``{panel_title: {label: (mean, stderr)}}``.
 
     Draws each mean curve with a band of +- one standard error and saves a PNG at
     ``path``; one legend, outside the panels (to the right of the last), names the curves
     and says what the bands are (:data:`BAND_NOTE`). Returns the Figure (displayable in a
     notebook).
+
+    ``methods`` (``{panel_title: {label: method}}``, optional) names the method of each
+    curve where its label adds the hyperparameters that set it apart in that panel (a
+    fallback step after a divergence, a per-panel tuned point: ``"VITS-II (step_size =
+    0.001)"``): the curve is drawn as its method, in the method's one colour and style in
+    every panel, under the method's one legend entry, and the panel's title names the
+    hyperparameters.
     """
+    methods = methods or {}
+
+    def method_of(panel, label):
+        return (methods.get(panel) or {}).get(label, label)
+
     fig, axes = figure(len(panels))
-    styles = line_styles(label for curves in panels.values() for label in curves)
+    styles = line_styles(method_of(p, label) for p, curves in panels.items()
+                         for label in curves)
     for ax, (panel, curves) in zip(axes, panels.items(), strict=True):
+        notes = []
         for label, (mean, se) in curves.items():
-            band(ax, range(1, len(mean) + 1), mean, mean - se, mean + se, label,
-                 styles[label])
-        ax.set_title(panel)
+            method = method_of(panel, label)
+            if method != label:
+                notes.append(label)
+            band(ax, range(1, len(mean) + 1), mean, mean - se, mean + se, method,
+                 styles[method])
+        ax.set_title("\n".join([panel, *notes]), fontsize=10 if not notes else 8)
         ax.set_xlabel("round t")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)

@@ -34,6 +34,7 @@ seeding from it).
 The policies' structural contract is :class:`vits_ref.bandit.protocols.Policy`.
 """
 
+import inspect
 import math
 import warnings
 
@@ -299,6 +300,23 @@ class Engine(Persistent):
     def fresh(self, seed=None):
         """A new engine with the same hyperparameters, at the prior, seeded with ``seed``."""
         return type(self)(**{**self._params(), "seed": seed})
+
+    @classmethod
+    def _persist_cost(cls, params):
+        """For vits_ref.load's size policy (:mod:`vits_ref.inference.persist`): the
+        engine's allocation and, for a model named by a string, the model's, whose
+        parameter count may exceed ``dim`` (an MLP's)."""
+        from .persist import default_cost, size_ints
+
+        model, dims = params.get("model"), size_ints(params.get("dim"))
+        if not (isinstance(model, str) and model in MODELS and len(dims) == 1):
+            return default_cost(params)
+        mcls = MODELS[model]
+        key = "input_dim" if "input_dim" in inspect.signature(mcls).parameters else "dim"
+        mparams = {key: dims[0]}
+        dim = getattr(mcls, "_persist_dim", lambda p: dims[0])(mparams)
+        mcost = getattr(mcls, "_persist_cost", default_cost)(mparams)
+        return default_cost({**params, "dim": dim}) + mcost
 
     def _params(self):
         # a model named by a string is built from the features' size (its input_dim),

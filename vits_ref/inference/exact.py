@@ -52,6 +52,13 @@ class LinTS(GaussianEngine):
     #: what vits_ref.load puts back after construction (with Engine's streams and model)
     _persist_state = ("L",)
 
+    def _persist_check(self):
+        """After vits_ref.load: ``L`` is a Cholesky factor, lower triangular with a positive
+        diagonal (a zero or NaN pivot would make every draw the mean's)."""
+        if not (np.all(np.diag(self.L) > 0) and not np.any(np.triu(self.L, 1))):
+            raise ValueError("L is not a Cholesky factor (lower triangular, positive "
+                             "diagonal)")
+
     def __init__(self, dim, model="linear", eta=1.0, lam=1.0, seed=None):
         super().__init__(dim, model=model, eta=eta, lam=lam, seed=seed)
         if self.model.name != "linear":

@@ -38,6 +38,31 @@ array's dtype and shape in its ``.npy`` header against the JSON, every member's 
 zip directory against them, and the state's shapes against the constructed object, before
 it reads any array: a truncated file, one of a newer format or one whose sizes do not
 match raises a one-line ValueError naming the file.
+
+Size policy
+-----------
+A file cannot make :func:`load` allocate much more memory than the file itself holds:
+
+* every member is stored uncompressed, as :func:`save` writes it (a compressed member, or
+  one whose stored size differs from its size, is refused), and every array's bytes, from
+  the shape in the header, are checked against its member's size and the members' sizes
+  against the file's size, before any array is read;
+* before anything is built, the sizes among the hyperparameters (``dim``, ``n_arms``,
+  ``hidden``, ``n_particles``, ``capacity``, ...) give an estimate of what the
+  constructors allocate (:func:`_cost`: a class may declare ``_persist_cost(params)``,
+  the default is quadratic in the sum of its sizes, a ``dim x dim`` factor); a file whose
+  estimate exceeds ``max(LOAD_FLOOR_BYTES, LOAD_RATIO x its size)`` is refused;
+* a growing buffer may be larger than at construction only up to twice its count (the
+  buffers double when full): ``shape[axis] <= max(initial, 2 * count)``.
+
+After the state is in place it is checked by the engine's own invariants: every float in
+the state's arrays and scalars is finite (a class lists exceptions in
+``_persist_nonfinite``; a growing buffer is checked up to its count only, one without a
+declared count not at all), every integer scalar and every integer array declared a
+count by ``_persist_bounds`` lies in ``[0, 2**53]``, and a class's ``_persist_check()``
+checks the rest, raising ValueError (a Cholesky factor's positive diagonal, a non-negative
+sum of squares). A bad file gives a one-line ValueError naming it, never another
+exception.
 """
 
 import inspect
@@ -59,6 +84,16 @@ _BIT_GENERATORS = {c.__name__: c for c in (np.random.PCG64, np.random.PCG64DXSM,
                                            np.random.MT19937)}
 #: the array dtypes written (numbers, booleans, fixed-width strings; never objects)
 _KINDS = "biufcUS"
+#: the size policy (module docstring): what load may allocate at least, and per byte of file
+LOAD_FLOOR_BYTES = 256 * 2 ** 20
+LOAD_RATIO = 16
+#: the hyperparameters that size arrays (the default estimate of a constructor's cost)
+SIZE_NAMES = ("dim", "input_dim", "n_arms", "n_particles", "n_components", "n_classes",
+              "n_mc", "hidden", "capacity", "chunk", "n_stages", "block", "batch_size")
+#: deepest nesting of the header's JSON (a save nests a few levels)
+_MAX_DEPTH = 64
+#: the largest counter a state may hold (a float64 counts exactly up to it)
+_MAX_COUNT = 2 ** 53
 
 
 class Persistent:
@@ -244,11 +279,30 @@ def save(obj, path):
             for key, a in w.arrays.items():
                 with zf.open(f"{key}.npy", "w", force_zip64=True) as f:
                     np.lib.format.write_array(f, a, allow_pickle=False)
+        # mkstemp makes the file 0600; give it the mode open() would (0666 less the
+        # umask), as the CLI's writer does, so a model saved for a process of another user
+        # can be read by it
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         os.unlink(tmp)
         raise
     return path
+
+
+def _umask():
+    """The process's umask (read from /proc where it can be, so that no other thread sees
+    it changed; else set and restored at once)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 # ------------------------------------------------------------------------------ read
@@ -263,6 +317,22 @@ class _Reader:
             self.fail(f"not a complete save file ({exc}); it is truncated, or was not "
                       f"written by save")
         self.members = {i.filename: i for i in self.zf.infolist()}
+        self.file_size = os.path.getsize(path)
+        self._check_stored()
+
+    def _check_stored(self):
+        """The size policy's first rule: members stored as save writes them (uncompressed),
+        so that no member holds more bytes than the file."""
+        total = 0
+        for info in self.members.values():
+            if info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size:
+                self.fail(f"its member {info.filename!r} is compressed: save stores members "
+                          f"uncompressed, and load reads no others (a compressed member "
+                          f"could expand far beyond the file)")
+            total += info.file_size
+        if total > self.file_size:
+            self.fail(f"its members claim {total} bytes, more than the file's "
+                      f"{self.file_size}: the file is damaged")
 
     def fail(self, what):
         raise ValueError(f"{self.path}: {what}") from None
@@ -294,6 +364,12 @@ class _Reader:
             head = json.loads(str(text[()]))
         except (OSError, ValueError, EOFError, zipfile.BadZipFile, IndexError) as exc:
             self.fail(f"unreadable header ({exc}): the file is damaged or truncated")
+        except RecursionError:
+            self.fail(f"its header nests deeper than {_MAX_DEPTH} levels: not a file "
+                      f"written by save")
+        if _depth(head) > _MAX_DEPTH:
+            self.fail(f"its header nests deeper than {_MAX_DEPTH} levels: not a file "
+                      f"written by save")
         if not isinstance(head, dict) or head.get("format") != FORMAT:
             self.fail("not a file written by vits_ref's save (no format name in its header)")
         version = head.get("version")
@@ -364,7 +440,7 @@ class _Reader:
                     self.value(body["entropy"], where), spawn_key=tuple(body["spawn_key"]),
                     pool_size=body["pool_size"],
                     n_children_spawned=body["n_children_spawned"])
-            except (KeyError, TypeError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError, OverflowError) as exc:
                 self.fail(f"{where}: an invalid seed sequence ({exc})")
         if tag == "generator":
             state = self.value(body, where)
@@ -380,14 +456,14 @@ class _Reader:
     def _set_state(self, gen, state, where):
         try:
             gen.bit_generator.state = state
-        except (TypeError, ValueError, KeyError) as exc:
+        except (TypeError, ValueError, KeyError, OverflowError) as exc:
             self.fail(f"{where}: an invalid random generator state ({exc})")
 
     def construct(self, desc, where):
         """The object of a description: constructed, then its state put in place."""
         if set(desc) != {"object", "params", "state"} or not isinstance(desc["params"], dict):
             self.fail(f"{where}: an invalid object description")
-        cls = registry().get(desc["object"])
+        cls = registry().get(desc["object"]) if isinstance(desc["object"], str) else None
         if cls is None:
             self.fail(f"{where}: unknown class {desc['object']!r} (not a vits_ref class "
                       f"that can be loaded)")
@@ -406,6 +482,66 @@ class _Reader:
         then read it and put it in place."""
         self._check(obj, {"object": type(obj).__qualname__, "state": state}, where)
         self._put(obj, state, where)
+        self._check_values(obj, where)
+
+    @staticmethod
+    def _filled(obj, v, f, counted):
+        """The parts of state array ``v`` (field ``f``) that hold data: all of it, or for
+        a buffer its first ``count`` entries along its axis (one count per leading index
+        where the count is an array: VTS's ``counts[arm]`` rows of arm ``arm``)."""
+        if f not in counted:
+            return [v]
+        count, axis = counted[f]
+        n = np.asarray(getattr(obj, count))
+        if n.ndim == 0:
+            return [np.take(v, np.arange(int(n)), axis=axis)]
+        return [np.take(v[idx], np.arange(int(n[idx])), axis=axis - n.ndim)
+                for idx in np.ndindex(n.shape)]
+
+    def _check_values(self, obj, where):
+        """The engine's own invariants on the restored state: finite floats (a growing
+        buffer up to its count), counters in ``[0, 2**53]``; nested objects alike."""
+        cls = type(obj)
+        growing = _declared(cls, "_persist_growing")
+        nonfinite = _declared(cls, "_persist_nonfinite")
+        counted = {array: (count, axis) for count, array, axis
+                   in _declared(cls, "_persist_bounds")}
+        counts = {count for count, _, _ in _declared(cls, "_persist_bounds")}
+        for f in _declared(cls, "_persist_state"):
+            v, at = getattr(obj, f), f"{where}.{f}"
+            if hasattr(type(v), "_persist_state") and not isinstance(v, type):
+                self._check_values(v, at)
+            elif isinstance(v, list) and v and all(hasattr(type(x), "_persist_state")
+                                                   for x in v):
+                for i, x in enumerate(v):
+                    self._check_values(x, f"{at}[{i}]")
+            elif isinstance(v, bool) or f in nonfinite:
+                continue
+            elif isinstance(v, int):
+                if not 0 <= v <= _MAX_COUNT:
+                    self.fail(f"{at} = {v} is not a count in [0, 2**53]")
+            elif isinstance(v, float):
+                if not np.isfinite(v):
+                    self.fail(f"{at} = {v} is not finite")
+            elif isinstance(v, np.ndarray) and v.dtype.kind in "iu":
+                # an integer array is a count where a bound declares it (VTS's counts per
+                # arm); others are not (a generator's raw state words)
+                if f not in counts or not v.size:
+                    continue
+                if v.min() < 0 or v.max() > _MAX_COUNT:
+                    self.fail(f"{at} holds {int(v.min())} .. {int(v.max())}, not counts in "
+                              f"[0, 2**53]")
+            elif isinstance(v, np.ndarray) and v.dtype.kind in "fc":
+                if f in growing and f not in counted:
+                    continue  # a buffer (or scratch) whose filled part no count declares
+                if not all(np.all(np.isfinite(p)) for p in self._filled(obj, v, f, counted)):
+                    self.fail(f"{at} holds values that are not finite (NaN or inf)")
+        hook = getattr(obj, "_persist_check", None)
+        if hook is not None:
+            try:
+                hook()
+            except ValueError as exc:  # the class's own invariant
+                self.fail(f"{where}: {exc}")
 
     def _check(self, cur, enc, where):
         if isinstance(enc, dict) and set(enc) == {"object", "state"}:
@@ -511,20 +647,119 @@ class _Reader:
             if n.dtype.kind not in "iu" or np.any(n < 0) or np.any(n > a.shape[axis]):
                 self.fail(f"{where}.{count} = {n.tolist()!r} does not fit {array} of shape "
                           f"{a.shape} (at most {a.shape[axis]} along axis {axis})")
+            # a buffer doubles when full: it is at most twice its count, or as built
+            initial = getattr(obj, array).shape[axis]
+            cap = max(initial, 2 * int(np.max(n, initial=0)))
+            if array in _declared(cls, "_persist_growing") and a.shape[axis] > cap:
+                self.fail(f"{where}.{array} has {a.shape[axis]} rows along axis {axis}, more "
+                          f"than twice its count {count} = {int(np.max(n, initial=0))} (a "
+                          f"buffer doubles when full)")
 
 
-def load(path):
+def _depth(v):
+    """How deep the JSON value ``v`` nests (iteratively: no recursion on a crafted file)."""
+    deepest, todo = 0, [(v, 1)]
+    while todo:
+        x, d = todo.pop()
+        deepest = max(deepest, d)
+        if d > _MAX_DEPTH:
+            break
+        if isinstance(x, dict):
+            todo.extend((y, d + 1) for y in x.values())
+        elif isinstance(x, list):
+            todo.extend((y, d + 1) for y in x)
+    return deepest
+
+
+def _plain(v):
+    """A raw (JSON) hyperparameter as the constructor would get it where it is a scalar or
+    a tuple or list of scalars (an MLP's ``hidden``); None for arrays and objects."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, dict) and len(v) == 1 and next(iter(v)) in ("tuple", "list"):
+        items = next(iter(v.values()))
+        if isinstance(items, list) and all(isinstance(x, (int, float)) for x in items):
+            return tuple(items)
+    return None
+
+
+def size_ints(v):
+    """The integers of a hyperparameter (an int, or the ints of a tuple); [] otherwise."""
+    items = v if isinstance(v, tuple) else (v,)
+    return [max(x, 0) for x in items if isinstance(x, int) and not isinstance(x, bool)]
+
+
+def default_cost(params):
+    """The default estimate of a constructor's allocation, in float64 entries, from its
+    hyperparameters (scalars and tuples, :func:`_plain`): four square matrices whose side is
+    the sum of its sizes (:data:`SIZE_NAMES`), as a ``dim x dim`` factor, its copy and its
+    scratch."""
+    side = sum(sum(size_ints(params.get(n))) for n in SIZE_NAMES)
+    return 4 * side * side
+
+
+def _cost(desc):
+    """The estimated allocation (float64 entries) of building the object ``desc`` (raw
+    JSON) and every object its hyperparameters describe; a class may declare
+    ``_persist_cost(params)`` (its own share) and ``_persist_copies`` (``{param: count
+    param}``: a described object built that many times, as PerArm's engine per arm)."""
+    reg, total, todo = registry(), 0, [(desc, 1)]
+    while todo:
+        d, times = todo.pop()
+        if isinstance(d, dict) and "object" in d and isinstance(d.get("params"), dict):
+            cls = reg.get(d["object"]) if isinstance(d["object"], str) else None
+            params = d["params"]
+            plain = {k: _plain(x) for k, x in params.items()}
+            own = getattr(cls, "_persist_cost", None)
+            total += times * (own(plain) if own is not None else default_cost(plain))
+            copies = getattr(cls, "_persist_copies", {})
+            for k, x in params.items():
+                more = sum(size_ints(plain.get(copies[k]))) + 1 if k in copies else 1
+                todo.append((x, times * more))
+        elif isinstance(d, dict):
+            todo.extend((x, times) for x in d.values())
+        elif isinstance(d, list):
+            todo.extend((x, times) for x in d)
+    return total
+
+
+def _expected(expect):
+    """The class ``expect`` names: a class, or a name :func:`registry` knows."""
+    if expect is None or isinstance(expect, type):
+        return expect
+    if isinstance(expect, str):
+        cls = registry().get(expect)
+        if cls is None:
+            raise ValueError(f"expect={expect!r} is not a class load reads (one of "
+                             f"{sorted(registry())})")
+        return cls
+    raise TypeError(f"expect must be a class or a class name, got {type(expect).__name__}")
+
+
+def load(path, expect=None):
     """The engine, policy, VTS or ``Bandit`` written by :func:`save` at ``path``.
 
     Its next draws and updates equal those the saved object would have made, bit for bit.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    expect : class or str, optional
+        The class the file must hold (a class, a subclass of it passing, or a class name
+        such as ``"LinTS"``): a file holding another is refused before anything is built.
 
     Raises
     ------
     ValueError
         (One line naming the file.) If it is not a complete file written by
-        :func:`save` (truncated, damaged), is of a newer format version, or holds arrays
-        whose sizes do not match its header, each other or the object its hyperparameters
-        build; checked before any array is read.
+        :func:`save` (truncated, damaged, with compressed members), is of a newer format
+        version, holds arrays whose sizes do not match its header, each other or the
+        object its hyperparameters build, declares sizes that would allocate more than
+        the size policy allows (module docstring), holds a state that breaks the
+        object's invariants (NaN or inf, a negative count), or holds another class than
+        ``expect``; checked before any array is read where the header suffices.
+    TypeError
+        If ``expect`` is neither a class nor a class name.
 
     Examples
     --------
@@ -532,16 +767,35 @@ def load(path):
     >>> import numpy as np, vits_ref as vr
     >>> eng = vr.LinTS(2, seed=0).update(np.eye(2), np.ones(2))
     >>> path = os.path.join(tempfile.mkdtemp(), "lints.npz")
-    >>> copy = vr.load(eng.save(path))
+    >>> copy = vr.load(eng.save(path), expect=vr.LinTS)
     >>> bool(np.array_equal(copy.sample(3), eng.sample(3)))
     True
     """
     path = os.fspath(path)
+    want = _expected(expect)
     rd = _Reader(path)
     try:
         desc = rd.header()
         if set(desc) != {"object", "params", "state"}:
             rd.fail("its header does not describe an object")
-        return rd.construct(desc, str(desc["object"]))
+        name = desc["object"]
+        cls = registry().get(name) if isinstance(name, str) else None
+        if cls is None:
+            rd.fail(f"unknown class {name!r} (not a vits_ref class that can be loaded)")
+        if want is not None and not issubclass(cls, want):
+            rd.fail(f"holds a {name}, not the {want.__qualname__} expected")
+        need = 8 * _cost(desc)
+        allowed = max(LOAD_FLOOR_BYTES, LOAD_RATIO * rd.file_size)
+        if need > allowed:
+            rd.fail(f"its hyperparameters would make load allocate about {need / 2**20:.0f} "
+                    f"MiB, more than its size allows ({allowed / 2**20:.0f} MiB: the larger "
+                    f"of {LOAD_FLOOR_BYTES // 2**20} MiB and {LOAD_RATIO} x the file); it "
+                    f"is damaged or was not written by save")
+        try:
+            return rd.construct(desc, name)
+        except (RecursionError, OverflowError, TypeError, KeyError, IndexError,
+                AttributeError) as exc:
+            # a description save never writes (a crafted file): one line, not a traceback
+            rd.fail(f"an invalid description ({type(exc).__name__}: {exc})")
     finally:
         rd.close()

@@ -321,7 +321,7 @@ class VTS(Persistent):
     _persist_state = ("_rng", "_facs", "_sts", "_X", "_y", "_resp", "_W", "counts",
                       "diagnostics")
     _persist_growing = ("_X", "_y", "_resp", "_W")
-    _persist_bounds = (("counts", "_X", 1),)
+    _persist_bounds = (("counts", "_X", 1), ("counts", "_y", 1), ("counts", "_resp", 1))
 
     def __init__(self, dim, n_arms, n_components=2, gamma0=1.0, u0=None, V0=None, alpha0=1.0,
                  beta0=1.0, scoring="sample_pi", sample_params=True, tol=DEFAULT_TOL,
@@ -483,6 +483,15 @@ class VTS(Persistent):
             new[:, :self._cap] = old
             setattr(self, name, new)
         self._cap = cap
+
+    @staticmethod
+    def _persist_cost(params):
+        """The float64 entries the constructor allocates (vits_ref.load's size policy): per
+        arm and component the factors (dim, dim), per arm the histories of 16 rows, the
+        trace (max_iter)."""
+        A, K, d, it = (params.get(k) for k in ("n_arms", "n_components", "dim", "max_iter"))
+        A, K, d, it = (x if isinstance(x, int) and x > 0 else 0 for x in (A, K, d, it))
+        return 8 * A * K * (d + 1) ** 2 + 64 * A * (2 * d + K + 1) + it + 4 * (d + K) ** 2
 
     def _persist_restored(self):
         """After vits_ref.load: the histories share one capacity, which ``_cap`` records

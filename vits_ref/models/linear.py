@@ -80,6 +80,11 @@ class Linear(Model):
         self.sum_r2 = 0.0
         self.n_obs = 0
 
+    def _persist_check(self):
+        """After vits_ref.load: a sum of squared rewards cannot be negative."""
+        if self.sum_r2 < 0:
+            raise ValueError(f"sum_r2 = {self.sum_r2!r} is negative (a sum of squares)")
+
     def prior_statistics(self):
         """The prior's share ``(V0, b0)`` of the statistics (copies): ``(lam I, 0)``, or
         ``(inv(Sigma0)/eta, V0 theta0)`` for a general prior; ``V - V0`` and ``b - b0`` are

@@ -179,6 +179,28 @@ class MLP(Model):
         self._scratch = (np.empty(c * sum(self.hidden)), np.empty(c * sum(self.hidden)),
                          np.empty(c), np.empty(d), np.empty((c, d)), np.empty(d))
 
+    @staticmethod
+    def _persist_dim(params):
+        """The parameter count of the hyperparameters ``params`` (for vits_ref.load's
+        size policy, before anything is built); 0 where they are invalid."""
+        p, hidden = params.get("input_dim"), params.get("hidden", DEFAULT_HIDDEN)
+        hidden = hidden if isinstance(hidden, tuple) else (hidden,)
+        if not all(isinstance(x, int) and x > 0 for x in (p, *hidden)):
+            return 0
+        return n_params(p, hidden)
+
+    @classmethod
+    def _persist_cost(cls, params):
+        """The float64 entries the constructor allocates (vits_ref.load's size policy): the
+        prior's precision (dim, dim), the scratch (chunk, dim), the history."""
+        d = cls._persist_dim(params)
+        hidden = params.get("hidden", DEFAULT_HIDDEN)
+        width = sum(hidden) if isinstance(hidden, tuple) else 0
+        c, cap = params.get("chunk", CHUNK), params.get("capacity", 1024)
+        c, cap = (x if isinstance(x, int) else 0 for x in (c, cap))
+        p = params.get("input_dim") if isinstance(params.get("input_dim"), int) else 0
+        return d * d + (c + 4) * d + 2 * c * width + cap * (p + 1)
+
     def __repr__(self):
         prior = "" if self.prior_cov is None else ", prior=general"
         return (f"MLP(input_dim={self.input_dim}, hidden={self.hidden}, eta={self.eta!r}, "
