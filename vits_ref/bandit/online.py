@@ -191,9 +191,9 @@ class Online(Persistent):
         self._sel[0] = np.ascontiguousarray(sel0, dtype=np.float64)
         self._steps[0] = np.ascontiguousarray(steps0, dtype=np.float64)
         self._start(self._meta, self._buf, self._init_noise)
+        self._shape = (K, d)
         if learnt:
             self._take_state(policy)
-        self._shape = (K, d)
         self._broken = None
         # what save writes of the blocks held (empty but in save: see _held)
         self._held_first = 0
@@ -440,7 +440,7 @@ class Online(Persistent):
                                n_obs)
         if code != 1:
             self._refused(code, contexts, arm, reward, n_obs)
-        self.n_updates = n_obs
+        self.n_updates = t + 1
         return self
 
     def update_many(self, contexts, arms, rewards):
