@@ -21,6 +21,7 @@ the summary records whether each prior was loaded or trained and its training ti
 
 import hashlib
 import json
+import math
 import os
 import time
 
@@ -111,6 +112,55 @@ def trained_prior(samples, n_stages=100, alpha=0.97, seed=0, cache_dir=None, nam
     if path is not None:
         prior.save(path)
     return prior, {"path": path, "loaded": False, "train_time_s": elapsed}
+
+
+def full_epochs():
+    """The epochs a prior trains at the experiments' default size:
+    :meth:`vits_ref.diffusion.DiffusionPrior.fit`'s default (20)."""
+    import inspect
+
+    from ...diffusion import DiffusionPrior
+
+    return inspect.signature(DiffusionPrior.fit).parameters["epochs"].default
+
+
+def scaled_training(train_kwargs, runs, rounds, defaults, progress=None):
+    """The priors' training options at a size scaled to the request, and the summary's
+    record of it.
+
+    Training dominates a small run: a prior's cost is ``epochs x n_train x T`` network
+    steps whatever the runs and rounds asked (``diffts-synthetic --runs 2 --rounds 50``
+    trained six priors at full size: 6 minutes). Below the experiment's default size
+    (``runs x rounds`` below that of ``defaults``), the epochs are scaled by the fraction
+    ``f = runs rounds / (default runs x default rounds)``: ``ceil(f E)`` epochs, at least
+    one, of the full ``E`` (:func:`full_epochs`); the training samples, the stages and the
+    network stay as they are (TunedTS and MixTS fit the same samples), so such a prior is
+    coarser than the paper's. At the default size or above, or when ``train_kwargs``
+    gives ``epochs``, the training is as given.
+
+    Returns ``(train_kwargs, record)``: the options to train with (None: the defaults) and
+    ``{"scaled", "fraction", "epochs", "full_epochs", "note"}`` for the summary; with
+    ``progress``, a scaled training is said there.
+    """
+    runs, rounds = val.positive_int(runs, "runs"), val.positive_int(rounds, "rounds")
+    full = full_epochs()
+    kw = dict(train_kwargs or {})
+    frac = min(1.0, (runs * rounds) / (defaults["runs"] * defaults["rounds"]))
+    if "epochs" in kw or frac >= 1.0:
+        epochs = kw.get("epochs", full)
+        return train_kwargs, {"scaled": False, "fraction": frac, "epochs": epochs,
+                              "full_epochs": full, "note": "trained as given" if "epochs"
+                              in kw else "trained at full size"}
+    epochs = max(1, math.ceil(frac * full))
+    kw["epochs"] = epochs
+    note = (f"priors trained {epochs} of {full} epochs: the request ({runs} x {rounds}) is "
+            f"{100 * frac:.2g}% of the default size ({defaults['runs']} x "
+            f"{defaults['rounds']}), where they train in full; coarser priors than the "
+            f"paper's")
+    if progress:
+        progress(note)
+    return kw, {"scaled": True, "fraction": frac, "epochs": epochs, "full_epochs": full,
+                "note": note}
 
 
 def build_methods(samples, prior, sigma, reward="linear", which=METHODS):

@@ -60,6 +60,9 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-digits", progress=None
     first = envs[rewards[0]]
     extra = {"data": "sklearn digits (replaces MNIST)", "n_arms": N_ARMS,
              "data_kwargs": data_kwargs}
+    train_kwargs, training = _shared.scaled_training(train_kwargs, runs, rounds, DEFAULTS,
+                                                     progress)
+    extra["prior_training"] = training
     return _shared.run_embedding_experiment(
         NAME, DESCRIPTION, first.prior_pool, lambda r: envs[r], rewards, SIGMA, runs,
         rounds, seed, out, progress, methods, n_stages, alpha, n_train, train_kwargs,
