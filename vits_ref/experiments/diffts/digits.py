@@ -29,6 +29,9 @@ NAME = "diffts-digits"
 DESCRIPTION = ("Diffusion-prior paper appendix C.2 on scikit-learn's digits (replaces "
                "MNIST): 8-d embeddings, K = 10, linear (sigma = 1) and logistic rewards")
 DEFAULTS = {"runs": 100, "rounds": 100, "seed": 0}
+#: What does not shrink with a smaller request (``run --help`` and stderr say it).
+FIXED_COST = ("the digits protocol (the classifier fits behind the 8-d embeddings) "
+              "and a prior on 10 000 samples (its epochs and checks scale)")
 #: What the experiment imports from an extra: ``(module, distribution, extra, needed
 #: with --data)`` (checked by the command line before any work).
 NEEDS = (("sklearn", "scikit-learn", "data", True),)

@@ -142,7 +142,8 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
                                             cache_dir=cache, name=shape,
                                             train_kwargs=train_kwargs, progress=progress)
         priors[shape] = info
-        energy[shape], scatter[shape] = _energy_check(prior, shape, n_energy, s_check)
+        energy[shape], scatter[shape] = _energy_check(prior, shape, n_energy, s_check,
+                                                      training["energy_repeats"])
         env = environment(shape, s_env)
         panels.append((shape, env, _shared.build_methods(samples, prior, SIGMA, "linear",
                                                          which), {"shape": shape}))
