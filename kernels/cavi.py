@@ -87,7 +87,7 @@ SAMPLE_Z, SAMPLE_PI, EXPECTED_PI = 0, 1, 2
 # --------------------------------------------------------------------------- special functions
 
 
-@kernel
+@kernel(inline=True)
 def digamma(x):
     """``psi(x) = d/dx log Gamma(x)`` for ``x > 0`` (NaN otherwise).
 
@@ -123,7 +123,7 @@ _S40 = np.uint64(40)
 _TWO_M53 = 1.0 / 9007199254740992.0  # 2^-53
 
 
-@kernel
+@kernel(inline=True)
 def next_u64(s):
     """The next 64-bit output of the xoroshiro128+ state ``s`` (uint64 (2,)), advanced in place."""
     s0 = s[0]
@@ -135,13 +135,13 @@ def next_u64(s):
     return result
 
 
-@kernel
+@kernel(inline=True)
 def uniform(s):
     """A uniform in the open interval (0, 1): the top 53 bits, offset by half a step."""
     return (float(next_u64(s) >> _S11) + 0.5) * _TWO_M53
 
 
-@kernel
+@kernel(inline=True)
 def normal(s):
     """A standard normal by Box-Muller (two uniforms, the sine half is not kept)."""
     u1 = uniform(s)
@@ -149,7 +149,7 @@ def normal(s):
     return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
 
 
-@kernel
+@kernel(inline=True)
 def gamma_variate(s, a):
     """A Gamma(a, 1) variate (Marsaglia & Tsang 2000; ``a < 1``: ``G(a + 1) U^(1/a)``).
 
@@ -176,7 +176,7 @@ def gamma_variate(s, a):
 # --------------------------------------------------------------------------- the factors
 
 
-@kernel
+@kernel(inline=True)
 def init_factors(prior, fac, st):
     """Factors at the prior (Algorithm 1's initialisation) and zero statistics."""
     gamma0, u0, C0, alpha0, beta0 = prior[0], prior[1], prior[3], prior[4], prior[5]
@@ -197,7 +197,7 @@ def init_factors(prior, fac, st):
                 Sxx[k, i, j] = 0.0
 
 
-@kernel
+@kernel(inline=True)
 def _solve_mean(k, prior, fac, st, dv):
     """``u_k = inv(P_k) b_k``, ``b_k = P0 u0 + Sxy`` (two triangular solves with ``L_k``);
     then ``alpha_k``, ``beta_k``, ``gamma_k`` from the statistics. ``dv``: (4, d) scratch."""
@@ -242,7 +242,7 @@ def mstep(prior, fac, st, scr):
     return True
 
 
-@kernel
+@kernel(inline=True)
 def nig_add(x, y, prior, fac, st, scr):
     """One observation into the exact NIG posterior (``K = 1``, responsibility 1).
 
@@ -272,7 +272,7 @@ def nig_add(x, y, prior, fac, st, scr):
 BLAS_MIN_DIM = 4
 
 
-@kernel
+@kernel(inline=True)
 def _estep_constants(fac, st, scr):
     """Per component: ``const_k`` (eq. 12 without the observation's terms), ``alpha/beta``
     and ``1/L_k,ii`` into the scratch; the statistics zeroed."""
@@ -300,7 +300,7 @@ def _estep_constants(fac, st, scr):
                 Sxx[k, i, j] = 0.0
 
 
-@kernel
+@kernel(inline=True)
 def _normalise(n, K, resp, lr):
     """Rows of ``resp[:n]`` hold ``log rho_tk``: turn them into responsibilities and return
     ``sum_t logsumexp_k log rho_tk``. The log-sum-exp is taken around the largest term,
@@ -401,7 +401,7 @@ def estep(X, y, n, prior, fac, st, resp, W, scr):
     return total
 
 
-@kernel
+@kernel(inline=True)
 def _covariance(L, V, dv):
     """``V = inv(L L^T)``, column by column (two triangular solves each); ``dv`` (>= 2, d)."""
     d = L.shape[0]
@@ -416,7 +416,7 @@ def _covariance(L, V, dv):
             V[i, j] = c[i]
 
 
-@kernel
+@kernel(inline=True)
 def kl_divergence(prior, fac, scr):
     """``KL(q(pi) || p(pi)) + sum_k KL(q(w_k, s2_k) || p(w_k, s2_k))`` (module docstring)."""
     gamma0, u0, P0, C0 = prior[0], prior[1], prior[2], prior[3]
@@ -490,7 +490,7 @@ def cavi_iterate(X, y, n, prior, fac, st, resp, W, tol, max_iter, trace, scr):
     return it, elbo, True
 
 
-@kernel
+@kernel(inline=True)
 def arm_update(X, y, resp, W, n, x, r, prior, fac, st, tol, max_iter, trace, scr):
     """Append ``(x, r)`` at row ``n`` of the arm's history and refit the arm (``W``: the
     E-step's scratch, as large as ``X``).
@@ -513,7 +513,7 @@ def arm_update(X, y, resp, W, n, x, r, prior, fac, st, tol, max_iter, trace, scr
 # --------------------------------------------------------------------------- Thompson draws
 
 
-@kernel
+@kernel(inline=True)
 def expert_score(x, k, fac, sample_params, rng, w):
     """``x w_k`` for one draw ``s2 ~ InvGamma(alpha_k, beta_k)``, ``w_k ~ N(u_k, s2 V_k)``
     (``w = u_k + sqrt(s2) L_k^-T z``), or ``x u_k`` without ``sample_params``."""
@@ -534,7 +534,7 @@ def expert_score(x, k, fac, sample_params, rng, w):
     return score
 
 
-@kernel
+@kernel(inline=True)
 def arm_score(x, fac, scoring, sample_params, rng, scr):
     """The arm's Thompson score (Urteaga & Wiggins, eqs. 15-17, ``x`` the arm's context).
 
@@ -578,7 +578,7 @@ def arm_score(x, fac, scoring, sample_params, rng, scr):
     return score
 
 
-@kernel
+@kernel(inline=True)
 def expected_reward(x, fac):
     """The variational posterior mean of the arm's expected reward,
     ``E_q[sum_k pi_k x w_k] = sum_k (gamma_k / sum gamma) x u_k``."""
@@ -608,7 +608,7 @@ def _arm_st(st, a):
     return (st[0][a], st[1][a], st[2][a], st[3][a])
 
 
-@kernel
+@kernel(inline=True)
 def select(contexts, facs, scoring, sample_params, rng, scores, scr):
     """Every arm's score (arm ``a`` scored at ``contexts[a]``) and the argmax (first on ties).
 

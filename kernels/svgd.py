@@ -100,14 +100,14 @@ def exp_nonpos(y):
     return p * s if y >= EXP_FLOOR else 0.0
 
 
-@kernel
+@kernel(inline=True)
 def exp_nonpos_into(y, out):
     """``out[j] = exp_nonpos(y[j])`` (tests and benchmarks of the exponential)."""
     for j in range(y.shape[0]):
         out[j] = exp_nonpos(y[j])
 
 
-@kernel
+@kernel(inline=True)
 def centre_into(X, Xc, mu):
     """``Xc = X - shift``, ``mu`` the shift (d,): the particles moved near the origin, what
     the direction's products read.
@@ -144,7 +144,7 @@ def centre_into(X, Xc, mu):
             Xc[j, k] = X[j, k] - shift
 
 
-@kernel
+@kernel(inline=True)
 def transpose_into(X, XT):
     """``XT = X.T`` (d, n) for :func:`sqdist_row`."""
     n, d = X.shape
@@ -153,7 +153,7 @@ def transpose_into(X, XT):
             XT[k, j] = X[j, k]
 
 
-@kernel
+@kernel(inline=True)
 def sqdist_row(X, XT, i, out):
     """``out[j] = |x_i - x_j|^2`` for every particle ``j`` (``out[i] = 0`` exactly)."""
     d, n = XT.shape
@@ -167,7 +167,7 @@ def sqdist_row(X, XT, i, out):
             out[j] += t * t
 
 
-@kernel
+@kernel(inline=True)
 def sqdist_from_gram_lower(sq, i, row):
     """Squared distances from the Gram matrix's row ``row`` (in place), for ``j < i`` only
     (what the median reads): ``row[j] <- |x_i|^2 + |x_j|^2 - 2 x_i.x_j``, clipped at 0
@@ -178,7 +178,7 @@ def sqdist_from_gram_lower(sq, i, row):
         row[j] = v if v > 0.0 else 0.0
 
 
-@kernel
+@kernel(inline=True)
 def neg_scaled_sqdist_row(sq, i, row, inv_h, lower_done):
     """``row[j] <- -|x_i - x_j|^2 / h`` (``inv_h = 1/h``): the exponent of the kernel row.
 
@@ -201,7 +201,7 @@ def neg_scaled_sqdist_row(sq, i, row, inv_h, lower_done):
         row[j] = -(v if v > 0.0 else 0.0) * inv_h
 
 
-@kernel
+@kernel(inline=True)
 def kernel_row(row, inv_h):
     """``row[j] <- exp(-row[j] / h)`` in place (``inv_h = 1/h``); returns the row's sum."""
     n = row.shape[0]
@@ -213,14 +213,14 @@ def kernel_row(row, inv_h):
     return s
 
 
-@kernel
+@kernel(inline=True)
 def shifted_grads(X, G, c, Y, i):
     """Row ``i`` of ``Y = G - c X``."""
     for k in range(X.shape[1]):
         Y[i, k] = G[i, k] - c * X[i, k]
 
 
-@kernel
+@kernel(inline=True)
 def phi_row(krow, Y, X, i, c, s, out):
     """``out = (sum_j krow[j] Y[j] + c s x_i) / n``: the SVGD direction of particle ``i``."""
     n, d = Y.shape
@@ -237,7 +237,7 @@ def phi_row(krow, Y, X, i, c, s, out):
         out[k] = (out[k] + cs * X[i, k]) * inv_n
 
 
-@kernel
+@kernel(inline=True)
 def shifted_grads_ones(X, G, c, Y1, i):
     """Row ``i`` of ``[G - c X | 1]`` (``Y1`` (n, d + 1)): the product ``K Y1`` carries
     the kernel's row sums ``S_i`` in its last column."""
@@ -247,7 +247,7 @@ def shifted_grads_ones(X, G, c, Y1, i):
     Y1[i, d] = 1.0
 
 
-@kernel
+@kernel(inline=True)
 def phi_finish_sums_row(acc, X, i, c, out):
     """``out = (acc[:d] + c acc[d] x_i) / n`` (``acc`` = row ``i`` of ``K [Y | 1]``)."""
     n, d = X.shape
@@ -300,7 +300,7 @@ def select_kth(w, k):
 MEDIAN_DIRECT_MAX = 4096
 
 
-@kernel
+@kernel(inline=True)
 def sqdist_at(D, t):
     """Entry ``t`` (0-based) of the strict lower triangle of ``D`` in row order:
     ``D[i, j]`` with ``t = i (i - 1) / 2 + j``, ``0 <= j < i``."""
@@ -312,7 +312,7 @@ def sqdist_at(D, t):
     return D[i, t - i * (i - 1) // 2]
 
 
-@kernel
+@kernel(inline=True)
 def median_sqdist(D, w):
     """The median heuristic's ``med^2`` from the squared distances ``D`` (n, n).
 
@@ -380,7 +380,7 @@ def median_sqdist(D, w):
     return med * med
 
 
-@kernel
+@kernel(inline=True)
 def median_bandwidth_from(med2, n):
     """``h = med^2 / log n`` (BlackJAX's ``median_heuristic``; docs/algorithms.md section 5).
 
@@ -395,7 +395,7 @@ def median_bandwidth_from(med2, n):
 # --------------------------------------------------------------------------- AdaGrad
 
 
-@kernel
+@kernel(inline=True)
 def adagrad_row(x, phi, hist, i, step, alpha, fudge, first):
     """One ascent step of particle ``i`` with the SVGD reference code's AdaGrad.
 

@@ -132,3 +132,21 @@ def test_run_help_shows_each_experiments_own_size(capsys):
         if paper and (paper["runs"], paper["rounds"]) != (mod.DEFAULTS["runs"],
                                                           mod.DEFAULTS["rounds"]):
             assert f"--paper: {paper['runs']} x {paper['rounds']}" in lines[name]
+
+
+def test_what_does_not_shrink_is_in_the_help_and_said_on_stderr(capsys):
+    from vits_ref.__main__ import _say_fixed_cost
+    from vits_ref.experiments.diffts import ablation, synthetic
+
+    with pytest.raises(SystemExit):
+        cli_main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse rewraps the epilog
+    assert "what does not shrink with --runs/--rounds" in text
+    assert f"- diffts-ablation: {' '.join(ablation.FIXED_COST.split())}" in text
+    said = []
+    _say_fixed_cost(ablation, {"runs": 2, "rounds": 20}, said.append)
+    assert said == [f"not scaled with --runs/--rounds: {ablation.FIXED_COST}"]
+    said.clear()
+    _say_fixed_cost(ablation, dict(ablation.DEFAULTS), said.append)  # the default size
+    _say_fixed_cost(synthetic, {"runs": 2, "rounds": 20}, said.append)  # shrinks: no note
+    assert said == []

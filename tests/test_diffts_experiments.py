@@ -383,3 +383,30 @@ def test_synthetic_paper_size(tmp_path):
         assert all(s["estimate"] is not None for s in c["seeds"]), c["id"]
         if not c["id"].startswith("diffts-cost-"):
             assert all(s["ci"] is not None for s in c["seeds"]), c["id"]
+
+
+def test_priors_train_at_a_size_scaled_to_the_request():
+    """Below the default size the epochs and the energy check's pairs scale with runs x
+    rounds (at least one epoch, five pairs), and the record says so; at the default size,
+    or with epochs given, the training and the check are as given."""
+
+    d = synthetic.DEFAULTS
+    full = _shared.full_epochs()
+    assert full == 20
+    lines = []
+    kw, rec = _shared.scaled_training(None, 2, 50, d, progress=lines.append)
+    assert kw == {"epochs": 1} and rec["scaled"] and rec["fraction"] == 0.01
+    assert rec["epochs"] == 1 and rec["full_epochs"] == full
+    assert rec["energy_repeats"] == _shared.MIN_ENERGY_REPEATS == 5
+    assert len(lines) == 1 and "1 of 20 epochs" in lines[0]
+    kw, rec = _shared.scaled_training({"hidden": (8, 8)}, 50, 100, d)
+    assert kw == {"hidden": (8, 8), "epochs": 10} and rec["epochs"] == 10
+    assert rec["energy_repeats"] == 25
+    kw, rec = _shared.scaled_training(None, d["runs"], d["rounds"], d)
+    assert kw is None and not rec["scaled"] and rec["epochs"] == full
+    assert rec["energy_repeats"] == _shared.ENERGY_REPEATS
+    given = {"epochs": 3}
+    kw, rec = _shared.scaled_training(given, 2, 5, d)
+    assert kw is given and not rec["scaled"] and rec["epochs"] == 3
+    with pytest.raises(ValueError, match="runs"):
+        _shared.scaled_training(None, 0, 5, d)

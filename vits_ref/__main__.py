@@ -139,7 +139,25 @@ def _sizes(experiments):
         if (paper["runs"], paper["rounds"]) != (d["runs"], d["rounds"]):
             line += f" (--paper: {paper['runs']} x {paper['rounds']})"
         lines.append(line)
+    fixed = [(name, mod.FIXED_COST) for name, mod in sorted(experiments.items())
+             if getattr(mod, "FIXED_COST", None)]
+    if fixed:
+        lines.append("")
+        lines.append("what does not shrink with --runs/--rounds (said on stderr too):")
+        lines += [f"  - {name}: {note}" for name, note in fixed]
     return "\n".join(lines)
+
+
+def _say_fixed_cost(mod, opts, progress):
+    """Say on stderr, for a request below the experiment's default size, what of its work
+    does not shrink with it (the module's ``FIXED_COST``, also in ``run --help``)."""
+    note = getattr(mod, "FIXED_COST", None)
+    d = mod.DEFAULTS
+    if progress is None or not note or opts.get("runs") is None or opts.get("rounds") is None:
+        return
+    if d.get("runs") and d.get("rounds") and \
+            opts["runs"] * opts["rounds"] < d["runs"] * d["rounds"]:
+        progress(f"not scaled with --runs/--rounds: {note}")
 
 
 def _build_parser(experiments, papers):
@@ -468,6 +486,7 @@ def _run(args, experiments):
     if digest is not None:
         _record_input(out, opts["path"], digest)
     progress = None if args.quiet else _progress(args.name)
+    _say_fixed_cost(mod, opts, progress)
     _precompile_cold(args, mod, progress)
     with _chunks.executor(**ex) as (executor, ex_name), _chunks.session(
             executor=executor, executor_name=ex_name, options=options, **sess), \

@@ -21,6 +21,7 @@ the summary records whether each prior was loaded or trained and its training ti
 
 import hashlib
 import json
+import math
 import os
 import time
 
@@ -37,6 +38,8 @@ METHODS = ("TS", "TunedTS", "MixTS", "DPS", "DiffTS")
 #: its noise floor (two samples of the true prior), behind the "prior resembles" claims'
 #: intervals: at least 50 pairs for the floor.
 ENERGY_REPEATS = 50
+#: The fewest pairs of a check scaled down with a small request (:func:`scaled_training`).
+MIN_ENERGY_REPEATS = 5
 #: MixTS's number of components (section 6.2: "MixTS is implemented with two mixture
 #: components").
 MIX_COMPONENTS = 2
@@ -111,6 +114,63 @@ def trained_prior(samples, n_stages=100, alpha=0.97, seed=0, cache_dir=None, nam
     if path is not None:
         prior.save(path)
     return prior, {"path": path, "loaded": False, "train_time_s": elapsed}
+
+
+def full_epochs():
+    """The epochs a prior trains at the experiments' default size:
+    :meth:`vits_ref.diffusion.DiffusionPrior.fit`'s default (20)."""
+    import inspect
+
+    from ...diffusion import DiffusionPrior
+
+    return inspect.signature(DiffusionPrior.fit).parameters["epochs"].default
+
+
+def scaled_training(train_kwargs, runs, rounds, defaults, progress=None):
+    """The priors' training options at a size scaled to the request, and the summary's
+    record of it.
+
+    Training dominates a small run: a prior's cost is ``epochs x n_train x T`` network
+    steps whatever the runs and rounds asked (``diffts-synthetic --runs 2 --rounds 50``
+    trained six priors at full size: 6 minutes). Below the experiment's default size
+    (``runs x rounds`` below that of ``defaults``), the epochs are scaled by the fraction
+    ``f = runs rounds / (default runs x default rounds)``: ``ceil(f E)`` epochs, at least
+    one, of the full ``E`` (:func:`full_epochs`); the training samples, the stages and the
+    network stay as they are (TunedTS and MixTS fit the same samples), so such a prior is
+    coarser than the paper's. At the default size or above, or when ``train_kwargs``
+    gives ``epochs``, the training is as given.
+
+    The energy-distance check of a learned prior (:data:`ENERGY_REPEATS` independent
+    pairs, each a chain of ``T`` stages drawing a thousand or more points) is scaled with
+    the epochs: ``ceil(f x 50)`` pairs, at least :data:`MIN_ENERGY_REPEATS` (the first
+    pair, which the table prints, is the same whatever their number).
+
+    Returns ``(train_kwargs, record)``: the options to train with (None: the defaults) and
+    ``{"scaled", "fraction", "epochs", "full_epochs", "energy_repeats", "note"}`` for the
+    summary; with ``progress``, a scaled training is said there.
+    """
+    runs, rounds = val.positive_int(runs, "runs"), val.positive_int(rounds, "rounds")
+    full = full_epochs()
+    kw = dict(train_kwargs or {})
+    frac = min(1.0, (runs * rounds) / (defaults["runs"] * defaults["rounds"]))
+    if "epochs" in kw or frac >= 1.0:
+        epochs = kw.get("epochs", full)
+        return train_kwargs, {"scaled": False, "fraction": frac, "epochs": epochs,
+                              "full_epochs": full, "energy_repeats": ENERGY_REPEATS,
+                              "note": "trained as given" if "epochs" in kw
+                              else "trained at full size"}
+    epochs = max(1, math.ceil(frac * full))
+    repeats = max(MIN_ENERGY_REPEATS, math.ceil(frac * ENERGY_REPEATS))
+    kw["epochs"] = epochs
+    note = (f"priors trained {epochs} of {full} epochs and checked on {repeats} of "
+            f"{ENERGY_REPEATS} energy-distance pairs: the request ({runs} x {rounds}) is "
+            f"{100 * frac:.2g}% of the default size ({defaults['runs']} x "
+            f"{defaults['rounds']}), where they are in full; coarser priors than the "
+            f"paper's, wider intervals for the claims on them")
+    if progress:
+        progress(note)
+    return kw, {"scaled": True, "fraction": frac, "epochs": epochs, "full_epochs": full,
+                "energy_repeats": repeats, "note": note}
 
 
 def build_methods(samples, prior, sigma, reward="linear", which=METHODS):
@@ -370,7 +430,8 @@ def run_embedding_experiment(name, description, samples, make_env, rewards, sigm
     prior, info = trained_prior(train, n_stages, alpha, seed=seed,
                                 cache_dir=os.path.join(out, "priors"), name=name,
                                 train_kwargs=train_kwargs, progress=progress)
-    energy, (true, learned) = energy_check(prior, samples, n_energy, s_check)
+    repeats = extra.get("prior_training", {}).get("energy_repeats", ENERGY_REPEATS)
+    energy, (true, learned) = energy_check(prior, samples, n_energy, s_check, repeats)
     which = tuple(m for m in METHODS if m in set(methods) | {"DiffTS"})
     panels = [(f"{reward} rewards", make_env(reward), build_methods(train, prior, sigma,
                                                                     reward, which),

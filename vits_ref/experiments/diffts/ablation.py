@@ -58,6 +58,9 @@ STAGES = (1, 2, 5, 10, 25, 50, 100, 200, 300)
 TRAIN_SIZES = (100, 300, 1000, 3000, 10_000)
 REF_STAGES, REF_TRAIN = 100, 10_000
 TIME_OBS, TIME_REPEATS, TIME_BATCH = 50, 20, 32
+#: What does not shrink with a smaller request (``run --help`` and stderr say it).
+FIXED_COST = ("the grid: 13 priors (9 stage counts up to T = 300, 4 more training sizes) "
+              "trained (their epochs scale with the request) and 20 timed draws per T")
 PANEL_STAGES, PANEL_TRAIN = "stages T", "training samples"
 #: The paper's values (appendix C.3 and section 6.2).
 PAPER = {"T=1": 85.0, "T=25": 50.0}
@@ -120,7 +123,9 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-ablation", progress=No
         they are the panels' references.
     train_kwargs : dict or None
         Training options of :class:`vits_ref.diffusion.DiffusionPrior` (tests use few
-        epochs).
+        epochs); without ``epochs``, the epochs are scaled to the request below the default
+        size (:func:`~vits_ref.experiments.diffts._shared.scaled_training`). The grid of
+        stages and training sizes does not shrink with the request.
     time_repeats : int
         Draws timed per T.
     ref_stages, ref_train : int
@@ -132,6 +137,8 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-ablation", progress=No
     ref_stages, ref_train = int(ref_stages), int(ref_train)
     stages = sorted({int(T) for T in stages} | {ref_stages})
     train_sizes = sorted({int(n) for n in train_sizes} | {ref_train})
+    train_kwargs, training = _shared.scaled_training(train_kwargs, runs, rounds, DEFAULTS,
+                                                     progress)
     cache = os.path.join(out, "priors")
     s_data, s_env = _shared.seeds(seed, 2)
     samples = true_samples(SHAPE, max(train_sizes), s_data)
@@ -166,7 +173,8 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-ablation", progress=No
     median = {T: float(np.median(timing[T])) for T in stages}
     fit = _linear_fit(stages, [median[T] for T in stages])
     extra = {"shape": SHAPE, "sigma": SIGMA, "alpha": ALPHA, "stages": stages,
-             "train_sizes": train_sizes, "train_kwargs": train_kwargs, "priors": info,
+             "train_sizes": train_sizes, "train_kwargs": train_kwargs,
+             "prior_training": training, "priors": info,
              "draw_time_s": {str(T): median[T] for T in stages},
              "draw_times_s": {str(T): timing[T].tolist() for T in stages}, "time_fit": fit,
              "load_average_at_timing": {str(T): load[T] for T in stages},

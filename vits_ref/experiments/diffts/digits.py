@@ -28,6 +28,9 @@ NAME = "diffts-digits"
 DESCRIPTION = ("Diffusion-prior paper appendix C.2 on scikit-learn's digits (replaces "
                "MNIST): 8-d embeddings, K = 10, linear (sigma = 1) and logistic rewards")
 DEFAULTS = {"runs": 100, "rounds": 100, "seed": 0}
+#: What does not shrink with a smaller request (``run --help`` and stderr say it).
+FIXED_COST = ("the digits protocol (the classifier fits behind the 8-d embeddings) "
+              "and a prior on 10 000 samples (its epochs and checks scale)")
 #: What the experiment imports from an extra: ``(module, distribution, extra, needed
 #: with --data)`` (checked by the command line before any work).
 NEEDS = (("sklearn", "scikit-learn", "data", True),)
@@ -59,6 +62,9 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-digits", progress=None
     first = envs[rewards[0]]
     extra = {"data": "sklearn digits (replaces MNIST)", "n_arms": N_ARMS,
              "data_kwargs": data_kwargs}
+    train_kwargs, training = _shared.scaled_training(train_kwargs, runs, rounds, DEFAULTS,
+                                                     progress)
+    extra["prior_training"] = training
     return _shared.run_embedding_experiment(
         NAME, DESCRIPTION, first.prior_pool, lambda r: envs[r], rewards, SIGMA, runs,
         rounds, seed, out, progress, methods, n_stages, alpha, n_train, train_kwargs,

@@ -76,6 +76,9 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-movielens", progress=N
              "n_movies": first.prior_pool.shape[0], "real_data_command": REAL_DATA_COMMAND}
     if source == "synthetic":
         extra["stand_in_note"] = STAND_IN_NOTE
+    train_kwargs, training = _shared.scaled_training(train_kwargs, runs, rounds, DEFAULTS,
+                                                     progress)
+    extra["prior_training"] = training
     return _shared.run_embedding_experiment(
         NAME, DESCRIPTION, first.prior_pool, lambda r: envs[r], rewards, SIGMA, runs,
         rounds, seed, out, progress, methods, n_stages, alpha, n_train, train_kwargs,

@@ -108,7 +108,9 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
         The diffusion prior: ``T = 100``, ``alpha_t = 0.97``, 10 000 training samples.
     train_kwargs : dict or None
         Training options of :class:`vits_ref.diffusion.DiffusionPrior` (``epochs``, ...;
-        the tests use few); None: its defaults.
+        the tests use few); without ``epochs``, the epochs are scaled to the request below
+        the default size (:func:`~vits_ref.experiments.diffts._shared.scaled_training`,
+        recorded as ``prior_training`` in the summary).
     n_energy : int
         Samples per distribution in the energy-distance check.
     n_jobs : int
@@ -128,6 +130,8 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
             raise ValueError(f"shapes: unknown prior shape {s!r}; available: "
                              f"{', '.join(all_shapes)}")
     which = tuple(m for m in _shared.METHODS if m in set(methods) | {REFERENCE})
+    train_kwargs, training = _shared.scaled_training(train_kwargs, runs, rounds, DEFAULTS,
+                                                     progress)
     cache = os.path.join(out, "priors")
     panels, priors, energy, scatter = [], {}, {}, {}
     for i, shape in enumerate(shapes):
@@ -137,7 +141,8 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
                                             cache_dir=cache, name=shape,
                                             train_kwargs=train_kwargs, progress=progress)
         priors[shape] = info
-        energy[shape], scatter[shape] = _energy_check(prior, shape, n_energy, s_check)
+        energy[shape], scatter[shape] = _energy_check(prior, shape, n_energy, s_check,
+                                                      training["energy_repeats"])
         env = environment(shape, s_env)
         panels.append((shape, env, _shared.build_methods(samples, prior, SIGMA, "linear",
                                                          which), {"shape": shape}))
@@ -148,7 +153,8 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
 
     extra = {"shapes": shapes, "dim": DIM, "n_arms": N_ARMS, "sigma": SIGMA,
              "n_stages": n_stages, "alpha": alpha, "n_train": n_train,
-             "train_kwargs": train_kwargs, "priors": priors, "energy": energy,
+             "train_kwargs": train_kwargs, "prior_training": training, "priors": priors,
+             "energy": energy,
              "energy_factor": ENERGY_FACTOR, "methods": list(which)}
     result = _shared.run_panels(NAME, DESCRIPTION, panels, runs, rounds, seed, out,
                                 progress, extra=extra, n_jobs=n_jobs, reference=REFERENCE,
