@@ -240,18 +240,19 @@ def test_hyperparameters_by_keyword_are_the_named_policys_and_shown():
         vr.Online("vits-ii", 6, dim=4, step_sise=0.1)
 
 
-def test_a_policy_that_has_learnt_is_refused_not_restarted():
-    """An Online starts at the prior: a trained policy object is refused with a word, not
-    silently played from zero."""
-    pol = vr.make_policy("lints", 4, seed=0)
-    X = np.eye(6, 4)
-    pol.update(X, 1, 1.0)
-    with pytest.raises(ValueError, match="has learnt 1 observations"):
-        vr.Online(pol, 6)
+def test_a_trained_policy_with_a_history_is_refused_not_restarted():
+    """A trained policy is taken over (tests/test_doors.py) where its state fits the
+    buffer; one whose state keeps a history (the logistic pieces) is refused with a word,
+    not silently played from zero, and so is a seed for a trained policy."""
+    pol = _logistic()
+    pol.update(np.eye(4, 3), 1, 1.0)
+    with pytest.raises(ValueError, match="has learnt 1 observations.*history"):
+        vr.Online(pol, 4, horizon=10)
     lin = vr.LinUCB(4)
-    lin.update(X, 0, 1.0)
-    with pytest.raises(ValueError, match="has learnt 1 observations"):
-        vr.Online(lin, 6)
+    lin.update(np.eye(6, 4), 0, 1.0)
+    with pytest.raises(ValueError, match="seed must be None"):
+        vr.Online(lin, 6, seed=0)
+    assert vr.Online(lin, 6)._n0 == 1
 
 
 def test_a_diverged_update_leaves_the_state_as_it_was():

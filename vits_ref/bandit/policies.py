@@ -118,8 +118,8 @@ class ThompsonSampling(CoreDoor, Persistent):
         model.sum_r2 += r2
         diag = eng.diagnostics
         diag["n_obs"] = model.n_obs
-        if "n_steps" in diag:  # an iterative engine: its last update's schedule
-            core = self._core
+        core = self._core
+        if core.steps is None:  # an iterative engine (its updates draw): its schedule
             h = core.spec.step_size
             diag["step_size"] = h(model.n_obs) if callable(h) else h
             diag["n_steps"] = core.steps_per_update
