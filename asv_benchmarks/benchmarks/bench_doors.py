@@ -52,9 +52,15 @@ class Decision:
 
     track_bandit_over_online.unit = "Bandit / Online"
 
+    def track_policy_object_over_simulate(self, policy):
+        s, p = median_times([self.fns["simulate"], self.fns["policy"]], 5)
+        return p / s
+
+    track_policy_object_over_simulate.unit = "policy object / simulate's round"
+
 
 class FitPredict:
-    params = (list(doors.FIT_CASES),)
+    params = ([c for c in doors.FIT_CASES if c != "laplace"],)
     param_names = ["policy"]
     timeout = TIMEOUT
 
@@ -83,3 +89,26 @@ class FitPredict:
         return b / o
 
     track_predict_over_select_many.unit = "Bandit.predict / Online.select_many"
+
+
+class LaplaceFit:
+    """``Bandit.fit`` of Thompson sampling over Laplace on the linear model against the
+    engine's batch update (goal 3x; its floor is one Newton solve, and the check of the
+    contexts ``fit`` is given dominates: docs/performance.md)."""
+
+    timeout = TIMEOUT
+
+    def setup(self):
+        single_thread()
+        self.fits, _ = doors.fit_predict("laplace")
+        for fn in self.fits.values():
+            fn()
+
+    def time_bandit_fit(self):
+        self.fits["Bandit.fit"]()
+
+    def track_fit_over_floor(self):
+        f, b = median_times([self.fits["floor: Laplace.update"], self.fits["Bandit.fit"]], 5)
+        return b / f
+
+    track_fit_over_floor.unit = "Bandit.fit / batch update"
