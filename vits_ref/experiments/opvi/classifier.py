@@ -17,7 +17,7 @@ method of a run. Measure: test accuracy of the particles' averaged class probabi
 
 Size and cost. Full-batch SVGD dominates: every round takes the gradient of all 512
 training rows for 20 particles of 3 302 parameters (30 inputs x 100 hidden x 2 classes)
-in the compiled loops. Measured on this 2-core machine (another helper's jobs running):
+in the compiled loops. Measured on this 2-core machine (other jobs running):
 one run of 500 rounds took 31 s, 26 s of it full-batch SVGD (52 ms a round; the three
 mini-batch methods 1.2-1.5 s each); on a fully loaded machine the full-batch gradient
 took up to 0.45 s a round (4 minutes a run), the "1 s a round" seen before. The default is
