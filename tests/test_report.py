@@ -108,8 +108,8 @@ def test_paper_size_report(tmp_path):
 
 def test_index_page_lists_every_claim_of_the_claims_json_files(tmp_path):
     """The index reads each paper's claims.json: one row per claim of the claim table with
-    its verdict, per-seed intervals, claimed region and substitute flag; a paper without a
-    claims.json is named as such."""
+    its verdict, kind, per-seed intervals, claimed region, margin basis and runs; a paper
+    without a claims.json is named as such."""
     from vits_ref.experiments.claims import judged
     from vits_ref.experiments.claims.table import FIG1
 
@@ -121,14 +121,16 @@ def test_index_page_lists_every_claim_of_the_claims_json_files(tmp_path):
                     "final_regrets": (base + rng.normal(0, 1, 20)).tolist()}
                    for z in ("0.1", "1") for m in ("VITS-II", "LinTS")]
         results.append({"seed": seed, "runs": 20, "rounds": 1000, "results": entries})
-    recs = [{**r, "judged_by": report.TABLE_RULE} for r in judged(FIG1[:2], results)]
+    recs = judged(FIG1[:2], results)
     (tmp_path / "vits").mkdir()
     claims.write_claims_json(tmp_path / "vits" / "claims.json", recs, paper="vits",
                              size="small", seeds=[0, 1], command="cmd", date="today")
     page = report.index_page(str(tmp_path))
     for r in recs:
         row = next(line for line in page.splitlines() if line.startswith(f"| {r['id']} |"))
-        assert f"**{r['verdict']}**" in row and "within +-10%" in row and row.endswith("| no |")
+        assert f"**{r['verdict']}**" in row and "within +-10%" in row
+        assert f"| ({r['kind']}) |" in row and f"| {r['basis']} |" in row
+        assert row.endswith("| 20 runs x 1000 rounds (below the paper's size) |")
         lo, hi = r["seeds"][1]["ci"]
         assert f"seed 1: {r['seeds'][1]['estimate']:+.3g} [{lo:+.3g}, {hi:+.3g}]" in row
     assert "without a `claims.json`" in page and "Rényi" in page
@@ -150,7 +152,7 @@ def test_report_all_builds_every_claim_paper_then_the_index(tmp_path, monkeypatc
 
     def build(paper, size, out, progress=None, only=None, seeds=None):
         calls.append((paper, size, out, tuple(seeds)))
-        recs = [{**r, "judged_by": report.TABLE_RULE, "id": f"{paper}-{r['id']}"}
+        recs = [{**r, "id": f"{paper}-{r['id']}"}
                 for r in judged(FIG1[:1], results)]
         path = f"{out}/claims.json"
         claims.write_claims_json(path, recs, paper=paper, size=size, seeds=list(seeds),

@@ -18,6 +18,9 @@ comparison as an interval for the claim table (``renyi-appendix`` entries):
   the ``(1-a)(O X - c^2)`` terms dropped between eqs. (93) and (94)), and their corrected
   forms, against the quadrature.
 
+Output: ``summary.json`` and ``checks.png`` (each comparison's largest relative
+difference, on a log scale).
+
 A computed comparison has no sampling spread: its interval is the point (the largest
 relative difference over the cases), judged against the quadrature's precision
 (``NUMERICAL`` in docs/reproduction/judging.md). ``runs``: random cases per comparison;
@@ -30,9 +33,14 @@ import numpy as np
 from scipy import integrate, stats
 
 from ... import _validate as val
-from ..._seeding import child
+from ..._seeding import run_seeds
 from ...gaussian import divergences as dv
 from .._common import environment_info, write_json
+from ..plotting import figure, paper_title, plotted, save
+
+#: The figures' titles by file, the paper named first (sizes are appended at run time).
+TITLES = {"checks.png": paper_title("renyi", "appendices A-B: identities, bound and errata "
+                                              "against quadrature")}
 
 NAME = "renyi-appendix"
 DESCRIPTION = ("Rényi appendix A-B: identities (43)-(46), the B.2 bound against quadrature "
@@ -197,7 +205,8 @@ def run(runs, rounds, seed, out, progress=None):
     ss = val.as_seed_sequence(seed)
     os.makedirs(out, exist_ok=True)
     t0 = time.perf_counter()
-    rng = [np.random.default_rng(child(ss, k)) for k in range(3)]
+    # three independent streams (identities, bound, Monte Carlo): the root's first seeds
+    rng = [np.random.default_rng(s) for s in run_seeds(ss, 0, 3)]
     if progress:
         progress(f"{NAME}: {runs} cases, {rounds} draws")
     result = {"experiment": NAME, "description": DESCRIPTION, "runs": runs,
@@ -206,8 +215,29 @@ def run(runs, rounds, seed, out, progress=None):
               "environment": environment_info()}
     result["total_wall_time_s"] = time.perf_counter() - t0
     result["files"] = [os.path.join(out, "summary.json")]
+    path = os.path.join(out, "checks.png")
+    if plotted(lambda: _plot_checks(result, path), progress):
+        result["files"].append(path)
     write_json(result["files"][0], result)
     return result
+
+
+def _plot_checks(result, path):
+    """``checks.png``: each computed comparison's largest relative difference (log scale;
+    a zero is drawn at 1e-17, below double precision)."""
+    rows = [(k, v) for group in ("identities", "bound") for k, v in result[group].items()]
+    rows += [(f"MC alpha={m['alpha']:g}", abs(m["estimate"] - 1.0))
+             for m in result["monte_carlo"]]
+    fig, (ax,) = figure(width=7.0, height=0.35 * len(rows) + 1.5)
+    ax.barh(range(len(rows)), [max(v, 1e-17) for _, v in rows], color="tab:blue")
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([k for k, _ in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("largest relative difference")
+    fig.suptitle(f"{TITLES['checks.png']} ({result['runs']} cases, "
+                 f"{result['rounds']} draws)")
+    save(fig, path)
 
 
 def table(result):
