@@ -24,14 +24,14 @@ from vits_ref.experiments.claims.measures import (
     TrendAt,
     _trend,
 )
-from vits_ref.experiments.claims.table import DIFFTS, ENERGY_FACTOR, SIMILAR
+from vits_ref.experiments.claims.table import DIFFTS, ENERGY_FACTOR, SIMILAR, T_TIMES
 from vits_ref.experiments.diffts import _shared, ablation, synthetic
 
 
-def _claim(measure, claimed, margin=None, threshold=0.0):
+def _claim(measure, claimed, margin=None, threshold=0.0, basis=""):
     return Claim(id="planted", paper="test", experiment="test", where="nowhere",
                  words="a planted claim", quantity="x", data="synthetic", measure=measure,
-                 claimed=claimed, margin=margin, threshold=threshold)
+                 claimed=claimed, margin=margin, threshold=threshold, basis=basis)
 
 
 def _verdict(claim, *results):
@@ -76,7 +76,8 @@ def test_repeated_ratio_finds_a_planted_effect_and_not_a_planted_null():
 
 def test_repeated_ratio_without_repeats_is_inconclusive():
     one = {"seed": 0, "e": {"x": [0.002], "floor": [0.001]}}
-    assert _verdict(_claim(RATIO, LOWER, threshold=3.0), one) == INCONCLUSIVE
+    assert _verdict(_claim(RATIO, LOWER, threshold=ENERGY_FACTOR,
+                           basis="ENERGY_FACTOR"), one) == INCONCLUSIVE
     assert isinstance(RATIO.measure({"e": {}}), str)
     assert isinstance(RATIO.measure({"e": {"x": [0.0, 1.0], "floor": [1.0, 1.0]}}), str)
 
@@ -173,7 +174,7 @@ COST = EntryTimeRatioPer("DiffTS", "TS", "n_stages", panel="p")
 def test_time_ratio_per_stage():
     got = COST.measure(_timed(12.0, 0.1))
     assert got.estimate == pytest.approx(1.2) and not got.has_interval  # one timing
-    claim = _claim(COST, EQUAL, margin=0.25, threshold=1.0)
+    claim = _claim(COST, EQUAL, margin=T_TIMES, threshold=1.0, basis="T_TIMES")
     assert _verdict(claim, _timed(12.0, 0.1)) == INCONCLUSIVE
     rng = np.random.default_rng(0)
     # repeated timings of a 100-stage method 100 times as slow: inside 1 +- 0.25
