@@ -316,6 +316,7 @@ class _FallbackExperiment:
         res = run_panels("fake", "fake", panels, runs, rounds, seed, out, progress,
                          simulate_fn=_fake_simulate, plot=False)
         res.pop("curves", None)
+        res.pop("curve_methods", None)  # in memory only, beside the curves
         cls.first_summary = json.loads(open(os.path.join(out, "summary.json")).read())
         time.sleep(cls.EXTRA_S)
         _new_function()(np.arange(2.0))
