@@ -158,11 +158,14 @@ def _verdicts(result):
 
 
 def test_rules_reproduced_when_the_paper_holds():
-    # reductions of 14% and 28% of a mean of 30; K = 3 within 10% of K = 2; K = 1 noisier
+    # reductions of 14% and 28% of a mean of 30; K = 3 within 10% of K = 2; K = 1 noisier.
+    # The reductions are judged within 10% of the paper's percentages (+-1.4 and +-2.8
+    # points): 400 runs and K = 1's noise sd 3 (still above the shared base's sd 5.8 by a
+    # clear margin) pin them to about +-0.5 points
     shifts = {"A": {1: 0.0, 2: -0.14 * 30, 3: -0.14 * 30 + 0.5},
               "B": {1: 0.0, 2: -0.28 * 30, 3: -0.28 * 30 - 0.5}}
     mse = {s: {1: 0.4, 2: 0.2, 3: 0.1} for s in "AB"}
-    res = _fake(shifts, mse, sd_scale=20)
+    res = _fake(shifts, mse, runs=400, sd_scale=10)
     assert set(_verdicts(res).values()) == {claims.REPRODUCED}
 
 
