@@ -436,10 +436,14 @@ def cuda_copy(fn):
     whatever the process compiled before, and numba-cuda never registers an original (a
     later CPU compilation sees numba's templates only). Copies are made once per process.
 
-    Under the simulator (no compilation) the copies are made with the originals in place
-    of the twins and registered nowhere: the simulator runs the same Python as before.
+    Under the simulator (no compilation, so no registration to keep apart) ``fn`` is
+    returned as it is: the simulator swaps the ``cuda`` module in the globals of the
+    functions it runs, which a copy's own globals would hide from the functions it calls
+    (``module 'numba.cuda' has no attribute 'threadIdx'``).
     """
     sim = _simulator()
+    if sim:
+        return fn
     if not sim:
         from numba.cuda.extending import overload as cuda_overload
         from numba.cuda.extending import register_jitable as cuda_register_jitable
