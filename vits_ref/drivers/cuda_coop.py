@@ -185,7 +185,7 @@ SHARED_DEFAULT = 48 * 1024
 #: Whether :class:`BlockRounds` raises a kernel's dynamic shared memory limit above
 #: :data:`SHARED_DEFAULT` (up to the device's ``MAX_SHARED_MEMORY_PER_BLOCK_OPTIN``, 227 KB
 #: on an H100) when a run's state needs it. numba-cuda 0.30 has no public API for it
-#: (NVIDIA/numba-cuda issue #94, open): :func:`_opt_in` calls the driver's
+#: (github.com/NVIDIA/numba-cuda/issues/94, open): :func:`_opt_in` calls the driver's
 #: ``cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)`` on the
 #: compiled kernel, the call numba-cuda itself makes for the shared-memory carveout, and
 #: falls back to global memory when that fails. Not run on a GPU yet (docs/cuda.md).
