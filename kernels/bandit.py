@@ -38,7 +38,7 @@ from typing import NamedTuple
 from vits_ref.config import kernel
 
 from .potential import fingerprint
-from .views import take
+from .views import take, take2
 
 SCHEDULE_CONSTANT = 0
 SCHEDULE_DECAYED = 1
@@ -216,6 +216,72 @@ def make_bandit_run(piece):
                       step_noise, kl_rounds, regret, arms, kl_out)
 
     return run
+
+
+def late_queue_size(d, Q):
+    """Entries of the pending-feedback queue of :func:`make_bandit_rounds_late`: ``Q``
+    slots of a context row and its reward."""
+    return Q * (d + 1)
+
+
+def make_bandit_rounds_late(piece):
+    """The body running rounds ``[t0, t0 + n)`` of a run for ``piece`` with late or batched
+    feedback: :func:`make_bandit_rounds` with a queue of pending feedback.
+
+    ``rounds(params, buf, t0, k0, contexts, means, rewards, init_noise, sel_noise,
+    step_noise, order, learnt, kl_rounds, regret, arms, kl_out) -> status``. Every round
+    the policy selects an arm from its state and the round's context row and reward join
+    the queue; then the updates due by the end of the round are made, in the delivery
+    order of :func:`vits_ref.bandit.feedback.delivery_schedule`: the ``k``-th update
+    (0-based, over the run) learns round ``order[k - k0]``, with ``n_obs = k + 1`` and the
+    step noise ``step_noise[k - k0]``, and ``learnt[t]`` (global, cumulative) is the number
+    of updates made by the end of round ``t0 + t``; ``k0`` is the number made before the
+    chunk. This is the order, the observation counts and the draws of the policy's own
+    ``update`` in :func:`vits_ref.simulate`'s Python loop (the engines draw their step
+    noise per update, from their update stream), so both give the same numbers bit for
+    bit. The KL of a recorded round is that of the state after the round's deliveries.
+
+    The queue is the end of ``buf``, after the piece's state: ``Q`` slots of ``d + 1``
+    entries (:func:`late_queue_size`), round ``s`` in slot ``s mod Q``; a round is learnt
+    at most ``Q - 1`` rounds after its own (the schedule's ``span``), so no pending round
+    is overwritten. Returns 0, or the number of observations ``k + 1`` of the update that
+    left a non-finite state.
+    """
+    views, init = piece.views, piece.init
+    select, update, kl = piece.select, piece.update, piece.kl
+
+    @kernel
+    def rounds(params, buf, t0, k0, contexts, means, rewards, init_noise, sel_noise,
+               step_noise, order, learnt, kl_rounds, regret, arms, kl_out):
+        n, K, d = contexts.shape
+        state, used = views(buf, d, K, step_noise.shape[2], regret.shape[0])
+        queue, _ = take2(buf, used, (buf.shape[0] - used) // (d + 1), d + 1)
+        Q = queue.shape[0]
+        if t0 == 0:
+            init(params, state, init_noise)
+        nk = first_kl(kl_rounds, t0)
+        k = k0
+        for t in range(n):
+            tg = t0 + t
+            X = contexts[t]
+            arm = select(params, state, X, sel_noise[t])
+            regret[tg] = instant_regret(means[t], arm)
+            arms[tg] = arm
+            slot = queue[tg % Q]
+            slot[:d] = X[arm]
+            slot[d] = rewards[t, arm]
+            while k < learnt[t]:
+                j = k - k0
+                due = queue[order[j] % Q]
+                if not update(params, state, due[:d], due[d], k + 1, step_noise[j]):
+                    return k + 1
+                k += 1
+            if nk < kl_rounds.shape[0] and kl_rounds[nk] == tg + 1:
+                kl_out[nk] = kl(params, state)
+                nk += 1
+        return 0
+
+    return rounds
 
 
 # --------------------------------------------------------------------------- random policy

@@ -32,9 +32,11 @@ from ..envs import Environment
 from ..errors import DivergenceError, raise_first_divergence, record_first_divergence
 from ..inference import VITS, Langevin, LinTS
 from ..inference.base import GaussianEngine
+from ..kernels.bandit import late_queue_size
 from . import _plan, backends
 from ._fused_draws import batch_chunks  # shared with the CUDA path
 from ._fused_draws import realise_chunks as _realise_chunks
+from .feedback import delivery_schedule, drawn_lag
 from .policies import LinUCB, RandomPolicy, ThompsonSampling
 from .result import SimulationResult
 
@@ -296,10 +298,11 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
                               stream, progress, delay, batch)
     chosen = backends.choose(block, backend, fused)
     if chosen is None and spec is not None and not block.immediate:
-        # the reason, not "no fused loop": the policy has one, but it learns at once
-        raise ValueError(f"{block.name}'s fused loop learns each round's reward at once: "
-                         f"delay={delay!r} and batch={batch!r} run in the Python loop only "
-                         f"(device='cpu' and fused=None or False)")
+        # the reason, not "no fused loop": the policy has one, on the CPU's NumPy streams
+        raise ValueError(f"delay={delay!r} and batch={batch!r} are played by the CPU's fused "
+                         f"loop and the Python loop only (device='cpu', stream='numpy'); "
+                         f"{block.name} was asked for device={device!r}, "
+                         f"stream={stream!r}")
     if chosen is None and device == "cuda":
         raise ValueError(f"device='cuda' needs a fused loop; {block.name} has none "
                          "on this model/schedule (use device='cpu')")
@@ -377,10 +380,12 @@ class Fused:
 def _fused_declines(block, device, stream):
     if block.spec is None:
         return "the policy has no fused loop on this model/schedule"
-    if not block.immediate:
-        return "the fused loop learns each round's reward at once (no delay or batch)"
     if (block.device, block.stream) != (device, stream):
         return f"it runs on device={device!r} with stream={stream!r}"
+    if not block.immediate and (device, stream) != ("cpu", "numpy"):
+        # the queue of pending feedback is in the CPU loop over pre-drawn randomness only
+        return (f"delay={block.delay!r} and batch={block.batch!r} are played by the CPU's "
+                f"fused loop ('fused-cpu') and the Python loop only")
     return None
 
 
@@ -457,11 +462,8 @@ def _run_python(pol, chunks, kl_rounds, regret, arms, kl, run, gaussian, delay=0
             raise err.in_run(run, round=t + 1) from None
         regret[t] = means.max() - means[arm]
         arms[t] = arm
-        lag = delay if rng is None else delay(rng)
-        if (isinstance(lag, (bool, np.bool_)) or not isinstance(lag, (int, np.integer))
-                or lag < 0):  # True is refused as delay=True is, not taken as 1
-            raise ValueError(f"delay must draw integers >= 0, got {lag!r} in round {t + 1}")
-        due.append((t + int(lag), X, arm, rewards[arm]))
+        lag = delay if rng is None else drawn_lag(delay, rng, t)
+        due.append((t + lag, X, arm, rewards[arm]))
         if (t + 1) % batch == 0:
             ready = [p for p in due if p[0] <= t]
             due = [p for p in due if p[0] > t]
@@ -529,9 +531,16 @@ def _run_fused(block, rows):
     for lo in range(0, n_runs, batch):
         hi = min(n_runs, lo + batch)
         seeds = run_seeds(root, first_run + lo, hi - lo)
-        _fused_batch(spec, block.name, [env_for(s) for s in seeds], seeds, T, chunk,
-                     block.kl_rounds, rows.regret[lo:hi], rows.arms[lo:hi], rows.kl[lo:hi],
-                     first_run + lo)
+        args = (spec, block.name, [env_for(s) for s in seeds], seeds, T, chunk,
+                block.kl_rounds, rows.regret[lo:hi], rows.arms[lo:hi], rows.kl[lo:hi],
+                first_run + lo)
+        if block.immediate:
+            _fused_batch(*args)
+        else:
+            schedules = [delivery_schedule(T, block.delay, block.batch,
+                                           delay_rng(s) if callable(block.delay) else None)
+                         for s in seeds]
+            _fused_batch_late(*args, schedules)
         block.report(hi)
 
 
@@ -574,5 +583,55 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
     # the lowest diverging run of the batch, after all chunks: whatever the batches and
     # chunks of rounds, the error names the lowest-numbered diverging run (the one the
     # Python loop, which runs the runs in order, meets first)
+    raise_first_divergence(first_bad, name, first_index, spec.step_size,
+                           spec.divergence_detail)
+
+
+def _fused_batch_late(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms, kl,
+                      first_index, schedules):
+    """:func:`_fused_batch` with late or batched feedback: each run plays its
+    :func:`vits_ref.bandit.feedback.delivery_schedule` through
+    :func:`vits_ref.drivers.cpu.bandit_rounds_late`, a queue of pending feedback at the end
+    of its state buffer.
+
+    The policy's step noise is drawn a chunk of rounds at a time, one row per round, and
+    the ``k``-th update reads row ``k``: as an update lags its round, a run carries the
+    rows of its updates still to come from one chunk to the next (at most its pending
+    rounds), so the updates read the rows of the whole draw, bit for bit, whatever the
+    chunks. Divergence is reported as :func:`_fused_batch` reports it, at the number of
+    observations of the update that failed (as the engines' own ``update`` raises it).
+    """
+    R = len(run_seeds)
+    d, K = envs[0].dim, envs[0].n_arms
+    rounds = cpu.bandit_rounds_late(spec.piece)
+    Q = max(s.span for s in schedules)
+    status = np.zeros(R, dtype=np.int64)
+    first_bad = np.zeros(R, dtype=np.int64)
+    k0 = np.zeros(R, dtype=np.int64)
+    carry = [None] * R  # per run: the step-noise rows of updates k0, k0 + 1, ... drawn
+    bufs = None
+    t0 = 0
+    for contexts, means, rewards, init, sel, steps in batch_chunks(spec, envs, run_seeds, T,
+                                                                    chunk):
+        n = contexts.shape[1]
+        if bufs is None:
+            bufs = np.empty((R, spec.piece.state_size(d, K, steps.shape[3], T)
+                             + late_queue_size(d, Q)))
+        learnt = np.stack([s.learnt[t0:t0 + n] for s in schedules])
+        m = learnt[:, -1] - k0  # the updates each run makes in the chunk
+        L = int(m.max())
+        order = np.zeros((R, L), dtype=np.int64)
+        noise = np.zeros((R, L) + steps.shape[2:])
+        for r, s in enumerate(schedules):
+            rows = steps[r] if carry[r] is None else np.concatenate((carry[r], steps[r]))
+            noise[r, :m[r]] = rows[:m[r]]
+            carry[r] = rows[m[r]:]
+            order[r, :m[r]] = s.order[k0[r]:k0[r] + m[r]]
+        rounds(spec.params, bufs, t0, k0, contexts, means, rewards, init, sel, noise, order,
+               learnt, kl_rounds, regret, arms, kl, status)
+        record_first_divergence(first_bad, status)
+        k0 = learnt[:, -1].copy()
+        del contexts, means, rewards, init, sel, steps, noise
+        t0 += n
     raise_first_divergence(first_bad, name, first_index, spec.step_size,
                            spec.divergence_detail)

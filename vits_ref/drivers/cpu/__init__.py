@@ -32,6 +32,7 @@ replaces one here (``monkeypatch.setattr(cpu, ...)``) replaces it for them.
 from .bandit import (
     bandit_online,
     bandit_rounds,
+    bandit_rounds_late,
     bandit_run,
     bandit_runs,
     online_compiled,
@@ -86,7 +87,8 @@ __all__ = [
     "vits_scratch", "vits_steps", "langevin_steps", "newton", "chol_update_rows",
     "lints_draws", "linucb_scores", "sherman_morrison", "sherman_morrison_rows",
     # bandit loops
-    "bandit_online", "bandit_run", "bandit_runs", "bandit_rounds", "online_compiled",
+    "bandit_online", "bandit_run", "bandit_runs", "bandit_rounds", "bandit_rounds_late",
+    "online_compiled",
     "online_meta",
     # streams
     "bandit_streams", "stream_draws", "philox_words", "philox_fills", "FILL_UNIFORMS",

@@ -17,7 +17,7 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
 from ...config import cpu_jit, kernel
-from ...kernels.bandit import make_bandit_rounds
+from ...kernels.bandit import make_bandit_rounds, make_bandit_rounds_late
 
 
 @functools.cache
@@ -102,6 +102,41 @@ def bandit_rounds(piece):
                 status[r] = body(params, bufs[r], t0, contexts[r], means[r], rewards[r],
                                  init_noise[r], sel_noise[r], step_noise[r], kl_rounds,
                                  regret[r], arms[r], kl_out[r])
+
+    return run
+
+
+@functools.cache
+def bandit_rounds_late(piece):
+    """``run(params, bufs, t0, k0, contexts, ..., step_noise, order, learnt, kl_rounds,
+    regret, arms, kl_out, status)``: :func:`bandit_rounds` with late or batched feedback
+    (:func:`vits_ref.kernels.bandit.make_bandit_rounds_late`), ``prange`` over the runs.
+
+    Per run, beside :func:`bandit_rounds`'s arrays: ``k0`` (R,) the updates made before the
+    chunk, ``step_noise`` (R, L, S, M, d) and ``order`` (R, L) the step noise and learnt
+    round of updates ``k0 .. k0 + L - 1`` (rows past a run's last update of the chunk are
+    not read), ``learnt`` (R, n) the updates made by the end of each round of the chunk;
+    ``bufs`` (R, ``piece.state_size(d, K, M, T)`` + the queue's
+    :func:`vits_ref.kernels.bandit.late_queue_size`). One run is computed in the calling
+    thread, as in :func:`bandit_rounds`.
+    """
+    body = make_bandit_rounds_late(piece)
+    fp = piece.fingerprint  # in the closure: Numba's cache key follows the bodies
+
+    @cpu_jit(parallel=True)
+    def run(params, bufs, t0, k0, contexts, means, rewards, init_noise, sel_noise,
+            step_noise, order, learnt, kl_rounds, regret, arms, kl_out, status):
+        _ = fp
+        if contexts.shape[0] == 1:
+            status[0] = body(params, bufs[0], t0, k0[0], contexts[0], means[0], rewards[0],
+                             init_noise[0], sel_noise[0], step_noise[0], order[0], learnt[0],
+                             kl_rounds, regret[0], arms[0], kl_out[0])
+        else:
+            for r in prange(contexts.shape[0]):
+                status[r] = body(params, bufs[r], t0, k0[r], contexts[r], means[r],
+                                 rewards[r], init_noise[r], sel_noise[r], step_noise[r],
+                                 order[r], learnt[r], kl_rounds, regret[r], arms[r],
+                                 kl_out[r])
 
     return run
 
