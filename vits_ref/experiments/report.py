@@ -329,13 +329,26 @@ def to_markdown(meta, sections, out):
 _TABLE_HEAD = "| claim | where | verdict | kind |"
 
 
+def _verdict_text(c):
+    """The verdict as the page prints it: a contradiction that an optimisation of the
+    library causes says so, and a timing claim says which judgement it is."""
+    from .claims.records import CAUSED_TEXT
+
+    v = f"**{c['verdict']}**"
+    if c.get("caused_by_optimisation"):
+        v += f" ({CAUSED_TEXT})"
+    if c.get("implementation"):
+        v += f" [{c['implementation']}]"
+    return v
+
+
 def _table_row(c):
-    return f"| {c['id']} | {c['section']} | **{c['verdict']}** | ({c['kind']}) |"
+    return f"| {c['id']} | {c['section']} | {_verdict_text(c)} | ({c['kind']}) |"
 
 
 def _claim_lines(c):
     """A claim's block of the Markdown page."""
-    return [f"### {c['id']}: **{c['verdict']}**", "",
+    return [f"### {c['id']}: {_verdict_text(c)}", "",
             f"> {c['quote']}", f"> ({c['section']})", "",
             f"- Measured: {c['measured']}", f"- Rule and reading: {c['why']}",
             _data_line(c), ""]
@@ -413,6 +426,11 @@ _CSS = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-heigh
         ".inconclusive{color:#8a6d00}")
 
 
+def _html_label(c):
+    """:func:`_verdict_text`'s labels after the verdict, escaped."""
+    return html.escape(_verdict_text(c)[len(f"**{c['verdict']}**"):])
+
+
 def _verdict_html(verdict):
     return f'<b class="{verdict.replace(" ", "-")}">{html.escape(verdict)}</b>'
 
@@ -437,7 +455,8 @@ def to_html(meta, sections):
     for s in sections:
         for c in s["claims"]:
             parts.append(f"<tr><td><a href='#{esc(c['id'])}'>{esc(c['id'])}</a></td>"
-                         f"<td>{esc(c['section'])}</td><td>{_verdict_html(c['verdict'])}</td>"
+                         f"<td>{esc(c['section'])}</td><td>{_verdict_html(c['verdict'])}"
+                         f"{_html_label(c)}</td>"
                          f"<td>({esc(c['kind'])})</td></tr>")
     parts.append("</table>")
     for s in sections:
@@ -451,7 +470,7 @@ def to_html(meta, sections):
             parts.append("<p>No claim of the paper is checked by this experiment.</p>")
         for c in s["claims"]:
             parts += [f"<h3 id='{esc(c['id'])}'>{esc(c['id'])}: {_verdict_html(c['verdict'])}"
-                      "</h3>",
+                      f"{_html_label(c)}</h3>",
                       f"<blockquote>{esc(c['quote'])}<br>({esc(c['section'])})</blockquote>",
                       f"<ul><li>Measured: {esc(c['measured'])}</li>"
                       f"<li>Rule and reading: {esc(c['why'])}</li>"
@@ -540,7 +559,9 @@ def index_page(docs):
         lines += ["", "| sentence | kind | where | tests | verdict |", "|---|---|---|---|---|"]
         for g in sentences(found):
             quote = g["quote"] if len(g["quote"]) <= 160 else g["quote"][:157] + "..."
-            tests = ", ".join(f"{i}: {v}" for i, v in g["verdicts"].items())
+            tests = ", ".join(f"{i}: {v}" + (" (an optimisation's, not counted)"
+                                             if i in g.get("optimised", ()) else "")
+                              for i, v in g["verdicts"].items())
             lines.append(f"| {quote} | ({g['kind']}) | {'; '.join(g['sections'])} | {tests} "
                          f"| **{g['verdict']}** |")
         lines += ["", "| claim | where | verdict | kind | intervals per seed | claimed | "
@@ -550,7 +571,7 @@ def index_page(docs):
             if c["experiment"] in below:
                 sizes += " (below the paper's size)"
             lines.append(
-                f"| {c['id']} | {c['section']} | **{c['verdict']}** | ({c['kind']}) | "
+                f"| {c['id']} | {c['section']} | {_verdict_text(c)} | ({c['kind']}) | "
                 + "; ".join(_interval_text(s) for s in c["seeds"])
                 + f" | {_claimed_text(c)} | {c['basis']} | {sizes} |")
         lines.append("")

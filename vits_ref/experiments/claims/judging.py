@@ -72,6 +72,11 @@ BASES = {"SIMILAR", "SLIGHTLY", "MUCH", "SIGNIFICANTLY", DIRECTION, PERCENTAGE,
 #: (a) the paper's sentence on the paper's problem, (b) the paper's sentence on substitute
 #: or reconstructed data, (c) the library's reading of a figure, table or algorithm.
 PAPER, SUBSTITUTE, READING = "a", "b", "c"
+#: The two judgements of a timing claim (docs/reproduction/judging.md, "Timings judged
+#: twice"): the paper's algorithm as written (a cost count, or an implementation without the
+#: library's optimisations), and the library's code as it runs.
+AS_WRITTEN, AS_IMPLEMENTED = "as written", "as implemented"
+IMPLEMENTATIONS = (AS_WRITTEN, AS_IMPLEMENTED)
 KINDS = {PAPER: "the papers' sentences on the papers' problems",
          SUBSTITUTE: "the papers' sentences on substitute or reconstructed data",
          READING: "the library's readings"}
@@ -209,6 +214,20 @@ class Claim:
         inferred for the word margins (an equality within ``SIMILAR``, a size word's
         ``SLIGHTLY``, ``MUCH`` or ``SIGNIFICANTLY``, a bare direction at 0 or 1), required
         otherwise: a claim without a justified margin is refused.
+    implementation : {"", "as written", "as implemented"}, default ""
+        For a timing claim, which of its two judgements this is: :data:`AS_WRITTEN`, the
+        paper's algorithm as the paper writes it (a cost count, or an implementation
+        without the library's optimisations), or :data:`AS_IMPLEMENTED`, the library's
+        code as it runs; "" for a claim that is not about time.
+    optimisation : str, default ""
+        For an :data:`AS_IMPLEMENTED` claim (required there, refused elsewhere): how the
+        library's code departs from the algorithm as written (e.g. "VITS-II caches the
+        constant Hessian of the linear model"), or a sentence that says it does not.
+    twin : str, default ""
+        The id of the claim's other judgement (the :data:`AS_WRITTEN` claim of an
+        :data:`AS_IMPLEMENTED` one): a contradiction of this claim while its twin is
+        reproduced is caused by the optimisation, and labelled so
+        (:func:`vits_ref.experiments.claims.records.label_optimisations`).
     """
 
     id: str
@@ -228,6 +247,9 @@ class Claim:
     size: str | None = None
     reconstructed: bool = False
     basis: str = ""
+    implementation: str = ""
+    optimisation: str = ""
+    twin: str = ""
 
     def __post_init__(self):
         for name in ("id", "paper", "experiment", "where", "words", "quantity", "data"):
@@ -260,6 +282,19 @@ class Claim:
         if self.substitute and self.reconstructed:
             raise ValueError(f"substitute and reconstructed: the claim {self.id!r} is on "
                              "stand-in data or on a rebuilt problem, not both")
+        if self.implementation not in ("", *IMPLEMENTATIONS):
+            raise ValueError(f"implementation must be one of {IMPLEMENTATIONS} or '', got "
+                             f"{self.implementation!r}")
+        if (self.implementation == AS_IMPLEMENTED) != bool(self.optimisation):
+            raise ValueError(f"optimisation: the claim {self.id!r} "
+                             + ("judges the library's code: name how it departs from the "
+                                "algorithm as written (or say that it does not)"
+                                if self.implementation == AS_IMPLEMENTED else
+                                "is not an 'as implemented' judgement and takes no "
+                                "optimisation"))
+        if self.twin and (self.implementation != AS_IMPLEMENTED or self.twin == self.id):
+            raise ValueError(f"twin: only an 'as implemented' claim names its 'as written' "
+                             f"twin (another id), got {self.twin!r} on {self.id!r}")
         basis = self.basis or self._word_basis()
         if basis not in BASES:
             raise ValueError(

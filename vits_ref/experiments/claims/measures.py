@@ -23,6 +23,8 @@ string saying why. The intervals are SciPy's:
 - :class:`MeanOf`: a one-sample t interval of per-run values;
 - :class:`Computed`: a deterministic computed value (no sampling spread: the interval is
   the point), or an interval the experiment computed itself (a Monte Carlo mean's);
+- :class:`CostCount`: a ratio of cost counts (flops) of the papers' algorithms as written
+  (:mod:`vits_ref.experiments.claims.costs`), exact: its interval is the point;
 - :class:`TimeToLevel`: the ratio of two methods' computing times to bring a curve to a level
   (steps times cost per step), with the interval of the cost ratio (as :class:`TimeRatio`);
 - :class:`TimeRatio`: a ratio of two methods' timings. Repeated timings (a list per method)
@@ -522,6 +524,37 @@ class Computed:
         v = float(got)
         return Interval(v, v, v, int(result.get("runs", 1)), None,
                         method="computed, no sampling")
+
+
+@dataclasses.dataclass(frozen=True)
+class CostCount:
+    """A ratio of two cost counts of the papers' algorithms as written
+    (:mod:`vits_ref.experiments.claims.costs`): exact, no sampling, so its interval is the
+    point. ``count(inputs)`` gives the ratio from the numbers of ``inputs`` (``{name: path
+    of keys in the summary}``); with no inputs the count needs no run (``needs_run`` is
+    False: it is the paper's setting, judged anew when a page is re-judged)."""
+
+    count: object
+    what: str
+    inputs: tuple = ()
+
+    @property
+    def comparison(self):
+        return self.what
+
+    @property
+    def needs_run(self):
+        return bool(self.inputs)
+
+    def measure(self, result):
+        got = {}
+        for name, path in self.inputs:
+            v = _lookup(result, path)
+            if v is None:
+                return f"not in the summary: {' / '.join(map(str, path))}"
+            got[name] = float(v)
+        v = float(self.count(**got))
+        return Interval(v, v, v, 1, None, method="cost count, exact")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,10 +4,13 @@ import json
 import math
 
 from .judging import (
+    AS_IMPLEMENTED,
     CONFIDENCE,
+    CONTRADICTED,
     INCONCLUSIVE,
     KINDS,
     LIBRARY_READING,
+    REPRODUCED,
     VERDICTS,
     Interval,
     judge,
@@ -80,6 +83,10 @@ def record(judgement):
     if c.reconstructed:
         why += (" Judged on a reconstructed problem (redrawn from the paper's figures or "
                 f"taken from the authors' code): {c.data}.")
+    if c.implementation:
+        why += f" Timing judged {c.implementation}" + (
+            f" (the library's optimisation: {c.optimisation})." if c.optimisation else
+            ": the paper's algorithm, without the library's optimisations.")
     if c.note:
         why += " " + c.note
     return {"id": c.id, "paper": c.paper, "experiment": c.experiment,
@@ -91,6 +98,9 @@ def record(judgement):
             "relative": c.relative, "rule": c.rule(), "data": c.data,
             "substitute": c.substitute, "reconstructed": c.reconstructed,
             "kind": c.kind, "basis": c.basis, "note": c.note,
+            "implementation": c.implementation or None,
+            "optimisation": c.optimisation or None, "twin": c.twin or None,
+            "caused_by_optimisation": None,
             "verdict": judgement.verdict, "reason": judgement.reason or None,
             "runs_needed": judgement.runs_needed,
             "seeds": [seed_record(c, s) for s in seeds],
@@ -119,8 +129,30 @@ def judged(claims, results):
     ``seed`` key names it)."""
     if not results:
         raise ValueError("results must hold at least one summary")
-    return [record(judge(c, [(r.get("seed"), c.measure.measure(r), size_of(r))
-                             for r in results])) for c in claims]
+    return label_optimisations(
+        [record(judge(c, [(r.get("seed"), c.measure.measure(r), size_of(r))
+                          for r in results])) for c in claims])
+
+
+#: What the page prints after a contradiction that an optimisation causes.
+CAUSED_TEXT = "caused by an optimisation of the library"
+
+
+def label_optimisations(records):
+    """Label each :data:`~vits_ref.experiments.claims.judging.AS_IMPLEMENTED` record that
+    is contradicted while its twin (the paper's algorithm as written) is reproduced: the
+    contradiction is caused by the library's optimisation, named in the record's
+    ``caused_by_optimisation`` and its ``why``. Any other record's label is cleared.
+    Returns ``records`` (changed in place)."""
+    verdicts = {r["id"]: r["verdict"] for r in records}
+    for r in records:
+        caused = (r.get("implementation") == AS_IMPLEMENTED and r["verdict"] == CONTRADICTED
+                  and verdicts.get(r.get("twin")) == REPRODUCED)
+        r["caused_by_optimisation"] = r.get("optimisation") if caused else None
+        if caused:
+            r["why"] += (f" This contradiction is {CAUSED_TEXT}: the paper's algorithm as "
+                         f"written is reproduced ({r['twin']}); the sentence is judged on it.")
+    return records
 
 
 def write_claims_json(path, records, **meta):
@@ -178,8 +210,16 @@ def rejudge(stored, claims):
     new = {}
     for c in claims:
         src = by_id.get(c.id) or by_comparison.get((c.experiment, c.measure.comparison))
-        if src is None or (c.id not in by_id and not any(
-                r["experiment"] == c.experiment for r in stored)):
+        same = next((r for r in stored if r["experiment"] == c.experiment), None)
+        if src is None and same is not None and hasattr(c.measure, "needs_run"):
+            # a cost count: computed from the paper's setting alone, judged anew once per
+            # stored seed; one that reads the run, not measured on a page that predates it
+            got = (c.measure.measure({}) if not c.measure.needs_run else
+                   "the page predates this measurement: its report command regenerates it")
+            new[c.id] = record(judge(c, [(s["seed"], got, s.get("size", ""))
+                                         for s in same["seeds"]]))
+            continue
+        if src is None or (c.id not in by_id and same is None):
             continue
         new[c.id] = record(judge(c, stored_measurements(src)))
     out, placed = [], set()
@@ -195,7 +235,7 @@ def rejudge(stored, claims):
             out.append(new[order[k]])
             placed.add(order[k])
             k += 1
-    return out
+    return label_optimisations(out)
 
 
 def sentences(records):
@@ -204,8 +244,11 @@ def sentences(records):
 
     A sentence's verdict is its tests' common verdict, and :data:`INCONCLUSIVE` when they
     disagree: a sentence is reproduced only if every test of it is, contradicted only if
-    every test is. A sentence tested both on the paper's problem and on a substitute or
-    reconstructed one is one sentence of each kind, each on its own tests.
+    every test is. A test whose contradiction an optimisation of the library causes
+    (``caused_by_optimisation``, :func:`label_optimisations`) is listed but not counted: the
+    sentence is judged on the paper's algorithm as written there. A sentence tested both
+    on the paper's problem and on a substitute or reconstructed one is one sentence of each
+    kind, each on its own tests.
 
     Returns
     -------
@@ -223,8 +266,10 @@ def sentences(records):
             g["sections"].append(r["section"])
         g["ids"].append(r["id"])
         g["verdicts"][r["id"]] = r["verdict"]
+        if r.get("caused_by_optimisation"):
+            g.setdefault("optimised", []).append(r["id"])
     for g in groups.values():
-        found = set(g["verdicts"].values())
+        found = {v for i, v in g["verdicts"].items() if i not in g.get("optimised", ())}
         g["verdict"] = found.pop() if len(found) == 1 else INCONCLUSIVE
     return list(groups.values())
 

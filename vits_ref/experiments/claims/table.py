@@ -7,7 +7,10 @@ named once here and justified in ``docs/reproduction/judging.md``.
 
 import dataclasses
 
+from . import costs
 from .judging import (
+    AS_IMPLEMENTED,
+    AS_WRITTEN,
     EQUAL,
     HIGHER,
     LARGE,
@@ -26,6 +29,7 @@ from .judging import (
 )
 from .measures import (
     Computed,
+    CostCount,
     GapChange,
     LateSlope,
     MeanOf,
@@ -72,6 +76,16 @@ _HF_NOTE = ("The paper's Hessian-free variant (unsymmetrised A, one step) diverg
             "extra line 'VITS-II at the HF step' tells the two causes apart).")
 
 
+_HF_WORDS = ("its Hessian-free version slightly underperforms but is computationally more "
+             "efficient")
+#: How the library's VITS-II on Figure 1's linear model departs from Algorithm 3 as written.
+_FIG1_OPTIMISATION = ("VITS-II on the linear model reads its Hessian, the constant eta V, "
+                      "from a cache and its gradient from the sufficient statistics (V, b) "
+                      "in O(d^2), where Algorithm 3 as written recomputes both over the "
+                      "round's observations at every step; the Hessian-free variant keeps "
+                      "its 20 draws per step")
+
+
 def _z(panel):
     return panel.replace("zeta = ", "zeta-")
 
@@ -92,11 +106,11 @@ FIG1 = (
             measure=PairedMean(p, _HF, "VITS-II"), claimed=HIGHER, size=SMALL,
             margin=SLIGHTLY, relative=True, note=_HF_NOTE, **_FIG1) for p in _ZETAS),
     Claim(id="fig1-hf-faster", where="section 4.1, Figure 1",
-          words="its Hessian-free version slightly underperforms but is computationally more "
-                "efficient",
+          words=_HF_WORDS,
           measure=_timed("us_per_round_warm_repeats", _HF, "VITS-II",
                          f"warm time per round, {_HF} / VITS-II"),
-          claimed=LOWER, threshold=1.0,
+          claimed=LOWER, threshold=1.0, implementation=AS_IMPLEMENTED,
+          optimisation=_FIG1_OPTIMISATION, twin="fig1-hf-faster-as-written",
           note=REPEATED + " On the linear model the Hessian is the constant eta V, which the "
                           "library caches, so VITS-II pays no Hessian and the 20-draw "
                           "estimator is extra work; the paper's speed argument holds where a "
@@ -104,6 +118,21 @@ FIG1 = (
           **{**_FIG1,
              "quantity": "warm time per round (one thread, 15 interleaved repeats of 200 "
                          "rounds)"}),
+    Claim(id="fig1-hf-faster-as-written", where="section 4.1, Figure 1",
+          words=_HF_WORDS,
+          measure=CostCount(costs.fig1_ratio,
+                            f"flops per run, {_HF} / VITS-II, Algorithm 3 as written "
+                            "(d = 20, T = 1000, 10 steps, 20 draws against 1)"),
+          claimed=LOWER, threshold=1.0, implementation=AS_WRITTEN,
+          note="The paper's Algorithm 3 as written recomputes the Hessian over the round's "
+               "t - 1 observations at every step (2 t d^2 flops), which the Hessian-free "
+               "variant replaces by 20 gradients at 20 draws (20 x 4 t d): at d = 20 the "
+               "draws cost more than the Hessian they replace (80 t d against 2 t d^2 + "
+               "4 t d; the Hessian-free count is the smaller only for d > 38 at 20 draws), "
+               "so the count contradicts the claim on Figure 1's problem whatever the "
+               "library caches (vits_ref/experiments/claims/costs.py).",
+          **{**_FIG1, "quantity": "floating-point operations of a run of Algorithm 3 as "
+                                  "written (no cache, no sufficient statistics)"}),
     *(Claim(id=f"fig1-zeta1-similar-{tag}", where="section 4.1, Figure 1",
             words="for  $\\zeta=1$ , it appears that all methods exhibit similar performance, "
                   "with the exception of LMC-TS with 10 steps, which slightly underperforms",
@@ -154,7 +183,8 @@ _PAPER_REDUCTION = {"A": 0.14, "B": 0.28}
 _PRIOR_NOTE = ("The paper states no priors; those of the authors' code are used "
                "(vits_ref/experiments/vts/scenarios.py says how the result moves with the "
                "prior and the scoring rule).")
-_MSE = "mean squared error of the expected reward at the last round, per run (Figure 3)"
+_MSE = ("mean squared error of the expected reward as eq. (21) averages it over time, "
+        "MSE_a(T) = 1/T sum_t (mu_at - mu_hat_at)^2 at t = T, per run (Figure 3)")
 
 VTS = (
     *(Claim(id=f"vts-{s}-k2-beats-k1", where="section 4, Figure 2", words=_REDUCTION_WORDS,
@@ -191,6 +221,26 @@ VTS = (
                   "with K = 3\u201d) fits the expected reward best",
             measure=PairedMean(f"scenario {s}", _K3, k, ("final_mse", arm)), claimed=LOWER,
             **{**_VTS, "quantity": _MSE}) for s in "AB" for arm in (0, 1) for k in (_K1, _K2)),
+    *(Claim(id=f"vts-best-k-matches-{s}-vs-k{k[-1]}", where="section 4, Figure 2",
+            words="For both scenarios, the best performance is achieved when the assumed K s "
+                  "match the true number of mixtures per arm (Scenario A and Scenario B are "
+                  "both a mixture of two Gaussians)",
+            measure=PairedMean(f"scenario {s}", _K2, k), claimed=LOWER,
+            note="'The best performance' is read as K = 2's final regret below each other "
+                 "K's, on the same runs. The same section calls K = 3's regret similar to "
+                 "K = 2's (vts-k3-like-k2-*): both can hold only if K = 2 is the lower by "
+                 "less than the margin of 'similar'; each sentence is judged as written. "
+                 + _PRIOR_NOTE, **_VTS) for s in "AB" for k in (_K1, _K3)),
+    Claim(id="vts-k1-reasonable-in-A", where="section 4, Figure 2",
+          words="It is interesting to observe that, for Scenario A, \u201cVTS with K = 1\u201d "
+                "performs reasonably well.",
+          measure=PairedStatistic("scenario A", _K2, _K1, "reduction"), claimed=LOWER,
+          threshold=SLIGHTLY, basis="SLIGHTLY",
+          note="'Reasonably well' is read as the true model (K = 2) cutting K = 1's final "
+               "regret by less than a slight gap: the reduction 1 - mean(K = 2)/mean(K = 1) "
+               "below 15% (SLIGHTLY), a direction below that bound. The paper's own 14% in "
+               "scenario A lies below it, its 28% in scenario B ('such an assumption "
+               "results in higher regret') above. " + _PRIOR_NOTE, **_VTS),
 )
 
 # -- Li and Turner's Rényi appendix C, Algorithm 1: renyi-mab ------------------------------
@@ -419,19 +469,28 @@ _I_NOTE = ("The costs per step are timed in 15 repeats, interleaved between the 
            "seeds, so the interval is that of the cost ratio times the ratio of steps. "
            + REPEATED)
 
+#: Appendix I's timings run the algorithms as the appendix writes them: one judgement is both.
+_I_TIMED = dict(implementation=AS_IMPLEMENTED,
+                optimisation="none: on appendix I's Gaussian target the timed steps are the "
+                             "algorithms as written (the Hessian is the target's constant "
+                             "precision for VI-I and VI-II alike, VI-I inverts B at every "
+                             "step, the Hessian-free variant draws 20 times, LMC averages "
+                             "its moments): the timing judges the paper's algorithms as "
+                             "written too, so no optimisation causes its verdicts")
+
 FIG_I = (
     *(Claim(id=f"figI-{_I_TAG[m]}-faster-than-lmc-kl{lv:g}",
             words="This figure shows that VITS - II and VITS - II Hessian-free are faster (in "
                   "term of computational time) than LMCTS to obtain a certain "
                   "Kullback-Leibler divergence",
             measure=TimeToLevel(m, "LMC", lv, cost=_I_COST, paired=True),
-            claimed=LOWER, threshold=1.0, note=_I_NOTE,
+            claimed=LOWER, threshold=1.0, note=_I_NOTE, **_I_TIMED,
             **_I) for m in ("VI-II", _I_HF) for lv in _I_LEVELS),
     *(Claim(id=f"figI-vi-i-slower-than-{_I_TAG[m]}-kl{lv:g}",
             words="Note that VITS - I is the slowest algorithm, this is due to the costly "
                   "inverse matrix calculation",
             measure=TimeToLevel("VI-I", m, lv, cost=_I_COST, paired=True),
-            claimed=HIGHER, threshold=1.0,
+            claimed=HIGHER, threshold=1.0, **_I_TIMED,
             note=_I_NOTE + " A method whose curve never reaches the level counts with its "
                            "last step (a lower bound of its time).", **_I)
       for m in ("VI-II", _I_HF, "LMC") for lv in _I_LEVELS),
@@ -478,6 +537,11 @@ _ML = dict(paper="vits", experiment="vits-movielens", where="section 5, Figure 3
                 "(what the report runs; the experiment runs on the real ratings with --data, "
                 "where this label no longer applies)", substitute=True)
 
+_ML_SPEED = ("This leads to a high computational complexity for LMC-TS. In contrast, VITS for "
+             "each arm only involves sampling from a low-dimensional Gaussian distribution "
+             "and updating the variational posterior corresponding to the chosen arm. This "
+             "approach offers significant computational efficiency.")
+
 MOVIELENS = (
     *(Claim(id=f"movielens-{_slug(m)}-beats-lints",
             words="Figure 3 reveals that LinTS is ill-suited for this particular task, as it "
@@ -496,18 +560,39 @@ MOVIELENS = (
           margin=SLIGHTLY, relative=True,
           note="'Slightly' as in Figure 1: LMC-TS worse than VITS-II, by less than 15% of "
                "VITS-II's final regret.", **_ML),
-    Claim(id="movielens-vits-faster-than-lmc",
-          words="This leads to a high computational complexity for LMC-TS. In contrast, VITS "
-                "for each arm only involves sampling from a low-dimensional Gaussian "
-                "distribution and updating the variational posterior corresponding to the "
-                "chosen arm. This approach offers significant computational efficiency.",
+    Claim(id="movielens-vits-faster-than-lmc", words=_ML_SPEED,
           measure=_timed("us_per_round_warm_repeats", "VITS-II", "LMC-TS",
                          "warm time per round, VITS-II / LMC-TS"),
           claimed=LOWER, threshold=1.0, size=LARGE, margin=SIGNIFICANTLY,
+          implementation=AS_IMPLEMENTED, twin="movielens-vits-faster-than-lmc-as-written",
+          optimisation="LMC-TS runs its 10 Langevin steps on the played arm's chain only, "
+                       "in update, and plays every other arm's current chain state (the "
+                       "paper runs Langevin diffusion on every arm every round): its cost "
+                       "per round is one arm's, as VITS-II's is",
           note="'Significant' efficiency: a ratio below 1 - 0.10, beyond the margin of 'the "
                "same time' (1 +- SIMILAR). " + REPEATED,
           **{**_ML, "quantity": "warm time per round (one thread, interleaved repeats of "
                                 "up to 100 rounds)"}),
+    Claim(id="movielens-vits-faster-than-lmc-as-written", words=_ML_SPEED,
+          measure=CostCount(costs.movielens_ratio,
+                            "flops per run, VITS-II / LMC-TS, section 5 as written (d = 5, "
+                            "10 steps; the arms, rounds and the chosen arm's history from "
+                            "the run)",
+                            (("mean_chosen_history", ("chosen_arm_history_mean", "VITS-II")),
+                             ("rounds", ("rounds",)), ("n_arms", ("n_movies",)))),
+          claimed=LOWER, threshold=1.0, size=LARGE, margin=SIGNIFICANTLY,
+          implementation=AS_WRITTEN,
+          note="'Significant' efficiency as for the timing: a ratio below 1 - 0.10. As "
+               "written, LMC-TS runs 10 Langevin steps on each of the 100 arms every round, "
+               "over each arm's own observations (their gradients' data terms sum to the "
+               "round's t - 1 observations), and VITS-II draws once per arm and runs 10 "
+               "steps (gradient and Hessian) over the chosen arm's observations: the count "
+               "reads the chosen arm's mean number of earlier plays from the run "
+               "(chosen_arm_history_mean; VITS-II's cost is linear in it). VITS-II is the "
+               "cheaper while that history stays below about a fifth of the rounds "
+               "(vits_ref/experiments/claims/costs.py).",
+          **{**_ML, "quantity": "floating-point operations of a run as section 5 writes the "
+                                "two algorithms (no cache)"})
 )
 
 # -- the OPVI paper (online particle VI), section 5: opvi-mixture, opvi-bnn, opvi-classifier
@@ -576,6 +661,14 @@ _COLD = ("The first split is left out: its times include each method's compilati
 #: full-batch SVGD's mean RMSE, .112.
 _BNN_SPREAD = 0.008 / 0.112
 
+_LD_B = "LD (B = 20)"
+_LL_WORDS = ("Table 1's Avg. LL column (OPVI B_t = t^0.55: .653 +- .060; OPVI B = 20: .516 +- "
+             ".021; SVGD B = 20: .525 +- .019; SVGD B = 10k: .783 +- .017) is read as OPVI's "
+             "test log-likelihood higher than the static-batch OPVI's and SVGD's at B = 20, "
+             "and below full-batch SVGD's. The text says only 'We test the Root Mean Squared "
+             "Error (RMSE) and the test Log-Likelihood (LL)': this reading of the column is "
+             "the library's, not a sentence of the paper.")
+
 OPVI_BNN = (
     Claim(id="opvi-bnn-better-than-svgd", words=_BNN_WORDS,
           measure=PairedMean(None, _OPVI, _SVGD_B, "final_rmse"), claimed=LOWER,
@@ -606,6 +699,27 @@ OPVI_BNN = (
           claimed=LOWER, threshold=0.5, basis=register_basis("PAPER_FACTOR"),
           note="'Less than half': the paper's own factor. " + _COLD + REPEATED,
           **{**_BNN, "quantity": _WALL}),
+    Claim(id="opvi-bnn-better-than-ld", words=_BNN_WORDS,
+          measure=PairedMean(None, _OPVI, _LD_B, "final_rmse"), claimed=LOWER,
+          note="LD (B = 20) is Table 1's mini-batch Langevin dynamics; opvi-bnn does not run "
+               "it yet, so the claim is not measured (opvi-mixture runs it as SGLD).",
+          **_BNN),
+    Claim(id="opvi-bnn-improvement-over-ld-size", words=_BNN_WORDS,
+          measure=PairedStatistic(None, _OPVI, _LD_B, "reduction", "final_rmse"),
+          claimed=EQUAL, threshold=0.201, margin=percentage_margin(0.201, 1), basis=PERCENTAGE,
+          note="The improvement 1 - mean RMSE(OPVI)/mean RMSE(LD) against the paper's 20.1% "
+               "(Table 1: .127 against LD's .159), within 10% of it (PERCENTAGE): 20.1% +- "
+               "2.01 points. opvi-bnn does not run LD yet: not measured.", **_BNN),
+    *(Claim(id=f"opvi-bnn-ll-{tag}", words=_LL_WORDS,
+            measure=PairedMean(None, a, b, "final_ll"), claimed=HIGHER,
+            note="Higher test log-likelihood is better; Table 1's gap: " + gap + ".",
+            **{**_BNN, "where": LIBRARY_READING,
+               "quantity": "test log-likelihood at the last round (per run, paired: same "
+                           "split)"})
+      for tag, a, b, gap in (
+          ("opvi-above-svgd", _OPVI, _SVGD_B, ".653 against .525"),
+          ("opvi-above-opvi-static", _OPVI, _OPVI_B, ".653 against .516"),
+          ("full-batch-above-opvi", _SVGD_FULL, _OPVI, ".783 against .653"))),
 )
 
 OPVI_CLASSIFIER = tuple(

@@ -37,6 +37,8 @@ substitute data, with the command that runs on a user's MovieLens-1M ``ratings.d
 
 import os
 
+import numpy as np
+
 from ...bandit.policies import PerArm
 from ...envs import movielens
 from ...inference import VITS, Langevin, Laplace, LinTS
@@ -77,6 +79,28 @@ def policies(env, n_movies):
     ]
 
 
+def chosen_history(arms):
+    """The played arm's number of earlier plays in its run, averaged over the runs and
+    rounds: ``mean_{r, t} #{s < t : arms[r, s] = arms[r, t]}`` for ``arms`` of shape
+    (runs, rounds). What the as-written cost count of a per-arm posterior update reads
+    (:func:`vits_ref.experiments.claims.costs.movielens_ratio`): the chosen arm's update
+    runs over its own observations.
+
+    >>> float(chosen_history(np.array([[0, 0, 1, 0]])))  # 0, 1, 0, 2 earlier plays
+    0.75
+    """
+    arms = np.asarray(arms)
+    if arms.ndim != 2 or arms.size == 0:
+        raise ValueError(f"arms must be a non-empty (runs, rounds) array, got shape "
+                         f"{arms.shape}")
+    total = 0
+    for row in arms:
+        # within a run, the k-th play of an arm has k - 1 earlier ones: sum_a c_a (c_a - 1)/2
+        counts = np.unique(row, return_counts=True)[1]
+        total += int((counts * (counts - 1) // 2).sum())
+    return total / arms.size
+
+
 def run(runs=50, rounds=1000, seed=0, out="results/vits-movielens", progress=None,
         path=None, n_movies=N_MOVIES, methods=None, synthetic_kwargs=None, n_jobs=1):
     """Run the experiment; writes ``curves.csv``, ``summary.json``, ``regret.png``.
@@ -92,14 +116,21 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-movielens", progress=Non
              "real_data_command": REAL_DATA_COMMAND}
     if env.source == "synthetic":
         extra["stand_in_note"] = STAND_IN_NOTE
+    history = {}
+
+    def keep(panel_, label, res):
+        history[label] = chosen_history(res.arms)
+
     result = run_panels(NAME, DESCRIPTION, [(panel, env, chosen, {})], runs, rounds, seed,
-                        out, progress, title=f"{TITLES['regret.png']} ({env.source} data, "
-                                             f"{runs} runs)",
+                        out, progress, on_result=keep,
+                        title=f"{TITLES['regret.png']} ({env.source} data, {runs} runs)",
                         extra=extra, n_jobs=n_jobs, reference=REFERENCE)
     if progress:
         progress("timing warm rounds (one thread, interleaved repeats) for the speed claim")
     # after the runs and apart from them: the summary's regrets do not depend on it
     warm = warm_round_repeats(chosen, env, rounds=min(rounds, ROUNDS), seed=seed)
+    # the as-written cost count's input (claims.costs.movielens_ratio)
+    result["chosen_arm_history_mean"] = history
     result["us_per_round_warm_repeats"] = {m: [1e6 * t for t in ts] for m, ts in warm.items()}
     write_json(os.path.join(out, "summary.json"), result)
     return result
