@@ -228,9 +228,12 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         int >= 0 per round from the run's own generator, child 3 of the run's seed:
         :func:`vits_ref._seeding.delay_rng`; e.g. ``lambda rng: rng.poisson(5)``).
         Feedback is learnt in the order of the rounds it belongs to; what is still due at
-        the horizon is never learnt. Only the Python loop plays it (the compiled loops
-        learn each round at once), so a policy's draws are those of its ``select`` and
-        ``update`` calls in that order.
+        the horizon is never learnt. The CPU's fused loop plays it with a queue of
+        pending feedback in each run's state, in the order
+        :func:`vits_ref.bandit.feedback.delivery_schedule` computes before the run, with
+        the Python loop's numbers bit for bit (a policy's draws are those of its
+        ``select`` and ``update`` calls in that order); the other compiled backends (CUDA,
+        ``stream="philox"``, VTS, DiffTS's chains, the batched MLP) decline, naming it.
     batch : int, default 1
         Feedback delivered in batches: what has arrived is learnt at the end of every
         ``batch``-th round (with ``delay``, what is due by then).
