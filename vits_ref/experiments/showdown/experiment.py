@@ -44,7 +44,7 @@ from .._common import run_panels, write_json
 from .._outputs import write_output
 from .._paired import format_difference
 from ..plotting import paper_title
-from .catalogue import ENVIRONMENTS, METHODS, SIZES, NotApplicable, model_for
+from .catalogue import ENVIRONMENTS, METHODS, SIZES, UNIFORM, WHEELS, NotApplicable, model_for
 from .versus_best import versus_best
 
 #: The figure's title by file (sizes are appended at run time).
@@ -140,11 +140,74 @@ def run(runs=5, rounds=200, seed=0, out="results/showdown", progress=None, size=
             if e["method"] in diffs:
                 e["paired_vs_best"] = {"best": best, **diffs[e["method"]]}
             _kl_fields(e)
+    result["wheel_vs_uniform"] = versus_uniform(result)
     path = os.path.join(out, "showdown.md")
-    write_output(path, (markdown(result) + "\n").encode("utf-8"))
+    text = markdown(result)
+    if result["wheel_vs_uniform"]:
+        text += "\n\n" + wheel_markdown(result)
+    write_output(path, (text + "\n").encode("utf-8"))
     result["files"].append(path)
     write_json(result["files"][1], result)  # again, with the comparisons to the best
     return result
+
+
+def versus_uniform(result):
+    """The wheel's table as Riquelme et al. give it: every method's mean final regret over
+    the Uniform policy's, on each wheel panel that ran with Uniform.
+
+    The ratio is ``mean(a) / mean(Uniform) = 1 - reduction`` with the paired BCa bootstrap
+    interval of :class:`vits_ref.experiments.claims.measures.PairedStatistic`
+    (``"reduction"``: the runs resampled together, the same runs for both methods).
+
+    Returns
+    -------
+    dict
+        ``{panel: {method: {"ratio", "low", "high", "n"} or {"why"}}}``: ``low``/``high``
+        the 95% interval of the ratio; ``why`` when there is none (fewer than 3 runs, a
+        method that did not run).
+    """
+    from ..claims.measures import PairedStatistic
+
+    wheels = {ENVIRONMENTS[k].title for k in WHEELS}
+    out = {}
+    for panel in dict.fromkeys(e["panel"] for e in result["results"]):
+        entries = [e for e in result["results"] if e["panel"] == panel]
+        if panel not in wheels or not any(e["method"] == UNIFORM and "final_regrets" in e
+                                          for e in entries):
+            continue
+        out[panel] = {}
+        for e in entries:
+            if e["method"] == UNIFORM:
+                continue
+            got = PairedStatistic(panel, e["method"], UNIFORM, "reduction").measure(result)
+            out[panel][e["method"]] = (
+                {"why": got} if isinstance(got, str) else
+                {"ratio": 1.0 - got.estimate, "low": 1.0 - got.high, "high": 1.0 - got.low,
+                 "n": got.n})
+    return out
+
+
+def wheel_markdown(result):
+    """The wheel's normalised table: one row per method, one column per delta; a cell is
+    ``100 x mean(method) / mean(Uniform)`` of the final regrets with its 95% paired
+    bootstrap interval (:func:`versus_uniform`). Uniform's row is 100 by definition."""
+    table = result.get("wheel_vs_uniform") or {}
+    panels = list(table)
+    head = ["method", *panels]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+             "| " + " | ".join([UNIFORM, *["100"] * len(panels)]) + " |"]
+    methods = list(dict.fromkeys(m for p in panels for m in table[p]))
+    for m in methods:
+        cells = []
+        for p in panels:
+            c = table[p].get(m)
+            cells.append("n/a" if c is None or "why" in c else
+                         f"{100 * c['ratio']:.1f} [{100 * c['low']:.1f}, {100 * c['high']:.1f}]")
+        lines.append("| " + " | ".join([m, *cells]) + " |")
+    lines += ["", f"Final regret at T = {result['rounds']} over Uniform's, x 100 (Uniform = "
+              f"100), mean over {result['runs']} runs with the 95% paired BCa bootstrap "
+              "interval of the ratio of means."]
+    return "\n".join(lines)
 
 
 def _kl_fields(entry):
