@@ -1,14 +1,20 @@
 """The showdown: every method of the library on shared environments, on one page.
 
-No paper compares these methods on common ground: each paper runs its own engine against
-its own baselines. Here every method (:data:`~vits_ref.experiments.showdown.catalogue.
-METHODS`: LinTS, LinUCB, LMC-TS, Laplace, VITS-I, VITS-II, VITS-HF, DiffTS, VTS, SVGD-TS,
-OPVI-TS, Rényi VI) meets every environment (:data:`~vits_ref.experiments.showdown.
-catalogue.ENVIRONMENTS`: the linear pool, the logistic hard instance, the wheel bandit of
-Riquelme et al., and scikit-learn's wine and breast cancer data sets as classification
-bandits; digits too at the full size) on the same runs: run ``r`` of every method has the
-same instance, contexts and reward noise (the runner's seeds), so every method is compared
-with the best one of its environment by the paired difference of their final regrets.
+Riquelme, Tucker and Snoek (2018, "Deep Bayesian Bandits Showdown") compare approximate
+posteriors for Thompson sampling (exact linear, neural-linear, variational, dropout,
+bootstrap, ...) on shared problems, the wheel bandit among them; the VITS paper's appendix
+G compares LinTS, LMC-TS, VITS and VTS on its hard instance (``vits-figG``). Here every
+method of the library (:data:`~vits_ref.experiments.showdown.catalogue.METHODS`: Uniform,
+LinTS, LinUCB, LMC-TS, Laplace, VITS-I, VITS-II, VITS-HF, Kveton et al.'s DiffTS chain over
+a Gaussian prior, VTS, SVGD-TS, OPVI-TS, Rényi VI) meets every environment
+(:data:`~vits_ref.experiments.showdown.catalogue.ENVIRONMENTS`: the linear pool, the
+logistic hard instance, the wheel bandit of Riquelme et al. at their five ``delta``, and
+scikit-learn's wine and breast cancer data sets as classification bandits; digits too at
+the full size) on the same runs: run ``r`` of every method has the same instance, contexts
+and reward noise (the runner's seeds), so every method is compared with the best one of
+its environment by the paired difference of their final regrets, and on the wheel with
+the Uniform policy by the ratio of their mean regrets (:func:`versus_uniform`, the form
+of Riquelme et al.'s wheel table).
 
 For each environment and method the table gives the cumulative regret at ``T`` (mean and
 standard error over the runs), its paired difference with the environment's best method
@@ -28,11 +34,12 @@ overhead; the others (Laplace on the linear model, Rényi VI, the particle engin
 logistic DiffTS chain) run in the runner's Python loop.
 
 Sizes: ``run`` (``python -m vits_ref run showdown``) defaults to the small size, 5 runs
-of 200 rounds on the five environments of ``size="small"`` (a few minutes on 2 cores with
-the kernels compiled); ``--paper`` (:data:`PAPER_SIZE`) is the full size: 50 runs of 2000
-rounds, digits added, in resumable chunks of runs (``--chunk-runs``; a rerun of the same
-command reuses the finished chunks). docs/reproduction/showdown.md shows the small table
-and the cost of the full one.
+of 200 rounds on the five environments of ``size="small"`` (the wheel at ``delta = 0.95``
+only; a few minutes on 2 cores with the kernels compiled); ``size="wheel"`` is the five
+wheels; ``--paper`` (:data:`PAPER_SIZE`) is the full size: 50 runs of 2000 rounds on every
+environment, digits added, in resumable chunks of runs (``--chunk-runs``; a rerun of the
+same command reuses the finished chunks). docs/reproduction/showdown.md shows the runs
+made here, their sizes and commands, and the cost of the full one.
 """
 
 import os
@@ -78,7 +85,7 @@ def run(runs=5, rounds=200, seed=0, out="results/showdown", progress=None, size=
     ----------
     runs, rounds, seed, out, progress
         As every experiment's ``run`` (:class:`~vits_ref.experiments.Experiment`).
-    size : {"small", "full"}, default "small"
+    size : {"small", "wheel", "full"}, default "small"
         Which environments (:data:`~vits_ref.experiments.showdown.catalogue.SIZES`).
     environments, methods : sequence of str, optional
         Keys of :data:`~vits_ref.experiments.showdown.catalogue.ENVIRONMENTS` and labels of
@@ -92,8 +99,8 @@ def run(runs=5, rounds=200, seed=0, out="results/showdown", progress=None, size=
         The summary of :func:`vits_ref.experiments._common.run_panels`; every entry that
         ran also has ``paired_vs_best`` (its paired difference with the best method of
         its environment; absent for the best) and ``kl_at_T`` or ``kl_note``; plus
-        ``best`` (``{environment: method}``) and ``not_applicable`` (``[{panel, method,
-        reason}]``).
+        ``best`` (``{environment: method}``), ``not_applicable`` (``[{panel, method,
+        reason}]``) and ``wheel_vs_uniform`` (:func:`versus_uniform`).
     """
     if size not in SIZES:
         raise ValueError(f"size must be one of {sorted(SIZES)}, got {size!r}")
