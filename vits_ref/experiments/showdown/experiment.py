@@ -149,10 +149,7 @@ def run(runs=5, rounds=200, seed=0, out="results/showdown", progress=None, size=
             _kl_fields(e)
     result["wheel_vs_uniform"] = versus_uniform(result)
     path = os.path.join(out, "showdown.md")
-    text = markdown(result)
-    if result["wheel_vs_uniform"]:
-        text += "\n\n" + wheel_markdown(result)
-    write_output(path, (text + "\n").encode("utf-8"))
+    write_output(path, (table(result) + "\n").encode("utf-8"))
     result["files"].append(path)
     write_json(result["files"][1], result)  # again, with the comparisons to the best
     return result
@@ -264,4 +261,10 @@ def markdown(result):
     return "\n".join(lines)
 
 
-table = markdown
+def table(result):
+    """The page's tables: :func:`markdown`, then :func:`wheel_markdown` where wheels ran
+    with Uniform (also the report page's table)."""
+    text = markdown(result)
+    if result.get("wheel_vs_uniform"):
+        text += "\n\n" + wheel_markdown(result)
+    return text
