@@ -77,11 +77,12 @@ def _not_here(setting, env):
 
 
 def test_tiny_run_writes_its_outputs_and_resumes(tmp_path, monkeypatch):
-    methods = tuple(m for m in catalogue.METHODS if m.label in ("LinTS", "LinUCB", "VITS-II"))
+    methods = tuple(m for m in catalogue.METHODS
+                    if m.label in ("Uniform", "LinTS", "LinUCB", "VITS-II"))
     monkeypatch.setattr(experiment, "METHODS",
                         methods + (catalogue.Method("Planted", _not_here),))
     out = str(tmp_path / "sd")
-    kw = dict(runs=2, rounds=6, seed=0, out=out, environments=["pool", "wheel"])
+    kw = dict(runs=3, rounds=6, seed=0, out=out, environments=["pool", "wheel-0.95"])
     res = experiment.run(**kw)
     names = {os.path.basename(f) for f in res["files"]}
     assert {"curves.csv", "summary.json", "showdown.md"} <= names
@@ -91,10 +92,10 @@ def test_tiny_run_writes_its_outputs_and_resumes(tmp_path, monkeypatch):
     assert saved["best"] == res["best"]
     for panel in ("linear pool (d = 20, K = 50, zeta = 0.1)", "wheel (delta = 0.95)"):
         entries = [e for e in saved["results"] if e["panel"] == panel]
-        assert [e["method"] for e in entries] == ["LinTS", "LinUCB", "VITS-II"]
+        assert [e["method"] for e in entries] == ["Uniform", "LinTS", "LinUCB", "VITS-II"]
         best = saved["best"][panel]
         for e in entries:
-            assert len(e["final_regrets"]) == 2 and e["us_per_round"] > 0
+            assert len(e["final_regrets"]) == 3 and e["us_per_round"] > 0
             if e["method"] == best:
                 assert "paired_vs_best" not in e
             else:
@@ -110,6 +111,11 @@ def test_tiny_run_writes_its_outputs_and_resumes(tmp_path, monkeypatch):
         ("Planted", "planted: needs per-arm identities")}
     page = open(os.path.join(out, "showdown.md"), encoding="utf-8").read()
     assert page.count("not applicable: planted") == 2 and "**best**" in page
+    # the wheel's table over Uniform: the wheel panel only, every other method once
+    wheel = "wheel (delta = 0.95)"
+    assert list(saved["wheel_vs_uniform"]) == [wheel]
+    assert set(saved["wheel_vs_uniform"][wheel]) == {"LinTS", "LinUCB", "VITS-II"}
+    assert "| Uniform | 100 |" in page
     # the same command again reuses every chunk and gives the same numbers
     again = experiment.run(**kw)
     assert again["execution"]["computed"] == 0 and again["execution"]["reused"] > 0
@@ -130,3 +136,39 @@ def test_report_and_command_line_know_the_showdown(monkeypatch):
                         lambda name, *a: None if name == "sklearn" else real(name, *a))
     with pytest.raises(CLIError, match=r"pip install 'vits_ref\[data\]'"):
         check_needs(experiment)
+
+
+def test_the_wheels_are_riquelme_et_als_five_deltas():
+    # one environment per delta, each built with its own delta (a loop's late binding
+    # would give every wheel the last one)
+    assert catalogue.WHEEL_DELTAS == (0.5, 0.7, 0.9, 0.95, 0.99)
+    built = [catalogue.ENVIRONMENTS[k].make(0) for k in catalogue.WHEELS]
+    assert [env.delta for env in built] == list(catalogue.WHEEL_DELTAS)
+    assert [(e.mu_constant, e.mu_small, e.mu_large) for e in built] == [(1.2, 1.0, 50.0)] * 5
+    assert set(catalogue.WHEELS) <= set(catalogue.SIZES["full"])
+    assert catalogue.SIZES["wheel"] == catalogue.WHEELS
+    assert catalogue.SIZES["small"].count("wheel-0.95") == 1  # the small twin stays small
+
+
+def test_wheel_ratios_to_uniform_on_planted_runs():
+    rng = np.random.default_rng(2)
+    uniform = rng.normal(900.0, 60.0, size=40)
+    good = 0.3 * uniform + rng.normal(0.0, 5.0, size=40)
+    wheel = "wheel (delta = 0.9)"
+    result = {"runs": 40, "rounds": 2000, "results": [
+        {"panel": wheel, "method": "Uniform", "final_regrets": list(uniform)},
+        {"panel": wheel, "method": "good", "final_regrets": list(good)},
+        {"panel": wheel, "method": "same", "final_regrets": list(uniform + 1.0)},
+        # not a wheel, and a wheel without Uniform: no ratios
+        {"panel": "wine (K = 3)", "method": "Uniform", "final_regrets": list(uniform)},
+        {"panel": "wheel (delta = 0.5)", "method": "good", "final_regrets": list(good)}]}
+    table = experiment.versus_uniform(result)
+    assert list(table) == [wheel]
+    g = table[wheel]["good"]
+    assert g["ratio"] == pytest.approx(good.mean() / uniform.mean(), rel=1e-12)
+    assert 0.28 < g["low"] < g["ratio"] < g["high"] < 0.32 and g["n"] == 40
+    same = table[wheel]["same"]
+    assert same["low"] < 1.0 + 1.0 / uniform.mean() < same["high"] < 1.01
+    result["wheel_vs_uniform"] = table
+    page = experiment.wheel_markdown(result)
+    assert "| Uniform | 100 |" in page and f"| good | {100 * g['ratio']:.1f} [" in page

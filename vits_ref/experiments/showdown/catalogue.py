@@ -21,8 +21,8 @@ from ...bandit.policies import ThompsonSampling
 from ...bandit.simulate import POLICY_DEFAULTS, make_policy
 from ...envs import hard_instance, pool, sklearn_bandit, wheel
 
-__all__ = ["ENVIRONMENTS", "ETA", "LAM", "METHODS", "SIZES", "Method", "NotApplicable",
-           "Setting", "model_for"]
+__all__ = ["DIFFTS_GAUSSIAN", "ENVIRONMENTS", "ETA", "LAM", "METHODS", "SIZES", "UNIFORM",
+           "WHEELS", "WHEEL_DELTAS", "Method", "NotApplicable", "Setting", "model_for"]
 
 #: The temperature and ridge of every method (the grid point of ``vits-fig1``).
 ETA = POLICY_DEFAULTS["lints"]["eta"]
@@ -31,6 +31,15 @@ LAM = POLICY_DEFAULTS["lints"]["lam"]
 #: them, and with an exact Gaussian prior the chain samples the prior exactly at any number
 #: of stages, :class:`vits_ref.diffusion.GaussianDiffusionPrior`).
 DIFFTS_STAGES = 20
+#: The wheel's exploration parameters in Riquelme, Tucker and Snoek's wheel comparison
+#: (Section 5.4), the values the wheel benchmarks built on their code use (Edward2's
+#: ``experimental/attentive_uncertainty/contextual_bandits`` wheel script).
+WHEEL_DELTAS = (0.5, 0.7, 0.9, 0.95, 0.99)
+#: The label of the uniformly random policy, the reference of the wheel's normalised table.
+UNIFORM = "Uniform"
+#: The label of Kveton et al.'s DiffTS chain as the showdown runs it: over the exact
+#: diffusion model of the other engines' Gaussian prior, not over a learned prior.
+DIFFTS_GAUSSIAN = "DiffTS chain (Gaussian prior)"
 
 
 @dataclass(frozen=True)
@@ -55,9 +64,11 @@ ENVIRONMENTS = {s.key: s for s in (
             lambda seed: hard_instance(dim=10, n_arms=10, reward="logistic", seed=seed), True,
             "vits-figG's logistic panel: Bernoulli(sigmoid(x theta*)) rewards, fixed arms, a "
             "new instance per run"),
-    Setting("wheel", "wheel (delta = 0.95)",
-            lambda seed: wheel(delta=0.95, seed=seed), False,
-            "Riquelme et al.'s wheel: (x1, x2, 1) in the disjoint encoding, d = 15, K = 5"),
+    *(Setting(f"wheel-{delta}", f"wheel (delta = {delta})",
+              (lambda seed, delta=delta: wheel(delta=delta, seed=seed)), False,
+              f"Riquelme et al.'s wheel at delta = {delta}: (x1, x2, 1) in the disjoint "
+              "encoding, d = 15, K = 5")
+      for delta in WHEEL_DELTAS),
     Setting("wine", "wine (K = 3)",
             lambda seed: sklearn_bandit("wine", seed=seed), True,
             "scikit-learn's wine: 13 standardised features + intercept, disjoint encoding, "
@@ -71,9 +82,12 @@ ENVIRONMENTS = {s.key: s for s in (
             "scikit-learn's digits: the first 10 principal components of the standardised "
             "pixels + intercept, disjoint encoding, d = 110"),
 )}
-#: The environments of each size (``run(size=...)``).
-SIZES = {"small": ("pool", "logistic", "wheel", "wine", "breast_cancer"),
-         "full": ("pool", "logistic", "wheel", "wine", "breast_cancer", "digits")}
+#: The environments of each size (``run(size=...)``): the small size has the wheel at
+#: delta = 0.95 only; ``"wheel"`` is the five wheels of Riquelme et al.'s table.
+WHEELS = tuple(f"wheel-{delta}" for delta in WHEEL_DELTAS)
+SIZES = {"small": ("pool", "logistic", "wheel-0.95", "wine", "breast_cancer"),
+         "wheel": WHEELS,
+         "full": ("pool", "logistic", *WHEELS, "wine", "breast_cancer", "digits")}
 
 
 class NotApplicable(Exception):
@@ -118,12 +132,21 @@ def _renyi(setting, env):
                                    "n_steps": eng.n_steps, "step_size": eng.step_size}
 
 
+def _uniform(setting, env):
+    from ...bandit.policies import RandomPolicy
+
+    return RandomPolicy(env.dim), {"policy": "uniformly random arm"}
+
+
 def _diffts(setting, env):
     from ...diffusion import GaussianDiffusionPrior
     from ...inference import DiffTS
 
-    # the diffusion model of the other engines' prior N(0, I/(eta lam)), and their
-    # tempered likelihood: sigma^-2 = eta
+    # Kveton et al.'s chain, but over the exact diffusion model of the other engines'
+    # prior N(0, I/(eta lam)) (no learned diffusion model: nothing to learn it from), with
+    # their tempered likelihood, sigma^-2 = eta. On the linear model it is an approximate
+    # sampler of the Gaussian-prior posterior that LinTS samples exactly (the chain is not
+    # the exact posterior in general: vits_ref.inference.DiffTS, Notes).
     d = env.dim
     prior = GaussianDiffusionPrior(np.zeros(d), np.full(d, 1.0 / (ETA * LAM)),
                                    n_stages=DIFFTS_STAGES)
@@ -157,6 +180,7 @@ def _particles(which):
 
 #: The methods, in the table's order.
 METHODS = (
+    Method(UNIFORM, _uniform),
     Method("LinTS", _named("lints", tempered_model=False)),
     Method("LinUCB", _named("linucb", tempered_model=False)),
     Method("LMC-TS", _named("lmc")),
@@ -164,7 +188,7 @@ METHODS = (
     Method("VITS-I", _named("vits-i")),
     Method("VITS-II", _named("vits-ii")),
     Method("VITS-HF", _named("vits-hf")),
-    Method("DiffTS", _diffts),
+    Method(DIFFTS_GAUSSIAN, _diffts),
     Method("VTS", _vts),
     Method("SVGD-TS", _particles(0)),
     Method("OPVI-TS", _particles(1)),

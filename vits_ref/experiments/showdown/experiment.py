@@ -1,14 +1,20 @@
 """The showdown: every method of the library on shared environments, on one page.
 
-No paper compares these methods on common ground: each paper runs its own engine against
-its own baselines. Here every method (:data:`~vits_ref.experiments.showdown.catalogue.
-METHODS`: LinTS, LinUCB, LMC-TS, Laplace, VITS-I, VITS-II, VITS-HF, DiffTS, VTS, SVGD-TS,
-OPVI-TS, Rényi VI) meets every environment (:data:`~vits_ref.experiments.showdown.
-catalogue.ENVIRONMENTS`: the linear pool, the logistic hard instance, the wheel bandit of
-Riquelme et al., and scikit-learn's wine and breast cancer data sets as classification
-bandits; digits too at the full size) on the same runs: run ``r`` of every method has the
-same instance, contexts and reward noise (the runner's seeds), so every method is compared
-with the best one of its environment by the paired difference of their final regrets.
+Riquelme, Tucker and Snoek (2018, "Deep Bayesian Bandits Showdown") compare approximate
+posteriors for Thompson sampling (exact linear, neural-linear, variational, dropout,
+bootstrap, ...) on shared problems, the wheel bandit among them; the VITS paper's appendix
+G compares LinTS, LMC-TS, VITS and VTS on its hard instance (``vits-figG``). Here every
+method of the library (:data:`~vits_ref.experiments.showdown.catalogue.METHODS`: Uniform,
+LinTS, LinUCB, LMC-TS, Laplace, VITS-I, VITS-II, VITS-HF, Kveton et al.'s DiffTS chain over
+a Gaussian prior, VTS, SVGD-TS, OPVI-TS, Rényi VI) meets every environment
+(:data:`~vits_ref.experiments.showdown.catalogue.ENVIRONMENTS`: the linear pool, the
+logistic hard instance, the wheel bandit of Riquelme et al. at their five ``delta``, and
+scikit-learn's wine and breast cancer data sets as classification bandits; digits too at
+the full size) on the same runs: run ``r`` of every method has the same instance, contexts
+and reward noise (the runner's seeds), so every method is compared with the best one of
+its environment by the paired difference of their final regrets, and on the wheel with
+the Uniform policy by the ratio of their mean regrets (:func:`versus_uniform`, the form
+of Riquelme et al.'s wheel table).
 
 For each environment and method the table gives the cumulative regret at ``T`` (mean and
 standard error over the runs), its paired difference with the environment's best method
@@ -28,11 +34,12 @@ overhead; the others (Laplace on the linear model, Rényi VI, the particle engin
 logistic DiffTS chain) run in the runner's Python loop.
 
 Sizes: ``run`` (``python -m vits_ref run showdown``) defaults to the small size, 5 runs
-of 200 rounds on the five environments of ``size="small"`` (a few minutes on 2 cores with
-the kernels compiled); ``--paper`` (:data:`PAPER_SIZE`) is the full size: 50 runs of 2000
-rounds, digits added, in resumable chunks of runs (``--chunk-runs``; a rerun of the same
-command reuses the finished chunks). docs/reproduction/showdown.md shows the small table
-and the cost of the full one.
+of 200 rounds on the five environments of ``size="small"`` (the wheel at ``delta = 0.95``
+only; a few minutes on 2 cores with the kernels compiled); ``size="wheel"`` is the five
+wheels; ``--paper`` (:data:`PAPER_SIZE`) is the full size: 50 runs of 2000 rounds on every
+environment, digits added, in resumable chunks of runs (``--chunk-runs``; a rerun of the
+same command reuses the finished chunks). docs/reproduction/showdown.md shows the runs
+made here, their sizes and commands, and the cost of the full one.
 """
 
 import os
@@ -44,7 +51,7 @@ from .._common import run_panels, write_json
 from .._outputs import write_output
 from .._paired import format_difference
 from ..plotting import paper_title
-from .catalogue import ENVIRONMENTS, METHODS, SIZES, NotApplicable, model_for
+from .catalogue import ENVIRONMENTS, METHODS, SIZES, UNIFORM, WHEELS, NotApplicable, model_for
 from .versus_best import versus_best
 
 #: The figure's title by file (sizes are appended at run time).
@@ -78,7 +85,7 @@ def run(runs=5, rounds=200, seed=0, out="results/showdown", progress=None, size=
     ----------
     runs, rounds, seed, out, progress
         As every experiment's ``run`` (:class:`~vits_ref.experiments.Experiment`).
-    size : {"small", "full"}, default "small"
+    size : {"small", "wheel", "full"}, default "small"
         Which environments (:data:`~vits_ref.experiments.showdown.catalogue.SIZES`).
     environments, methods : sequence of str, optional
         Keys of :data:`~vits_ref.experiments.showdown.catalogue.ENVIRONMENTS` and labels of
@@ -92,8 +99,8 @@ def run(runs=5, rounds=200, seed=0, out="results/showdown", progress=None, size=
         The summary of :func:`vits_ref.experiments._common.run_panels`; every entry that
         ran also has ``paired_vs_best`` (its paired difference with the best method of
         its environment; absent for the best) and ``kl_at_T`` or ``kl_note``; plus
-        ``best`` (``{environment: method}``) and ``not_applicable`` (``[{panel, method,
-        reason}]``).
+        ``best`` (``{environment: method}``), ``not_applicable`` (``[{panel, method,
+        reason}]``) and ``wheel_vs_uniform`` (:func:`versus_uniform`).
     """
     if size not in SIZES:
         raise ValueError(f"size must be one of {sorted(SIZES)}, got {size!r}")
@@ -140,11 +147,71 @@ def run(runs=5, rounds=200, seed=0, out="results/showdown", progress=None, size=
             if e["method"] in diffs:
                 e["paired_vs_best"] = {"best": best, **diffs[e["method"]]}
             _kl_fields(e)
+    result["wheel_vs_uniform"] = versus_uniform(result)
     path = os.path.join(out, "showdown.md")
-    write_output(path, (markdown(result) + "\n").encode("utf-8"))
+    write_output(path, (table(result) + "\n").encode("utf-8"))
     result["files"].append(path)
     write_json(result["files"][1], result)  # again, with the comparisons to the best
     return result
+
+
+def versus_uniform(result):
+    """The wheel's table as Riquelme et al. give it: every method's mean final regret over
+    the Uniform policy's, on each wheel panel that ran with Uniform.
+
+    The ratio is ``mean(a) / mean(Uniform) = 1 - reduction`` with the paired BCa bootstrap
+    interval of :class:`vits_ref.experiments.claims.measures.PairedStatistic`
+    (``"reduction"``: the runs resampled together, the same runs for both methods).
+
+    Returns
+    -------
+    dict
+        ``{panel: {method: {"ratio", "low", "high", "n"} or {"why"}}}``: ``low``/``high``
+        the 95% interval of the ratio; ``why`` when there is none (fewer than 3 runs, a
+        method that did not run).
+    """
+    from ..claims.measures import PairedStatistic
+
+    wheels = {ENVIRONMENTS[k].title for k in WHEELS}
+    out = {}
+    for panel in dict.fromkeys(e["panel"] for e in result["results"]):
+        entries = [e for e in result["results"] if e["panel"] == panel]
+        if panel not in wheels or not any(e["method"] == UNIFORM and "final_regrets" in e
+                                          for e in entries):
+            continue
+        out[panel] = {}
+        for e in entries:
+            if e["method"] == UNIFORM:
+                continue
+            got = PairedStatistic(panel, e["method"], UNIFORM, "reduction").measure(result)
+            out[panel][e["method"]] = (
+                {"why": got} if isinstance(got, str) else
+                {"ratio": 1.0 - got.estimate, "low": 1.0 - got.high, "high": 1.0 - got.low,
+                 "n": got.n})
+    return out
+
+
+def wheel_markdown(result):
+    """The wheel's normalised table: one row per method, one column per delta; a cell is
+    ``100 x mean(method) / mean(Uniform)`` of the final regrets with its 95% paired
+    bootstrap interval (:func:`versus_uniform`). Uniform's row is 100 by definition."""
+    table = result.get("wheel_vs_uniform") or {}
+    panels = list(table)
+    head = ["method", *panels]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+             "| " + " | ".join([UNIFORM, *["100"] * len(panels)]) + " |"]
+    methods = list(dict.fromkeys(m for p in panels for m in table[p]))
+    for m in methods:
+        cells = []
+        for p in panels:
+            c = table[p].get(m)
+            cells.append("n/a" if c is None or "why" in c else
+                         f"{100 * c['ratio']:.1f} [{100 * c['low']:.1f}, {100 * c['high']:.1f}]")
+        lines.append("| " + " | ".join([m, *cells]) + " |")
+    lines += ["", f"Final regret at T = {result['rounds']} over Uniform's, x 100 (Uniform = "
+              f"100), mean over {result['runs']} runs with the 95% paired BCa bootstrap "
+              "interval of the ratio of means."]
+    return "\n".join(lines)
 
 
 def _kl_fields(entry):
@@ -194,4 +261,10 @@ def markdown(result):
     return "\n".join(lines)
 
 
-table = markdown
+def table(result):
+    """The page's tables: :func:`markdown`, then :func:`wheel_markdown` where wheels ran
+    with Uniform (also the report page's table)."""
+    text = markdown(result)
+    if result.get("wheel_vs_uniform"):
+        text += "\n\n" + wheel_markdown(result)
+    return text
