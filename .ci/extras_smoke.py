@@ -7,8 +7,12 @@ import. Usage::
 For ``notebooks`` and ``docs`` (myst-nb executes the notebooks when the site is built)
 that is every module a notebook's code imports, read from ``notebooks/*.ipynb``, so that
 a notebook importing a package its extra does not bring (scikit-learn, for the online
-notebook's wine data) fails here and not in a newcomer's first hour. tests/test_extras.py
-checks that every extra of setup.py is here or named in SKIPPED.
+notebook's wine data) fails here and not in a newcomer's first hour; then it executes
+the notebooks of :data:`EXECUTED` in that venv, with nbclient (which both extras bring:
+``notebooks`` names it, myst-nb depends on it) and the venv's own ipykernel, at the
+notebooks' own default size (the online notebook's ``SMALL = True``): a cell that fails
+there, for a package or a kernel the extra lacks, fails here. tests/test_extras.py checks
+that every extra of setup.py is here or named in SKIPPED.
 """
 
 import ast
@@ -36,6 +40,12 @@ SKIPPED = {"test": "installed by .ci/run for the suite", "ptx": "310 MB of CUDA 
            "jax": "the JAX peer of the GPU benchmark, a large download"}
 #: extras that execute the notebooks: they must bring what the notebooks import
 NOTEBOOK_EXTRAS = ("notebooks", "docs")
+#: the notebooks those extras execute here (glob under notebooks/): the online notebook,
+#: whose wine data and Bandit/Online doors need scikit-learn and the compiled online
+#: drivers (its kernels compile cold in the fresh venv: about a minute of one core)
+EXECUTED = ("07*.ipynb",)
+#: a cell's time limit (s): its kernels compile cold, on a core shared with the tests
+CELL_TIMEOUT_S = 1200
 
 
 def notebook_imports(source):
@@ -58,6 +68,29 @@ def notebook_imports(source):
     return sorted(found)
 
 
+def execute(source):
+    """Execute the notebooks of :data:`EXECUTED` from ``source/notebooks`` (in that folder,
+    by the python3 kernel of this interpreter's venv); their paths and seconds."""
+    import time
+
+    import nbclient
+    import nbformat
+
+    done = []
+    folder = os.path.join(source, "notebooks")
+    for pattern in EXECUTED:
+        paths = sorted(glob.glob(os.path.join(folder, pattern)))
+        if not paths:
+            raise FileNotFoundError(f"no notebook {pattern} in {folder}")
+        for path in paths:
+            nb = nbformat.read(path, as_version=4)
+            t = time.perf_counter()
+            nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+                                    resources={"metadata": {"path": folder}}).execute()
+            done.append((os.path.basename(path), time.perf_counter() - t))
+    return done
+
+
 def main(extra, source):
     names = list(IMPORTS[extra])
     if extra in NOTEBOOK_EXTRAS:
@@ -67,6 +100,9 @@ def main(extra, source):
     for name in names:
         importlib.import_module(name)
     print(f"extra {extra!r} alone: imported {', '.join(names)}")
+    if extra in NOTEBOOK_EXTRAS:
+        for name, seconds in execute(source):
+            print(f"extra {extra!r} alone: executed {name} in {seconds:.0f} s")
 
 
 if __name__ == "__main__":

@@ -149,6 +149,48 @@ def test_declared_sizes_are_refused_before_anything_is_built(lints, tmp_path):
         assert line.startswith(f"ValueError {out}: ") and "allocate" in line, (name, line)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc")
+def test_an_online_horizon_is_counted_before_anything_is_built(lints, tmp_path):
+    """An Online whose policy keeps a history (a logistic model's rows) allocates its
+    state for ``horizon`` updates when built: a few-kB file declaring horizon = 10^8 for
+    a 3-dimensional logistic VITS-II (about 7 GB of state) is refused from the header,
+    under the 600 MiB limit, by the policy's name or by its saved description."""
+    by_name = {"object": "Online", "params": {
+        "policy": "vits-ii", "n_arms": 3, "dim": 3, "model": "logistic",
+        "horizon": 10 ** 8, "block": 4, "seed": 0}, "state": {}}
+    eng = {"object": "VITS", "params": {"dim": 3, "model": "logistic", "variant": "II",
+                                        "n_mc": 1, "seed": 0}, "state": {}}
+    by_desc = {"object": "Online", "params": {
+        "policy": {"object": "ThompsonSampling", "params": {"engine": eng}, "state": {}},
+        "n_arms": 3, "horizon": 10 ** 8, "block": 4, "seed": 0}, "state": {}}
+    outs = [_rewrite(lints, tmp_path / f"online_{k}.npz",
+                     header=lambda h, d=d: h.__setitem__("object", d))
+            for k, d in (("name", by_name), ("desc", by_desc))]
+    lines = _load_limited(outs)
+    assert len(lines) == 2, lines
+    for out, line in zip(outs, lines, strict=True):
+        assert line.startswith(f"ValueError {out}: ") and "allocate" in line, line
+
+
+def test_an_online_horizon_is_counted_as_the_state_holds_it():
+    """The estimate covers the history the state really holds (the pieces' own
+    ``state_size``, for every update up to the horizon), and only where the state keeps
+    one: LinTS's Online at horizon 10^12 holds one round's state, not a history."""
+    from vits_ref.bandit.simulate import make_policy
+
+    for name, options in (("vits-ii", {}), ("vits-hf", {}), ("lmc", {}),
+                          ("vits-ii", {"n_mc": 7})):
+        spec = make_policy(name, 4, model="logistic", **options).fused()
+        M = spec.draw(np.random.SeedSequence(0), 1, 4)[2].shape[2]
+        desc = {"object": "Online", "params": {"policy": name, "n_arms": 5, "dim": 4,
+                                                "model": "logistic", "horizon": 100_000,
+                                                **options}, "state": {}}
+        assert persist._cost(desc) >= spec.piece.state_size(4, 5, M, 100_000), (name, M)
+    endless = {"object": "Online", "params": {"policy": "lints", "n_arms": 50, "dim": 20,
+                                              "horizon": 10 ** 12}, "state": {}}
+    assert 8 * persist._cost(endless) < persist.LOAD_FLOOR_BYTES
+
+
 def test_the_size_policy_passes_a_real_file_of_that_size(tmp_path):
     """The estimate is tied to the file: a LinTS of dim 1500 (its V and L, 36 MB) loads."""
     eng = vr.LinTS(1500, seed=0)

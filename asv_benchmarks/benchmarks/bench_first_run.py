@@ -36,7 +36,14 @@ the time and the count; nothing compiles when the module is imported.
   ``update`` (``track_first_online_decision_s``), medians of 3 children, and the most
   compilations in any of them (``track_warm_compilations``; must be 0: a driver whose
   cache key changes per process compiles again in every process, as the online choose
-  did before 9b4862e: 8.7 s of a warm first decision then, 0.4 s after).
+  did before 9b4862e: 8.7 s of a warm first decision then, 0.4 s after). The child that
+  fills the cache is the first decision on a cold cache, tracked too
+  (``track_cold_first_decision_s``, ``..._cpu_s``, ``..._compilations``).
+
+The cold figures come with the child's CPU seconds (``track_*_cpu_s``: user + system of
+the child and its children, :func:`resource.getrusage`): compiling is single-threaded, so
+on a shared machine they are what an idle one would wait, where the wall seconds drift
+with the load.
 """
 
 import os
@@ -44,6 +51,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import json  # noqa: E402
+import resource  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -101,25 +109,34 @@ def _env(cache_dir):
             "VITS_REF_COMPILE_TIMES": os.path.join(cache_dir, "compile_times.json")}
 
 
+def _cpu():
+    """CPU seconds (user + system) of this process's waited-for children so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def _run(args, cache_dir, cwd=None):
-    """Run ``python *args`` in a fresh interpreter: ``(wall seconds, completed process)``."""
-    t = time.perf_counter()
+    """Run ``python *args`` in a fresh interpreter: ``(wall seconds, completed process,
+    CPU seconds)``, the last of the child and its own children (compiling is
+    single-threaded: on a shared machine its CPU seconds are what an idle one waits)."""
+    t, c = time.perf_counter(), _cpu()
     out = subprocess.run([sys.executable, *args], capture_output=True, text=True,
                          env=_env(cache_dir), cwd=cwd)
-    wall = time.perf_counter() - t
+    wall, cpu = time.perf_counter() - t, _cpu() - c
     if out.returncode != 0:
         raise RuntimeError(f"{args[:2]} failed ({out.returncode}):\n{out.stderr[-4000:]}")
-    return wall, out
+    return wall, out, cpu
 
 
 def child(code, arg, cache_dir):
     """Run ``code`` (a script printing ``RESULT {json}``) with ``arg`` in a fresh
-    interpreter: its result, plus ``"wall_s"``, the child's wall time seen from here."""
-    wall, out = _run(["-c", code, arg], cache_dir)
+    interpreter: its result, plus ``"wall_s"`` and ``"cpu_s"``, the child's wall and CPU
+    time seen from here."""
+    wall, out, cpu = _run(["-c", code, arg], cache_dir)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
     if len(lines) != 1:
         raise RuntimeError(f"expected one RESULT line, got:\n{out.stdout[-4000:]}")
-    return {**json.loads(lines[0][len("RESULT "):]), "wall_s": wall}
+    return {**json.loads(lines[0][len("RESULT "):]), "wall_s": wall, "cpu_s": cpu}
 
 
 def cold(policy):
@@ -133,16 +150,16 @@ def cold(policy):
 
 def main_job_cold():
     """:data:`MAIN_JOB` on an empty cache, its output in a temporary folder: ``{"wall_s",
-    "compile_s", "compilations"}`` (the last two as the command recorded them)."""
+    "cpu_s", "compile_s", "compilations"}`` (the last two as the command recorded them)."""
     tmp = tempfile.mkdtemp(prefix="vits_ref_main_job_")
     try:
         cache_dir = os.path.join(tmp, "cache")
         os.mkdir(cache_dir)
-        wall, _ = _run(["-m", "vits_ref", *MAIN_JOB, "--out", os.path.join(tmp, "out")],
-                       cache_dir, cwd=tmp)
+        wall, _, cpu = _run(["-m", "vits_ref", *MAIN_JOB, "--out",
+                             os.path.join(tmp, "out")], cache_dir, cwd=tmp)
         with open(os.path.join(cache_dir, "compile_times.json"), encoding="utf-8") as fh:
             rec = json.load(fh)[MAIN_JOB[1]]
-        return {"wall_s": wall, "compile_s": float(rec["seconds"]),
+        return {"wall_s": wall, "cpu_s": cpu, "compile_s": float(rec["seconds"]),
                 "compilations": int(rec["kernels"])}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -151,16 +168,17 @@ def main_job_cold():
 def first_decisions(policy, repeats=3):
     """``_FIRST_DECISION`` for ``policy`` in ``repeats`` fresh processes on a cache that a
     first child filled (a new temporary folder): medians of the times, the most
-    compilations."""
+    compilations; and the first child's figures, the first decision on a cold cache
+    (``"cold"``)."""
     cache_dir = tempfile.mkdtemp(prefix="vits_ref_warm_")
     try:
-        child(_FIRST_DECISION, policy, cache_dir)  # fill the cache, untimed
+        first = child(_FIRST_DECISION, policy, cache_dir)  # fills the cache: cold
         runs = [child(_FIRST_DECISION, policy, cache_dir) for _ in range(repeats)]
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
     return {"import_s": float(np.median([r["import_s"] for r in runs])),
             "decision_s": float(np.median([r["decision_s"] for r in runs])),
-            "compilations": max(r["compilations"] for r in runs)}
+            "compilations": max(r["compilations"] for r in runs), "cold": first}
 
 
 class ColdCompile:
@@ -194,6 +212,11 @@ class ColdCompile:
 
     track_cold_compilations.unit = "compilations"
 
+    def track_cold_simulate_cpu_s(self, results, policy):
+        return results[policy]["cpu_s"]
+
+    track_cold_simulate_cpu_s.unit = "seconds"
+
 
 class ColdMainJob:
     """The main job's command (``python -m vits_ref run vits-fig1``) at 2 runs x 20 rounds
@@ -222,6 +245,11 @@ class ColdMainJob:
         return results["compilations"]
 
     track_main_job_compilations.unit = "compilations"
+
+    def track_main_job_cold_cpu_s(self, results):
+        return results["cpu_s"]
+
+    track_main_job_cold_cpu_s.unit = "seconds"
 
 
 class FirstOnlineDecision:
@@ -254,3 +282,18 @@ class FirstOnlineDecision:
         return results[policy]["compilations"]
 
     track_warm_compilations.unit = "compilations"
+
+    def track_cold_first_decision_s(self, results, policy):
+        return results[policy]["cold"]["decision_s"]
+
+    track_cold_first_decision_s.unit = "seconds"
+
+    def track_cold_first_decision_cpu_s(self, results, policy):
+        return results[policy]["cold"]["cpu_s"]
+
+    track_cold_first_decision_cpu_s.unit = "seconds"
+
+    def track_cold_first_decision_compilations(self, results, policy):
+        return results[policy]["cold"]["compilations"]
+
+    track_cold_first_decision_compilations.unit = "compilations"

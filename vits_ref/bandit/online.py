@@ -114,6 +114,32 @@ class Online(Persistent):
                       "_broken")
     #: the blocks of draws held when saved: as many rows as were held
     _persist_growing = ("_held_sel", "_held_steps")
+    #: for vits_ref.load's size policy: the policy's hyperparameters that size the state
+    _persist_nested = ("dim", "model", "n_mc")
+
+    @staticmethod
+    def _persist_cost(params):
+        """vits_ref.load's size policy (:mod:`vits_ref.inference.persist`): the default
+        share (the arms, a block of draws, a copy of the policy's state), and where the
+        policy's compiled state keeps a history (the logistic model's pieces: a ``model``
+        named ``"logistic"`` or a ``Logistic`` object) its state for ``horizon`` updates,
+        the largest of those pieces' own ``state_size`` (``n_mc`` draws a step: the
+        policy's, else the most of any named policy's defaults)."""
+        from ..inference.persist import default_cost, size_ints
+        from ..kernels import logistic_bandit as klogb
+        from .simulate import POLICY_DEFAULTS
+
+        own = default_cost(params)
+        if params.get("model") not in ("logistic", "Logistic"):
+            return own
+        d, K, T, M = (size_ints(params.get(k)) for k in ("dim", "n_arms", "horizon", "n_mc"))
+        if not (len(d) == len(K) == len(T) == 1):
+            return own  # the constructor refuses it before allocating
+        if len(M) != 1:
+            M = [max(1, *(p.get("n_mc", 1) for p in POLICY_DEFAULTS.values()))]
+        return own + max(p.state_size(d[0], K[0], M[0], T[0])
+                         for p in (klogb.VITS_PIECE, klogb.LANGEVIN_PIECE,
+                                   klogb.LAPLACE_PIECE))
 
     def __init__(self, policy, n_arms, seed=None, dim=None, horizon=None, block=256,
                  **options):

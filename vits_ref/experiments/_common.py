@@ -610,9 +610,11 @@ def _summarise(name, description, panels, plan, outcome, runs, rounds, seed, out
     return result
 
 
-def regret_table(result):
+def regret_table(result, why=None):
     """Final regrets, one line per panel and method, with the paired difference against
-    the reference method (mean and 95% t interval) where the experiment has one."""
+    the reference method (mean and 95% t interval) where the experiment has one, and
+    :func:`identical_notes` (``why``: the experiment's reason, if it knows a better one
+    than the shared streams)."""
     width = max(6, *(len(e["method"]) for e in result["results"]))
     pw = max(18, *(len(e["panel"]) for e in result["results"]))
     ref = result.get("reference")
@@ -631,23 +633,31 @@ def regret_table(result):
             diff = e.get("paired_vs_reference")
             line += f"  {format_difference(diff) if diff else '(reference)':>28}"
         lines.append(line)
-    lines += identical_notes(result["results"])
+    lines += identical_notes(result["results"], why=why)
     return "\n".join(lines)
 
 
-def identical_notes(results):
-    """One line per group of methods of a panel whose final regrets are equal in every
-    run, saying why that is not a copied result: the methods draw from the same random
-    streams (common random numbers), so where their posteriors stay too close to change
-    an argmax (VITS-I and VITS-II at a small size: ``C`` tracks ``inv(B)^T`` to first
-    order in the step) they pull the same arms in every round, and the regret is a
-    function of the arms pulled."""
+#: why methods that share their random streams pull the same arms (identical_notes)
+SHARED_STREAMS = ("they share their random streams and their draws never chose apart at "
+                  "this size")
+
+
+def identical_notes(results, key="final_regrets", why=None, same="the same arms pulled "
+                    "in every round"):
+    """One line per group of methods of a panel whose final ``key`` (per run) are equal in
+    every run, saying why that is not a copied result: ``same`` (what they share) and
+    ``why``. By default the methods draw from the same random streams (common random
+    numbers), so where their posteriors stay too close to change an argmax (VITS-I and
+    VITS-II at a small size: ``C`` tracks ``inv(B)^T`` to first order in the step) they
+    pull the same arms in every round, and the regret is a function of the arms pulled
+    (:data:`SHARED_STREAMS`); an experiment that knows its own reason passes it (the
+    Rényi bandit's alphas, the OPVI classifier's test counts)."""
     groups = {}
     for e in results:
-        regrets = e.get("final_regrets")
-        if regrets:
-            groups.setdefault((e["panel"], tuple(regrets)), []).append(e["method"])
-    return [f"{panel}: {' = '.join(methods)} in every run: the same arms pulled in every "
-            f"round (they share their random streams and their draws never chose apart at "
-            f"this size), not a copied result"
+        values = e.get(key)
+        if values:
+            groups.setdefault((e.get("panel"), tuple(values)), []).append(e["method"])
+    why = SHARED_STREAMS if why is None else why
+    return [f"{panel + ': ' if panel else ''}{' = '.join(methods)} in every run: {same} "
+            f"({why}), not a copied result"
             for (panel, _), methods in groups.items() if len(methods) > 1]

@@ -50,7 +50,10 @@ A file cannot make :func:`load` allocate much more memory than the file itself h
 * before anything is built, the sizes among the hyperparameters (``dim``, ``n_arms``,
   ``hidden``, ``n_particles``, ``capacity``, ...) give an estimate of what the
   constructors allocate (:func:`_cost`: a class may declare ``_persist_cost(params)``,
-  the default is quadratic in the sum of its sizes, a ``dim x dim`` factor); a file whose
+  the default is quadratic in the sum of its sizes, a ``dim x dim`` factor; a class
+  whose allocation depends on hyperparameters of an object it is given declares their
+  names in ``_persist_nested``, as ``Online`` does for its policy's ``dim``, ``model``
+  and ``n_mc``, whose history it holds for ``horizon`` updates); a file whose
   estimate exceeds ``max(LOAD_FLOOR_BYTES, LOAD_RATIO x its size)`` is refused;
 * a growing buffer may be larger than at construction only up to twice its count (the
   buffers double when full): ``shape[axis] <= max(initial, 2 * count)``.
@@ -698,11 +701,29 @@ def default_cost(params):
     return 4 * side * side
 
 
+def _nested(params, name):
+    """Hyperparameter ``name`` of the first object described among ``params``' values
+    (breadth first), as :func:`_plain` gives it, or the class name of an object given
+    for it; None if none has it."""
+    todo = list(params.values())
+    while todo:
+        v = todo.pop(0)
+        if isinstance(v, dict) and "object" in v and isinstance(v.get("params"), dict):
+            if name in v["params"]:
+                x = v["params"][name]
+                obj = x.get("object") if isinstance(x, dict) else None
+                return obj if isinstance(obj, str) else _plain(x)
+            todo.extend(v["params"].values())
+    return None
+
+
 def _cost(desc):
     """The estimated allocation (float64 entries) of building the object ``desc`` (raw
     JSON) and every object its hyperparameters describe; a class may declare
-    ``_persist_cost(params)`` (its own share) and ``_persist_copies`` (``{param: count
-    param}``: a described object built that many times, as PerArm's engine per arm)."""
+    ``_persist_cost(params)`` (its own share), ``_persist_nested`` (names its share reads
+    from the objects it is given where its own hyperparameters lack them,
+    :func:`_nested`) and ``_persist_copies`` (``{param: count param}``: a described
+    object built that many times, as PerArm's engine per arm)."""
     reg, total, todo = registry(), 0, [(desc, 1)]
     while todo:
         d, times = todo.pop()
@@ -710,6 +731,9 @@ def _cost(desc):
             cls = reg.get(d["object"]) if isinstance(d["object"], str) else None
             params = d["params"]
             plain = {k: _plain(x) for k, x in params.items()}
+            for k in getattr(cls, "_persist_nested", ()):
+                if plain.get(k) is None:
+                    plain[k] = _nested(params, k)
             own = getattr(cls, "_persist_cost", None)
             total += times * (own(plain) if own is not None else default_cost(plain))
             copies = getattr(cls, "_persist_copies", {})
