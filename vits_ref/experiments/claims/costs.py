@@ -12,8 +12,8 @@ Gaussian and the logistic model of the VITS paper, prior precision ``P0``) costs
 written, ``4 n d + 2 d^2`` for its gradient (``X theta`` and ``X^T g``, the prior's
 product) and ``2 n d^2 + d^2`` for its Hessian (``X^T diag(w) X`` over the ``n`` rows, the
 prior added): the quantities the VITS authors' code recomputes for every draw, step and
-round (``/work/shared/DESIGN.md``, "Known flaws of the papers' own code"; the library
-caches ``eta V`` instead, constant on the linear model). Scalar work per observation (a
+round (the library caches ``eta V`` instead, constant on the linear model:
+``docs/algorithms.md``, "Potentials"). Scalar work per observation (a
 sigmoid) and the ``O(d)`` vector updates are left out: they are the same on both sides of
 every ratio below, or smaller than the terms kept by a factor ``d``.
 """
