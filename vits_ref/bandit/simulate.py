@@ -537,18 +537,16 @@ def _run_fused(block, rows):
         args = (spec, block.name, [env_for(s) for s in seeds], seeds, T, chunk,
                 block.kl_rounds, rows.regret[lo:hi], rows.arms[lo:hi], rows.kl[lo:hi],
                 first_run + lo)
-        if block.immediate:
-            _fused_batch(*args)
-        else:
-            schedules = [delivery_schedule(T, block.delay, block.batch,
-                                           delay_rng(s) if callable(block.delay) else None)
-                         for s in seeds]
-            _fused_batch_late(*args, schedules)
+        schedules = None if block.immediate else [
+            delivery_schedule(T, block.delay, block.batch,
+                              delay_rng(s) if callable(block.delay) else None)
+            for s in seeds]
+        _fused_batch(*args, schedules=schedules)
         block.report(hi)
 
 
 def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms, kl,
-                 first_index, on_chunk=None):
+                 first_index, on_chunk=None, schedules=None):
     """A batch of fused runs, ``chunk`` rounds at a time.
 
     Each run's realisation and policy randomness are drawn a chunk at a time
@@ -561,10 +559,21 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
     contexts (R, n, K, d) (the soak reads the state there). Raises DivergenceError naming
     the lowest diverging run ``first_index + r`` and its first diverging round, after the
     batch's last chunk, so that the error does not depend on the batches or chunks.
+
+    With ``schedules`` (one :func:`vits_ref.bandit.feedback.delivery_schedule` per run),
+    late or batched feedback: :func:`vits_ref.drivers.cpu.bandit_rounds_late` plays each
+    run's schedule with a queue of pending feedback at the end of its state buffer. The
+    policy's step noise is drawn a row per round and the ``k``-th update reads row ``k``;
+    as an update lags its round, a run carries the rows of its updates still to come from
+    one chunk to the next (:class:`_LateRows`), so the updates read the rows of the whole
+    draw, bit for bit, whatever the chunks. A divergence is then reported at the number
+    of observations of the update that failed, as the engines' own ``update`` raises it.
     """
     R = len(run_seeds)
     d, K = envs[0].dim, envs[0].n_arms
-    rounds = cpu.bandit_rounds(spec.piece)
+    late = None if schedules is None else _LateRows(schedules)
+    rounds = cpu.bandit_rounds(spec.piece) if late is None else cpu.bandit_rounds_late(
+        spec.piece)
     status = np.zeros(R, dtype=np.int64)
     first_bad = np.zeros(R, dtype=np.int64)
     bufs = None
@@ -573,9 +582,15 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
                                                                     chunk):
         n = contexts.shape[1]
         if bufs is None:
-            bufs = np.empty((R, spec.piece.state_size(d, K, steps.shape[3], T)))
-        rounds(spec.params, bufs, t0, contexts, means, rewards, init, sel, steps, kl_rounds,
-               regret, arms, kl, status)
+            size = spec.piece.state_size(d, K, steps.shape[3], T)
+            bufs = np.empty((R, size if late is None else size + late.queue_size(d)))
+        if late is None:
+            rounds(spec.params, bufs, t0, contexts, means, rewards, init, sel, steps,
+                   kl_rounds, regret, arms, kl, status)
+        else:
+            k0, noise, order, learnt = late.chunk(t0, n, steps)
+            rounds(spec.params, bufs, t0, k0, contexts, means, rewards, init, sel, noise,
+                   order, learnt, kl_rounds, regret, arms, kl, status)
         # a run's first diverging round (later chunks of a diverged run diverge again at
         # once and are ignored)
         record_first_divergence(first_bad, status)
@@ -590,51 +605,35 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
                            spec.divergence_detail)
 
 
-def _fused_batch_late(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms, kl,
-                      first_index, schedules):
-    """:func:`_fused_batch` with late or batched feedback: each run plays its
-    :func:`vits_ref.bandit.feedback.delivery_schedule` through
-    :func:`vits_ref.drivers.cpu.bandit_rounds_late`, a queue of pending feedback at the end
-    of its state buffer.
+class _LateRows:
+    """The per-chunk inputs of :func:`vits_ref.drivers.cpu.bandit_rounds_late` for a batch
+    of runs' delivery schedules: which updates each run makes in a chunk of rounds, which
+    rounds they learn, and their rows of step noise, carried across chunks."""
 
-    The policy's step noise is drawn a chunk of rounds at a time, one row per round, and
-    the ``k``-th update reads row ``k``: as an update lags its round, a run carries the
-    rows of its updates still to come from one chunk to the next (at most its pending
-    rounds), so the updates read the rows of the whole draw, bit for bit, whatever the
-    chunks. Divergence is reported as :func:`_fused_batch` reports it, at the number of
-    observations of the update that failed (as the engines' own ``update`` raises it).
-    """
-    R = len(run_seeds)
-    d, K = envs[0].dim, envs[0].n_arms
-    rounds = cpu.bandit_rounds_late(spec.piece)
-    Q = max(s.span for s in schedules)
-    status = np.zeros(R, dtype=np.int64)
-    first_bad = np.zeros(R, dtype=np.int64)
-    k0 = np.zeros(R, dtype=np.int64)
-    carry = [None] * R  # per run: the step-noise rows of updates k0, k0 + 1, ... drawn
-    bufs = None
-    t0 = 0
-    for contexts, means, rewards, init, sel, steps in batch_chunks(spec, envs, run_seeds, T,
-                                                                    chunk):
-        n = contexts.shape[1]
-        if bufs is None:
-            bufs = np.empty((R, spec.piece.state_size(d, K, steps.shape[3], T)
-                             + late_queue_size(d, Q)))
-        learnt = np.stack([s.learnt[t0:t0 + n] for s in schedules])
+    def __init__(self, schedules):
+        self.schedules = schedules
+        self.k0 = np.zeros(len(schedules), dtype=np.int64)  # updates made before a chunk
+        self.carry = [None] * len(schedules)  # per run: step-noise rows of updates k0, ...
+
+    def queue_size(self, d):
+        """Entries of a run's queue: slots for the longest wait of any run."""
+        return late_queue_size(d, max(s.span for s in self.schedules))
+
+    def chunk(self, t0, n, steps):
+        """``(k0 (R,), noise (R, L, S, M, d), order (R, L), learnt (R, n))`` for rounds
+        ``[t0, t0 + n)``, whose step noise ``steps`` (R, n, S, M, d) holds a row per round
+        (rows past a run's last update of the chunk are zeros, never read)."""
+        learnt = np.stack([s.learnt[t0:t0 + n] for s in self.schedules])
+        k0 = self.k0
         m = learnt[:, -1] - k0  # the updates each run makes in the chunk
         L = int(m.max())
-        order = np.zeros((R, L), dtype=np.int64)
-        noise = np.zeros((R, L) + steps.shape[2:])
-        for r, s in enumerate(schedules):
-            rows = steps[r] if carry[r] is None else np.concatenate((carry[r], steps[r]))
+        order = np.zeros((len(self.schedules), L), dtype=np.int64)
+        noise = np.zeros((len(self.schedules), L) + steps.shape[2:])
+        for r, s in enumerate(self.schedules):
+            rows = steps[r] if self.carry[r] is None else np.concatenate((self.carry[r],
+                                                                           steps[r]))
             noise[r, :m[r]] = rows[:m[r]]
-            carry[r] = rows[m[r]:]
+            self.carry[r] = rows[m[r]:]
             order[r, :m[r]] = s.order[k0[r]:k0[r] + m[r]]
-        rounds(spec.params, bufs, t0, k0, contexts, means, rewards, init, sel, noise, order,
-               learnt, kl_rounds, regret, arms, kl, status)
-        record_first_divergence(first_bad, status)
-        k0 = learnt[:, -1].copy()
-        del contexts, means, rewards, init, sel, steps, noise
-        t0 += n
-    raise_first_divergence(first_bad, name, first_index, spec.step_size,
-                           spec.divergence_detail)
+        self.k0 = learnt[:, -1].copy()
+        return k0, noise, order, learnt
