@@ -3,7 +3,7 @@
 Checked against select/update loops written here from the documented rule: round ``t``'s
 reward is due after round ``t + delay_t`` and learnt, in round order, at the end of every
 ``batch``-th round. The fused loop (a queue of pending feedback in the state buffer,
-:func:`vits_ref.bandit.feedback.delivery_schedule`) gives the Python loop's numbers bit
+:func:`vits_ref.bandit.delivery.delivery_schedule`) gives the Python loop's numbers bit
 for bit, whatever its chunks of rounds and batches of runs. Exact engines end at the same
 posterior whatever the order of their observations (to rounding).
 """
@@ -14,7 +14,7 @@ import pytest
 import vits_ref as vr
 import vits_ref.bandit.simulate as sim
 from vits_ref._seeding import child, delay_rng
-from vits_ref.bandit.feedback import delivery_schedule
+from vits_ref.bandit.delivery import delivery_schedule
 
 
 def _pool():

@@ -36,7 +36,7 @@ from ..kernels.bandit import late_queue_size
 from . import _plan, backends
 from ._fused_draws import batch_chunks  # shared with the CUDA path
 from ._fused_draws import realise_chunks as _realise_chunks
-from .feedback import delivery_schedule, drawn_lag
+from .delivery import delivery_schedule, drawn_lag
 from .policies import LinUCB, RandomPolicy, ThompsonSampling
 from .result import SimulationResult
 
@@ -230,7 +230,7 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         Feedback is learnt in the order of the rounds it belongs to; what is still due at
         the horizon is never learnt. The CPU's fused loop plays it with a queue of
         pending feedback in each run's state, in the order
-        :func:`vits_ref.bandit.feedback.delivery_schedule` computes before the run, with
+        :func:`vits_ref.bandit.delivery.delivery_schedule` computes before the run, with
         the Python loop's numbers bit for bit (a policy's draws are those of its
         ``select`` and ``update`` calls in that order); the other compiled backends (CUDA,
         ``stream="philox"``, VTS, DiffTS's chains, the batched MLP) decline, naming it.
@@ -560,7 +560,7 @@ def _fused_batch(spec, name, envs, run_seeds, T, chunk, kl_rounds, regret, arms,
     the lowest diverging run ``first_index + r`` and its first diverging round, after the
     batch's last chunk, so that the error does not depend on the batches or chunks.
 
-    With ``schedules`` (one :func:`vits_ref.bandit.feedback.delivery_schedule` per run),
+    With ``schedules`` (one :func:`vits_ref.bandit.delivery.delivery_schedule` per run),
     late or batched feedback: :func:`vits_ref.drivers.cpu.bandit_rounds_late` plays each
     run's schedule with a queue of pending feedback at the end of its state buffer. The
     policy's step noise is drawn a row per round and the ``k``-th update reads row ``k``;
