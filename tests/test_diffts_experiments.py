@@ -95,6 +95,40 @@ def test_build_methods_per_reward():
     assert logi[-1][1].engine.model.name == "logistic"
     only = _shared.build_methods(samples, prior, 2.0, "linear", which=("TS", "DiffTS"))
     assert [m for m, _ in only] == ["TS", "DiffTS"]
+    # the frequentist baselines, after the paper's methods, with the parameters of TS's
+    # model: ridge sigma^2 (TS's N(0, I) prior under noise sigma), LinUCB's bonus sigma
+    every = (*_shared.METHODS, *_shared.FREQUENTIST)
+    ext = _shared.build_methods(samples, prior, 2.0, "linear", which=every)
+    assert [m for m, _ in ext] == list(every)
+    linucb, egreedy = ext[-2][1], ext[-1][1]
+    assert (type(linucb), linucb.alpha, linucb.lam) == (vr.LinUCB, 2.0, 4.0)
+    assert (type(egreedy), egreedy.epsilon, egreedy.lam) == (vr.EpsilonGreedy, 0.1, 4.0)
+    assert [m for m, _ in _shared.build_methods(samples, prior, 2.0, "logistic",
+                                                which=every)] == ["TS", "TunedTS", "DiffTS"]
+
+
+def test_ridge_baselines_estimate_ts_posterior_mean():
+    """lam = sigma^2 makes the ridge estimate TS's posterior mean (N(0, I) prior, noise
+    sigma), and alpha = sigma makes LinUCB's bonus ``alpha sqrt(x^T inv(V) x)`` one
+    standard deviation of ``x^T theta`` under TS's posterior (``sigma^2 inv(V)``): checked
+    against the closed form, precision ``I + X^T X / sigma^2``."""
+    rng = np.random.default_rng(1)
+    X, r, sigma = rng.standard_normal((30, 2)), rng.standard_normal(30), 2.0
+    ts = vr.TunedTS.standard(2, sigma=sigma, seed=0).update(X, r)
+    eg = vr.EpsilonGreedy(2, epsilon=_shared.EPSILON, lam=sigma ** 2, seed=0)
+    for t in range(30):
+        eg.update(X[t:t + 1], 0, r[t])
+    cov = np.linalg.inv(np.eye(2) + X.T @ X / sigma ** 2)
+    mean = cov @ X.T @ r / sigma ** 2
+    np.testing.assert_allclose(ts.mean, mean, rtol=1e-9)
+    np.testing.assert_allclose(eg.theta_hat, mean, rtol=1e-9)
+    np.testing.assert_allclose(sigma ** 2 * eg.Vinv, cov, rtol=1e-9)
+
+
+def test_frequentist_labels_match_the_claim_table():
+    from vits_ref.experiments.claims import table
+
+    assert tuple(label for _, label in table._DS_FREQUENTIST) == _shared.FREQUENTIST
 
 
 def test_trained_prior_is_cached(tmp_path):
@@ -137,7 +171,11 @@ def test_synthetic_writes_files_and_pairs(synthetic_result):
             d = e["paired_vs_reference"]
             assert d["n"] == 3 and d["reference"] == "DiffTS" and len(d["ci"]) == 2
     methods = {(e["panel"], e["method"]) for e in res["results"]}
-    assert methods == {(s, m) for s in res["shapes"] for m in _shared.METHODS}
+    assert methods == {(s, m) for s in res["shapes"]
+                       for m in (*_shared.METHODS, *_shared.FREQUENTIST)}
+    assert res["frequentist_baselines"] == {
+        _shared.LINUCB: "LinUCB(dim=2, alpha=2.0, lam=4.0)",
+        _shared.EPSILON_GREEDY: "EpsilonGreedy(dim=2, epsilon=0.1, lam=4.0)"}
     for shape in res["shapes"]:
         en = res["energy"][shape]
         assert en["learned_vs_true"] > 0 and en["true_vs_true"] > 0
@@ -150,6 +188,22 @@ def test_synthetic_writes_files_and_pairs(synthetic_result):
     assert "curves" not in saved
     text = synthetic.table(res)
     assert "(reference)" in text and "energy distance" in text
+    assert "states no parameters" in text and "EpsilonGreedy(dim=2, epsilon=0.1" in text
+
+
+def test_synthetic_extra_methods_leave_the_others_alone(synthetic_result, tmp_path):
+    """Common random numbers: the paper's methods without the frequentist baselines give
+    the same final regrets, bit for bit, as with them (each policy draws its own streams)."""
+    res = synthetic.run(runs=3, rounds=12, seed=0, out=str(tmp_path), shapes=("mixture",),
+                        methods=("TS", "MixTS"), n_stages=5, n_train=300,
+                        train_kwargs=TINY, n_energy=150)
+    with_extras = {e["method"]: e["final_regrets"] for e in synthetic_result["results"]
+                   if e["panel"] == "mixture"}
+    for e in res["results"]:
+        assert e["final_regrets"] == with_extras[e["method"]], e["method"]
+    assert {e["method"] for e in res["results"]} == {"TS", "MixTS", "DiffTS"}
+    with pytest.raises(ValueError, match="methods: unknown method 'UCB'"):
+        synthetic.run(runs=1, rounds=2, out=str(tmp_path), methods=("UCB",))
 
 
 def _verdicts(records):
@@ -178,9 +232,12 @@ def test_synthetic_claims_have_verdicts(synthetic_result):
 SHAPES = ("mixture", "ring", "cross", "banana", "spiral", "checkerboard")
 
 
-def _constructed(diffts_minus_others, dps_minus_ts, energy_ratio, seed=0, runs=20):
+def _constructed(diffts_minus_others, dps_minus_ts, energy_ratio, seed=0, runs=20,
+                 ts_minus_frequentist=None):
     """A summary of all six shapes whose paired effects are planted: every baseline's
-    final regret is DiffTS's minus ``diffts_minus_others`` (plus noise), DPS's late regret
+    final regret is DiffTS's minus ``diffts_minus_others`` (plus noise), the frequentist
+    baselines' TS's minus ``ts_minus_frequentist`` (a dict by shape, or one value for all;
+    default ``diffts_minus_others``), DPS's late regret
     per round is TS's plus ``dps_minus_ts`` (minus it on the last problem, where the paper
     says DPS does not diverge), the learned prior's energy distances are ``energy_ratio``
     times their noise floor."""
@@ -194,6 +251,13 @@ def _constructed(diffts_minus_others, dps_minus_ts, energy_ratio, seed=0, runs=2
         for m in ("TS", "TunedTS", "MixTS", "DPS"):
             res["results"].append({"panel": shape, "method": m, "wall_time_s": 0.01,
                                    "final_regrets": (base - diffts_minus_others
+                                                     + rng.normal(0, 1, runs)).tolist()})
+        gap = diffts_minus_others if ts_minus_frequentist is None else ts_minus_frequentist
+        gap = gap[shape] if isinstance(gap, dict) else gap
+        ts_regret = np.array(res["results"][-4]["final_regrets"])
+        for m in _shared.FREQUENTIST:
+            res["results"].append({"panel": shape, "method": m, "wall_time_s": 0.01,
+                                   "final_regrets": (ts_regret - gap
                                                      + rng.normal(0, 1, runs)).tolist()})
         ts = rng.normal(0.2, 0.02, runs)
         sign = -1.0 if shape == "checkerboard" else 1.0
@@ -226,6 +290,26 @@ def test_synthetic_claim_rules_on_constructed_results():
     assert null["diffts-beats-mixts-banana"] == claims.INCONCLUSIVE
     # a learned prior exactly at its noise floor resembles it (ratio 1 < 3)
     assert null["diffusion-prior-resembles-spiral"] == claims.REPRODUCED
+
+
+def test_frequentist_baselines_claims_on_planted_data():
+    """'LinUCB and epsilon-greedy performed worse than TS': reproduced where TS's regret is
+    planted below both on every problem, contradicted on a problem where it is planted
+    above, inconclusive on a planted tie; one sentence of kind (b), reconstructed."""
+    ids = [f"ts-beats-{tag}-{s}" for s in SHAPES for tag in ("linucb", "egreedy")]
+    worse = _verdicts(judged_claims(synthetic.NAME, [
+        _constructed(-10.0, 0.3, 1.5, seed=s, ts_minus_frequentist=-5.0) for s in (0, 1)]))
+    assert {worse[i] for i in ids} == {claims.REPRODUCED}
+    mixed = {s: -5.0 for s in SHAPES} | {"spiral": +5.0, "ring": 0.0}
+    got = _verdicts(judged_claims(synthetic.NAME, [
+        _constructed(-10.0, 0.3, 1.5, seed=s, ts_minus_frequentist=mixed) for s in (2, 3)]))
+    for i in ids:
+        want = {"spiral": claims.CONTRADICTED, "ring": claims.INCONCLUSIVE}.get(
+            i.rsplit("-", 1)[1], claims.REPRODUCED)
+        assert got[i] == want, i
+    table = {c.id: c for c in claims.claims_of(synthetic.NAME)}
+    assert all(table[i].kind == "b" and table[i].reconstructed for i in ids)
+    assert len({table[i].words for i in ids}) == 1  # one sentence, twelve tests
 
 
 def test_a_verdict_that_differs_between_seeds_is_inconclusive():

@@ -254,6 +254,8 @@ def _policy(name, dim, n_arms, seed):
         return vr.LinUCB(dim, alpha=0.5, lam=2.0)
     if name == "RandomPolicy":
         return vr.RandomPolicy(dim, seed=seed)
+    if name == "EpsilonGreedy":
+        return vr.EpsilonGreedy(dim, epsilon=0.5, lam=2.0, seed=seed)
     if name == "PerArm":
         return vr.PerArm(vr.LinTS(dim), n_arms, seed=seed)
     if name == "VTS":
@@ -261,7 +263,8 @@ def _policy(name, dim, n_arms, seed):
     return vr.NIGTS(dim, n_arms, seed=seed)
 
 
-POLICIES = ("LinUCB", "NIGTS", "PerArm", "RandomPolicy", "ThompsonSampling", "VTS")
+POLICIES = ("EpsilonGreedy", "LinUCB", "NIGTS", "PerArm", "RandomPolicy", "ThompsonSampling",
+            "VTS")
 
 
 @pytest.mark.parametrize("name", POLICIES)
@@ -315,7 +318,7 @@ def test_policies(name):
                 assert pol.n_obs == n0 + 1
             if isinstance(pol, vr.ThompsonSampling):
                 check_engine_outputs(pol.engine)
-            if isinstance(pol, vr.LinUCB):
+            if isinstance(pol, (vr.LinUCB, vr.EpsilonGreedy)):
                 assert np.all(np.isfinite(pol.Vinv)) and np.all(np.isfinite(pol.b))
 
     fuzz()
@@ -348,6 +351,7 @@ def test_regression_scalar_is_not_a_vector():
 
 
 @pytest.mark.parametrize("make", [lambda: vr.LinUCB(2),
+                                  lambda: vr.EpsilonGreedy(2, seed=0),
                                   lambda: vr.ThompsonSampling(vr.LinTS(2, seed=0)),
                                   lambda: vr.PerArm(vr.LinTS(2), 2, seed=0),
                                   lambda: vr.NIGTS(2, 2, seed=0)])

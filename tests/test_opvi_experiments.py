@@ -124,7 +124,8 @@ def test_mixture_validates_before_running(tmp_path):
 
 
 def test_bnn_small_run_and_kin8nm_file(tmp_path):
-    result = bnn.run(runs=2, rounds=150, n_particles=5, hidden=10, step_size=0.01,
+    # 3 runs: the fewest a claim's bootstrap interval takes (the improvement over LD)
+    result = bnn.run(runs=3, rounds=150, n_particles=5, hidden=10, step_size=0.01,
                      out=str(tmp_path / "d"))
     assert not result["data_is_kin8nm"] and "diabetes" in result["data"]
     for e in result["results"]:
@@ -137,6 +138,12 @@ def test_bnn_small_run_and_kin8nm_file(tmp_path):
     found = judged_claims(bnn.NAME, result)
     assert [c["id"] for c in found] == [c.id for c in _claims.claims_of(bnn.NAME)]
     assert all(c["verdict"] in _claims.VERDICTS and c["substitute"] for c in found)
+    # LD (B = 20) runs, at its stated step: its claims are measured (an interval per seed)
+    assert bnn.LD_B in by and result["ld_step"] == bnn.LD_STEP
+    assert by[bnn.LD_B]["data_used_per_run"] == 150 * bnn.BATCH
+    ld = {c["id"]: c for c in found if c["id"] in ("opvi-bnn-better-than-ld",
+                                                   "opvi-bnn-improvement-over-ld-size")}
+    assert len(ld) == 2 and all(s["ci"] is not None for c in ld.values() for s in c["seeds"])
     assert all("Judged on substitute data" in c["why"] for c in found)
     assert "Kin8nm" in bnn.table(result)
     # a Kin8nm-shaped user CSV (header, 8 inputs, target last): the claims are judged
@@ -154,6 +161,22 @@ def test_bnn_small_run_and_kin8nm_file(tmp_path):
     assert all(c["verdict"] in _claims.VERDICTS for c in judged_claims(bnn.NAME, res))
     with pytest.raises(ValueError, match="path"):
         bnn.load(str(tmp_path / "missing.csv"))
+
+
+def test_ld_step_tuning_reports_each_step():
+    """The LD step's tuning runs LD alone per step of its grid; a step at which the
+    particles blow up is reported as diverged (None), not chosen."""
+    got = bnn.ld_step_tuning(grid=(1e-4, 1e30), runs=1, rounds=4, n_particles=3, hidden=4)
+    assert list(got) == [1e-4, 1e30]
+    assert got[1e-4] is not None and np.isfinite(got[1e-4]) and got[1e30] is None
+    assert bnn.LD_STEP in bnn.LD_GRID
+
+
+@pytest.mark.slow
+def test_ld_step_is_the_tunings_best():
+    """LD_STEP is what its stated tuning chooses (the module docstring's numbers)."""
+    got = bnn.ld_step_tuning()
+    assert min((v, h) for h, v in got.items() if v is not None)[1] == bnn.LD_STEP
 
 
 def test_bnn_metrics_are_the_models(monkeypatch, tmp_path):
@@ -284,7 +307,7 @@ def _with(res, extra, runs):
 
 def test_bnn_rules():
     R, T, L = "final_rmse", "wall_time_s", "final_ll"
-    LD = "LD (B = 20)"  # Table 1's mini-batch LD: planted (opvi-bnn does not run it yet)
+    LD = bnn.LD_B  # Table 1's mini-batch LD: planted here
     # RMSE about 0.77 (these runs' bases): OPVI 11.9% below SVGD (B = 20) (the paper's
     # 11.8% +- 1.18 points), 2.6% below full batch (within its spread, +-7.1%); OPVI's time
     # SVGD's, a third of full batch's

@@ -185,6 +185,7 @@ POLICIES = {
     "ThompsonSampling-Laplace-logistic": lambda: vr.ThompsonSampling(
         vr.Laplace(3, model="logistic", seed=2)),
     "LinUCB": lambda: vr.LinUCB(3, alpha=0.5, lam=2.0),
+    "EpsilonGreedy": lambda: vr.EpsilonGreedy(3, epsilon=0.5, lam=2.0, seed=2),
     "RandomPolicy": lambda: vr.RandomPolicy(3, seed=2),
     "RandomPolicy-no-dim": lambda: vr.RandomPolicy(seed=np.random.SeedSequence(7)),
     "PerArm": lambda: vr.PerArm(vr.LinTS(3), n_arms=2, seed=2),
@@ -226,8 +227,8 @@ def test_policy_continues_bit_for_bit_after_load(name, tmp_path):
 
 def test_policy_classes_are_covered():
     classes = {type(make()) for make in POLICIES.values()}
-    assert classes >= {vr.ThompsonSampling, vr.LinUCB, vr.RandomPolicy, vr.PerArm, vr.VTS,
-                       vr.NIGTS}
+    assert classes >= {vr.ThompsonSampling, vr.LinUCB, vr.EpsilonGreedy, vr.RandomPolicy,
+                       vr.PerArm, vr.VTS, vr.NIGTS}
 
 
 def test_a_generator_seed_saves_its_streams(tmp_path):

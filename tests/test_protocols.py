@@ -39,6 +39,7 @@ def _policies():
     return {
         "ThompsonSampling": (vr.ThompsonSampling(vr.LinTS(2, seed=0)), True),
         "LinUCB": (vr.LinUCB(2), True),
+        "EpsilonGreedy": (vr.EpsilonGreedy(2, seed=0), False),
         "RandomPolicy": (vr.RandomPolicy(2, seed=0), True),
         "PerArm": (vr.PerArm(vr.LinTS(2), n_arms=3, seed=0), False),
         "VTS": (vr.VTS(2, n_arms=3, seed=0), False),

@@ -7,9 +7,9 @@ priors (:mod:`vits_ref.diffusion`): :class:`DiffTS` (LaplaceDPS), :class:`DPS`, 
 baselines :class:`MixTS` (Gaussian-mixture prior, EM in :mod:`vits_ref.inference.gmm`) and
 :func:`TunedTS`; particles: :class:`SVGD`, :class:`OPVI` (the direction in
 :mod:`vits_ref.inference.svgd`), :class:`SGLD`; variational mixtures: :class:`VTS`, :class:`NIGTS`.
-Policies: :class:`ThompsonSampling`, :class:`LinUCB`, :class:`RandomPolicy`,
-:class:`PerArm`; with scikit-learn's verbs (``fit``, ``partial_fit``, ``predict``,
-``predict_expectations``): :class:`Bandit`; one decision at a time at the speed of the
+Policies: :class:`ThompsonSampling`, :class:`LinUCB`, :class:`EpsilonGreedy`,
+:class:`RandomPolicy`, :class:`PerArm`; with scikit-learn's verbs (``fit``, ``partial_fit``,
+``predict``, ``predict_expectations``): :class:`Bandit`; one decision at a time at the speed of the
 compiled round: :class:`Online`. Save and load, without pickle: ``save(path)`` on any
 engine, policy or :class:`Bandit`, and :func:`load`. Environments:
 :mod:`vits_ref.envs`. Many seeded runs: :func:`simulate`. Closed forms:
@@ -27,7 +27,7 @@ from . import (
 )
 from .bandit.estimator import Bandit
 from .bandit.online import Online
-from .bandit.policies import LinUCB, PerArm, RandomPolicy, ThompsonSampling
+from .bandit.policies import EpsilonGreedy, LinUCB, PerArm, RandomPolicy, ThompsonSampling
 from .bandit.simulate import POLICY_NAMES, SimulationResult, make_policy, simulate
 from .bandit.vts import simulate_vts
 from .errors import DivergenceError
@@ -54,8 +54,8 @@ from .inference.vts import NIGTS, VTS
 
 __version__ = "0.1.0"
 
-__all__ = ["Bandit", "DPS", "DiffTS", "DivergenceError", "Laplace", "LinTS", "LinUCB",
-           "Langevin", "MixTS", "NIGTS", "OPVI", "Online", "POLICY_NAMES", "PerArm",
+__all__ = ["Bandit", "DPS", "DiffTS", "DivergenceError", "EpsilonGreedy", "Laplace", "LinTS",
+           "LinUCB", "Langevin", "MixTS", "NIGTS", "OPVI", "Online", "POLICY_NAMES", "PerArm",
            "RandomPolicy", "RenyiVI",
            "SGLD", "SVGD", "SimulationResult", "ThompsonSampling", "TunedTS", "VITS", "VTS",
            "data", "diffusion", "envs", "gaussian", "gmm", "load", "make_policy", "models",

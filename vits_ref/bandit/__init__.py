@@ -2,7 +2,7 @@
 
 :mod:`vits_ref.bandit.simulate` is the runner (seeded runs, the fused compiled loop on the
 CPU or CUDA, the Python loop otherwise); :mod:`vits_ref.bandit.policies` holds Thompson
-sampling over any engine, LinUCB, the random policy and per-arm posteriors;
+sampling over any engine, LinUCB, epsilon-greedy, the random policy and per-arm posteriors;
 :mod:`vits_ref.bandit.protocols` writes down what a policy is (:class:`~.protocols.Policy`,
 :class:`~.protocols.FusedPolicy`). The fast paths
 of particular methods (VTS's compiled runs, the DiffTS chains, the MLP runs batched across

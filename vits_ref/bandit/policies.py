@@ -1,4 +1,4 @@
-"""Bandit policies: Thompson sampling over any engine, LinUCB, uniform random.
+"""Bandit policies: Thompson sampling over any engine, LinUCB, epsilon-greedy, uniform random.
 
 Online use::
 
@@ -50,6 +50,26 @@ def _uniform_chunks(policy_seed, n_rounds, dim, chunk):
     for t0 in range(0, n_rounds, chunk):
         n = min(chunk, n_rounds - t0)
         yield np.zeros(0), rng_sample.random((n, 1)), np.zeros((n, 0, 1, dim))
+
+
+def _ridge_update(policy, contexts, arm, reward):
+    """One observation into a ridge policy's ``inv(V)`` (Sherman-Morrison) and
+    ``b += r x``, ``x = contexts[arm]`` (LinUCB, epsilon-greedy); rolled back, with a
+    DivergenceError, if either overflows."""
+    X = val.contexts(contexts, policy.dim)
+    x = np.ascontiguousarray(X[val.arm_index(arm, X.shape[0])])
+    reward = val.reward_value(reward)
+    Vinv, b = policy.Vinv, policy.b
+    saved = Vinv.copy(), b.copy()
+    b += reward * x
+    cpu.sherman_morrison(Vinv, x)
+    if not (np.all(np.isfinite(Vinv)) and np.all(np.isfinite(b))):
+        # rolled back: a failed update leaves the policy as it was
+        Vinv[...], b[...] = saved
+        raise DivergenceError(policy.name, policy.n_obs + 1, None,
+                              detail="The Sherman-Morrison inverse of V or b = sum r x "
+                                     "overflowed: the features or rewards are too large.")
+    policy.n_obs += 1
 
 
 class ThompsonSampling(CoreDoor, Persistent):
@@ -250,20 +270,7 @@ class LinUCB(CoreDoor, Persistent):
 
     def _update_reference(self, contexts, arm, reward):
         """Sherman-Morrison update of ``inv(V)`` with ``x = contexts[arm]``; ``b += r x``."""
-        X = val.contexts(contexts, self.dim)
-        x = np.ascontiguousarray(X[val.arm_index(arm, X.shape[0])])
-        reward = val.reward_value(reward)
-        Vinv, b = self.Vinv, self.b
-        saved = Vinv.copy(), b.copy()
-        b += reward * x
-        cpu.sherman_morrison(Vinv, x)
-        if not (np.all(np.isfinite(Vinv)) and np.all(np.isfinite(b))):
-            # rolled back: a failed update leaves the policy as it was
-            Vinv[...], b[...] = saved
-            raise DivergenceError(self.name, self.n_obs + 1, None,
-                                  detail="The Sherman-Morrison inverse of V or b = sum r x "
-                                         "overflowed: the features or rewards are too large.")
-        self.n_obs += 1
+        _ridge_update(self, contexts, arm, reward)
         return self
 
     def update_many(self, contexts, arms, rewards):
@@ -305,6 +312,99 @@ class LinUCB(CoreDoor, Persistent):
 
     def __repr__(self):
         return f"LinUCB(dim={self.dim}, alpha={self.alpha!r}, lam={self.lam!r})"
+
+
+class EpsilonGreedy(Persistent):
+    r"""Epsilon-greedy on the ridge estimate: a uniformly random arm with probability
+    ``epsilon``, else ``argmax_a x_a^T theta_hat``.
+
+    The estimate is ridge regression on the observations so far,
+
+    .. math::
+
+        \hat\theta = (\lambda I + \textstyle\sum_s x_s x_s^\top)^{-1}
+            \textstyle\sum_s r_s x_s ,
+
+    kept as LinUCB keeps it (``inv(V)`` by Sherman-Morrison updates, ``O(d^2)`` per round,
+    the scores by LinUCB's kernel with no bonus). Each :meth:`select` draws two uniforms
+    ``(u, v)`` from the policy's own seeded Generator, explores if ``u < epsilon`` (the
+    arm ``floor(v K)``) and otherwise plays the greedy arm (ties: the lowest index); the
+    two draws are taken in every round, so runs at two values of ``epsilon`` share their
+    draws round by round. ``epsilon = 0`` is the greedy policy, ``epsilon = 1`` the
+    uniform one. The rule is the textbook epsilon-greedy (Sutton & Barto, *Reinforcement
+    Learning: An Introduction*, section 2.2) over a linear model; Kveton et al. report
+    trying it as a frequentist baseline (section 6.1 of the diffusion-prior paper). A
+    Python-loop policy: it has no fused loop.
+
+    Parameters
+    ----------
+    dim : int
+    epsilon : float, default 0.1
+        The exploration probability, in ``[0, 1]``.
+    lam : float, default 1.0
+        Ridge.
+    seed : int, SeedSequence, Generator or None
+        Seeds the exploration draws.
+
+    Examples
+    --------
+    >>> import numpy as np, vits_ref as vr
+    >>> pol = vr.EpsilonGreedy(2, epsilon=0.0, lam=1.0, seed=0)
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> pol.update(X, 1, 2.0).select(X)
+    1
+    """
+
+    name = "epsilon-greedy"
+    #: for vits_ref.load: the constructor's arguments (and seed) and the state
+    _persist_params = ("dim", "epsilon", "lam")
+    _persist_state = ("Vinv", "b", "n_obs", "_rng")
+
+    def __init__(self, dim, epsilon=0.1, lam=1.0, seed=None):
+        self.dim = val.positive_int(dim, "dim")
+        self.epsilon = val.positive_float(epsilon, "epsilon", allow_zero=True)
+        if self.epsilon > 1.0:
+            raise ValueError(f"epsilon must be in [0, 1] (a probability), got {epsilon!r}")
+        self.lam = val.hyperparameter(lam, "lam")
+        self.seed = seed
+        self._rng, _ = engine_streams(seed)
+        self.Vinv = np.eye(self.dim) / self.lam
+        self.b = np.zeros(self.dim)
+        self.n_obs = 0
+
+    @property
+    def theta_hat(self):
+        """The ridge estimate ``inv(V) b``."""
+        return self.Vinv @ self.b
+
+    def scores(self, contexts):
+        """The greedy scores ``x_a^T theta_hat`` of the arms (LinUCB's kernel, no bonus)."""
+        X = val.contexts(contexts, self.dim)
+        out = np.empty(X.shape[0])
+        cpu.linucb_scores(self.Vinv, self.b, 0.0, X, out)
+        return out
+
+    def select(self, contexts):
+        """A uniformly random arm with probability ``epsilon``, else the greedy arm."""
+        scores = self.scores(contexts)  # checked before the draws are used up
+        K = scores.shape[0]
+        u, v = self._rng.random(2)
+        if u < self.epsilon:
+            return min(int(v * K), K - 1)
+        return int(np.argmax(scores))
+
+    def update(self, contexts, arm, reward):
+        """Sherman-Morrison update of ``inv(V)`` with ``x = contexts[arm]``; ``b += r x``.
+        Returns self."""
+        _ridge_update(self, contexts, arm, reward)
+        return self
+
+    def fresh(self, seed=None):
+        """A new epsilon-greedy policy at the prior with ``seed``."""
+        return EpsilonGreedy(self.dim, epsilon=self.epsilon, lam=self.lam, seed=seed)
+
+    def __repr__(self):
+        return f"EpsilonGreedy(dim={self.dim}, epsilon={self.epsilon!r}, lam={self.lam!r})"
 
 
 class RandomPolicy(Persistent):

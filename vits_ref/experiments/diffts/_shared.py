@@ -13,6 +13,21 @@ The methods of Kveton et al., section 6.1, all built from the same prior samples
   learned diffusion prior (linear rewards; the paper runs it on the linear problems);
 - ``DiffTS``: LaplaceDPS (Algorithm 2, :class:`vits_ref.DiffTS`) with the learned prior.
 
+Two frequentist baselines that section 6.1 says were tried and not reported ("We also
+experimented with frequentist baselines, such as LinUCB [1] and the ε-greedy policy. They
+performed worse than TS and thus we do not report them here."), run on the linear synthetic
+problems only (:data:`FREQUENTIST`). The paper states no parameters for them; the library's
+are reconstructed from TS's own model, fixed before any run, and never tuned:
+
+- ``extra: LinUCB``: :class:`vits_ref.LinUCB` with ridge ``lam = sigma^2`` (its estimate
+  ``(sigma^2 I + sum x x^T)^-1 sum r x`` is TS's posterior mean under the ``N(0, I)`` prior
+  and noise ``sigma``) and bonus ``alpha = sigma`` (``alpha sqrt(x^T inv(V) x)`` is then one
+  standard deviation of ``x^T theta`` under TS's posterior, ``sigma^2 inv(V)``): the width
+  TS explores at, constant, where the paper's reference [1] (Abbasi-Yadkori, Pál and
+  Szepesvári's OFUL) has a radius growing with ``log det V``;
+- ``extra: epsilon-greedy``: :class:`vits_ref.EpsilonGreedy` with the same ridge and
+  ``epsilon = 0.1`` (:data:`EPSILON`), the textbook value (Sutton & Barto, section 2.2).
+
 Trained priors are cached as ``.npz`` files (:meth:`vits_ref.diffusion.DiffusionPrior.save`)
 under ``<out>/priors``, named by everything that determines them (data, stages, alpha,
 training size, training options, seed), so a rerun into the same folder does not retrain;
@@ -34,6 +49,12 @@ from ..plotting import plotted
 
 #: The methods in the paper's order (section 6.1).
 METHODS = ("TS", "TunedTS", "MixTS", "DPS", "DiffTS")
+#: The frequentist baselines section 6.1 tried and did not report (the module docstring
+#: gives their reconstructed parameters): linear rewards only, after the paper's methods.
+LINUCB, EPSILON_GREEDY = "extra: LinUCB", "extra: epsilon-greedy"
+FREQUENTIST = (LINUCB, EPSILON_GREEDY)
+#: epsilon-greedy's exploration probability (the paper states none).
+EPSILON = 0.1
 #: Independent repeats of the energy distance of the learned prior to the true one and of
 #: its noise floor (two samples of the true prior), behind the "prior resembles" claims'
 #: intervals: at least 50 pairs for the floor.
@@ -174,23 +195,32 @@ def scaled_training(train_kwargs, runs, rounds, defaults, progress=None):
 
 
 def build_methods(samples, prior, sigma, reward="linear", which=METHODS):
-    """``[(label, policy), ...]`` of the methods in ``which`` (paper order).
+    """``[(label, policy), ...]`` of the methods in ``which`` (paper order, then
+    :data:`FREQUENTIST`).
 
     ``samples`` are the prior samples that TunedTS and MixTS fit; ``prior`` is the
     learned diffusion prior of DPS and DiffTS; ``sigma`` the reward noise (linear) that
     every method is told. MixTS and DPS exist for linear rewards only (section 6.1:
     "MixTS is used only in linear bandit experiments"), so they are skipped for
-    ``reward="logistic"``.
+    ``reward="logistic"``, as are the frequentist baselines (their parameters, the module
+    docstring's, come from the linear model's ``sigma``).
     """
     import vits_ref as vr
 
     samples = np.asarray(samples, dtype=float)
     dim = samples.shape[1]
     out = []
-    for label in METHODS:
+    for label in (*METHODS, *FREQUENTIST):
         if label not in which:
             continue
-        if reward == "logistic" and label in ("MixTS", "DPS"):
+        if reward == "logistic" and label in ("MixTS", "DPS", *FREQUENTIST):
+            continue
+        if label == LINUCB:
+            out.append((label, vr.LinUCB(dim, alpha=sigma, lam=sigma ** 2)))
+            continue
+        if label == EPSILON_GREEDY:
+            # seeded per run by the runner (fresh(seed)): its draws are its own stream
+            out.append((label, vr.EpsilonGreedy(dim, epsilon=EPSILON, lam=sigma ** 2)))
             continue
         # the logistic model has no noise scale: Laplace TS takes none, DiffTS sigma = 1
         # (its temperature; 1 is the Bernoulli likelihood)

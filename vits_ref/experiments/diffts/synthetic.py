@@ -11,10 +11,19 @@ and the "cross"; the other four are this library's, documented and drawn there).
 Methods (section 6.1): TS with ``N(0, I)``, TunedTS (maximum-likelihood Gaussian of the
 prior samples), MixTS (EM mixture of 2 components, exact mixture posterior), DPS
 (Algorithm 4 with the learned prior) and DiffTS (LaplaceDPS, Algorithm 2, with the learned
-prior). Every method meets the same runs (the same ``theta_*``, arms and noise run by run:
-common random numbers), and every method's final regret is compared with DiffTS's on the
-same runs (paired 95% t and bootstrap intervals; ``reference = "DiffTS"``, so a positive
-difference means DiffTS has the lower regret).
+prior). Two extra baselines, not in the paper's figures: section 6.1's frequentist
+baselines, "We also experimented with frequentist baselines, such as LinUCB [1] and the
+ε-greedy policy. They performed worse than TS and thus we do not report them here."
+(``extra: LinUCB``, ``extra: epsilon-greedy``; :data:`~._shared.FREQUENTIST`). **The paper
+states no parameters for them**: they are reconstructed from TS's model, LinUCB with ridge
+``lam = sigma^2`` (its estimate is TS's posterior mean under ``N(0, I)``) and bonus
+``alpha = sigma`` (one posterior standard deviation of TS), epsilon-greedy with the same
+ridge and ``epsilon = 0.1`` (:mod:`vits_ref.experiments.diffts._shared` gives the reasons),
+and the claim on them is flagged reconstructed. Every method meets the same runs (the
+same ``theta_*``, arms and noise run by run: common random numbers; each policy draws from
+its own streams, so adding a method changes no other's numbers), and every method's final
+regret is compared with DiffTS's on the same runs (paired 95% t and bootstrap intervals;
+``reference = "DiffTS"``, so a positive difference means DiffTS has the lower regret).
 
 **Horizon.** The text does not give it. ``rounds = 100`` by default, for two reasons:
 the paper's cost statement, 0.1 s for 100 runs of TS and 12 s for 100 runs of DiffTS
@@ -30,11 +39,13 @@ curves, one column per prior.
 
 Claims (:func:`claims`, the claim table's entries for this experiment): DiffTS beats
 MixTS, and (a library reading of the figures) every other baseline, on every prior (paired
-intervals); DPS diverges as the rounds grow (its mean regret per round over the last half
-of the rounds against TS's, paired per run), except on the last problem; the diffusion
-prior's samples resemble the true prior's (energy distance over the distance between two
-independent true samples, 50 independent pairs of each); the cost (sampling only, prior
-training excluded) of the DiffTS runs against the TS runs, over ``T``.
+intervals); TS's final regret is below each frequentist baseline's, on every prior (paired;
+section 6.1's sentence, on the reconstructed baselines); DPS diverges as the rounds grow
+(its mean regret per round over the last half of the rounds against TS's, paired per run),
+except on the last problem; the diffusion prior's samples resemble the true prior's
+(energy distance over the distance between two independent true samples, 50 independent
+pairs of each); the cost (sampling only, prior training excluded) of the DiffTS runs
+against the TS runs, over ``T``.
 
 Execution: the bandit runs go in resumable chunks of runs, as in every experiment of
 :mod:`vits_ref.experiments.diffts` (its docstring says what a rerun reuses).
@@ -55,7 +66,8 @@ TITLES = {"regret.png": paper_title("diffts", "Figures 2 and 4: synthetic priors
 
 NAME = "diffts-synthetic"
 DESCRIPTION = ("Diffusion-prior paper section 6.2 and appendix C.1: six 2-D priors, linear "
-               "bandit, K = 100, sigma = 2; TS, TunedTS, MixTS, DPS, DiffTS")
+               "bandit, K = 100, sigma = 2; TS, TunedTS, MixTS, DPS, DiffTS; extra: "
+               "LinUCB, epsilon-greedy")
 DEFAULTS = {"runs": 100, "rounds": 100, "seed": 0}
 DIM, N_ARMS, SIGMA = 2, 100, 2.0
 N_STAGES, ALPHA, N_TRAIN = 100, 0.97, 10_000
@@ -85,8 +97,8 @@ def environment(shape, seed):
 
 
 def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=None,
-        shapes=None, methods=_shared.METHODS, n_stages=N_STAGES, alpha=ALPHA,
-        n_train=N_TRAIN, train_kwargs=None, n_energy=N_ENERGY, n_jobs=1):
+        shapes=None, methods=(*_shared.METHODS, *_shared.FREQUENTIST), n_stages=N_STAGES,
+        alpha=ALPHA, n_train=N_TRAIN, train_kwargs=None, n_energy=N_ENERGY, n_jobs=1):
     """Run the experiment and write ``curves.csv``, ``summary.json``, ``regret.png``.
 
     The bandit runs go in resumable chunks (``out/chunks``; see the module docstring).
@@ -102,8 +114,11 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
     shapes : sequence of str or None
         Names of ``PRIOR_SHAPES`` (None: all six).
     methods : sequence of str
-        Subset of :data:`~vits_ref.experiments.diffts._shared.METHODS` (DiffTS is always
-        run: it is the reference).
+        Subset of :data:`~vits_ref.experiments.diffts._shared.METHODS` and
+        :data:`~vits_ref.experiments.diffts._shared.FREQUENTIST` (DiffTS is always run: it
+        is the reference). Adding or removing a method changes no other method's numbers:
+        every method meets the same runs (common random numbers), each policy drawing
+        from its own streams.
     n_stages, alpha, n_train : int, float, int
         The diffusion prior: ``T = 100``, ``alpha_t = 0.97``, 10 000 training samples.
     train_kwargs : dict or None
@@ -129,7 +144,11 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
         if s not in all_shapes:
             raise ValueError(f"shapes: unknown prior shape {s!r}; available: "
                              f"{', '.join(all_shapes)}")
-    which = tuple(m for m in _shared.METHODS if m in set(methods) | {REFERENCE})
+    known = (*_shared.METHODS, *_shared.FREQUENTIST)
+    for m in methods:
+        if m not in known:
+            raise ValueError(f"methods: unknown method {m!r}; available: {', '.join(known)}")
+    which = tuple(m for m in known if m in set(methods) | {REFERENCE})
     train_kwargs, training = _shared.scaled_training(train_kwargs, runs, rounds, DEFAULTS,
                                                      progress)
     cache = os.path.join(out, "priors")
@@ -155,7 +174,9 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
              "n_stages": n_stages, "alpha": alpha, "n_train": n_train,
              "train_kwargs": train_kwargs, "prior_training": training, "priors": priors,
              "energy": energy,
-             "energy_factor": ENERGY_FACTOR, "methods": list(which)}
+             "energy_factor": ENERGY_FACTOR, "methods": list(which),
+             "frequentist_baselines": {label: repr(pol) for label, pol in panels[0][2]
+                                       if label in _shared.FREQUENTIST} if panels else {}}
     result = _shared.run_panels(NAME, DESCRIPTION, panels, runs, rounds, seed, out,
                                 progress, extra=extra, n_jobs=n_jobs, reference=REFERENCE,
                                 on_result=keep)
@@ -228,6 +249,11 @@ def table(result):
     for shape, e in result.get("energy", {}).items():
         lines.append(f"{shape:18s} {e['learned_vs_true']:.4f} / {e['gaussian_vs_true']:.4f}"
                      f" / {e['true_vs_true']:.4f}   {e['cov_trace_ratio']:.3f}")
+    extras = result.get("frequentist_baselines")
+    if extras:
+        lines += ["", "extra baselines, not in the paper's figures (section 6.1 tried them; it "
+                      "states no parameters, these are the library's reconstruction):"]
+        lines += [f"  {label} = {spec}" for label, spec in extras.items()]
     lines += ["", "cost of 100 runs (s; bandit loop, prior training excluded)"]
     for shape, c in result.get("cost", {}).items():
         lines.append(f"{shape:18s} " + ", ".join(f"{k}: {v:.3g}" for k, v in c.items()))
