@@ -145,6 +145,41 @@ def test_a_refused_call_changes_nothing_and_keeps_no_core():
     assert pol.engine.n_obs == 1
 
 
+@pytest.mark.parametrize("name", ["lints", "linucb"])
+def test_inputs_the_compiled_calls_cannot_take_are_checked_not_misread(name):
+    """Found by the fuzz suite: with one arm the compiled update read arm -1 as Online's
+    "row of features" and learnt it; an arm beyond int64 raised a raw OverflowError; and a
+    read-only contexts array (another Numba type) made select raise a RuntimeError."""
+    one = vr.make_policy(name, D, seed=0)
+    X1 = np.ones((1, D))
+    one.select(X1)  # a core of one arm
+    with pytest.raises(ValueError, match="arm"):
+        one.update(X1, -1, 1.0)
+    with pytest.raises(ValueError, match="arm"):
+        one.update(X1, 2 ** 100, 1.0)
+    assert (one if isinstance(one, vr.LinUCB) else one.engine).n_obs == 0
+    bandit = vr.Bandit(name, n_arms=1, dim=D, seed=0)
+    bandit.predict(X1)
+    with pytest.raises(ValueError, match="arm"):
+        bandit.partial_fit(X1[None], np.array([-1]), np.array([1.0]))
+    pol, want = vr.make_policy(name, D, seed=0), vr.make_policy(name, D, seed=0)
+    X = np.random.default_rng(0).standard_normal((K, D))
+    frozen = X.copy()
+    frozen.flags.writeable = False
+    for _ in range(2):  # the first call attaches a core, the second plays it
+        a = pol.select(frozen)
+        assert a == want.select(X)
+        pol.update(frozen, a, 0.5)
+        want.update(X, a, 0.5)
+    b = vr.Bandit(name, n_arms=K, dim=D, seed=0)
+    rounds = np.stack([frozen] * 3)
+    rounds.flags.writeable = False
+    arms = b.predict(rounds)
+    b.fit(rounds, arms, np.ones(3))
+    np.testing.assert_array_equal(arms, vr.Bandit(name, n_arms=K, dim=D, seed=0).predict(
+        np.stack([X] * 3)))
+
+
 def test_a_diverging_update_is_rolled_back_through_every_door():
     """VITS at a step that blows up: the DivergenceError names the engine and round, and
     the engine, its streams and the Bandit are as before the call."""

@@ -296,7 +296,7 @@ class CoreDoor:
         if core is None:
             if not self.compiled:
                 return self._select_reference(contexts)
-            X = np.ascontiguousarray(val.contexts(contexts, self.dim), dtype=np.float64)
+            X = _compiled_form(val.contexts(contexts, self.dim))
             core = self._attach(X.shape[0])
             if core is None:
                 return self._select_reference(X)
@@ -334,7 +334,7 @@ class CoreDoor:
         if core is None:
             if not self.compiled:
                 return self._update_reference(contexts, arm, reward)
-            X = np.ascontiguousarray(val.contexts(contexts, self.dim), dtype=np.float64)
+            X = _compiled_form(val.contexts(contexts, self.dim))
             arm = val.arm_index(arm, X.shape[0])
             reward = val.reward_value(reward)
             core = self._attach(X.shape[0])
@@ -356,6 +356,9 @@ class CoreDoor:
         """The compiled update: 1, or the code of a refusal (the stream put back as it
         was); raises :class:`~vits_ref.errors.DivergenceError` if the state diverged
         (put back as it was by the compiled call)."""
+        if arm < 0:  # -1 means "a row of features" to the compiled call (Online's), not
+            # an arm: with one arm it would be taken; refused here, checked by the caller
+            return -3
         n_obs = core.n_seen + 1
         rng = None
         if core.steps is not None:
@@ -366,8 +369,8 @@ class CoreDoor:
             steps = core.draw_steps(rng)
         try:
             code = core.learn(core.meta, core.buf, contexts, arm, reward, steps, 0, n_obs)
-        except TypeError:  # not a C-ordered float64 2-d array
-            code = -5
+        except (TypeError, OverflowError):  # not a C-ordered float64 2-d array, or an arm
+            code = -5  # beyond int64: refused, then checked by the caller
         if code == 1:
             core.n_seen = n_obs
             self._observe(1, reward * reward)
@@ -385,8 +388,9 @@ class CoreDoor:
 
     def _checked(self, contexts):
         """``(X, core)``: ``contexts`` checked (:func:`vits_ref._validate.contexts`: the
-        policy objects' errors), C-ordered float64, and a core of their number of arms."""
-        X = np.ascontiguousarray(val.contexts(contexts, self.dim), dtype=np.float64)
+        policy objects' errors) in the compiled calls' form (:func:`_compiled_form`), and a
+        core of their number of arms."""
+        X = _compiled_form(val.contexts(contexts, self.dim))
         core = self._core
         if X.shape[0] != core.K:
             core = self._attach(X.shape[0])
@@ -408,7 +412,7 @@ class CoreDoor:
         sel = core.draw_select(rng, n) if rng is not None else np.zeros((n, 0))
         out = np.empty(n, dtype=np.int64)
         done = cpu.online_compiled(core.choose_many, "choose_many")(
-            core.meta, core.buf, np.ascontiguousarray(X, dtype=np.float64), sel, 0, out)
+            core.meta, core.buf, _compiled_form(X), sel, 0, out)
         if done != n:  # checked rounds refused: a bug, not the user's
             if rng is not None:
                 rng.bit_generator.state = saved
@@ -434,10 +438,10 @@ class CoreDoor:
         saved = core.buf.copy()
         codes = np.zeros(1, dtype=np.int64)
         n0 = core.n_seen + 1
-        rs = np.ascontiguousarray(rewards, dtype=np.float64)
+        rs = _compiled_form(rewards)
         done = cpu.online_compiled(core.learn_many, "learn_many")(
-            core.meta, core.buf, np.ascontiguousarray(X, dtype=np.float64),
-            np.ascontiguousarray(arms, dtype=np.int64), rs, steps, 0, n0, codes)
+            core.meta, core.buf, _compiled_form(X),
+            np.require(arms, np.int64, ["C", "W"]), rs, steps, 0, n0, codes)
         if done == n:
             core.n_seen += n
             r2 = 0.0
@@ -455,6 +459,12 @@ class CoreDoor:
 
 
 _NO_SEL = np.zeros((1, 0))
+
+
+def _compiled_form(X):
+    """``X`` as the one type the compiled calls take: a C-ordered, writeable float64 array
+    (a copy of a read-only or strided one; a read-only array is another Numba type)."""
+    return np.require(X, np.float64, ["C", "W"])
 #: the types an arm and a reward may have to go to the compiled call unconverted (it
 #: checks their values)
 _INTS, _FLOATS = (int, np.int64), (float, np.float64)
