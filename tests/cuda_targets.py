@@ -3,7 +3,8 @@
     python tests/cuda_targets.py PHASE [PHASE ...]
 
 runs the phases in order and prints ``RESULT`` and a JSON list, one record per phase
-(``phase``, ``seconds``, ``errors``). A phase is
+(``phase``, ``seconds`` of wall time, ``cpu_seconds`` of this process, ``errors``). A phase
+is
 
 ``cpu:NAME,NAME,...``
     a CPU ``simulate`` (fused, 2 runs x 3 rounds) of each policy ``NAME`` of
@@ -13,6 +14,8 @@ runs the phases in order and prints ``RESULT`` and a JSON list, one record per p
     sm_90 PTX (no GPU needed);
 ``gpu:NAME,...``
     ``simulate(..., device="cuda")`` of each policy on a real GPU (``.ci/gpu_check.sh``).
+
+A first argument ``--shared`` breaks the rule on purpose (:func:`share_registrations`).
 
 Run without ``NUMBA_ENABLE_CUDASIM`` and with ``VITS_REF_CACHE=0`` (a function loaded from
 Numba's cache is not typed again, and the clash this catches happens in typing): the two
@@ -80,13 +83,69 @@ def ptx(groups):
             for r in pl.compile_launches(pl.record(*groups)) if "error" in r]
 
 
+def share_registrations():
+    """Break the rule on purpose (``--shared``): ``cuda_jit`` compiles the kernel's own
+    function, and the bodies it reaches (and the functions of ``CUDA_TWINS``) are registered
+    with numba-cuda as they are, as before the CUDA copies: one function object known to
+    both targets, the CPU overloads of the state views visible to CUDA. The mixed-order
+    test must then fail (``tests/test_cuda_targets.py``)."""
+    import types
+
+    from numba.cuda.extending import overload, register_jitable
+
+    from vits_ref import config
+
+    done = set()
+
+    def typer(twin):
+        return lambda *args: twin
+
+    def shared(fn):
+        stack = [fn]
+        while stack:
+            f = stack.pop()
+            if not isinstance(f, types.FunctionType) or f in done:
+                continue
+            inline = config.body_inline(f)
+            if f is not fn and inline is None and f not in config.CUDA_TWINS:
+                continue
+            done.add(f)
+            if f in config.CUDA_TWINS:  # registered as it is (its twin's code for CUDA)
+                twin, ty = config.CUDA_TWINS[f]
+                if ty is None and twin is f:
+                    register_jitable(f)
+                else:
+                    overload(f, target="cuda")(ty or typer(twin))
+                continue
+            if f is not fn:
+                register_jitable(inline="always" if inline else "never")(f)
+            names = config._code_names(f.__code__)
+            for name in names:
+                v = f.__globals__.get(name)
+                if isinstance(v, types.ModuleType) and not config._foreign(v):
+                    stack += [getattr(v, a, None) for a in names]
+                else:
+                    stack.append(v)
+            for cell in f.__closure__ or ():
+                try:
+                    stack.append(cell.cell_contents)
+                except ValueError:  # an empty cell
+                    pass
+        return fn
+
+    config.cuda_copy = shared
+
+
 def main(phases):
     warnings.simplefilter("ignore")
+    if phases[:1] == ["--shared"]:
+        share_registrations()
+        phases = phases[1:]
     out = []
     for phase in phases:
         kind, _, names = phase.partition(":")
         names = [x for x in names.split(",") if x]
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         if kind == "cpu":
             errors = cpu(names)
         elif kind == "gpu":
@@ -95,10 +154,11 @@ def main(phases):
             errors = ptx(names)
         else:
             raise SystemExit(f"unknown phase {phase!r}")
+        # the wall time, and the CPU time of this process (the machine may be shared)
         out.append({"phase": phase, "seconds": round(time.perf_counter() - t, 1),
-                    "errors": errors})
-        print(phase, out[-1]["seconds"], "s,", len(errors), "errors", file=sys.stderr,
-              flush=True)
+                    "cpu_seconds": round(time.process_time() - c, 1), "errors": errors})
+        print(phase, out[-1]["seconds"], "s,", out[-1]["cpu_seconds"], "s of CPU,",
+              len(errors), "errors", file=sys.stderr, flush=True)
     print("RESULT" + json.dumps(out))
 
 

@@ -258,6 +258,9 @@ def block():
 VITS = ("vits-i", "vits-ii", "vits-hf", "vits-hf-cv")
 GROUPS = {
     "lints": lambda: rounds(("lints",)),
+    # the smallest kernel that reaches the state views (``take``): the mixed-order test's
+    # default form (``tests/test_cuda_targets.py``); "rounds" compiles it too
+    "random": lambda: rounds(("random",)),
     "rounds": lambda: (rounds(("linucb",) + VITS + ("lmc", "random")),
                        runs(("lints", "vits-ii"))),
     "streams": lambda: streams(dc.BanditStreams, (("lints", "pool"), ("vits-ii", "pool"),
