@@ -267,8 +267,14 @@ _HISTORY = frozenset({"_X", "_y", "_r"})
 def state(obj, depth=0):
     """A deep copy of everything observable of an engine or policy: arrays, scalars,
     strings, dicts, random generators' states, nested engines and models (histories as
-    their ``n_obs`` rows)."""
+    their ``n_obs`` rows).
+
+    An engine's streams are taken where its own methods see them: draws that a policy
+    object took ahead (``_held_draws``, see ``vits_ref.bandit._core.HeldDraws``) are
+    settled first, which changes nothing a reader of the stream can observe."""
     out = {}
+    if "_held_draws" in vars(obj):
+        obj._settle_draws()
     for k, v in sorted(vars(obj).items()):
         if k in _SKIP:
             continue

@@ -8,6 +8,8 @@ views); and the engines' own NumPy methods (the simulations' Python loop, ``comp
 False) agree with it to rounding, an independent check of the bodies.
 """
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -143,6 +145,68 @@ def test_a_refused_call_changes_nothing_and_keeps_no_core():
     assert pol.engine._rng_sample.bit_generator.state == mid != before
     pol.update(X, a, 1.0)
     assert pol.engine.n_obs == 1
+
+
+@pytest.mark.parametrize("name", ["lints", "vits-ii", "lmc"])
+def test_draws_held_ahead_leave_the_streams_where_call_by_call_draws_would(name, tmp_path):
+    """The policy objects take their Thompson and step noise from blocks drawn ahead
+    (``vits_ref.bandit._core.HeldDraws``). Whatever reads the engine's streams in between
+    (its own ``sample``, a refused call, a deep copy, ``save``) finds them where the
+    engine's own methods, drawing call by call, leave them: the same arms, and the same
+    generator states at every read, against the engines' NumPy path."""
+    real = realise(_env(), run_seed(np.random.SeedSequence(5), 0), T)
+    fast = vr.make_policy(name, D, seed=4)
+    slow = vr.make_policy(name, D, seed=4)
+    slow.compiled = False
+    twin = None
+    for t in range(T):
+        X = real.contexts[t]
+        a, b = fast.select(X), slow.select(X)
+        assert a == b, t
+        fast.update(X, a, real.rewards[t, a])
+        slow.update(X, b, real.rewards[t, b])
+        if t % 7 == 3:  # mid-block: the engine's own draw reads the sampling stream
+            np.testing.assert_allclose(fast.engine.sample(2), slow.engine.sample(2),
+                                       rtol=1e-9, atol=1e-12)
+        if t % 11 == 5:  # refused by the compiled call: takes no row
+            with pytest.raises(ValueError, match="contexts"):
+                fast.select(np.full((K, D), np.nan))
+            with pytest.raises(ValueError, match="arm"):
+                fast.update(X, K, 1.0)
+        if t == 17:  # mid-block: a copy and a saved file continue as the engine's path
+            twin, slow_twin = copy.deepcopy(fast), copy.deepcopy(slow)
+            fast.save(tmp_path / "mid.vits")
+        for which in ("_rng_sample", "_rng_update"):
+            assert (getattr(fast.engine, which).bit_generator.state
+                    == getattr(slow.engine, which).bit_generator.state), (t, which)
+    rest = _shifted(real, 18)
+    want = _play(slow_twin, rest, T - 18)
+    for other in (twin, vr.load(tmp_path / "mid.vits")):
+        np.testing.assert_array_equal(_play(other, rest, T - 18), want)
+        assert other._core is not None
+
+
+def _shifted(real, t0):
+    """A realisation's rounds from ``t0`` on (contexts and rewards only)."""
+    class Rounds:
+        contexts, rewards = real.contexts[t0:], real.rewards[t0:]
+    return Rounds
+
+
+def test_a_policy_given_another_engine_learns_into_it():
+    """``policy.engine = other`` between calls: the next call attaches the new engine
+    (before, the compiled state of the old one kept learning while the new one counted
+    the observations)."""
+    X = np.random.default_rng(0).standard_normal((K, D))
+    pol = vr.ThompsonSampling(vr.LinTS(D, seed=0))
+    for _ in range(3):
+        pol.update(X, pol.select(X), 1.0)
+    pol.engine = new = vr.LinTS(D, seed=1)
+    pol.update(X, 2, 2.0)
+    ref = vr.LinTS(D, seed=1).update(X[2:3], [2.0])
+    assert new.n_obs == ref.n_obs == 1
+    np.testing.assert_allclose(new.model.V, ref.model.V, rtol=1e-14)
+    np.testing.assert_allclose(new.mean, ref.mean, rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("name", ["lints", "linucb"])

@@ -20,10 +20,13 @@ engine learnt through its own ``update`` (the fused loop sums them observation b
 observation, so from then on the numbers agree with an uninterrupted run to rounding, not
 bit for bit).
 
-The draws are the engine's own: one call's worth at a time from its two generators, in
-the layout of the spec's ``draw_chunks`` (each stream alone, the other replaced by
-:data:`_NULL`), so that the streams stand where the engine's ``sample`` and ``update``
-leave them. A refused or diverging call puts the stream it drew from back as it was.
+The draws are the engine's own, from its two generators, so that the streams stand
+where the engine's ``sample`` and ``update`` leave them. Where they are plain standard
+normals (LinTS's and VITS's Thompson noise, VITS's and LMC-TS's step noise) they are
+drawn ahead in blocks (:class:`HeldDraws`) and put back where the calls taken leave them
+whenever anything else reads the stream; otherwise one call's worth at a time, in the
+layout of the spec's ``draw_chunks`` (each stream alone, the other replaced by
+:data:`_NULL`). A refused or diverging call takes no draw.
 """
 
 import dataclasses
@@ -54,6 +57,88 @@ class _Null:
 
 
 _NULL = _Null()
+
+
+class HeldDraws:
+    """Standard normals of one engine stream drawn ahead in blocks, taken a row at a time.
+
+    A policy object's ``select`` and ``update`` each take one row of the engine's
+    Thompson or step noise. Drawn call by call, a row costs a NumPy call and a save of
+    the generator's state (to put it back when the compiled call refuses the data),
+    about 8 us of a 25 us LinTS decision. Drawn ahead instead, a call reads row
+    :attr:`used` of :attr:`rows` and takes it (``used += 1``) only if the compiled call
+    accepted it: a refused or diverged call takes nothing. A block of ``n`` rows is the
+    generator's next ``n`` rows in order (NumPy fills an array element by element), so
+    the rows taken are those that the calls one by one would have drawn.
+
+    The engine lists the blocks held on its streams (``engine._held_draws``, ``{which:
+    HeldDraws}``); reading or replacing a stream (:attr:`vits_ref.inference.base.Engine.
+    _rng_sample`, ``_rng_update``) first settles them (:meth:`settle`), which puts the
+    generator where the rows taken leave it, so that every other reader (the engine's
+    own methods, ``save``, a copy) finds it there, bit for bit. A settled block draws its
+    next block from there. Blocks start at :attr:`FIRST` rows and double while they are
+    used up, to :attr:`MOST` rows (and at most :attr:`MOST_VALUES` numbers), so that a
+    door mixed with the engine's own draws redraws little.
+
+    A call reads ``rows[used]`` while ``used < n`` without calling :meth:`block`: a
+    settled block is empty (``n == 0``), so a block that a reader settled, or that another
+    door's block on the same stream replaced (which settles it), draws again.
+
+    Parameters
+    ----------
+    owner : object
+        The engine: its streams in its ``__dict__`` under :data:`_RAW_STREAMS`, its blocks
+        under ``"_held_draws"``.
+    which : int
+        0 for the sampling stream, 1 for the update stream.
+    shape : tuple of int
+        One row's shape.
+    """
+
+    __slots__ = ("owner", "which", "shape", "rows", "used", "n", "start", "n_next")
+    FIRST, MOST, MOST_VALUES = 8, 256, 1 << 16
+
+    def __init__(self, owner, which, shape):
+        self.owner, self.which, self.shape = owner, which, tuple(shape)
+        self.rows = np.zeros((0,) + self.shape)
+        self.used = self.n = 0
+        self.start = None  # the generator's state before the block
+        self.n_next = self.FIRST
+
+    def block(self):
+        """``(rows, i)``: the block and the index of the next row; a new block when this
+        one is used up or was settled."""
+        owner = vars(self.owner)
+        held = owner.get("_held_draws")
+        if held is not None and held.get(self.which) is self:
+            if self.used < self.n:
+                return self.rows, self.used
+        else:  # settled by a reader of the stream: listed again, and blocks small again
+            if held is None:
+                held = owner["_held_draws"] = {}
+            other = held.get(self.which)
+            if other is not None:  # another door's block on the same stream
+                other.settle()
+            held[self.which] = self
+            self.n_next = self.FIRST
+        rng = owner[_RAW_STREAMS[self.which]]
+        self.start = rng.bit_generator.state
+        n = self.n_next
+        self.rows = rng.standard_normal((n,) + self.shape)
+        self.used, self.n = 0, n
+        per_row = max(1, int(np.prod(self.shape)))
+        self.n_next = min(2 * n, self.MOST, max(self.FIRST, self.MOST_VALUES // per_row))
+        return self.rows, 0
+
+    def settle(self):
+        """Put the generator where the rows taken so far leave it; the block is empty."""
+        if self.used < self.n:
+            rng = vars(self.owner)[_RAW_STREAMS[self.which]]
+            rng.bit_generator.state = self.start
+            if self.used:
+                rng.standard_normal((self.used,) + self.shape)
+        self.rows = self.rows[:0]
+        self.used = self.n = 0
 
 
 def _linear_stats(eng, st_V, st_b):
@@ -104,7 +189,7 @@ class Core:
     __slots__ = ("spec", "K", "d", "buf", "meta", "state", "choose", "learn",
                  "choose_many", "learn_many", "sel_width", "steps", "_steps_shape",
                  "steps_per_update", "_normal_sel", "_normal_steps", "bound", "_stats",
-                 "n_seen")
+                 "n_seen", "_bindings", "holder", "held_sel", "held_steps")
 
     def __init__(self, spec, n_arms, dim):
         piece = spec.piece
@@ -129,7 +214,8 @@ class Core:
         self.steps = (np.zeros((1,) + self._steps_shape) if steps.shape[1] == 0 else None)
         start(self.meta, self.buf, np.zeros(d))
         self._normal_sel, self._normal_steps = self._draws_are_normals()
-        self.bound = ()
+        self.bound = self._bindings = ()
+        self.holder = self.held_sel = self.held_steps = None
         self._stats = None
         self.n_seen = -1
 
@@ -145,14 +231,27 @@ class Core:
                                  f"not {view.shape}")
             view[...] = arr
             setattr(obj, attr, view)
-        self.bound, self._stats = bound, stats
+        if holder is not self.holder:
+            self._hold_draws(holder)
+        self.bound, self._stats, self.holder = bound, stats, holder
+        # read from the objects' dicts (a call checks them all: a dict lookup each); an
+        # attribute that is not in its object's dict reads as rebound
+        self._bindings = tuple((vars(obj), attr, view) for obj, attr, view in bound)
         self.sync(holder, n_obs)
+
+    def _hold_draws(self, holder):
+        """The :class:`HeldDraws` of ``holder``'s streams for the draws that are plain
+        standard normals (else None: drawn call by call)."""
+        self.held_sel = (HeldDraws(holder, 0, (self.sel_width,)) if self._normal_sel
+                         else None)
+        self.held_steps = (HeldDraws(holder, 1, self._steps_shape) if self._normal_steps
+                           else None)
 
     def attached(self):
         """Whether the holder's arrays are still the state's views (a load or an
         assignment rebinds them)."""
-        for obj, attr, view in self.bound:
-            if getattr(obj, attr) is not view:
+        for where, attr, view in self._bindings:
+            if where.get(attr) is not view:
                 return False
         return True
 
@@ -233,14 +332,21 @@ class CoreDoor:
     #: play through the compiled state when the policy has one
     compiled = True
     _core = None
+    #: the attribute that holds the holder (None: the door holds its own state)
+    _holder_attr = None
 
     def _ready(self):
         """The core if it holds the state (the holder's arrays are its views), else
         None: the caller checks its data, then attaches one (:meth:`_attach`), so that a
         refused first call leaves the policy as it was."""
         core = self._core
-        if core is None or not core.attached():
+        if core is None:
             return None
+        # its arrays rebound, or another holder (``policy.engine = other``: the door's own
+        # binding, see _attach): attach again. core.attached(), inlined: every call
+        for where, attr, view in core._bindings:
+            if where.get(attr) is not view:
+                return None
         n = self._observed()
         if n != core.n_seen:  # the holder learnt through its own methods
             core.sync(self._holder(), n)
@@ -257,6 +363,8 @@ class CoreDoor:
                 or core.spec.params != spec.params):
             core = Core(spec, K, self.dim)
         core.attach(self._holder(), self._observed())
+        if self._holder_attr is not None:  # the door's binding to its holder, checked too
+            core._bindings += ((vars(self), self._holder_attr, core.holder),)
         held = self.__dict__.pop("_held_stats", None)
         if held is not None and core._stats is not None:
             _V, etaV, _b, eta_b = core._stats
@@ -313,18 +421,30 @@ class CoreDoor:
     def _choose(self, core, contexts):
         """The compiled select, or -1 (the stream put back as it was) if it refused
         ``contexts``."""
+        held = core.held_sel
         rng = None
-        if core.sel_width:
+        i = 0
+        if held is not None:
+            i = held.used
+            if i < held.n:  # HeldDraws.block's fast case, inlined
+                sel = held.rows
+            else:
+                sel, i = held.block()
+        elif not core.sel_width:
+            sel = _NO_SEL
+        else:
             rng = self._streams()[0]
             saved = rng.bit_generator.state
             sel = core.draw_select(rng)
-        else:
-            sel = _NO_SEL
         try:
-            arm = core.choose(core.meta, core.buf, contexts, sel, 0)
-        except TypeError:  # not a C-ordered float64 2-d array
+            arm = core.choose(core.meta, core.buf, contexts, sel, i)
+        except (TypeError, ValueError):  # not a C-ordered float64 2-d array (or, a
+            # ValueError, not an array Numba can type: an empty list)
             arm = -1
-        if arm < 0 and rng is not None:  # a refused call leaves the stream as it was
+        if arm >= 0:
+            if held is not None:
+                held.used = i + 1
+        elif rng is not None:  # a refused call leaves the stream as it was
             rng.bit_generator.state = saved
         return arm
 
@@ -360,18 +480,28 @@ class CoreDoor:
             # an arm: with one arm it would be taken; refused here, checked by the caller
             return -3
         n_obs = core.n_seen + 1
+        held = core.held_steps
         rng = None
-        if core.steps is not None:
+        i = 0
+        if held is not None:
+            i = held.used
+            if i < held.n:
+                steps = held.rows
+            else:
+                steps, i = held.block()
+        elif core.steps is not None:
             steps = core.steps
         else:
             rng = self._streams()[1]
             saved = rng.bit_generator.state
             steps = core.draw_steps(rng)
         try:
-            code = core.learn(core.meta, core.buf, contexts, arm, reward, steps, 0, n_obs)
-        except (TypeError, OverflowError):  # not a C-ordered float64 2-d array, or an arm
-            code = -5  # beyond int64: refused, then checked by the caller
+            code = core.learn(core.meta, core.buf, contexts, arm, reward, steps, i, n_obs)
+        except (TypeError, ValueError, OverflowError):  # not a C-ordered float64 2-d
+            code = -5  # array (or not typable), or an arm beyond int64: refused, checked
         if code == 1:
+            if held is not None:
+                held.used = i + 1
             core.n_seen = n_obs
             self._observe(1, reward * reward)
             return 1
@@ -440,7 +570,7 @@ class CoreDoor:
         n0 = core.n_seen + 1
         rs = _compiled_form(rewards)
         done = cpu.online_compiled(core.learn_many, "learn_many")(
-            core.meta, core.buf, _compiled_form(X),
+            batch_meta(core.meta), core.buf, _compiled_form(X),
             np.require(arms, np.int64, ["C", "W"]), rs, steps, 0, n0, codes)
         if done == n:
             core.n_seen += n
@@ -459,6 +589,21 @@ class CoreDoor:
 
 
 _NO_SEL = np.zeros((1, 0))
+
+
+def batch_meta(meta):
+    """``meta`` for a batch learnt in one compiled call whose caller copied the state
+    once before it: the per-update copy off (``keep`` 0, :func:`vits_ref.drivers.cpu.
+    online_meta`), which costs a state's length of memory traffic a row (LinTS at d = 20:
+    about 3 of the 5 us of a row). A round that diverges then leaves the state NaN: the
+    caller puts its copy back and, to keep the rounds before it, learns them again (the
+    same draws: the same state, bit for bit)."""
+    out = meta.copy()
+    out[cpu.bandit._KEEP] = 0.0
+    return out
+#: where an engine keeps its sampling and update streams (behind the properties
+#: ``_rng_sample`` and ``_rng_update``, which settle the held draws first)
+_RAW_STREAMS = ("_sample_stream", "_update_stream")
 
 
 def _compiled_form(X):

@@ -17,6 +17,9 @@ from ._core import CoreDoor
 from .policies import LinUCB, PerArm, ThompsonSampling
 from .simulate import make_policy
 
+#: the dtypes of the arrays a one-round call hands to the compiled calls as they are
+_INT64, _FLOAT64 = np.dtype(np.int64), np.dtype(np.float64)
+
 
 class Bandit(Persistent):
     """A contextual bandit with scikit-learn's verbs, over any policy of the library.
@@ -145,20 +148,19 @@ class Bandit(Persistent):
         learnt by the policy's compiled update, which checks the values (True); False,
         with nothing learnt, for anything else: the checks of :meth:`_rounds` then run."""
         pol = self.policy
-        if not (isinstance(pol, CoreDoor) and type(contexts) is np.ndarray
-                and type(arms) is np.ndarray and type(rewards) is np.ndarray
-                and contexts.ndim == 3 and contexts.shape[0] == 1
-                and arms.shape == (1,) and arms.dtype == np.int64
-                and rewards.shape == (1,) and rewards.dtype == np.float64
-                and (self.n_arms is None or contexts.shape[1] == self.n_arms)):
+        # the compiled call takes one C-ordered float64 (K, d) array and checks its shape
+        # against the core's (K, d) and its values; the rest is checked here
+        if not (type(contexts) is np.ndarray and type(arms) is np.ndarray
+                and type(rewards) is np.ndarray and isinstance(pol, CoreDoor)
+                and contexts.ndim == 3 and len(contexts) == 1
+                and arms.dtype is _INT64 and arms.shape == (1,)
+                and rewards.dtype is _FLOAT64 and rewards.shape == (1,)):
             return False
-        X = contexts[0]
-        core = pol._core
-        if core is None or not core.attached() or X.shape[0] != core.K:
+        core = pol._ready()
+        if core is None or (self.n_arms is not None and core.K != self.n_arms):
             return False
-        if pol._observed() != core.n_seen:
-            return False
-        return pol._learn(core, X, int(arms[0]), float(rewards[0])) == 1
+        # .item(): the Python int and float, as the compiled call and _observe take them
+        return pol._learn(core, contexts[0], arms.item(), rewards.item()) == 1
 
     def _learn(self, X, arms, rewards):
         many = getattr(self.policy, "_learn_rounds", None)
@@ -182,11 +184,10 @@ class Bandit(Persistent):
         (n,) int array, or an int for one ``(K, d)`` round
         """
         pol = self.policy
-        if (isinstance(pol, CoreDoor) and type(contexts) is np.ndarray and contexts.ndim == 2
-                and (self.n_arms is None or contexts.shape[0] == self.n_arms)):
-            core = pol._core
-            if (core is not None and core.attached() and contexts.shape[0] == core.K
-                    and pol._observed() == core.n_seen):
+        if type(contexts) is np.ndarray and contexts.ndim == 2 and isinstance(pol, CoreDoor):
+            core = pol._ready()
+            # the compiled select checks the contexts' shape against the core's
+            if core is not None and (self.n_arms is None or core.K == self.n_arms):
                 # one round: the compiled select checks it; refused, checked below
                 arm = pol._choose(core, contexts)
                 if arm >= 0:

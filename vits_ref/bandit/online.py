@@ -32,7 +32,7 @@ from ..drivers import cpu
 from ..drivers.fused import draw_chunks
 from ..errors import DivergenceError
 from ..inference.persist import Persistent
-from ._core import ENGINE_STATES
+from ._core import ENGINE_STATES, batch_meta
 
 __all__ = ["Online"]
 
@@ -395,7 +395,7 @@ class Online(Persistent):
         # only (anything else is a TypeError at once) and checks its shape and values
         try:
             arm = self._choose(self._meta, self._buf, contexts, self._sel_rows, i)
-        except TypeError:
+        except (TypeError, ValueError):  # ValueError: Numba cannot type it ([])
             self._usable()
             arm = self._choose(self._meta, self._buf, self._contexts(contexts),
                                self._sel_rows, i)
@@ -459,7 +459,7 @@ class Online(Persistent):
         try:
             code = self._learn(self._meta, self._buf, contexts, arm, reward,
                                self._steps_rows, i, n_obs)
-        except TypeError:
+        except (TypeError, ValueError):
             self._usable()
             X, a = self._features(contexts, arm)
             code = self._learn(self._meta, self._buf, X, a, reward, self._steps_rows, i,
@@ -517,6 +517,9 @@ class Online(Persistent):
             Xs, a = Xs.reshape(n, 1, self.dim), np.full(n, -1, dtype=np.int64)
         learn_many = cpu.online_compiled(self._learn_many, "learn_many")
         codes = np.zeros(1, dtype=np.int64)
+        # the state copied once a block of rows, not before each row (batch_meta)
+        keep = int(self._meta[cpu.bandit._KEEP])
+        meta = batch_meta(self._meta) if keep else self._meta
         i = 0
         while i < n:
             t = self.n_updates
@@ -524,8 +527,17 @@ class Online(Persistent):
                 self._next_steps(t)
             j = t - self._steps_base
             m = min(n - i, self._steps_end - t)  # the rest of this block's draws
-            done = learn_many(self._meta, self._buf, Xs[i:i + m], a[i:i + m], r[i:i + m],
-                              self._steps_rows, j, self._n0 + t + 1, codes)
+            saved = self._buf[:keep].copy() if keep else None
+            args = (self._steps_rows, j, self._n0 + t + 1)
+            done = learn_many(meta, self._buf, Xs[i:i + m], a[i:i + m], r[i:i + m], *args,
+                              codes)
+            if done < m and keep and codes[0] == 0:  # diverged: back to the row before
+                self._buf[:keep] = saved
+                again = learn_many(meta, self._buf, Xs[i:i + done], a[i:i + done],
+                                   r[i:i + done], *args, np.zeros(1, dtype=np.int64))
+                if again != done:
+                    raise RuntimeError(f"{self.name}: learning rounds {i} to {i + done} "
+                                       "again did not give the same state")
             self.n_updates = t + done
             if done < m:
                 k = i + done

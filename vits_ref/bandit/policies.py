@@ -114,6 +114,8 @@ class ThompsonSampling(CoreDoor, Persistent):
         self.name = engine.name
 
     # -- the compiled state (vits_ref.bandit._core.CoreDoor) ---------------------------------
+    _holder_attr = "engine"
+
     def _holder(self):
         return self.engine
 
@@ -171,7 +173,7 @@ class ThompsonSampling(CoreDoor, Persistent):
     def _learn_rounds(self, X, a, r):
         """:meth:`update_many` on rounds already checked
         (:func:`vits_ref._validate.logged_rounds`)."""
-        played = X[np.arange(a.shape[0]), a]
+        played = val.played_rows(X, a)
         if self.engine.batch_is_sequential:  # one batch update: BLAS, not n calls
             self.engine.update(played, r)
             return self
@@ -284,7 +286,7 @@ class LinUCB(CoreDoor, Persistent):
     def _learn_rounds(self, X, a, r):
         """:meth:`update_many` on rounds already checked
         (:func:`vits_ref._validate.logged_rounds`)."""
-        played = np.ascontiguousarray(X[np.arange(a.shape[0]), a])
+        played = val.played_rows(X, a)
         Vinv, b = self.Vinv, self.b
         saved = Vinv.copy(), b.copy()
         b += played.T @ r

@@ -198,6 +198,43 @@ class Engine(Persistent):
         self._rng_sample, self._rng_update = engine_streams(seed)
         self.diagnostics = Diagnostics(n_obs=0)
 
+    # -- the random streams --------------------------------------------------------------
+    # A door may take the engine's normals ahead in blocks (vits_ref.bandit._core.
+    # HeldDraws, under "_held_draws"). Reading or replacing a stream first puts the
+    # generator back where the draws taken so far leave it, so that anything else that
+    # draws (the engine's own methods, save, a copy) sees the stream as if every call
+    # had drawn its own, bit for bit.
+    @property
+    def _rng_sample(self):
+        """The sampling stream (draws of ``sample``, and of a bandit's selections)."""
+        if "_held_draws" in self.__dict__:
+            self._settle_draws()
+        return self.__dict__["_sample_stream"]
+
+    @_rng_sample.setter
+    def _rng_sample(self, rng):
+        if "_held_draws" in self.__dict__:
+            self._settle_draws()
+        self.__dict__["_sample_stream"] = rng
+
+    @property
+    def _rng_update(self):
+        """The update stream (draws of ``update``'s steps)."""
+        if "_held_draws" in self.__dict__:
+            self._settle_draws()
+        return self.__dict__["_update_stream"]
+
+    @_rng_update.setter
+    def _rng_update(self, rng):
+        if "_held_draws" in self.__dict__:
+            self._settle_draws()
+        self.__dict__["_update_stream"] = rng
+
+    def _settle_draws(self):
+        """Put each stream a door drew ahead from back where its taken draws leave it."""
+        for held in self.__dict__.pop("_held_draws").values():
+            held.settle()
+
     #: Whether :meth:`update` on a batch equals the updates one row at a time (to
     #: rounding): true of the exact linear engine; the iterative engines run one step
     #: schedule per batch, and Laplace fits the MAP to a tolerance.
@@ -264,6 +301,8 @@ class Engine(Persistent):
         copies of its arrays (:attr:`_state_attrs`: O(d^2) for the Gaussian engines), the
         diagnostics, the random streams' states and the model's :func:`model_state`
         (which never copies a history). Restored by :meth:`_restore`. About 5 us."""
+        if "_held_draws" in self.__dict__:  # before the bindings are copied
+            self._settle_draws()
         if self._state_attrs is None:
             return None, _snapshot(self), model_state(self.model)
         d = self.__dict__
