@@ -91,6 +91,20 @@ def test_env_round_section_smoke():
     assert "NumPy drawing the round's numbers" in text and "x the drawing" in text
 
 
+def test_least_cpu_times_count_this_threads_cpu_only():
+    """A call that waits (a sleep, as when the thread is descheduled on a loaded machine)
+    costs no CPU time; a call that computes costs its work, the least of the repeats."""
+    import time
+
+    def busy():
+        end = time.thread_time() + 0.004
+        while time.thread_time() < end:
+            pass
+
+    waiting, working = timing.least_cpu_times([lambda: time.sleep(0.02), busy], 3)
+    assert waiting < 0.002 and 0.004 <= working < 0.02
+
+
 def test_ratio_text_is_neutral_below_one():
     assert timing.ratio_text(12.345) == "12.35x"
     assert timing.ratio_text(0.8) == " 0.80x (NumPy faster here)"

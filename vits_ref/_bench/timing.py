@@ -12,22 +12,34 @@ import numpy as np
 from .._threads import blas_threads, pin_blas_threads  # noqa: F401 (the benchmarks' names)
 
 
-def interleaved_times(fns, repeats):
+def interleaved_times(fns, repeats, clock=time.perf_counter):
     """Seconds of each of ``repeats`` calls of each function, the calls interleaved (repeat
     ``r`` calls every function once, in turn) so drift hits all alike: one list per
-    function, repeat ``r`` of every list measured back to back (paired repeats)."""
+    function, repeat ``r`` of every list measured back to back (paired repeats).
+    ``clock``: wall time by default; ``time.thread_time`` counts this thread's CPU time
+    only (see :func:`least_cpu_times`)."""
     times = [[] for _ in fns]
     for _ in range(repeats):
         for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
+            t0 = clock()
             fn()
-            times[i].append(time.perf_counter() - t0)
+            times[i].append(clock() - t0)
     return times
 
 
 def median_times(fns, repeats):
     """Median seconds of each function, calls interleaved so drift hits all alike."""
     return [float(np.median(t)) for t in interleaved_times(fns, repeats)]
+
+
+def least_cpu_times(fns, repeats):
+    """The least CPU seconds of this thread over ``repeats`` interleaved calls of each
+    function: for a machine loaded by other work, where wall-time medians of
+    microsecond calls swing by 2-5x (the thread is descheduled, its caches emptied).
+    The CPU time leaves out the time descheduled, and the least of many calls the ones
+    whose caches another process emptied; it counts one thread, so only for work on one
+    thread (Numba and BLAS pinned to one)."""
+    return [float(np.min(t)) for t in interleaved_times(fns, repeats, time.thread_time)]
 
 
 #: What a ratio means, printed once at the top of ``python -m vits_ref bench``.
