@@ -45,14 +45,55 @@ def pytest_configure(config):
     # pytest.ini (owned by the lead) registers it too; registering twice is harmless and
     # keeps ``-m slow`` working if the test files are run with another configuration.
     config.addinivalue_line("markers", "slow: paper-size reproductions (deselected by default)")
+    # pytest-xdist (3.8 and later) hands the files out in the workers' collection order,
+    # longest first (_longest_files_first), not reordered by their number of tests
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+#: Seconds of a cold run's test files that hold few but long tests (a cold run of
+#: ``bash .ci/run`` on the 2-core machine, 2026-11-29, the sums of their tests'
+#: durations, rounded up; the MLP experiment's one tiny run since in
+#: test_fig2_movielens_claims.py): :func:`_longest_files_first` hands them out first.
+#: Only the order of the files changes: a stale figure costs time, never a result.
+LONG_FILES = {
+    "tests/test_report.py": 280,
+    "tests/test_notebooks.py": 260,
+    "tests/test_cuda_targets.py": 60,  # the structural walk: 3 s of CPU, the rest waits
+    "tests/test_delayed_feedback.py": 120,
+    "tests/test_fig2_movielens_claims.py": 110,
+    "tests/test_cli.py": 100,
+    "tests/test_diffts_experiments.py": 100,
+    "tests/test_streams_block.py": 70,
+    "tests/test_cuda_coop_driver.py": 60,
+    "tests/test_cuda_ptx.py": 50,
+}
+
+
+def _longest_files_first(items):
+    """Order the files of a pytest-xdist worker's collection by their expected time,
+    longest first (the tests of a file keep their order). ``--dist loadfile`` hands the
+    files to the workers in this order (:func:`pytest_configure` turns off xdist's own
+    order, by their number of tests, which hands the files of a few long tests out last:
+    the reports, the notebooks, the CUDA target walks, each then keeps one worker busy
+    for minutes after the others have finished, a core idle). A file not in
+    :data:`LONG_FILES` counts a second a test."""
+    files = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    order = sorted(files, key=lambda f: -LONG_FILES.get(f, len(files[f])))
+    items[:] = [item for f in order for item in files[f]]
 
 
 def pytest_collection_modifyitems(config, items):
     """Paper-size reproductions (``slow``) run as long as they need: pytest.ini's time
-    limit is for the default run, where a test that takes 10 minutes is a hang."""
+    limit is for the default run, where a test that takes 10 minutes is a hang. In a
+    pytest-xdist worker, the longest files come first (:func:`_longest_files_first`)."""
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(0))
+    if hasattr(config, "workerinput"):
+        _longest_files_first(items)
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,16 @@ def test_movielens_rules_inconclusive_on_a_tiny_run():
 # -- vits-fig2 -----------------------------------------------------------------------------
 
 def test_fig2_small_run_is_judged(tmp_path):
+    """The default suite's one run of the MLP experiment (an 861-parameter network: about
+    8 s of CPU a panel, run and round, 2026-11-29): it runs, writes its files, VITS and the
+    others stay finite through their updates (a diverging run would raise), and every claim
+    gets a verdict, also after a JSON round trip. It also holds what the former
+    ``test_fig2_tiny`` of tests/test_cli.py checked (1 run x 2 rounds, the same kernels:
+    the eight results, finite, and the figure), so the experiment runs once here."""
     result = fig2.run(runs=2, rounds=1, seed=0, out=str(tmp_path))
+    assert len(result["results"]) == 2 * 4  # 2 panels x 4 methods
+    assert all(np.isfinite(e["final_regret_mean"]) for e in result["results"])
+    assert (tmp_path / "regret.png").exists()
     assert result["reference"] == "VITS-II"
     for e in result["results"]:
         if e["method"] != "VITS-II":
