@@ -154,7 +154,7 @@ def first_kl(kl_rounds, t0):
     return nk
 
 
-def make_bandit_rounds(piece):
+def make_bandit_rounds(piece, inline=False):
     """The body running rounds ``[t0, t0 + n)`` of a run for ``piece``.
 
     ``rounds(params, buf, t0, contexts, means, rewards, init_noise, sel_noise, step_noise,
@@ -170,6 +170,11 @@ def make_bandit_rounds(piece):
     gives bit-identical results. Returns 0, or the 1-based global round at which the
     policy's state became non-finite. Each round is :func:`make_round`'s body.
 
+    ``inline``: the body is inlined into its caller (:func:`vits_ref.config.kernel`): the
+    CPU driver's loop over the runs, whose machine code then holds one copy of it (as a
+    function of its own, LLVM optimised and emitted it once for itself and again, linked,
+    for the driver).
+
     This is what bounds the memory of a long run: the caller draws the realisation and the
     randomness a chunk of rounds at a time (:meth:`vits_ref.envs.Environment.realise_chunks`,
     :func:`vits_ref.drivers.fused.draw_chunks`) and keeps only the state buffer between chunks.
@@ -177,7 +182,7 @@ def make_bandit_rounds(piece):
     views, init = piece.views, piece.init
     one_round = make_round(piece)
 
-    @kernel
+    @kernel(inline=inline)
     def rounds(params, buf, t0, contexts, means, rewards, init_noise, sel_noise, step_noise,
                kl_rounds, regret, arms, kl_out):
         n, K, d = contexts.shape
@@ -224,7 +229,7 @@ def late_queue_size(d, Q):
     return Q * (d + 1)
 
 
-def make_bandit_rounds_late(piece):
+def make_bandit_rounds_late(piece, inline=False):
     """The body running rounds ``[t0, t0 + n)`` of a run for ``piece`` with late or batched
     feedback: :func:`make_bandit_rounds` with a queue of pending feedback.
 
@@ -245,12 +250,12 @@ def make_bandit_rounds_late(piece):
     entries (:func:`late_queue_size`), round ``s`` in slot ``s mod Q``; a round is learnt
     at most ``Q - 1`` rounds after its own (the schedule's ``span``), so no pending round
     is overwritten. Returns 0, or the number of observations ``k + 1`` of the update that
-    left a non-finite state.
+    left a non-finite state. ``inline`` as in :func:`make_bandit_rounds`.
     """
     views, init = piece.views, piece.init
     select, update, kl = piece.select, piece.update, piece.kl
 
-    @kernel
+    @kernel(inline=inline)
     def rounds(params, buf, t0, k0, contexts, means, rewards, init_noise, sel_noise,
                step_noise, order, learnt, kl_rounds, regret, arms, kl_out):
         n, K, d = contexts.shape

@@ -161,7 +161,7 @@ def hard_round(env, k0, k1, t, X, x_flat, means, rewards):
     noisy_rewards(k0, k1, t, code, noise_scale, means, rewards)
 
 
-def make_bandit_streams(piece, env_round):
+def make_bandit_streams(piece, env_round, inline=False):
     """The streamed body running rounds ``[t0, t0 + n)`` of a run for ``piece`` on the
     environment whose round body is ``env_round``.
 
@@ -182,7 +182,7 @@ def make_bandit_streams(piece, env_round):
     one_round = make_round(piece)
     uniform_select = piece.select_noise == "uniform"
 
-    @kernel
+    @kernel(inline=inline)
     def rounds(params, env, key, dims, buf, scratch, t0, n, kl_rounds, regret, arms,
                kl_out):
         d, K, n_init, n_sel, S, M = dims

@@ -76,8 +76,8 @@ def inv_transpose(b, out, work):
 
     ``work`` is a (d, 2d) scratch buffer. Returns False if ``b`` is singular (a zero or
     non-finite pivot), which the callers report as divergence. The CPU target uses
-    LAPACK (``np.linalg.inv``, 2x faster for VITS-I at d = 20) and returns False when it
-    raises on a singular matrix.
+    LAPACK (``dgetrf`` and ``dgetri``, as Numba's ``np.linalg.inv``: the same bits; 2x
+    faster for VITS-I at d = 20) and returns False on a singular or non-finite matrix.
     """
     d = b.shape[0]
     for i in range(d):
@@ -137,16 +137,41 @@ def _gemv_cpu(a, x, out):
 
 @overload(inv_transpose, target="cpu")
 def _inv_transpose_cpu(b, out, work):
+    # What Numba's np.linalg.inv does (numba/np/linalg.py, inv_impl), called directly: the
+    # same LAPACK calls (dgetrf, then dgetri with its workspace query) on the same
+    # column-major copy, so the same bits. np.linalg.inv inside a try/except compiled
+    # about ten functions more (its checks, the copy, the exception's paths): 2-3 s of CPU
+    # in every VITS driver on a cold cache, VITS-II's included (the variant is a runtime
+    # parameter). A non-finite ``b`` (where np.linalg.inv raised) or a singular one (LAPACK's
+    # info > 0) returns False, as the raise did.
+    from numba.np.linalg import _LAPACK, F_INT_nptype, ensure_lapack
+
+    ensure_lapack()
+    getrf = _LAPACK().numba_xxgetrf(types.float64)
+    getri = _LAPACK().numba_ez_xxgetri(types.float64)
+    kind = ord("d")
+    int_type = F_INT_nptype
+
     def impl(b, out, work):
-        try:
-            inv = np.linalg.inv(b)
-        except Exception:  # LinAlgError: singular (the caller reports divergence)
-            return False
-        for i in range(b.shape[0]):
-            for j in range(b.shape[1]):
-                if not math.isfinite(inv[i, j]):
+        n = b.shape[0]
+        a = np.empty(n * n)  # column-major: a[i + n j] = b[i, j]
+        for i in range(n):
+            for j in range(n):
+                if not math.isfinite(b[i, j]):
                     return False
-                out[j, i] = inv[i, j]
+                a[i + n * j] = b[i, j]
+        ipiv = np.empty(n, dtype=int_type)
+        if getrf(kind, n, n, a.ctypes, n, ipiv.ctypes) != 0:
+            return False
+        info = getri(kind, n, a.ctypes, n, ipiv.ctypes)
+        if ipiv.size != n or info != 0:  # ipiv read after the call: alive until then
+            return False
+        for i in range(n):
+            for j in range(n):
+                v = a[i + n * j]  # inv(b)[i, j]
+                if not math.isfinite(v):
+                    return False
+                out[j, i] = v
         return True
     return impl
 

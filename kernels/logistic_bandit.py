@@ -166,7 +166,7 @@ def vits_select(params, state, X, noise):
     return argmax(scores)
 
 
-@kernel(inline=True)
+@kernel  # a function of its own, as the linear piece's (kernels/vits.py says why)
 def vits_update(params, state, x, r, n_obs, noise):
     """Append ``(x, r)``, then ``K_t`` VITS steps on the logistic potential of the history."""
     variant, symmetrize, schedule, eta, lam, h0_mu, h0, max_abs_B = params

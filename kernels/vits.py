@@ -238,7 +238,11 @@ def select(params, state, X, noise):
     return argmax(scores)
 
 
-@kernel(inline=True)
+# A function of its own, not inlined: inlined, Numba copies its IR (and that of the
+# steps inlined into it) at each level it is inlined through, which cost the README's
+# VITS-II snippet about 8 s of CPU on a cold cache; the call costs nothing measurable
+# next to the round's 10 steps (docs/performance.md, "The first run").
+@kernel
 def update(params, state, x, r, n_obs, noise):
     """Add ``(x, r)`` to the statistics, then ``K_t`` VITS steps (``noise`` (S, M, d)).
 

@@ -23,3 +23,39 @@ def unit(label, folder, out):
 def fails(out):
     """A unit that fails."""
     raise ValueError("planted failure\nin two lines")
+
+
+class _FakeCacheFile:
+    _index_path = "/nonexistent/fake_units-shared.nbi"
+
+
+class _FakeCache:  # a cached dispatcher's cache (any class but Numba's NullCache)
+    _cache_file = _FakeCacheFile()
+
+
+def _shared_kernel(x):
+    return x
+
+
+class _FakeDispatcher:
+    """Looks, to ``vits_ref._compile_watch``, like one cached kernel: the same in every
+    unit and process."""
+
+    py_func = _shared_kernel
+    _cache = _FakeCache()
+
+
+def compiles_shared(out):
+    """A unit that 'compiles' the one shared cached kernel: the ``numba:compile`` event
+    Numba sends, without compiling anything (as a nested kernel that two workers both
+    compile, outside the compile lock)."""
+    from numba.core import event
+
+    with event.trigger_event("numba:compile", data={"dispatcher": _FakeDispatcher(),
+                                                    "args": ("float64",),
+                                                    "return_type": None}):
+        pass
+
+
+def nothing(out):
+    """A unit that compiles nothing."""

@@ -144,6 +144,58 @@ def test_a_failing_unit_is_named_in_one_line(tmp_path, monkeypatch, capsys):
     assert err.count("\n") == 1 and "fake: bad: ValueError: planted" in err
 
 
+def test_a_kernel_two_units_compiled_counts_once(tmp_path, monkeypatch, capsys):
+    """Two workers may both compile one cached kernel (a nested one compiles without the
+    lock): the compile step counts it once, and records it once for ``run``'s estimate
+    (the step said 107 kernels for vits-fig1's 89)."""
+    monkeypatch.setenv("VITS_REF_COMPILE_TIMES", str(tmp_path / "times.json"))
+    work = [(f"vits-fig1: shared {i}", fake_units.compiles_shared, {}) for i in range(2)]
+    res = _precompile.compile_units(work, 0)
+    assert [u["kernels"] for u in res["units"]] == [1, 1]
+    assert res["kernels"] == 1 and res["compilations"] == 2
+    _precompile.record(["vits-fig1"], res)
+    from vits_ref import _compile_watch
+
+    assert _compile_watch.estimate("vits-fig1")["kernels"] == 1
+    # the command's last line says both (the units run in this process)
+    monkeypatch.setattr(_precompile, "units", lambda mod: work)
+    run_units = _precompile.compile_units
+    monkeypatch.setattr(_precompile, "compile_units",
+                        lambda work, jobs, say=None: run_units(work, 0, say))
+    assert main(["compile", "vits-fig1", "--jobs", "1", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "compiled 1 kernels in " in out and "1 compiled again in another process" in out
+
+
+def test_a_unit_that_waited_for_another_says_so(monkeypatch):
+    """A unit whose kernels another worker was compiling compiles nothing and waits on the
+    lock: its line says how long it waited, not only "0 kernels compiled, 62 s in all"."""
+    from vits_ref import _compile_lock
+
+    clock = iter([3.0, 64.5])  # the seconds waited before and after the unit
+    monkeypatch.setattr(_compile_lock, "waited", lambda: next(clock), raising=False)
+    lines = []
+    work = [("vits-fig1: waits", fake_units.nothing, {})]
+    res = _precompile.compile_units(work, 0, say=lines.append)
+    assert res["units"][0]["waited_s"] == pytest.approx(61.5)
+    assert "0 kernels compiled, 0.0 s compiling, 61.5 s waiting for kernels another " \
+           "process compiled" in lines[-1]
+
+
+def test_a_warm_cache_is_not_called_a_first_run(tmp_path, monkeypatch):
+    """Once an experiment's compilation is on record for this cache, a run that compiles a
+    kernel missing from it says so; it used to say "first run on this machine; about 580 s
+    for 107 kernels" for one small function."""
+    from vits_ref import _compile_watch
+
+    monkeypatch.setenv("VITS_REF_COMPILE_TIMES", str(tmp_path / "times.json"))
+    assert "first run on this machine" in _compile_watch.first_line("vits-fig1")
+    _compile_watch.record("vits-fig1", 580.0, 89)
+    line = _compile_watch.first_line("vits-fig1")
+    assert "first run" not in line and line.startswith("compiling kernels missing from the "
+                                                       "cache (the rest is cached; about 580 s")
+
+
 class _Stop(Exception):
     pass
 

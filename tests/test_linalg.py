@@ -220,6 +220,22 @@ def test_inv_transpose_matches_numpy(impl, rng, spd, orthogonal, d):
         assert rel_err(out, np.linalg.inv(b)) > 1e-3  # the transpose matters
 
 
+@numba.njit(cache=False)
+def _j_numba_inv(b):
+    return np.linalg.inv(b)
+
+
+def test_inv_transpose_jit_is_numbas_inverse_bit_for_bit(rng, orthogonal):
+    """The CPU target calls LAPACK's dgetrf and dgetri itself, as Numba's np.linalg.inv
+    does (fewer functions to compile): the same bits as np.linalg.inv compiled by Numba,
+    which VITS-I's results were computed with."""
+    for d in (1, 3, 20):
+        b = (orthogonal(rng, d) * np.logspace(0, 2, d)) @ orthogonal(rng, d).T
+        out = np.full((d, d), np.nan)
+        assert _j_inv_transpose(b, out, np.empty((d, 2 * d))) is True
+        assert np.array_equal(out, _j_numba_inv(b).T)
+
+
 def test_inv_transpose_needs_pivoting(impl):
     # a zero leading entry: Gauss-Jordan without row exchanges would divide by zero
     b = np.array([[0.0, 2.0, 1.0], [1.0, 1.0, 0.0], [3.0, 0.0, 1.0]])

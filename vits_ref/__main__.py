@@ -523,7 +523,8 @@ def _precompile_cold(args, mod, progress):
     _precompile.record([mod.NAME], res)
     if progress is not None:
         progress(f"compiled {res['kernels']} kernels in {res['wall_s']:.0f} s "
-                 f"({res['seconds']:.0f} s of compiling in {res['jobs']} processes)")
+                 f"({res['seconds']:.0f} s of compiling in {res['jobs']} processes"
+                 f"{_twice(res)})")
     return res
 
 
@@ -561,8 +562,15 @@ def _compile(args):
     res = _precompile.compile_units(work, jobs, say=say)
     _precompile.record(names, res)
     print(f"compiled {res['kernels']} kernels in {res['wall_s']:.1f} s ({res['seconds']:.1f} "
-          f"s of compiling in {res['jobs']} processes; {len(work)} units)")
+          f"s of compiling in {res['jobs']} processes; {len(work)} units{_twice(res)})")
     return 0
+
+
+def _twice(res):
+    """``"; N compiled in two processes"`` when the workers of the compile step compiled
+    some kernels more than once (nested ones compile without the lock), else ``""``."""
+    extra = res.get("compilations", res["kernels"]) - res["kernels"]
+    return f"; {extra} compiled again in another process" if extra > 0 else ""
 
 
 def _sweep(args):

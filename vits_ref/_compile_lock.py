@@ -38,6 +38,9 @@ import time
 #: The attribute that marks Numba's ``Dispatcher.compile`` as wrapped by :func:`install`
 #: (whichever copy of this module installed it).
 MARK = "_vits_ref_locked"
+#: The attribute of the wrapped ``Dispatcher.compile`` that holds the seconds this process
+#: has waited on other processes' locks (:func:`waited`), a one-element list.
+WAITED = "_vits_ref_waited"
 
 
 def lock_dir():
@@ -86,6 +89,16 @@ def installed():
     return bool(getattr(dispatcher.Dispatcher.compile, MARK, False))
 
 
+def waited():
+    """Seconds this process has waited on other processes' compile locks since
+    :func:`install` (whichever copy of this module installed it; 0 without the locks): a
+    kernel that another process was compiling, then loaded from the cache. A unit of
+    ``python -m vits_ref compile`` that compiled nothing may have waited that long."""
+    from numba.core import dispatcher
+
+    return getattr(dispatcher.Dispatcher.compile, WAITED, [0.0])[0]
+
+
 def _plain(compile_, dispatcher, sig, waited=0.0):  # noqa: ARG001 (the wrap signature)
     return compile_(dispatcher, sig)
 
@@ -128,6 +141,7 @@ def install(wrap=None):
         return False
     run = wrap or _plain
     depth = threading.local()
+    total_waited = [0.0]
 
     @functools.wraps(compile_)
     def compile_locked(self, sig):
@@ -149,6 +163,7 @@ def install(wrap=None):
                     waited = time.perf_counter()
                     fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file closes
                     waited = time.perf_counter() - waited
+                    total_waited[0] += waited
                     return run(compile_, self, sig, waited)
             finally:
                 depth.n = 0
@@ -166,6 +181,7 @@ def install(wrap=None):
             return save_(self, key, data)
 
     setattr(compile_locked, MARK, True)
+    setattr(compile_locked, WAITED, total_waited)
     dispatcher.Dispatcher.compile = compile_locked
     caching.IndexDataCacheFile.save = save_locked
     return True

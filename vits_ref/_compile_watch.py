@@ -75,6 +75,26 @@ def _cached(ev):
     return cache is not None and type(cache).__name__ != "NullCache"
 
 
+def identity(ev):
+    """What a ``numba:compile`` event compiles, named the same in every process that
+    compiles it into the same disk cache: the dispatcher's cache index file, its closure's
+    digest (:func:`vits_ref._compile_lock.closure_digest`) and the argument types. An
+    uncached function (every process compiles its own) gets a name of this process's own.
+    Two processes' compilations of one cached kernel (a nested one: only the outermost take
+    the compile lock) are one kernel, as :func:`vits_ref.experiments._precompile.compile_units`
+    counts them."""
+    data = ev.data or {}
+    disp = data.get("dispatcher")
+    name, _ = _name(ev)
+    index = getattr(getattr(getattr(disp, "_cache", None), "_cache_file", None),
+                    "_index_path", None)
+    if index is None or not _cached(ev):
+        return f"uncached {name} {data.get('args')} in {os.getpid()}:{id(disp)}"
+    from ._compile_lock import closure_digest
+
+    return f"{index}|{closure_digest(disp.py_func)}|{data.get('args')}"
+
+
 def ours(module):
     """Whether a function of ``module`` is one of the library's kernels (only those are
     said by :data:`logger`; a user's own functions are timed, not said)."""
@@ -217,13 +237,18 @@ def record(name, seconds_, kernels_):
 
 def first_line(name):
     """The line said when the first kernel of run ``name`` compiles: the measured estimate
-    (:func:`estimate`) or that there is none yet, never a made-up number."""
+    (:func:`estimate`) or that there is none yet, never a made-up number.
+
+    With an estimate, run ``name`` has compiled into this cache before (a run, or
+    ``python -m vits_ref compile``, recorded it), so what compiles now is missing from the
+    cache (a kernel the run did not meet then, or sources changed since): the line says so,
+    and quotes the estimate as what a cold cache would cost, not as what is coming."""
     est = None if name is None else estimate(name)
     if est is None:
         return "compiling kernels (first run on this machine; no estimate yet)"
-    return (f"compiling kernels (first run on this machine; about {est['seconds']:.0f} s "
-            f"for {est['kernels']} kernels when nothing is cached, measured on this "
-            f"machine on {est['date']})")
+    return (f"compiling kernels missing from the cache (the rest is cached; about "
+            f"{est['seconds']:.0f} s for {est['kernels']} kernels when nothing is cached, "
+            f"measured on this machine on {est['date']})")
 
 
 # ------------------------------------------------------------------------ the CLI's watch
@@ -236,6 +261,7 @@ class _Listener(event.Listener):
         self.say, self.name = say, name
         self.depth, self.start, self.last = 0, None, None
         self.seconds, self.kernels = 0.0, 0
+        self.compiled = []  # identity() of each compilation, nested ones included
 
     def on_start(self, ev):
         now = time.perf_counter()
@@ -253,6 +279,7 @@ class _Listener(event.Listener):
         with _LOCK:
             self.depth -= 1
             self.kernels += 1
+            self.compiled.append(identity(ev))
             if self.depth == 0:
                 self.seconds += now - self.start
             if self.say is not None and now - self.last >= INTERVAL_S:
@@ -268,7 +295,8 @@ def watch(say=None, name=None):
     taking a line; None: silent), report them as they happen. ``name`` (an experiment's)
     picks the measured estimate of the first line (:func:`first_line`), and a block that
     compiled is recorded under it (:func:`record`). Yields the listener: its ``seconds``
-    and ``kernels`` are the block's totals. While a watch is open, :data:`logger` says
+    and ``kernels`` are the block's totals, ``compiled`` the :func:`identity` of each
+    compilation. While a watch is open, :data:`logger` says
     nothing.
 
     Examples

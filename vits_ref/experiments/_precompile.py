@@ -82,12 +82,16 @@ def _init():
 
 
 def _work(label, fn, kwargs):
-    """Run one unit in a worker: ``{"label", "seconds", "kernels", "wall_s"}`` (its compile
-    seconds and compilations, as :func:`vits_ref._compile_watch.watch` counts them)."""
+    """Run one unit in a worker: ``{"label", "seconds", "kernels", "compiled", "waited_s",
+    "wall_s"}``: its compile seconds and compilations, as
+    :func:`vits_ref._compile_watch.watch` counts them, the
+    :func:`~vits_ref._compile_watch.identity` of each, and the seconds it waited for
+    kernels that another worker was compiling (:func:`vits_ref._compile_lock.waited`)."""
     from .. import _compile_lock, _compile_watch
     from . import _chunks
 
     _compile_lock.install()  # a worker of another pool, or a unit run in this process
+    waited = _compile_lock.waited()
     start = time.perf_counter()
     out = tempfile.mkdtemp(prefix="vits-ref-compile-")
     try:
@@ -99,7 +103,27 @@ def _work(label, fn, kwargs):
     finally:
         shutil.rmtree(out, ignore_errors=True)
     return {"label": label, "seconds": w.seconds, "kernels": w.kernels,
+            "compiled": list(w.compiled), "waited_s": _compile_lock.waited() - waited,
             "wall_s": time.perf_counter() - start}
+
+
+def unit_line(res):
+    """The progress line of a finished unit (``res`` from :func:`_work`): its compilations
+    and compile seconds, the seconds it waited for kernels another worker was compiling
+    (a unit whose kernels another one compiled compiles nothing, and waits), and its
+    wall seconds."""
+    waited = res.get("waited_s", 0.0)
+    wait = (f", {waited:.1f} s waiting for kernels another process compiled"
+            if waited >= 0.05 else "")
+    return (f"{res['label']}: {res['kernels']} kernels compiled, {res['seconds']:.1f} s "
+            f"compiling{wait}, {res['wall_s']:.1f} s in all")
+
+
+def distinct(units_):
+    """The kernels that the units ``units_`` (results of :func:`_work`) compiled, each
+    once: a kernel that two workers both compiled (a nested one, which compiles without
+    the lock) is one kernel (:func:`vits_ref._compile_watch.identity`)."""
+    return len({name for u in units_ for name in u.get("compiled", ())})
 
 
 def _bar(total, say):
@@ -133,9 +157,11 @@ def compile_units(work, jobs, say=None):
     Returns
     -------
     dict
-        ``kernels`` (compilations in all the workers), ``seconds`` (their compile seconds
-        added up: what one process would have spent), ``wall_s``, ``jobs``, ``units`` (per
-        unit: label, seconds, kernels, wall_s, in the order given).
+        ``kernels`` (the kernels compiled, each once: :func:`distinct`), ``compilations``
+        (in all the workers: a kernel two workers compiled counts twice), ``seconds``
+        (their compile seconds added up: what one process would have spent, or more when
+        a kernel was compiled twice), ``wall_s``, ``jobs``, ``units`` (per unit: label,
+        seconds, kernels, compiled, waited_s, wall_s, in the order given).
 
     Raises
     ------
@@ -154,8 +180,7 @@ def compile_units(work, jobs, say=None):
             bar.set_postfix_str(res["label"][-40:], refresh=False)
             bar.update(1)
         elif say is not None:
-            say(f"[{len(done)}/{len(work)}] {res['label']}: {res['kernels']} kernels "
-                f"compiled, {res['seconds']:.1f} s compiling, {res['wall_s']:.1f} s in all")
+            say(f"[{len(done)}/{len(work)}] {unit_line(res)}")
 
     try:
         if jobs == 0:
@@ -179,7 +204,8 @@ def compile_units(work, jobs, say=None):
         if bar is not None:
             bar.close()
     per_unit = [done[label] for label, _, _ in work]
-    return {"kernels": sum(u["kernels"] for u in per_unit),
+    return {"kernels": distinct(per_unit),
+            "compilations": sum(u["kernels"] for u in per_unit),
             "seconds": sum(u["seconds"] for u in per_unit),
             "wall_s": time.perf_counter() - start, "jobs": jobs, "units": per_unit}
 
@@ -187,13 +213,14 @@ def compile_units(work, jobs, say=None):
 def record(names, result):
     """Keep the compile time of ``compile`` for each experiment of ``names`` (its units'
     compilations: :func:`vits_ref._compile_watch.record`), so that ``run`` knows the cache
-    is warm (:func:`cold`) and says the measured estimate."""
+    is warm (:func:`cold`) and says the measured estimate. Each kernel counts once
+    (:func:`distinct`), however many workers compiled it."""
     from .. import _compile_watch
 
     for name in names:
         prefix = f"{name}: "
         mine = [u for u in result["units"] if u["label"] == name or u["label"].startswith(prefix)]
-        kernels = sum(u["kernels"] for u in mine)
+        kernels = distinct(mine)
         if kernels:
             _compile_watch.record(name, sum(u["seconds"] for u in mine), kernels)
 

@@ -4,20 +4,22 @@ chunk) of any bandit piece (:mod:`vits_ref.drivers.fused`), over pre-drawn rando
 the streamed loops are in :mod:`.streams`.
 
 One driver per piece, cached in the process and closing over the piece's
-``fingerprint``; the ``prange`` drivers run one independent run per iteration, each from
-its own arrays, so the results do not depend on the number of threads.
+``fingerprint``; the run drivers are serial loops over the runs, split over threads in
+blocks of runs (:func:`._runs.over_runs`: one copy of the round's body in the machine
+code, where a ``prange`` loop compiled it into four more libraries), each run from its own
+arrays, so the results do not depend on the number of threads.
 """
 
 import functools
 import typing
 
 import numpy as np
-from numba import prange
 from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
 from ...config import cpu_jit, kernel
 from ...kernels.bandit import make_bandit_rounds, make_bandit_rounds_late
+from ._runs import over_runs
 
 
 @functools.cache
@@ -28,8 +30,8 @@ def bandit_run(piece):
     :func:`bandit_runs` with one run (every array a view with a leading axis of one), the
     whole horizon as one chunk of :func:`bandit_rounds`: the loop :func:`vits_ref.simulate`
     runs, so that a policy's round is compiled once for both (a loop of its own per piece
-    cost a cold test run about 140 s of compilation). One run takes that loop's serial
-    branch: no parallel region is launched.
+    cost a cold test run about 140 s of compilation). One run is run in the calling
+    thread.
     """
     runs = bandit_runs(piece)
 
@@ -46,8 +48,8 @@ def bandit_run(piece):
 
 @functools.cache
 def bandit_runs(piece):
-    """``call(params, contexts, ..., kl_out, status)``: independent whole runs, ``prange``
-    over the runs.
+    """``call(params, contexts, ..., kl_out, status)``: independent whole runs, split over
+    threads (:func:`._runs.over_runs`).
 
     Every per-run array has the runs on its leading axis (``contexts`` (R, T, K, d), ...,
     ``status`` (R,)); each run is computed by one thread from its own arrays, so the results
@@ -73,7 +75,8 @@ def bandit_runs(piece):
 @functools.cache
 def bandit_rounds(piece):
     """``run(params, bufs, t0, contexts, ..., kl_out, status)``: rounds ``[t0, t0 + n)`` of
-    independent runs, ``prange`` over the runs (:func:`vits_ref.kernels.bandit.make_bandit_rounds`).
+    independent runs, blocks of runs in threads (:func:`._runs.over_runs`) over a serial
+    loop with the round's body inlined (:func:`vits_ref.kernels.bandit.make_bandit_rounds`).
 
     ``bufs`` (R, ``piece.state_size(d, K, M, T)``) are the runs' state buffers, kept by the
     caller between calls (initialised by the call with ``t0 == 0``); ``contexts`` (R, n, K,
@@ -82,35 +85,29 @@ def bandit_rounds(piece):
     ``kl_out`` (R, n_kl) the whole runs' outputs, written at the global rounds; ``status``
     (R,) set to each run's status for the chunk. Each run is computed by one thread from its
     own arrays, so the results depend neither on the number of threads nor on the chunks;
-    a single run is computed in the calling thread, without a parallel region.
+    a single run (or one thread) is computed in the calling thread.
     """
-    body = make_bandit_rounds(piece)
+    body = make_bandit_rounds(piece, inline=True)  # one copy of it: in this loop
     fp = piece.fingerprint  # in the closure: Numba's cache key follows the bodies
 
-    @cpu_jit(parallel=True)
+    @cpu_jit
     def run(params, bufs, t0, contexts, means, rewards, init_noise, sel_noise, step_noise,
             kl_rounds, regret, arms, kl_out, status):
         _ = fp
-        if contexts.shape[0] == 1:
-            # one run (bandit_run): no parallel region to launch, which costs tens of
-            # microseconds a call after Python has run (one body, compiled once for both)
-            status[0] = body(params, bufs[0], t0, contexts[0], means[0], rewards[0],
-                             init_noise[0], sel_noise[0], step_noise[0], kl_rounds, regret[0],
-                             arms[0], kl_out[0])
-        else:
-            for r in prange(contexts.shape[0]):
-                status[r] = body(params, bufs[r], t0, contexts[r], means[r], rewards[r],
-                                 init_noise[r], sel_noise[r], step_noise[r], kl_rounds,
-                                 regret[r], arms[r], kl_out[r])
+        for r in range(contexts.shape[0]):
+            status[r] = body(params, bufs[r], t0, contexts[r], means[r], rewards[r],
+                             init_noise[r], sel_noise[r], step_noise[r], kl_rounds,
+                             regret[r], arms[r], kl_out[r])
 
-    return run
+    # every argument but params, t0 and kl_rounds has the runs on its leading axis
+    return over_runs(run, (1, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13))
 
 
 @functools.cache
 def bandit_rounds_late(piece):
     """``run(params, bufs, t0, k0, contexts, ..., step_noise, order, learnt, kl_rounds,
     regret, arms, kl_out, status)``: :func:`bandit_rounds` with late or batched feedback
-    (:func:`vits_ref.kernels.bandit.make_bandit_rounds_late`), ``prange`` over the runs.
+    (:func:`vits_ref.kernels.bandit.make_bandit_rounds_late`), blocks of runs in threads.
 
     Per run, beside :func:`bandit_rounds`'s arrays: ``k0`` (R,) the updates made before the
     chunk, ``step_noise`` (R, L, S, M, d) and ``order`` (R, L) the step noise and learnt
@@ -120,25 +117,20 @@ def bandit_rounds_late(piece):
     :func:`vits_ref.kernels.bandit.late_queue_size`). One run is computed in the calling
     thread, as in :func:`bandit_rounds`.
     """
-    body = make_bandit_rounds_late(piece)
+    body = make_bandit_rounds_late(piece, inline=True)
     fp = piece.fingerprint  # in the closure: Numba's cache key follows the bodies
 
-    @cpu_jit(parallel=True)
+    @cpu_jit
     def run(params, bufs, t0, k0, contexts, means, rewards, init_noise, sel_noise,
             step_noise, order, learnt, kl_rounds, regret, arms, kl_out, status):
         _ = fp
-        if contexts.shape[0] == 1:
-            status[0] = body(params, bufs[0], t0, k0[0], contexts[0], means[0], rewards[0],
-                             init_noise[0], sel_noise[0], step_noise[0], order[0], learnt[0],
-                             kl_rounds, regret[0], arms[0], kl_out[0])
-        else:
-            for r in prange(contexts.shape[0]):
-                status[r] = body(params, bufs[r], t0, k0[r], contexts[r], means[r],
-                                 rewards[r], init_noise[r], sel_noise[r], step_noise[r],
-                                 order[r], learnt[r], kl_rounds, regret[r], arms[r],
-                                 kl_out[r])
+        for r in range(contexts.shape[0]):
+            status[r] = body(params, bufs[r], t0, k0[r], contexts[r], means[r], rewards[r],
+                             init_noise[r], sel_noise[r], step_noise[r], order[r],
+                             learnt[r], kl_rounds, regret[r], arms[r], kl_out[r])
 
-    return run
+    # every argument but params, t0 and kl_rounds has the runs on its leading axis
+    return over_runs(run, (1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16))
 
 
 #: Entries of an online call's ``meta`` array (:func:`online_meta`) before the piece's

@@ -2,28 +2,29 @@
 the Philox fills that the tests and benchmarks call on their own.
 
 :func:`bandit_streams` runs rounds of independent runs, each drawing its environment and
-its noise from its own Philox key (``prange`` over the runs); :func:`stream_draws` draws
-the same numbers without the policy (the benchmark's drawing cost). The fills
+its noise from its own Philox key (blocks of runs in threads, :func:`._runs.over_runs`);
+:func:`stream_draws` draws the same numbers without the policy (the benchmark's drawing
+cost). The fills
 (:func:`philox_words`, :func:`philox_fills`) are module-level, built by
 :func:`vits_ref.config.stamped`.
 """
 
 import functools
 
-from numba import prange
-
 from ...config import cpu_jit, stamped
 from ...kernels import philox
 from ...kernels.bandit_streams import STREAM_SELECT, STREAM_STEP, make_bandit_streams
 from ...kernels.potential import fingerprint
 from ...kernels.views import take, take2
+from ._runs import over_runs
 
 
 @functools.cache
 def bandit_streams(piece, env_round):
     """``run(params, env, keys, dims, bufs, scratch, t0, n, kl_rounds, regret, arms, kl_out,
     status)``: rounds ``[t0, t0 + n)`` of independent runs fed by counter-based streams,
-    ``prange`` over the runs (:func:`vits_ref.kernels.bandit_streams.make_bandit_streams`).
+    blocks of runs in threads (:func:`._runs.over_runs`) over a serial loop with the body
+    inlined (:func:`vits_ref.kernels.bandit_streams.make_bandit_streams`).
 
     ``keys`` (R, 2) uint64 are the runs' keys, ``bufs`` (R, state size) and ``scratch``
     (R, :func:`~vits_ref.kernels.bandit_streams.scratch_size`) their state and scratch
@@ -32,18 +33,19 @@ def bandit_streams(piece, env_round):
     thread from its own key, so the results depend neither on the threads nor on the
     chunks of rounds.
     """
-    body = make_bandit_streams(piece, env_round)
+    body = make_bandit_streams(piece, env_round, inline=True)  # one copy: in this loop
     fp = (piece.fingerprint, fingerprint(env_round))  # Numba's cache key follows the bodies
 
-    @cpu_jit(parallel=True)
+    @cpu_jit
     def run(params, env, keys, dims, bufs, scratch, t0, n, kl_rounds, regret, arms, kl_out,
             status):
         _ = fp
-        for r in prange(keys.shape[0]):
+        for r in range(keys.shape[0]):
             status[r] = body(params, env, keys[r], dims, bufs[r], scratch[r], t0, n,
                              kl_rounds, regret[r], arms[r], kl_out[r])
 
-    return run
+    # keys, bufs, scratch and the outputs have the runs on their leading axis
+    return over_runs(run, (2, 4, 5, 9, 10, 11, 12))
 
 
 #: the kinds of fill of :func:`philox_fills`
@@ -74,7 +76,7 @@ def philox_fills(stamp):
         :data:`NORMALS_BY_ELEMENT`: ``normal_at`` element by element) under key ``keys[r]`` at
         counter ``(c0 + r, c1, ·, 0)`` (a serial loop: compiled in a fraction of a parallel
         one's time; the fills' thread invariance is tested on the cooperative twins and the
-        streamed loop's ``prange``)."""
+        streamed loop's blocks of runs)."""
         _ = stamp
         for r in range(out.shape[0]):
             k0, k1 = keys[r, 0], keys[r, 1]
