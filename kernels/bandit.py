@@ -237,7 +237,7 @@ def make_bandit_rounds_late(piece, inline=False):
     step_noise, order, learnt, kl_rounds, regret, arms, kl_out) -> status``. Every round
     the policy selects an arm from its state and the round's context row and reward join
     the queue; then the updates due by the end of the round are made, in the delivery
-    order of :func:`vits_ref.bandit.feedback.delivery_schedule`: the ``k``-th update
+    order of :func:`vits_ref.bandit.delivery.delivery_schedule`: the ``k``-th update
     (0-based, over the run) learns round ``order[k - k0]``, with ``n_obs = k + 1`` and the
     step noise ``step_noise[k - k0]``, and ``learnt[t]`` (global, cumulative) is the number
     of updates made by the end of round ``t0 + t``; ``k0`` is the number made before the

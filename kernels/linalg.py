@@ -143,12 +143,17 @@ def _inv_transpose_cpu(b, out, work):
     # about ten functions more (its checks, the copy, the exception's paths): 2-3 s of CPU
     # in every VITS driver on a cold cache, VITS-II's included (the variant is a runtime
     # parameter). A non-finite ``b`` (where np.linalg.inv raised) or a singular one (LAPACK's
-    # info > 0) returns False, as the raise did.
-    from numba.np.linalg import _LAPACK, F_INT_nptype, ensure_lapack
+    # info > 0) returns False, as the raise did. Those LAPACK bindings are Numba's private
+    # names (numba.np.linalg, since 0.2x, still in 0.68): where they are gone, the same
+    # inverse through np.linalg.inv itself (the same bits, the ten functions compiled).
+    try:
+        from numba.np.linalg import _LAPACK, F_INT_nptype, ensure_lapack
 
-    ensure_lapack()
-    getrf = _LAPACK().numba_xxgetrf(types.float64)
-    getri = _LAPACK().numba_ez_xxgetri(types.float64)
+        ensure_lapack()
+        getrf = _LAPACK().numba_xxgetrf(types.float64)
+        getri = _LAPACK().numba_ez_xxgetri(types.float64)
+    except (ImportError, AttributeError):
+        return _inv_transpose_by_numpy
     kind = ord("d")
     int_type = F_INT_nptype
 
@@ -174,6 +179,22 @@ def _inv_transpose_cpu(b, out, work):
                 out[j, i] = v
         return True
     return impl
+
+
+def _inv_transpose_by_numpy(b, out, work):
+    """:func:`inv_transpose` on the CPU through ``np.linalg.inv`` (the fallback of
+    :func:`_inv_transpose_cpu`): False where it raises (a singular or non-finite ``b``) or
+    gives a non-finite entry."""
+    try:
+        inv = np.linalg.inv(b)
+    except Exception:  # LinAlgError: singular (the caller reports divergence)
+        return False
+    for i in range(b.shape[0]):
+        for j in range(b.shape[1]):
+            if not math.isfinite(inv[i, j]):
+                return False
+            out[j, i] = inv[i, j]
+    return True
 
 
 # The CUDA target compiles the loop bodies above as they are (a copy of each, registered

@@ -236,6 +236,18 @@ def test_inv_transpose_jit_is_numbas_inverse_bit_for_bit(rng, orthogonal):
         assert np.array_equal(out, _j_numba_inv(b).T)
 
 
+def test_the_fallback_without_numbas_lapack_names_is_the_same_inverse(rng, orthogonal):
+    """Where Numba's private LAPACK bindings are gone, the CPU target compiles
+    ``_inv_transpose_by_numpy`` (np.linalg.inv): run here as Python, the transposed
+    inverse, and False for a singular or non-finite matrix."""
+    b = (orthogonal(rng, 4) * np.logspace(0, 2, 4)) @ orthogonal(rng, 4).T
+    out = np.full((4, 4), np.nan)
+    assert la._inv_transpose_by_numpy(b, out, None) is True
+    np.testing.assert_array_equal(out, np.linalg.inv(b).T)
+    assert la._inv_transpose_by_numpy(np.ones((2, 2)), out[:2, :2], None) is False
+    assert la._inv_transpose_by_numpy(np.full((2, 2), np.inf), out[:2, :2], None) is False
+
+
 def test_inv_transpose_needs_pivoting(impl):
     # a zero leading entry: Gauss-Jordan without row exchanges would divide by zero
     b = np.array([[0.0, 2.0, 1.0], [1.0, 1.0, 0.0], [3.0, 0.0, 1.0]])

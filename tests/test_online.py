@@ -11,8 +11,8 @@ import pytest
 
 import vits_ref as vr
 from vits_ref._seeding import run_seed
-from vits_ref.drivers import cpu
 from vits_ref.bandit._fused_draws import realise
+from vits_ref.drivers import cpu
 
 
 def _pool(d=4, K=6):
