@@ -34,6 +34,7 @@ counted here.
 
 import contextlib
 import datetime
+import itertools
 import json
 import logging
 import os
@@ -89,10 +90,27 @@ def identity(ev):
     index = getattr(getattr(getattr(disp, "_cache", None), "_cache_file", None),
                     "_index_path", None)
     if index is None or not _cached(ev):
-        return f"uncached {name} {data.get('args')} in {os.getpid()}:{id(disp)}"
+        return f"uncached {name} {data.get('args')} in {os.getpid()}:{_serial(disp)}"
     from ._compile_lock import closure_digest
 
     return f"{index}|{closure_digest(disp.py_func)}|{data.get('args')}"
+
+
+_SERIALS = itertools.count()
+
+
+def _serial(disp):
+    """A number of this process's own for the dispatcher ``disp``, kept on it: not
+    ``id(disp)``, which a later dispatcher reuses once this one is collected (two fresh
+    functions compiled one after the other then read as one kernel)."""
+    serial = getattr(disp, "_vits_ref_serial", None)
+    if serial is None:
+        serial = next(_SERIALS)
+        try:
+            disp._vits_ref_serial = serial
+        except (AttributeError, TypeError):  # an object that takes no attribute
+            return f"id{id(disp)}"
+    return serial
 
 
 def ours(module):
