@@ -152,3 +152,37 @@ def test_chosen_history_against_a_plain_loop():
     assert chosen_history(arms) == pytest.approx(slow, rel=1e-12)
     with pytest.raises(ValueError, match="arms"):
         chosen_history(np.zeros(3))
+
+
+def _diffts_reference(d, n_arms, n_stages, rounds, h1, h2):
+    """Algorithms 2 and 3's flops summed in closed form over the rounds (the history's
+    sum of t - 1 is n(n - 1)/2): a Gaussian draw 4 d^3/3 + 7 d^2 + 3 d, the regressor
+    2 (d h1 + h1 h2 + h2 d) + h1 + h2 + d, the reverse mean 6 d."""
+    s = rounds * (rounds - 1) / 2
+    common = (2 * d * d + 2 * d) * s + rounds * (d * d + d + 2 * n_arms * d)
+    stage = 4 * d ** 3 / 3 + 7 * d * d + 3 * d
+    net = 2 * (d * h1 + h1 * h2 + h2 * d) + h1 + h2 + d
+    ts = common + rounds * stage
+    diff = common + rounds * ((n_stages + 1) * stage + n_stages * (net + 6 * d))
+    return diff / ts / n_stages
+
+
+@pytest.mark.parametrize("d, n_arms, n_stages, rounds, hidden",
+                         [(2, 100, 100, 100, (32, 32)), (5, 7, 3, 11, (4, 9))])
+def test_diffts_cost_count_against_its_closed_form(d, n_arms, n_stages, rounds, hidden):
+    got = costs.diffts_ratio(d, n_arms, n_stages, rounds, hidden)
+    assert got == pytest.approx(_diffts_reference(d, n_arms, n_stages, rounds, *hidden),
+                                rel=1e-12)
+
+
+def test_diffts_is_t_times_ts_as_written_only_for_a_regressor_near_a_ts_round():
+    """At d = 2 the regressor's call dominates a stage: T times TS within 25% only for
+    square widths 17 to 22; the library's 32 gives 2.33 T, 8 gives 0.27 T."""
+    inside = [h for h in range(1, 65) if 0.75 <= costs.diffts_ratio(hidden=(h, h)) <= 1.25]
+    assert inside == list(range(17, 23))
+    assert costs.diffts_ratio() == pytest.approx(2.3329, abs=1e-4)
+    assert costs.diffts_ratio(hidden=(8, 8)) < 0.3
+    with pytest.raises(ValueError, match="hidden"):
+        costs.regressor_flops(2, (0, 3))
+    with pytest.raises(ValueError, match="n_stages"):
+        costs.diffts_ratio(n_stages=0)
