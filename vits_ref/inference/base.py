@@ -204,31 +204,24 @@ class Engine(Persistent):
     # generator back where the draws taken so far leave it, so that anything else that
     # draws (the engine's own methods, save, a copy) sees the stream as if every call
     # had drawn its own, bit for bit.
-    @property
-    def _rng_sample(self):
-        """The sampling stream (draws of ``sample``, and of a bandit's selections)."""
-        if "_held_draws" in self.__dict__:
-            self._settle_draws()
-        return self.__dict__["_sample_stream"]
+    def _stream(key, doc):  # noqa: N805 (a property factory of the class body)
+        def get(self):
+            if "_held_draws" in self.__dict__:
+                self._settle_draws()
+            return self.__dict__[key]
 
-    @_rng_sample.setter
-    def _rng_sample(self, rng):
-        if "_held_draws" in self.__dict__:
-            self._settle_draws()
-        self.__dict__["_sample_stream"] = rng
+        def put(self, rng):
+            if "_held_draws" in self.__dict__:
+                self._settle_draws()
+            self.__dict__[key] = rng
 
-    @property
-    def _rng_update(self):
-        """The update stream (draws of ``update``'s steps)."""
-        if "_held_draws" in self.__dict__:
-            self._settle_draws()
-        return self.__dict__["_update_stream"]
+        return property(get, put, doc=doc)
 
-    @_rng_update.setter
-    def _rng_update(self, rng):
-        if "_held_draws" in self.__dict__:
-            self._settle_draws()
-        self.__dict__["_update_stream"] = rng
+    _rng_sample = _stream("_sample_stream", "The sampling stream (draws of ``sample``, "
+                          "and of a bandit's selections).")
+    _rng_update = _stream("_update_stream", "The update stream (draws of ``update``'s "
+                          "steps).")
+    del _stream
 
     def _settle_draws(self):
         """Put each stream a door drew ahead from back where its taken draws leave it."""
