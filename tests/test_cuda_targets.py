@@ -189,6 +189,9 @@ WALK = textwrap.dedent(r'''
     for pot in (LINEAR, LOGISTIC):
         made.append((f"newton/{pot.name}", dengines.newton(pot)))
     for label, v in made:
+        # a driver over blocks of runs (vits_ref.drivers.cpu._runs.over_runs) is a Python
+        # call around its compiled loop, .serial
+        v = getattr(v, "serial", v)
         if isinstance(v, Dispatcher):
             drivers.setdefault(id(v), (label, v))
     cuda_ids = set(CUDA)
