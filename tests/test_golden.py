@@ -12,17 +12,22 @@ the move (b6d5d19). Two comparisons, each where it holds:
   LinTS KL traces, themselves rounding of about 1e-15). 1e-12 is a thousand times those
   differences and far below any change of an algorithm, and an arm that flips on
   rounding changes the regret at order one and is caught.
-- **Bit for bit, on the recording machine only** (:func:`test_bit_identical`): where
+- **Bit for bit, on a recorded machine only** (:func:`test_bit_identical`): where
   ``golden_machine.json`` (written by ``make_golden.py`` beside the file) names this
   machine's compile target and BLAS kernels, the kernels run the same operations in the
-  same order, so every entry is identical but those listed in ``ROUNDING``. Skipped
-  elsewhere (and for a file recorded before machines were written down): no
-  floating-point library promises identical bits across CPUs. Within one machine, the
-  same bits whatever the threads, chunks, executor or backend are tested where those
-  promises are made (tests/test_chunked_rounds.py, tests/test_simulate.py,
-  tests/test_chunks.py).
+  same order, so every entry is identical but those listed in ``ROUNDING``. golden.npz
+  names no machine (it was recorded before machines were written down), so the bits are
+  compared with a later record of the same outputs on this machine's kind of CPU, in
+  ``tests/golden/bits/`` (``make_golden.py --bits``): one file per compile target and
+  BLAS kernel family, compared bit for bit, every entry; each record is itself within
+  rounding of golden.npz (:func:`test_bit_records_agree_with_the_golden_file`). Skipped
+  on a machine with no record: no floating-point library promises identical bits across
+  CPUs. Within one machine, the same bits whatever the threads, chunks, executor or
+  backend are tested where those promises are made (tests/test_chunked_rounds.py,
+  tests/test_simulate.py, tests/test_chunks.py).
 """
 
+import glob
 import json
 import os
 import sys
@@ -99,17 +104,55 @@ def test_within_rounding(golden, recomputed):
     assert not bad, f"{len(bad)} golden outputs changed beyond rounding: {bad[:10]}"
 
 
-def test_bit_identical(golden, recomputed):
-    recorded, here = _recorded_machine(), make_golden.machine()
-    same = recorded is not None and all(recorded.get(k) == here[k]
+def _same_machine(recorded, here):
+    return recorded is not None and all(recorded.get(k) == here[k]
                                         for k in ("cpu", "cpu_features", "blas_kernels"))
-    if not same:
-        pytest.skip(f"recorded on another machine ({recorded and recorded.get('cpu')}; "
-                    f"this one: {here['cpu']}, BLAS kernels {here['blas_kernels']}): "
+
+
+def _bit_record(here):
+    """``(entries, machine)`` of the record in ``tests/golden/bits/`` made on a machine
+    like this one, or None."""
+    path = make_golden.bits_path(here)
+    if not os.path.exists(path):
+        return None
+    with open(path[:-len(".npz")] + ".json") as fh:
+        recorded = json.load(fh)
+    if not _same_machine(recorded, here):  # a file name shared by two machines
+        return None
+    with np.load(path) as data:
+        return ({k: data[k] for k in data.files if make_golden.in_sections(k, SECTIONS)},
+                recorded)
+
+
+def test_bit_identical(golden, recomputed):
+    here = make_golden.machine()
+    if _same_machine(_recorded_machine(), here):
+        bad = _differing(golden, recomputed, lambda key: next(
+            (t for p, (t, _) in ROUNDING.items() if key.startswith(p)), 0.0))
+        assert not bad, f"{len(bad)} golden outputs changed: {bad[:10]}"
+        return
+    record = _bit_record(here)
+    if record is None:
+        pytest.skip(f"no record of this machine's bits (this one: {here['cpu']}, BLAS "
+                    f"kernels {here['blas_kernels']}; make_golden.py --bits writes one): "
                     "compared within rounding only")
-    bad = _differing(golden, recomputed, lambda key: next(
-        (t for p, (t, _) in ROUNDING.items() if key.startswith(p)), 0.0))
-    assert not bad, f"{len(bad)} golden outputs changed: {bad[:10]}"
+    bits, recorded = record
+    assert sorted(bits) == sorted(recomputed)
+    bad = _differing(bits, recomputed, lambda key: 0.0)
+    assert not bad, (f"{len(bad)} outputs changed in their last bits since "
+                     f"{recorded.get('commit')}: {bad[:10]}")
+
+
+def test_bit_records_agree_with_the_golden_file(golden):
+    """Each machine's record is the golden outputs within rounding: a record cannot
+    carry a changed result into the bit-for-bit comparison."""
+    paths = sorted(glob.glob(os.path.join(make_golden.BITS_DIR, "*.npz")))
+    for path in paths:
+        with np.load(path) as data:
+            record = {k: data[k] for k in data.files if make_golden.in_sections(k, SECTIONS)}
+        assert sorted(record) == sorted(golden), path
+        bad = _differing(golden, record, lambda key: ACROSS_MACHINES)
+        assert not bad, f"{os.path.basename(path)}: {bad[:10]}"
 
 
 def test_the_comparison_catches_a_change():

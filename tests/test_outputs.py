@@ -512,3 +512,31 @@ def test_list_shows_sizes_and_a_closed_pipe_prints_no_traceback(capsys, monkeypa
     err = proc.stderr.read().decode()
     proc.wait(timeout=120)
     assert err == "", err
+
+
+def _add_entries(folder, who, n):
+    from vits_ref.experiments import _manifest
+
+    for i in range(n):
+        _manifest.update(folder, lambda m, k=f"{who}-{i}", i=i: m.setdefault("outputs", {})
+                         .__setitem__(k, {"size": i}))
+
+
+def test_two_processes_updating_one_manifest_lose_no_entry(tmp_path):
+    # read-modify-write from two processes at once: without the folder's lock, a write
+    # overwrites the other process's entry it never read (about half of them are lost
+    # here without it)
+    import multiprocessing
+
+    from vits_ref.experiments import _manifest
+
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_add_entries, args=(str(tmp_path), who, 60))
+             for who in ("a", "b")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    outputs = _manifest.read(str(tmp_path))["outputs"]
+    assert sorted(outputs) == sorted(f"{w}-{i}" for w in "ab" for i in range(60))

@@ -25,6 +25,9 @@ PATH = os.path.join(HERE, "golden.npz")
 #: recorded before machines were written down (golden.npz: an AVX-512 Intel machine, its
 #: exact target not kept), which is then compared within rounding only.
 MACHINE_PATH = os.path.join(HERE, "golden_machine.json")
+#: Records of the same outputs on other machines, compared bit for bit on a machine of
+#: the same compile target and BLAS kernels (``python make_golden.py --bits``).
+BITS_DIR = os.path.join(HERE, "bits")
 
 
 def machine():
@@ -48,6 +51,15 @@ def machine():
             blas = None
     return {"cpu": cpu, "cpu_features": features or "", "blas_kernels": blas,
             "numba": numba.__version__, "numpy": np.__version__}
+
+def bits_path(m):
+    """The record of machine ``m`` (:func:`machine`) in :data:`BITS_DIR`: named by its
+    compile target, a digest of its CPU features and its BLAS kernels."""
+    import hashlib
+
+    features = hashlib.sha256(str(m["cpu_features"]).encode()).hexdigest()[:8]
+    return os.path.join(BITS_DIR, f"{m['cpu']}-{features}-{m['blas_kernels']}.npz")
+
 
 NAMED = ("lints", "linucb", "vits-i", "vits-ii", "vits-hf", "vits-hf-cv", "lmc", "random")
 GAUSSIAN = ("lints", "vits-i", "vits-ii", "vits-hf", "vits-hf-cv")
@@ -283,11 +295,23 @@ def in_sections(key, sections):
 
 
 if __name__ == "__main__":
+    # ``--bits``: a record of this machine's bits in BITS_DIR (the outputs of the code as
+    # it is, which must agree with golden.npz within rounding: test_golden checks it);
+    # without it, golden.npz itself, which only a change of what is recorded may rewrite
     import json
+    import subprocess
 
     data = compute()
-    np.savez_compressed(PATH, **data)
-    with open(MACHINE_PATH, "w") as fh:
-        json.dump(machine(), fh, indent=1)
-    print(f"wrote {len(data)} arrays to {PATH} and the machine to {MACHINE_PATH}",
+    here = machine()
+    path, machine_path = PATH, MACHINE_PATH
+    if "--bits" in sys.argv[1:]:
+        os.makedirs(BITS_DIR, exist_ok=True)
+        path = bits_path(here)
+        machine_path = path[:-len(".npz")] + ".json"
+        here["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE,
+                                        capture_output=True, text=True).stdout.strip()
+    np.savez_compressed(path, **data)
+    with open(machine_path, "w") as fh:
+        json.dump(here, fh, indent=1)
+    print(f"wrote {len(data)} arrays to {path} and the machine to {machine_path}",
           file=sys.stderr)

@@ -28,9 +28,12 @@ command line each change their own keys without overwriting the others':
     computed at (:func:`data_digest`).
 """
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
+import tempfile
 
 from . import _atomic
 
@@ -111,15 +114,38 @@ def write(folder, man):
     _atomic.write_bytes(path(folder), text.encode("utf-8"))
 
 
+@contextlib.contextmanager
+def _locked(folder):
+    """Hold ``folder``'s manifest lock: a file lock in the temporary folder, keyed by the
+    folder's real path, so that two processes writing one output folder (two
+    ``report`` commands, a ``run`` beside a ``sweep``) change the manifest one after the
+    other. The lock file lives outside the output folder, which holds only what its
+    manifest lists; without a writable temporary folder nothing is locked."""
+    key = hashlib.sha1(os.path.realpath(folder).encode()).hexdigest()
+    where = os.path.join(tempfile.gettempdir(), "vits_ref-manifest-locks")
+    try:
+        os.makedirs(where, exist_ok=True)
+        fh = open(os.path.join(where, key + ".lock"), "a")
+    except OSError:
+        yield
+        return
+    with fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
 def update(folder, change):
     """Read ``folder``'s manifest (a :func:`new` one when there is none), apply
-    ``change(manifest)`` to it in place, write it back; returns it."""
-    man = read(folder)
-    if man is None or not ours(man):  # a foreign one is replaced (only with --force)
-        man = new()
-    man["writer"] = WRITER
-    change(man)
-    write(folder, man)
+    ``change(manifest)`` to it in place, write it back; returns it. The read, the change
+    and the write hold the folder's lock (:func:`_locked`): the change of another process
+    is never read before it is written and then overwritten."""
+    with _locked(folder):
+        man = read(folder)
+        if man is None or not ours(man):  # a foreign one is replaced (only with --force)
+            man = new()
+        man["writer"] = WRITER
+        change(man)
+        write(folder, man)
     return man
 
 
