@@ -209,6 +209,24 @@ def test_a_policy_given_another_engine_learns_into_it():
     np.testing.assert_allclose(new.mean, ref.mean, rtol=1e-12, atol=1e-15)
 
 
+def test_an_engine_given_another_model_learns_into_it():
+    """``engine.model = other`` between calls (a model restored from elsewhere, a
+    copy): the next call attaches the new model's statistics. Before, the compiled state
+    stayed bound to the old model's arrays, its bindings still in place, and learnt
+    into them while the new model counted the observation."""
+    X = np.random.default_rng(0).standard_normal((K, D))
+    pol = vr.ThompsonSampling(vr.LinTS(D, seed=0))
+    for _ in range(3):
+        pol.update(X, pol.select(X), 1.0)
+    ref = copy.deepcopy(pol.engine)
+    pol.engine.model = new = copy.deepcopy(pol.engine.model)
+    pol.update(X, 2, 2.0)
+    ref.update(X[2:3], [2.0])  # the engine's own NumPy update, from the same state
+    assert new.n_obs == ref.model.n_obs == 4
+    np.testing.assert_allclose(new.V, ref.model.V, rtol=1e-14)
+    np.testing.assert_allclose(pol.engine.mean, ref.mean, rtol=1e-12, atol=1e-15)
+
+
 @pytest.mark.parametrize("name", ["lints", "linucb"])
 def test_inputs_the_compiled_calls_cannot_take_are_checked_not_misread(name):
     """Found by the fuzz suite: with one arm the compiled update read arm -1 as Online's

@@ -235,8 +235,12 @@ class Core:
             self._hold_draws(holder)
         self.bound, self._stats, self.holder = bound, stats, holder
         # read from the objects' dicts (a call checks them all: a dict lookup each); an
-        # attribute that is not in its object's dict reads as rebound
-        self._bindings = tuple((vars(obj), attr, view) for obj, attr, view in bound)
+        # attribute that is not in its object's dict reads as rebound. The objects the
+        # arrays live on, as the holder reaches them (``engine.model``), are bindings
+        # too: a replaced model keeps its old arrays in the old model's dict
+        reached = tuple((vars(holder), attr, obj) for attr, obj in vars(holder).items()
+                        if obj is not holder and any(obj is o for o, _, _ in bound))
+        self._bindings = reached + tuple((vars(obj), attr, view) for obj, attr, view in bound)
         self.sync(holder, n_obs)
 
     def _hold_draws(self, holder):
