@@ -87,7 +87,9 @@ SAMPLE_Z, SAMPLE_PI, EXPECTED_PI = 0, 1, 2
 # --------------------------------------------------------------------------- special functions
 
 
-@kernel(inline=True)
+# a function of its own, not inlined: six call sites (E-step constants, KL), each an IR
+# copy that Numba's inliner builds and deep-copies anew
+@kernel
 def digamma(x):
     """``psi(x) = d/dx log Gamma(x)`` for ``x > 0`` (NaN otherwise).
 
@@ -149,7 +151,9 @@ def normal(s):
     return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
 
 
-@kernel(inline=True)
+# a function of its own, not inlined: three call sites in the Thompson score, each with
+# its normal and uniform draws inlined again
+@kernel
 def gamma_variate(s, a):
     """A Gamma(a, 1) variate (Marsaglia & Tsang 2000; ``a < 1``: ``G(a + 1) U^(1/a)``).
 
@@ -513,7 +517,11 @@ def arm_update(X, y, resp, W, n, x, r, prior, fac, st, tol, max_iter, trace, scr
 # --------------------------------------------------------------------------- Thompson draws
 
 
-@kernel(inline=True)
+# Not inlined (nor select below): inlined at arm_score's two sites and through select
+# into vts_run, the draws' IR was copied a dozen times; VTS's run took 28 s of CPU to
+# compile, 19 s with these four (digamma, gamma_variate, expert_score, select) compiled
+# once each. A call per arm and expert is small beside the draw.
+@kernel
 def expert_score(x, k, fac, sample_params, rng, w):
     """``x w_k`` for one draw ``s2 ~ InvGamma(alpha_k, beta_k)``, ``w_k ~ N(u_k, s2 V_k)``
     (``w = u_k + sqrt(s2) L_k^-T z``), or ``x u_k`` without ``sample_params``."""
@@ -608,7 +616,8 @@ def _arm_st(st, a):
     return (st[0][a], st[1][a], st[2][a], st[3][a])
 
 
-@kernel(inline=True)
+# a function of its own (see expert_score)
+@kernel
 def select(contexts, facs, scoring, sample_params, rng, scores, scr):
     """Every arm's score (arm ``a`` scored at ``contexts[a]``) and the argmax (first on ties).
 

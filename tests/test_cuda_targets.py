@@ -185,9 +185,10 @@ WALK = textwrap.dedent(r'''
         for env in envs:
             made.append((f"bandit_streams/{piece.name}",
                          dstreams.bandit_streams(piece, env.counter_piece()[0])))
-    from vits_ref.drivers.cpu import engines as dengines
+    from vits_ref.drivers.cpu import engines as dengines, mixtures as dmixtures
     for pot in (LINEAR, LOGISTIC):
         made.append((f"newton/{pot.name}", dengines.newton(pot)))
+    made.append(("vts_runs", dmixtures.vts_runs()))
     for label, v in made:
         # a driver over blocks of runs (vits_ref.drivers.cpu._runs.over_runs) is a Python
         # call around its compiled loop, .serial

@@ -144,7 +144,7 @@ def dps_linear(prior, G, h, syy, z):
 
 def run_linear_bandit(prior, contexts, means, rewards, sigma=1.0, z=None, seeds=None,
                       first_run=0):
-    """Many linear DiffTS bandit runs in one compiled ``prange`` loop over runs.
+    """Many linear DiffTS bandit runs in one compiled loop over runs (blocks of runs in threads).
 
     Parameters
     ----------

@@ -15,7 +15,7 @@ arm drawn from the variational factors (eqs. 15-17).
 - :class:`NIGTS`: ``VTS`` with ``K = 1``, the exact conjugate posterior (linear Thompson
   sampling with an unknown noise variance): the baseline;
 - :func:`fit_mixture`: one CAVI fit of a mixture to data (Algorithm 1's inner loop);
-- many seeded runs of VTS in one compiled ``prange`` driver are
+- many seeded runs of VTS in one compiled driver (blocks of runs in threads) are
   :func:`vits_ref.bandit.vts.simulate_vts`.
 
 Choices (each stated where it is made):

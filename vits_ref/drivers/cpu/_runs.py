@@ -46,8 +46,9 @@ def over_runs(serial, per_run):
     axis of the arguments at the positions ``per_run``, run on blocks of runs in
     :func:`numba.get_num_threads` threads (the caller's own thread runs the first block).
 
-    The other arguments are passed whole to every block. One block (one thread, or one
-    run) calls ``serial`` directly. ``call.serial`` is the compiled loop.
+    A per-run argument may be a tuple of arrays (scratch with a row per run): each array
+    is cut alike. The other arguments are passed whole to every block. One block (one
+    thread, or one run) calls ``serial`` directly. ``call.serial`` is the compiled loop.
     """
     per_run = tuple(sorted(per_run))
     lead = per_run[0]
@@ -67,7 +68,8 @@ def over_runs(serial, per_run):
             a, b = bounds[k], bounds[k + 1]
             out = list(args)
             for i in per_run:
-                out[i] = args[i][a:b]
+                x = args[i]
+                out[i] = tuple(e[a:b] for e in x) if isinstance(x, tuple) else x[a:b]
             return out
 
         pool = _pool()

@@ -30,6 +30,7 @@ from ...kernels.diffusion_chain import (
 )
 from ...kernels.rows import index_rows
 from ._forward import kernel_driver
+from ._runs import over_runs
 
 # ---- diffusion MLP: the learned DDPM prior's training
 # one row per driver: name, the kernel, the docstring (the driver's arguments)
@@ -224,21 +225,24 @@ def diffusion_dps(bodies):
 
 @functools.cache
 def diffts_linear_runs(bodies):
-    """``run(coef, params, prec, start_prec, start_b, w, contexts, means, rewards, z, regret,
-    arms, scratch_rows, status)``: ``prange`` over independent linear DiffTS bandit runs
-    (:func:`vits_ref.kernels.diffusion_chain.make_diffts_linear_run`). Runs on the leading
+    """``call(coef, params, prec, start_prec, start_b, w, contexts, means, rewards, z, regret,
+    arms, scratch_rows, status)``: independent linear DiffTS bandit runs
+    (:func:`vits_ref.kernels.diffusion_chain.make_diffts_linear_run`), blocks of runs in
+    threads over a serial compiled loop (:func:`._runs.over_runs`; ``call.serial``: a
+    ``prange`` loop compiled the run's body into three more libraries). Runs on the leading
     axis: ``contexts`` (R, n, K, d), ``means``, ``rewards`` (R, n, K), ``z``
-    (R, n, T + 1, d); ``regret`` (R, n), ``arms`` (R, n) int64, ``status`` (R,) int64. Each
-    run is computed by one thread, so the results do not depend on the number of threads."""
+    (R, n, T + 1, d); ``regret`` (R, n), ``arms`` (R, n) int64, ``status`` (R,) int64,
+    every array of ``scratch_rows``. Each run is computed by one thread from its own
+    arrays, so the results depend neither on the number of threads nor on the blocks."""
     body = make_diffts_linear_run(bodies)
     fp = bodies.fingerprint
 
-    @cpu_jit(parallel=True)
+    @cpu_jit
     def run(coef, params, prec, start_prec, start_b, w, contexts, means, rewards, z, regret,
             arms, scratch_rows, status):
         _ = fp
         R, n, K, d = contexts.shape
-        for r in prange(R):
+        for r in range(R):
             stats = (np.zeros((d, d)), np.zeros(d))
             theta, scores = np.empty(d), np.empty(K)
             M, L = np.empty((d, d)), np.zeros((d, d))
@@ -247,4 +251,5 @@ def diffts_linear_runs(bodies):
                              rewards[r], z[r], regret[r], arms[r], stats, theta, scores, M, L,
                              work, index_rows(scratch_rows, r))
 
-    return run
+    # the runs on the leading axis of contexts ... status (scratch_rows: of each array)
+    return over_runs(run, (6, 7, 8, 9, 10, 11, 12, 13))

@@ -1,5 +1,5 @@
 """VTS (:mod:`vits_ref.kernels.cavi`): CAVI fits of a mixture of linear experts, the VTS
-arm update and selection, and many VTS runs in ``prange``.
+arm update and selection, and many VTS runs (blocks of runs in threads, :mod:`._runs`).
 
 Each factory compiles once per process (and is cached on disk); the drivers allocate the
 bodies' scratch ``(dv (4, d), kv (4, K), M (d, d), kd (K, d), kdd (K, d, d))``.
@@ -8,7 +8,6 @@ bodies' scratch ``(dv (4, d), kv (4, K), M (d, d), kd (K, d), kdd (K, d, d))``.
 import functools
 
 import numpy as np
-from numba import prange
 
 from ...config import cpu_jit, sources_stamp
 from ...kernels.cavi import (
@@ -20,6 +19,7 @@ from ...kernels.cavi import (
     vts_run,
 )
 from ._forward import kernel_driver
+from ._runs import over_runs
 
 
 @functools.cache
@@ -87,23 +87,26 @@ def vts_select():
 
 @functools.cache
 def vts_runs():
-    """``run(params, prior, contexts, means, rewards, rngs, regret, arms, sqerr, iters,
-    status)``: ``prange`` over independent VTS runs (:func:`vits_ref.kernels.cavi.vts_run`).
+    """``call(params, prior, contexts, means, rewards, rngs, regret, arms, sqerr, iters,
+    status)``: independent VTS runs (:func:`vits_ref.kernels.cavi.vts_run`), blocks of runs
+    in threads over a serial compiled loop (:func:`._runs.over_runs`; ``call.serial``).
 
     Runs on the leading axis of every per-run array (``contexts`` (R, T, A, d), ``means``
-    and ``rewards`` (R, T, A), ``rngs`` (R, 2) uint64); each run allocates its own state
-    (histories of ``T`` rows per arm) and is computed by one thread, so the results do not
-    depend on the number of threads.
+    and ``rewards`` (R, T, A), ``rngs`` (R, 2) uint64, the outputs); each run allocates its
+    own state (histories of ``T`` rows per arm) and is computed by one thread, so the
+    results depend neither on the number of threads nor on the blocks. A ``prange`` loop
+    compiled the run's body into three more machine-code libraries (:mod:`._runs`): VTS's
+    was the longest compilation of ``python -m vits_ref compile vits-fig1``.
     """
     stamp = sources_stamp()
 
-    @cpu_jit(parallel=True)
+    @cpu_jit
     def run(params, prior, contexts, means, rewards, rngs, regret, arms, sqerr, iters,
             status):
         _ = stamp
         R, T, A, d = contexts.shape
         K = prior[0].shape[0]
-        for r in prange(R):
+        for r in range(R):
             hist = (np.empty((A, T, d)), np.empty((A, T)), np.empty((A, T, K)),
                     np.empty((A, T, d)))
             counts = np.zeros(A, dtype=np.int64)
@@ -118,4 +121,5 @@ def vts_runs():
                                 hist, counts, facs, sts, work, scr, regret[r], arms[r],
                                 sqerr[r], iters[r])
 
-    return run
+    # every argument but params and prior has the runs on its leading axis
+    return over_runs(run, (2, 3, 4, 5, 6, 7, 8, 9, 10))
