@@ -1,4 +1,4 @@
-"""The runner's backend of linear DiffTS (Kveton et al.): runs in one ``prange`` driver.
+"""The runner's backend of linear DiffTS (Kveton et al.): runs in one compiled driver.
 
 Thompson sampling over :class:`vits_ref.inference.diffts.DiffTS` on the linear model draws
 each round's sample by the reverse chain of Theorem 2 of Kveton et al.;
@@ -27,7 +27,8 @@ def is_linear_diffts(policy):
 
 
 class DiffTSChains:
-    """Linear DiffTS runs, batches of whole runs in one ``prange`` driver each."""
+    """Linear DiffTS runs, batches of whole runs in one compiled driver each (a loop over
+    blocks of runs, a block per thread)."""
 
     name, order, compiled, exact = "diffts-chain", 60, True, True
     result_type = SimulationResult

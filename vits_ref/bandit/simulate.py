@@ -220,7 +220,7 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         Which backend computes the runs (:mod:`vits_ref.bandit.backends`: ``"fused-cpu"``,
         ``"python"``, ``"vts"``, ``"diffts-chain"``, ``"batched-mlp"``, ...). None: the first
         that takes the block and gives the Python loop's numbers bit for bit, so a policy
-        with a compiled fast path (the fused loop, VTS's and DiffTS's ``prange`` drivers)
+        with a compiled fast path (the fused loop, VTS's and DiffTS's drivers over runs)
         gets it. A named backend that cannot run the block raises a ValueError saying why.
     delay : int or callable, default 0
         Feedback that arrives late: round ``t``'s reward is learnt only after ``delay``

@@ -1,4 +1,4 @@
-"""Many seeded runs of :class:`vits_ref.VTS` in one compiled ``prange`` driver.
+"""Many seeded runs of :class:`vits_ref.VTS` in one compiled driver over blocks of runs.
 
 :func:`simulate_vts` plays the same numbers as :func:`vits_ref.bandit.simulate.simulate`'s
 Python loop over :class:`vits_ref.VTS` (Urteaga & Wiggins, sections 3-4), and also records
@@ -45,7 +45,7 @@ class VTSSimulationResult(SimulationResult):
 
 def simulate_vts(policy, env, n_rounds, n_runs=1, seed=None, new_instance_per_run=False,
                  n_threads=None, progress=None, first_run=0):
-    """``n_runs`` seeded runs of a :class:`VTS` policy in one compiled ``prange`` driver.
+    """``n_runs`` seeded runs of a :class:`VTS` policy in one compiled driver over runs.
 
     Seeds exactly as :func:`vits_ref.bandit.simulate` (run ``r``: child ``r`` of ``seed``; its
     child 0 draws the environment, child 1 seeds the policy, child 2 the instance), so the
@@ -92,9 +92,10 @@ def simulate_vts(policy, env, n_rounds, n_runs=1, seed=None, new_instance_per_ru
 
 class VTSRuns:
     """The runner's backend of :class:`VTS` policies: batches of whole runs (as many as
-    :data:`vits_ref.inference.vts._MEMORY_BUDGET` holds) in one compiled ``prange`` driver
-    (:func:`vits_ref.drivers.cpu.vts_runs`), recording the per-arm squared error of the
-    estimated expected reward and the CAVI iterations besides."""
+    :data:`vits_ref.inference.vts._MEMORY_BUDGET` holds) in one compiled driver
+    (:func:`vits_ref.drivers.cpu.vts_runs`: a loop over blocks of runs, a block per
+    thread), recording the per-arm squared error of the estimated expected reward and the
+    CAVI iterations besides."""
 
     name, order, compiled, exact = "vts", 50, True, True
     result_type = VTSSimulationResult

@@ -331,7 +331,7 @@ def one_thread(active=True):
 def simulate_method(policy, env, rounds, runs, seed, n_jobs=1, first_run=0):
     """:func:`vits_ref.bandit.simulate` with a new problem instance per run (``theta_*`` drawn
     from the prior in every run); Thompson sampling over the linear DiffTS goes through the
-    runner's compiled ``prange`` backend (``"diffts-chain"``,
+    runner's compiled backend (``"diffts-chain"``,
     :mod:`vits_ref.bandit._diffts_chain`), which gives the Python loop's regret bit for bit
     (``tests/test_diffts_experiments.py``).
     ``first_run``: the runs are ``first_run, ..., first_run + runs - 1`` (a block of a
@@ -392,7 +392,7 @@ def run_panels(name, description, panels, runs, rounds, seed, out, progress=None
     chunks (``out/chunks/panels``; the session's chunking and executor, results
     bit-identical whatever they are): the same outputs (``curves.csv``, ``summary.json``,
     paired differences against ``reference``), every method on a new problem instance per
-    run, and the linear DiffTS through its ``prange`` driver (:func:`simulate_method`,
+    run, and the linear DiffTS through its compiled driver over runs (:func:`simulate_method`,
     through :func:`simulate_chunk`; the learned priors' digest, :func:`priors_key`, is part
     of the chunks' fingerprint); a throw-away warm-up per method keeps compilation out
     of ``wall_time_s``; ``regret.png`` is left to the caller (the experiments draw the prior

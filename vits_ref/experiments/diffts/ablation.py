@@ -18,7 +18,7 @@ Sampling time (Figure 6c): for every ``T``, the median wall time per posterior d
 DiffTS (LaplaceDPS, linear model) after ``N = 50`` observations, over
 :data:`TIME_REPEATS` calls of ``sample(32)`` on one Numba thread after a warm-up
 (compilation excluded; :func:`draw_time`), and the bandit loop's microseconds per round
-(``us_per_round``, the ``prange`` driver over runs); a least-squares line through the
+(``us_per_round``, the compiled driver over runs); a least-squares line through the
 draw times gives the cost per stage and ``R^2`` (``scipy.stats.linregress``).
 
 Claims (:func:`claims`, the claim table's entries for this experiment): the regret drops

@@ -154,7 +154,7 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
     scoring : {"sample_pi", "sample_z", "expected_pi"}
         Urteaga & Wiggins eq. (16), (15) or (17).
     n_threads : int or None
-        Numba threads of the ``prange`` driver (results do not depend on it).
+        Numba threads of the driver over runs (results do not depend on it).
     other_scorings : bool, default True
         With the paper's scoring (eq. 16) and ``K = 2``, also run ``K = 2`` with eqs. (15)
         and (17) (:data:`OTHER_SCORINGS`, entries ``"K = 2, eq. (15)"``, ...) on the same
@@ -270,7 +270,7 @@ def _method_entry(scen, K, scoring, runs, rounds, seed, out, progress, n_threads
 
 def run_block(scenario, K, scoring, rounds, seed, n_threads, lo, hi):
     """Runs ``lo, ..., hi - 1`` of scenario ``scenario`` with ``K`` experts, in the
-    compiled ``prange`` driver of :func:`vits_ref.bandit.vts.simulate_vts` and with its seeds (run
+    compiled driver of :func:`vits_ref.bandit.vts.simulate_vts` and with its seeds (run
     ``r``: child ``r`` of ``seed``), so that the blocks equal one call over all runs, bit
     for bit (a chunk of :func:`vits_ref.experiments._chunks.map_runs`).
 
