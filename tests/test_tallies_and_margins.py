@@ -129,5 +129,15 @@ def test_the_renyi_appendix_checks_run_and_are_judged(tmp_path):
     planted = {**res, "monte_carlo": [mc, *res["monte_carlo"][1:]]}
     v = {c["id"]: c["verdict"] for c in claims.judged_claims(appendix.NAME, planted)}
     assert v["renyi-b2-bound-monte-carlo-alpha-0.5"] == CONTRADICTED
+    # planted: B.2 as printed off, the library's corrected form right: the appendix's
+    # sentences (a) and the library's reading (c) are counted apart (judging.md)
+    bound = dict(res["bound"], eq98_label=2.0, eq101_printed_n3=0.2, bound_quadrature=1e-15,
+                 corrected=1e-15)
+    mc = [dict(m, estimate=1.0, low=0.999, high=1.001) for m in res["monte_carlo"]]
+    planted = {**res, "identities": dict.fromkeys(res["identities"], 1e-14), "bound": bound,
+               "monte_carlo": mc}
+    t = tallies(claims.judged_claims(appendix.NAME, planted))
+    assert t["a"] == {REPRODUCED: 1, CONTRADICTED: 2, INCONCLUSIVE: 0}
+    assert t["c"] == {REPRODUCED: 1, CONTRADICTED: 0, INCONCLUSIVE: 0}
     with pytest.raises(ValueError, match="rounds"):
         appendix.run(1, 10, 0, str(tmp_path))

@@ -243,7 +243,7 @@ VTS = (
                "results in higher regret') above. " + _PRIOR_NOTE, **_VTS),
 )
 
-# -- Li and Turner's Rényi appendix C, Algorithm 1: renyi-mab ------------------------------
+# -- the Rényi appendix C (most likely Sajid et al.), Algorithm 1: renyi-mab ---------------
 
 #: A library reading of Algorithm 1's purpose: the share of the last 10% of the rounds on
 #: the optimal arm, above this threshold.
