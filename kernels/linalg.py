@@ -21,9 +21,9 @@ import numpy as np
 from llvmlite import binding as ll
 from llvmlite import ir
 from numba.core import cgutils, types
-from numba.extending import get_cython_function_address, intrinsic, overload
+from numba.extending import get_cython_function_address, intrinsic
 
-from vits_ref.config import cuda_twin, kernel
+from vits_ref.config import cpu_overload, cuda_twin, kernel
 
 # --------------------------------------------------------------------------- products
 
@@ -121,21 +121,21 @@ def pivot(work, c, d):
     return piv, best
 
 
-@overload(gemm_nn, target="cpu")
+@cpu_overload(gemm_nn)
 def _gemm_nn_cpu(a, b, out):
     def impl(a, b, out):
         np.dot(a, b, out)
     return impl
 
 
-@overload(gemv, target="cpu")
+@cpu_overload(gemv)
 def _gemv_cpu(a, x, out):
     def impl(a, x, out):
         np.dot(a, x, out)
     return impl
 
 
-@overload(inv_transpose, target="cpu")
+@cpu_overload(inv_transpose)
 def _inv_transpose_cpu(b, out, work):
     # What Numba's np.linalg.inv does (numba/np/linalg.py, inv_impl), called directly: the
     # same LAPACK calls (dgetrf, then dgetri with its workspace query) on the same
@@ -274,7 +274,7 @@ def _dsyrk_lower(typingctx, a, alpha, beta, c):
     return sig, codegen
 
 
-@overload(syrk_lower, target="cpu")
+@cpu_overload(syrk_lower)
 def _syrk_lower_cpu(a, alpha, beta, c):
     blas_ok = (isinstance(a, types.Array) and isinstance(c, types.Array)
                and a.dtype == types.float64 and c.dtype == types.float64
@@ -302,7 +302,7 @@ def gram(a, out):
     gemm_tn(a, a, out)
 
 
-@overload(gram, target="cpu")
+@cpu_overload(gram)
 def _gram_cpu(a, out):
     def impl(a, out):
         d = a.shape[1]

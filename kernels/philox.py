@@ -53,9 +53,9 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba.core import types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
-from vits_ref.config import cuda_twin, kernel
+from vits_ref.config import cpu_overload, cuda_twin, kernel
 
 #: Philox4x64's multipliers and Weyl key increments (Salmon et al. 2011, table 2;
 #: Random123's ``PHILOX_M4x64_0/1`` and ``PHILOX_W64_0/1``, NumPy's ``philox.h``).
@@ -109,7 +109,7 @@ def _mul128(typingctx, a, b):
     return sig, codegen
 
 
-@overload(mulhilo, target="cpu", inline="always")
+@cpu_overload(mulhilo, inline="always")
 def _mulhilo_cpu(a, b):
     def impl(a, b):
         return _mul128(np.uint64(a), np.uint64(b))
@@ -133,7 +133,7 @@ def _add64_native(a, b):
     return a + b
 
 
-@overload(add64, target="cpu", inline="always")
+@cpu_overload(add64, inline="always")
 def _add64_cpu(a, b):
     return _add64_native
 

@@ -7,9 +7,8 @@ through. Plain Python (the CUDA simulator, tests) runs the stub below.
 """
 
 from numba.core import types
-from numba.extending import overload
 
-from vits_ref.config import cuda_twin
+from vits_ref.config import cpu_overload, cuda_twin
 
 
 def index_rows(tup, r):
@@ -28,7 +27,7 @@ def _impl(n):
     return ns["impl"]
 
 
-@overload(index_rows, target="cpu")
+@cpu_overload(index_rows)
 def _index_rows(tup, r):
     if isinstance(tup, types.BaseTuple):
         return _impl(len(tup))

@@ -12,9 +12,9 @@ out of the state tuple, which cost the fused LMC round a third of its time.
 import numpy as np
 from numba import carray
 from numba.core import cgutils, types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
-from vits_ref.config import cuda_twin
+from vits_ref.config import cpu_overload, cuda_twin
 
 
 def take(buf, o, n):
@@ -40,21 +40,21 @@ def _address(typingctx, addr):
     return types.voidptr(addr), codegen
 
 
-@overload(take, target="cpu", inline="always")
+@cpu_overload(take, inline="always")
 def _take_cpu(buf, o, n):
     def impl(buf, o, n):
         return carray(_address(buf.ctypes.data + 8 * o), (n,), np.float64), o + n
     return impl
 
 
-@overload(take2, target="cpu", inline="always")
+@cpu_overload(take2, inline="always")
 def _take2_cpu(buf, o, r, c):
     def impl(buf, o, r, c):
         return carray(_address(buf.ctypes.data + 8 * o), (r, c), np.float64), o + r * c
     return impl
 
 
-@overload(take3, target="cpu", inline="always")
+@cpu_overload(take3, inline="always")
 def _take3_cpu(buf, o, k, r, c):
     def impl(buf, o, k, r, c):
         return (carray(_address(buf.ctypes.data + 8 * o), (k, r, c), np.float64),

@@ -187,6 +187,75 @@ def cpu_jit(fn=None, *, parallel=False, nogil=True):
     return jit if fn is None else jit(fn)
 
 
+#: Options of a caller's compilation that shape only the caller's own entry points (its
+#: CPython and C wrappers, whether they release the GIL), never what its callees compile.
+_WRAPPER_FLAGS = ("release_gil", "no_cpython_wrapper", "no_cfunc_wrapper")
+
+
+class _ImplCache(dict):
+    """An overload template's cache of compiled implementations, keyed without the
+    caller's :data:`_WRAPPER_FLAGS`.
+
+    Numba's template keys each implementation by the typing context, the argument types
+    and the flags of the compilation that calls it (``_OverloadFunctionTemplate._get_impl``,
+    numba 0.54-0.68), and builds a new dispatcher, compiled from scratch, for every new key.
+    A kernel body called by a driver (``nogil=True``, with a CPython wrapper) and by another
+    body (compiled as an overload: no wrapper, the GIL held) met two sets of flags, so it
+    was compiled twice in every process (``solve_lower`` by LinTS's loop and by
+    ``lints_draw``: about 4 s of CPU a process in a cold ``compile vits-fig1``). The
+    implementation's own compilation reads from its caller's flags only those it
+    inherits (``nrt``, ``fastmath``, ``error_model``, ``forceinline``:
+    ``CPUTargetOptions.finalize``), and the wrapper flags are none of them: both callers
+    get the same code, now compiled once (the results are the same bits).
+    """
+
+    @staticmethod
+    def _key(key):
+        if not (isinstance(key, tuple) and len(key) == 4 and hasattr(key[3], "copy")
+                and hasattr(key[3], "options")):
+            return key  # another numba's key: left as it is
+        flags = key[3].copy()
+        for name in _WRAPPER_FLAGS:
+            if name in flags.options:
+                setattr(flags, name, False)
+        return key[:3] + (flags,)
+
+    def __getitem__(self, key):
+        return super().__getitem__(self._key(key))
+
+    def __setitem__(self, key, value):
+        super().__setitem__(self._key(key), value)
+
+    def __contains__(self, key):
+        return super().__contains__(self._key(key))
+
+
+def cpu_overload(func, **options):
+    """``numba.extending.overload(func, target="cpu", **options)`` whose template compiles
+    each implementation once per argument types, whichever wrapper flags its callers have
+    (:class:`_ImplCache`). Every CPU overload of the library is registered through it.
+
+    The template is found in Numba's typing registry, where ``overload`` has just put it;
+    where it is not (another Numba), the overload works as Numba's own, compiling more.
+    """
+    from numba.core.typing.templates import builtin_registry
+
+    register = overload(func, target="cpu", **options)
+
+    def deco(typer):
+        out = register(typer)
+        for value, fnty in reversed(builtin_registry.globals):
+            if value is func:
+                for template in getattr(fnty, "templates", ()):
+                    if getattr(template, "_overload_func", None) is typer and isinstance(
+                            template.__dict__.get("_impl_cache"), dict):
+                        template._impl_cache = _ImplCache(template._impl_cache)
+                break
+        return out
+
+    return deco
+
+
 def kernel(fn=None, *, inline=False):
     """Mark a kernel body: plain loops on arrays, no allocation.
 
@@ -212,8 +281,8 @@ def kernel(fn=None, *, inline=False):
         if not inline:  # compiled as a function of its own: a symbol (own_name)
             own_name(f)
 
-        @overload(f, jit_options=opts, strict=False, inline="always" if inline else "never",
-                  target="cpu")
+        @cpu_overload(f, jit_options=opts, strict=False,
+                      inline="always" if inline else "never")
         def _cpu(*args, **kwargs):
             return f
 

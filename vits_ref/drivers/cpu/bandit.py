@@ -15,9 +15,9 @@ import typing
 
 import numpy as np
 from numba.core import cgutils, types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
-from ...config import cpu_jit, kernel
+from ...config import cpu_jit, cpu_overload, kernel
 from ...kernels.bandit import make_bandit_rounds, make_bandit_rounds_late
 from ._runs import over_runs
 
@@ -215,7 +215,7 @@ def _within(X, meta):
     raise NotImplementedError("compiled only")
 
 
-@overload(_within, target="cpu", inline="always")
+@cpu_overload(_within, inline="always")
 def _within_cpu(X, meta):
     if X.layout == "C":
         def impl(X, meta):
