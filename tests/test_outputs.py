@@ -514,29 +514,36 @@ def test_list_shows_sizes_and_a_closed_pipe_prints_no_traceback(capsys, monkeypa
     assert err == "", err
 
 
-def _add_entries(folder, who, n):
-    from vits_ref.experiments import _manifest
-
-    for i in range(n):
-        _manifest.update(folder, lambda m, k=f"{who}-{i}", i=i: m.setdefault("outputs", {})
-                         .__setitem__(k, {"size": i}))
+#: a process that adds ``n`` entries to a folder's manifest once told to go (stdin), so
+#: that two of them run at the same time whatever their start-up took
+_ADD_ENTRIES = """
+import sys
+from vits_ref.experiments import _manifest
+folder, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(n):
+    _manifest.update(folder, lambda m, k=f"{who}-{i}", i=i: m.setdefault("outputs", {})
+                     .__setitem__(k, {"size": i}))
+"""
 
 
 def test_two_processes_updating_one_manifest_lose_no_entry(tmp_path):
     # read-modify-write from two processes at once: without the folder's lock, a write
-    # overwrites the other process's entry it never read (about half of them are lost
-    # here without it)
-    import multiprocessing
-
+    # overwrites the other process's entry it never read (about half of them were lost
+    # without it). Separate interpreters, not forks of this multi-threaded one
     from vits_ref.experiments import _manifest
 
-    ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_add_entries, args=(str(tmp_path), who, 60))
-             for who in ("a", "b")]
+    n = 100
+    procs = [subprocess.Popen([sys.executable, "-c", _ADD_ENTRIES, str(tmp_path), who,
+                               str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True) for who in ("a", "b")]
     for p in procs:
-        p.start()
+        assert p.stdout.readline().strip() == "ready"
     for p in procs:
-        p.join(60)
-        assert p.exitcode == 0
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    for p in procs:
+        assert p.wait(120) == 0
     outputs = _manifest.read(str(tmp_path))["outputs"]
-    assert sorted(outputs) == sorted(f"{w}-{i}" for w in "ab" for i in range(60))
+    assert sorted(outputs) == sorted(f"{w}-{i}" for w in "ab" for i in range(n))
