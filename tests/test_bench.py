@@ -341,7 +341,8 @@ def test_doors_bench_times_every_door_against_the_floor():
 
     out = doors.measure(repeats=1, cases=(("lints", 3),), fit_cases=("lints", "linucb"),
                         d=3, K=4, n_fit=30, n_predict=5)
-    assert set(out["decision"]["lints"]) == {"online", "policy", "bandit", "simulate"}
+    assert set(out["decision"]["lints"]) == {"online", "policy", "bandit", "bandit-rows",
+                                             "simulate"}
     assert {"Bandit.fit", "Online.update_many", "floor: LinTS.update"} <= set(
         out["fit"]["lints"])
     assert "floor: update_many" in out["fit"]["linucb"]

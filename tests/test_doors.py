@@ -63,17 +63,24 @@ def test_the_policy_object_plays_the_compiled_runs_arms(name, runs):
 
 @pytest.mark.parametrize("name", CORE)
 def test_bandit_plays_the_compiled_runs_arms(name, runs):
-    """``predict`` of one round then ``partial_fit`` of its row: the same arms."""
+    """``predict`` of one round then ``partial_fit`` of it: the same arms, whether the
+    round is fed back as ``predict`` takes it (``(K, d)``, the arm, the reward) or as
+    rows of arrays (``(1, K, d)``, ``(1,)``, ``(1,)``)."""
     res, reals = runs[name]
     rs, real = reals[0]
-    bandit = vr.Bandit(vr.make_policy(name, D).fresh(policy_seed(rs)), n_arms=K)
-    arms = []
+    bandits = [vr.Bandit(vr.make_policy(name, D).fresh(policy_seed(rs)), n_arms=K)
+               for _ in range(2)]
+    arms = [[], []]
     for t in range(T):
         X = real.contexts[t]
-        a = bandit.predict(X)
-        bandit.partial_fit(X[None], np.array([a]), real.rewards[t, a:a + 1])
-        arms.append(a)
-    np.testing.assert_array_equal(arms, res.arms[0])
+        a = bandits[0].predict(X)
+        bandits[0].partial_fit(X, a, real.rewards[t, a])
+        arms[0].append(a)
+        a = bandits[1].predict(X)
+        bandits[1].partial_fit(X[None], np.array([a]), real.rewards[t, a:a + 1])
+        arms[1].append(a)
+    np.testing.assert_array_equal(arms[0], res.arms[0])
+    np.testing.assert_array_equal(arms[1], res.arms[0])
 
 
 @pytest.mark.parametrize("name", CORE)
@@ -244,6 +251,10 @@ def test_inputs_the_compiled_calls_cannot_take_are_checked_not_misread(name):
     bandit.predict(X1)
     with pytest.raises(ValueError, match="arm"):
         bandit.partial_fit(X1[None], np.array([-1]), np.array([1.0]))
+    with pytest.raises(ValueError, match="arm"):
+        bandit.partial_fit(X1, -1, 1.0)
+    with pytest.raises(ValueError, match="arm"):
+        bandit.partial_fit(X1, np.int64(1), 1.0)
     pol, want = vr.make_policy(name, D, seed=0), vr.make_policy(name, D, seed=0)
     X = np.random.default_rng(0).standard_normal((K, D))
     frozen = X.copy()

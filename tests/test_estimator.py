@@ -37,6 +37,49 @@ def test_fit_and_predict_are_the_policys_update_and_select(name):
     assert bandit.predict(new[0]) == pol.select(new[0])  # one (K, d) round: an int
 
 
+@pytest.mark.parametrize("name", ["lints", "random"])
+def test_one_round_fed_back_as_predict_takes_it_is_its_row(name):
+    """``partial_fit(x, arm, reward)`` of one ``(K, d)`` round learns what the row of
+    arrays ``(x[None], [arm], [reward])`` learns: the compiled door (LinTS) and the
+    policy's own path (the random policy) alike, with NumPy and Python scalars."""
+    contexts, _, _ = logged(12)
+    rewards = np.random.default_rng(2).standard_normal((12, K))
+    one, rows = (vr.Bandit(name, n_arms=K, dim=D, seed=7) for _ in range(2))
+    for t, x in enumerate(contexts):
+        a = one.predict(x)
+        assert rows.predict(x) == a
+        arm, reward = (np.int64(a), rewards[t, a]) if t % 2 else (a, float(rewards[t, a]))
+        one.partial_fit(x, arm, reward)
+        rows.partial_fit(x[None], np.array([a]), rewards[t, a:a + 1])
+    if name == "lints":
+        eng, want = one.policy.engine, rows.policy.engine
+        assert eng.n_obs == want.n_obs == 12 and eng.model.sum_r2 == want.model.sum_r2
+        np.testing.assert_array_equal(eng.mean, want.mean)
+        np.testing.assert_array_equal(eng.cov, want.cov)
+    np.testing.assert_array_equal(one.predict(contexts), rows.predict(contexts))
+
+
+@pytest.mark.parametrize("arm, reward, exc, match", [
+    (True, 1.0, TypeError, "arm must be an integer"),
+    (1.0, 1.0, TypeError, "arm must be an integer"),
+    (K, 1.0, ValueError, r"arm must be in \[0, 4\)"),
+    (np.array([1, 2]), 1.0, ValueError, r"arms must have shape \(1,\)"),
+    (1, "1", TypeError, "reward must be a real number"),
+    (1, np.nan, ValueError, "reward"),
+    (1, 1e300, ValueError, "reward"),
+    (1, None, TypeError, "reward must be a real number"),
+])
+def test_one_round_errors_name_the_arm_or_the_reward(arm, reward, exc, match):
+    contexts, _, _ = logged(2)
+    bandit = vr.Bandit("lints", n_arms=K, dim=D, seed=0)
+    bandit.partial_fit(contexts[0], 0, 0.5)  # the compiled door attached
+    before = bandit.predict_expectations(contexts[1])
+    with pytest.raises(exc, match=match):
+        bandit.partial_fit(contexts[1], arm, reward)
+    assert bandit.policy.engine.n_obs == 1
+    np.testing.assert_array_equal(bandit.predict_expectations(contexts[1]), before)
+
+
 def test_partial_fit_continues_and_fit_restarts():
     contexts, arms, rewards = logged(30)
     new = logged(8, seed=1)[0]

@@ -341,15 +341,19 @@ def test_bad_inputs_the_policy_objects_refuse_are_refused():
         ("bool reward", (X, 0, True), TypeError),
         ("NaN in an unplayed arm", (nan_row, 0, 1.0), ValueError),
     ]
+    # and Bandit's partial_fit of one round, as predict takes it (its compiled state
+    # attached by the predict)
+    bandit = vr.Bandit(vr.make_policy("lints", 4, seed=0), n_arms=6)
+    bandit.predict(X)
     for what, args, kind in cases:
-        for door in (pol, online):
+        for learn in (pol.update, online.update, bandit.partial_fit):
             before = online._buf.copy()
             with pytest.raises(kind):
-                door.update(*args)
+                learn(*args)
             np.testing.assert_array_equal(online._buf, before, err_msg=what)
     with pytest.raises(TypeError, match="contexts must be real"):
         online.select(X.astype(complex))
-    assert online.n_updates == pol.engine.n_obs == 0
+    assert online.n_updates == pol.engine.n_obs == bandit.policy.engine.n_obs == 0
     # lists Numba cannot type reached the compiled calls, whose ValueError ("cannot
     # compute fingerprint of empty list") named nothing (found by the fuzz suite)
     pol.select(X)  # a compiled core now holds the policy's state

@@ -3,7 +3,8 @@
 :mod:`vits_ref._bench.doors`: ``d = 20``, ``K = 50``, one thread. ``Decision`` times a
 block of rounds (select then update) through each door and tracks the policy objects' and
 ``Bandit``'s per-round cost as a ratio to ``Online``'s (goals: the policy objects within
-3x the compiled floor for LinTS and LinUCB, ``Bandit`` within 1.5x ``Online``).
+3x the compiled floor for LinTS and LinUCB, ``Bandit`` within 1.5x ``Online``; ``Bandit``
+given the round as ``predict`` takes it, and as rows of arrays).
 ``FitPredict`` times a fit of 10 000 logged rounds and a predict of 1 000 rounds and
 tracks ``Bandit.fit`` against the exact engine's batch update (goal 3x) and
 ``Bandit.predict`` against ``Online.select_many`` (goal 1.5x); MABWiser's and
@@ -59,6 +60,12 @@ class Decision:
         return b / o
 
     track_bandit_over_online.unit = "Bandit / Online"
+
+    def track_bandit_rows_over_online(self, policy):
+        o, b = least_cpu_times([self.fns["online"], self.fns["bandit-rows"]], REPEATS)
+        return b / o
+
+    track_bandit_rows_over_online.unit = "Bandit (rows of arrays) / Online"
 
     def track_policy_object_over_simulate(self, policy):
         s, p = least_cpu_times([self.fns["simulate"], self.fns["policy"]], REPEATS)

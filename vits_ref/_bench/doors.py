@@ -7,9 +7,11 @@ A user reaches a policy through one of three doors: the policy objects
 contexts), one Numba thread, ``OPENBLAS_NUM_THREADS=1``, medians of interleaved repeats
 (:func:`.timing.median_times`):
 
-- *decision*: one ``select`` and one ``update`` of one round through each door (``Bandit``:
-  ``predict`` of one ``(K, d)`` round and ``partial_fit`` of one row), against
-  ``Online``'s;
+- *decision*: one ``select`` and one ``update`` of one round through each door, against
+  ``Online``'s. ``Bandit``: ``predict`` of one ``(K, d)`` round and ``partial_fit`` of the
+  same round with the arm and the reward (an int and a float, as ``Online.update`` takes
+  them); ``Bandit (rows)``: ``partial_fit`` of the round as arrays of one row,
+  ``(1, K, d)``, ``(1,)``, ``(1,)``, which the user builds each round;
 - *fit*: learning ``N_FIT`` logged rounds (contexts ``(n, K, d)``, the arms played, their
   rewards): ``Bandit.fit``, ``Online.update_many``, and the floor, the exact engine's own
   batch update of the played rows (``LinTS.update``; LinUCB's Sherman-Morrison rows);
@@ -76,7 +78,14 @@ def decisions(name, T, d=20, K=50, seed=0):
     def play_bandit():
         for t in range(T):
             a = bandit.predict(X[t])
-            bandit.partial_fit(X[t:t + 1], np.array([a]), rewards[t, a:a + 1])
+            bandit.partial_fit(X[t], a, rewards[t, a])
+
+    rows = Bandit(name, n_arms=K, dim=d, seed=seed)
+
+    def play_bandit_rows():
+        for t in range(T):
+            a = rows.predict(X[t])
+            rows.partial_fit(X[t:t + 1], np.array([a]), rewards[t, a:a + 1])
 
     env = pool(dim=d, n_arms=K, zeta=1.0, seed=seed)
 
@@ -84,7 +93,7 @@ def decisions(name, T, d=20, K=50, seed=0):
         _simulate(name, env, T, 1, seed=seed, fused=True)
 
     return {"online": play_online, "policy": play_policy, "bandit": play_bandit,
-            "simulate": simulate}
+            "bandit-rows": play_bandit_rows, "simulate": simulate}
 
 
 def _peers(name, K, seed):
@@ -203,12 +212,13 @@ def main(quick=False, loaded=False):
     print("Doors: a decision (select + update) per round, d = 20, K = 50, one thread; "
           "ratio to Online's")
     print(f"  {'policy':8s} {'simulate us':>11s} {'Online us':>10s} {'policy us':>10s} "
-          f"{'ratio':>7s} {'Bandit us':>10s} {'ratio':>7s}   (ratios to Online's; "
-          "policy/simulate)")
+          f"{'ratio':>7s} {'Bandit us':>10s} {'ratio':>7s} {'rows us':>8s} {'ratio':>7s}   "
+          "(ratios to Online's; policy/simulate; rows: partial_fit of (1, K, d), (1,), (1,))")
     for name, r in m["decision"].items():
         o, s = r["online"], r["simulate"]
         print(f"  {name:8s} {s:11.1f} {o:10.1f} {r['policy']:10.1f} {r['policy'] / o:6.2f}x "
-              f"{r['bandit']:10.1f} {r['bandit'] / o:6.2f}x   {r['policy'] / s:.2f}x")
+              f"{r['bandit']:10.1f} {r['bandit'] / o:6.2f}x {r['bandit-rows']:8.1f} "
+              f"{r['bandit-rows'] / o:6.2f}x   {r['policy'] / s:.2f}x")
     refs = {"fit": ("the exact engine's batch update", lambda r: r[[k for k in r
                                                                    if "floor" in k][0]]),
             "predict": ("Online.select_many", lambda r: r["Online.select_many"])}

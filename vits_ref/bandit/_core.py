@@ -189,7 +189,8 @@ class Core:
     __slots__ = ("spec", "K", "d", "buf", "meta", "state", "choose", "learn",
                  "choose_many", "learn_many", "sel_width", "steps", "_steps_shape",
                  "steps_per_update", "_normal_sel", "_normal_steps", "bound", "_stats",
-                 "n_seen", "_bindings", "holder", "held_sel", "held_steps")
+                 "n_seen", "_bindings", "holder", "held_sel", "held_steps", "counts",
+                 "step_diagnostics")
 
     def __init__(self, spec, n_arms, dim):
         piece = spec.piece
@@ -218,6 +219,14 @@ class Core:
         self.holder = self.held_sel = self.held_steps = None
         self._stats = None
         self.n_seen = -1
+        # the dict holding the holder's count ``n_obs`` (CoreDoor._attach): a call reads
+        # it there, a dict lookup, where the holder's ``_observed()`` costs a method call
+        self.counts = {}
+        # an iterative engine's diagnostics of its schedule, ``(h, callable(h), steps a
+        # update)``, written by each update (CoreDoor._observe); None: no schedule
+        h = spec.step_size
+        self.step_diagnostics = (None if self.steps is not None
+                                 else (h, callable(h), self.steps_per_update))
 
     # -- the holder's arrays ---------------------------------------------------------------
     def attach(self, holder, n_obs):
@@ -351,10 +360,15 @@ class CoreDoor:
         for where, attr, view in core._bindings:
             if where.get(attr) is not view:
                 return None
-        n = self._observed()
-        if n != core.n_seen:  # the holder learnt through its own methods
-            core.sync(self._holder(), n)
+        if core.counts.get("n_obs") != core.n_seen:  # the holder learnt through its own
+            # methods (or its count is not a plain attribute: synced every call)
+            core.sync(self._holder(), self._observed())
         return core
+
+    def _counter(self):
+        """The object whose attribute ``n_obs`` is :meth:`_observed` (its ``__dict__`` is
+        read by every call; the bindings check that it is still the holder's)."""
+        raise NotImplementedError
 
     def _attach(self, K):
         """A core of ``K`` arms holding the holder's state (its arrays rebound to it)."""
@@ -367,6 +381,7 @@ class CoreDoor:
                 or core.spec.params != spec.params):
             core = Core(spec, K, self.dim)
         core.attach(self._holder(), self._observed())
+        core.counts = vars(self._counter())
         if self._holder_attr is not None:  # the door's binding to its holder, checked too
             core._bindings += ((vars(self), self._holder_attr, core.holder),)
         held = self.__dict__.pop("_held_stats", None)

@@ -17,8 +17,10 @@ from ._core import CoreDoor
 from .policies import LinUCB, PerArm, ThompsonSampling
 from .simulate import make_policy
 
-#: the dtypes of the arrays a one-round call hands to the compiled calls as they are
-_INT64, _FLOAT64 = np.dtype(np.int64), np.dtype(np.float64)
+#: the type and the shape that a one-round call checks before the compiled calls
+_ND, _ONE = np.ndarray, (1,)
+#: an arm and a reward that go to the compiled update as they are (it checks their values)
+_INTS, _FLOATS = (int, np.int64), (float, np.float64)
 
 
 class Bandit(Persistent):
@@ -51,9 +53,10 @@ class Bandit(Persistent):
     Notes
     -----
     ``contexts`` are the features of each round's arms: ``(n, K, d)`` for ``n`` rounds
-    (one ``(K, d)`` round is also accepted by :meth:`predict` and
-    :meth:`predict_expectations`), ``arms`` the ``n`` arms played (integers in
-    ``[0, K)``) and ``rewards`` the ``n`` rewards observed. ``partial_fit`` is
+    (one ``(K, d)`` round is also accepted by :meth:`predict`,
+    :meth:`predict_expectations` and :meth:`partial_fit`), ``arms`` the ``n`` arms played
+    (integers in ``[0, K)``) and ``rewards`` the ``n`` rewards observed (for one
+    ``(K, d)`` round, an integer and a real number, or arrays of one). ``partial_fit`` is
     ``policy.update(contexts[i], arms[i], rewards[i])`` for ``i = 0..n-1``; ``predict`` is
     ``policy.select(contexts[i])`` (a Thompson draw: it uses up the sampling stream, as
     MABWiser's ``predict`` does). Shapes are checked for the whole batch before the first
@@ -125,7 +128,11 @@ class Bandit(Persistent):
         return self._learn(*rounds)
 
     def partial_fit(self, contexts, arms, rewards):
-        """Learn from more rounds, from the current state (arguments as :meth:`fit`).
+        """Learn from more rounds, from the current state.
+
+        Arguments as :meth:`fit`, or one ``(K, d)`` round with its arm and reward (an
+        integer and a real number, as :meth:`predict` of one round gives the arm):
+        ``bandit.partial_fit(x, bandit.predict(x), reward)`` is one online decision.
 
         The rounds are learnt as one by one, in order (``policy.update`` per round, or the
         policy's ``update_many``, which gives the same state: to rounding for LinTS and
@@ -141,26 +148,39 @@ class Bandit(Persistent):
         """
         if self._learn_one(contexts, arms, rewards):
             return self
-        return self._learn(*self._rounds(contexts, arms, rewards))
+        return self._learn(*self._rounds(contexts, arms, rewards, allow_one=True))
 
     def _learn_one(self, contexts, arms, rewards):
-        """One round ``(1, K, d)``, ``(1,)``, ``(1,)`` of float64, int64 and float64 arrays
-        learnt by the policy's compiled update, which checks the values (True); False,
-        with nothing learnt, for anything else: the checks of :meth:`_rounds` then run."""
+        """One round learnt by the policy's compiled update, which checks the values
+        (True): ``(K, d)`` contexts with a Python or NumPy int and float, or ``(1, K, d)``,
+        ``(1,)``, ``(1,)`` arrays. False, with nothing learnt, for anything else: the
+        checks of :meth:`_rounds` then run."""
         pol = self.policy
+        if type(contexts) is _ND and contexts.ndim == 2:  # one round, as predict takes it
+            if (type(arms) not in _INTS or type(rewards) not in _FLOATS
+                    or not isinstance(pol, CoreDoor)):
+                return False
+            core = pol._ready()
+            if core is None or (self.n_arms is not None and core.K != self.n_arms):
+                return False
+            return pol._learn(core, contexts, arms, rewards) == 1
         # the compiled call takes one C-ordered float64 (K, d) array and checks its shape
-        # against the core's (K, d) and its values; the rest is checked here
-        if not (type(contexts) is np.ndarray and type(arms) is np.ndarray
-                and type(rewards) is np.ndarray and isinstance(pol, CoreDoor)
-                and contexts.ndim == 3 and len(contexts) == 1
-                and arms.dtype is _INT64 and arms.shape == (1,)
-                and rewards.dtype is _FLOAT64 and rewards.shape == (1,)):
+        # against the core's (K, d) and its values; the rest is checked here. An arm and a
+        # reward go on only as a Python int and float: an integer array's .item() is an
+        # int, a real array's a float (the values that _rounds' conversions would give);
+        # anything else (a bool, a float arm) goes to _rounds' checks
+        if (type(contexts) is not _ND or type(arms) is not _ND or type(rewards) is not _ND
+                or arms.shape != _ONE or rewards.shape != _ONE or contexts.ndim != 3
+                or len(contexts) != 1 or not isinstance(pol, CoreDoor)):
+            return False
+        arm = arms.item()
+        reward = rewards.item()
+        if type(arm) is not int or type(reward) is not float:
             return False
         core = pol._ready()
         if core is None or (self.n_arms is not None and core.K != self.n_arms):
             return False
-        # .item(): the Python int and float, as the compiled call and _observe take them
-        return pol._learn(core, contexts[0], arms.item(), rewards.item()) == 1
+        return pol._learn(core, contexts[0], arm, reward) == 1
 
     def _learn(self, X, arms, rewards):
         many = getattr(self.policy, "_learn_rounds", None)
@@ -271,8 +291,13 @@ class Bandit(Persistent):
         val.bounded_data(X, "contexts")
         return X, one
 
-    def _rounds(self, contexts, arms, rewards):
-        X, _ = self._contexts(contexts, allow_one=False)
+    def _rounds(self, contexts, arms, rewards, allow_one=False):
+        X, one = self._contexts(contexts, allow_one=allow_one)
+        if one:  # one (K, d) round: its arm and reward, or arrays of one
+            if np.ndim(arms) == 0:
+                arms = np.array([val.arm_index(arms, X.shape[1])])
+            if np.ndim(rewards) == 0:
+                rewards = np.array([val.reward_value(rewards)])
         return (X, *val.logged_arms_rewards(X, arms, rewards))
 
     def __repr__(self):

@@ -128,6 +128,9 @@ class ThompsonSampling(CoreDoor, Persistent):
     def _observed(self):
         return self.engine.model.n_obs
 
+    def _counter(self):
+        return self.engine.model
+
     def _engine_name(self):
         return self.engine.name
 
@@ -138,13 +141,14 @@ class ThompsonSampling(CoreDoor, Persistent):
         model = eng.model
         model.n_obs += n
         model.sum_r2 += r2
+        n_obs = model.n_obs
         diag = eng.diagnostics
-        diag["n_obs"] = model.n_obs
-        core = self._core
-        if core.steps is None:  # an iterative engine (its updates draw): its schedule
-            h = core.spec.step_size
-            diag["step_size"] = h(model.n_obs) if callable(h) else h
-            diag["n_steps"] = core.steps_per_update
+        diag["n_obs"] = n_obs
+        schedule = self._core.step_diagnostics
+        if schedule is not None:  # an iterative engine (its updates draw): its schedule
+            h, varies, n_steps = schedule
+            diag["step_size"] = h(n_obs) if varies else h
+            diag["n_steps"] = n_steps
 
     # -- the engine's own methods ---------------------------------------------------------
     def _select_reference(self, contexts):
@@ -253,6 +257,9 @@ class LinUCB(CoreDoor, Persistent):
 
     def _observed(self):
         return self.n_obs
+
+    def _counter(self):
+        return self
 
     def _engine_name(self):
         return self.name
