@@ -56,7 +56,8 @@ class Bandit(Persistent):
     (one ``(K, d)`` round is also accepted by :meth:`predict`,
     :meth:`predict_expectations` and :meth:`partial_fit`), ``arms`` the ``n`` arms played
     (integers in ``[0, K)``) and ``rewards`` the ``n`` rewards observed (for one
-    ``(K, d)`` round, an integer and a real number, or arrays of one). ``partial_fit`` is
+    ``(K, d)`` round, an integer and a real number, checked as ``policy.update`` checks
+    them). ``partial_fit`` is
     ``policy.update(contexts[i], arms[i], rewards[i])`` for ``i = 0..n-1``; ``predict`` is
     ``policy.select(contexts[i])`` (a Thompson draw: it uses up the sampling stream, as
     MABWiser's ``predict`` does). Shapes are checked for the whole batch before the first
@@ -293,11 +294,9 @@ class Bandit(Persistent):
 
     def _rounds(self, contexts, arms, rewards, allow_one=False):
         X, one = self._contexts(contexts, allow_one=allow_one)
-        if one:  # one (K, d) round: its arm and reward, or arrays of one
-            if np.ndim(arms) == 0:
-                arms = np.array([val.arm_index(arms, X.shape[1])])
-            if np.ndim(rewards) == 0:
-                rewards = np.array([val.reward_value(rewards)])
+        if one:  # one (K, d) round: its arm and reward, checked as policy.update checks
+            arms = np.array([val.arm_index(arms, X.shape[1])])
+            rewards = np.array([val.reward_value(rewards)])
         return (X, *val.logged_arms_rewards(X, arms, rewards))
 
     def __repr__(self):
