@@ -128,6 +128,27 @@ def test_compile_runs_every_unit_once_in_two_workers_and_reports(tmp_path, monke
     assert not _precompile.cold("vits-fig1")
 
 
+def test_units_kept_together_run_in_one_worker_in_their_order(tmp_path):
+    """vits-fig1's LinTS and VITS-II units (``WARMUP_TOGETHER``) are one task: one worker
+    runs LinTS then VITS-II, so that the bodies both loops inline are compiled once; the
+    other units are tasks of their own."""
+    names = {"VITS-II": "vits2", "LinTS": "lints", "extra: VTS": "vts"}
+    work = [(f"vits-fig1: {label}", fake_units.unit, {"label": mark, "folder": str(tmp_path)})
+            for label, mark in names.items()]
+    groups = _precompile.together(work)
+    assert groups == [("vits-fig1: LinTS", "vits-fig1: VITS-II")]
+    assert [[u[0] for u in task] for task in _precompile.tasks(work, groups)] == [
+        ["vits-fig1: LinTS", "vits-fig1: VITS-II"], ["vits-fig1: extra: VTS"]]
+    assert _precompile.together(work[:1]) == []  # a group needs two of its units
+    lines = []
+    res = _precompile.compile_units(work, 2, say=lines.append)
+    assert res["jobs"] == 2 and [u["label"] for u in res["units"]] == [u[0] for u in work]
+    pid = {mark: (tmp_path / mark).read_text().split()[1] for mark in names.values()}
+    assert pid["lints"] == pid["vits2"]
+    said = [line.split("] ", 1)[1].split(":")[1].strip() for line in lines]
+    assert said.index("VITS-II") == said.index("LinTS") + 1
+
+
 def test_a_failing_unit_is_named_in_one_line(tmp_path, monkeypatch, capsys):
     work = [("fake: ok", fake_units.unit, {"label": "ok", "folder": str(tmp_path)}),
             ("fake: bad", fake_units.fails, {})]
