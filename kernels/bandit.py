@@ -37,6 +37,7 @@ from typing import NamedTuple
 
 from vits_ref.config import kernel
 
+from .linalg import copy_vec
 from .potential import fingerprint
 from .views import take, take2
 
@@ -273,7 +274,7 @@ def make_bandit_rounds_late(piece, inline=False):
             regret[tg] = instant_regret(means[t], arm)
             arms[tg] = arm
             slot = queue[tg % Q]
-            slot[:d] = X[arm]
+            copy_vec(X[arm], slot[:d])
             slot[d] = rewards[t, arm]
             while k < learnt[t]:
                 j = k - k0

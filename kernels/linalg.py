@@ -509,6 +509,16 @@ def scaled_identity(a, s):
 
 
 @kernel(inline=True)
+def copy_vec(x, out):
+    """``out[:] = x`` (same length; ``out`` may be a view of the buffer ``x`` views, not
+    overlapping it). A loop, not a slice assignment: Numba's slice assignment from an
+    array compiles a shape-mismatch error message (``str`` of the shapes, about 3.5 s of
+    CPU in every process that compiles a caller) that this loop does not need."""
+    for i in range(x.shape[0]):
+        out[i] = x[i]
+
+
+@kernel(inline=True)
 def copy_mat(a, out):
     """``out[:, :] = a``."""
     for i in range(a.shape[0]):

@@ -40,26 +40,47 @@ def _address(typingctx, addr):
     return types.voidptr(addr), codegen
 
 
+def _take_carray(buf, o, n):
+    """:func:`take` on the CPU: a ``numba.carray`` on the buffer's address."""
+    return carray(_address(buf.ctypes.data + 8 * o), (n,), np.float64), o + n
+
+
+def _take2_carray(buf, o, r, c):
+    """:func:`take2` on the CPU."""
+    return carray(_address(buf.ctypes.data + 8 * o), (r, c), np.float64), o + r * c
+
+
+def _take3_carray(buf, o, k, r, c):
+    """:func:`take3` on the CPU."""
+    return (carray(_address(buf.ctypes.data + 8 * o), (k, r, c), np.float64),
+            o + k * r * c)
+
+
+# On the CPU, a call of take, take2 or take3 is replaced by the carray form's IR before
+# typing, as the kernel bodies are (numba's untyped InlineInlinables pass inlines the
+# ``py_func`` of a called global whose ``targetoptions`` say ``inline="always"``:
+# vits_ref.config.kernel). An overload inlined after typing compiled each of them in full
+# first (with numba's carray implementation, twice) only to throw it away: about 1 s of CPU
+# in every process. The overloads stay for a call the untyped pass cannot resolve; the
+# Python functions keep their slices (plain Python, the CUDA simulator, the CUDA copies).
 @cpu_overload(take, inline="always")
 def _take_cpu(buf, o, n):
-    def impl(buf, o, n):
-        return carray(_address(buf.ctypes.data + 8 * o), (n,), np.float64), o + n
-    return impl
+    return _take_carray
 
 
 @cpu_overload(take2, inline="always")
 def _take2_cpu(buf, o, r, c):
-    def impl(buf, o, r, c):
-        return carray(_address(buf.ctypes.data + 8 * o), (r, c), np.float64), o + r * c
-    return impl
+    return _take2_carray
 
 
 @cpu_overload(take3, inline="always")
 def _take3_cpu(buf, o, k, r, c):
-    def impl(buf, o, k, r, c):
-        return (carray(_address(buf.ctypes.data + 8 * o), (k, r, c), np.float64),
-                o + k * r * c)
-    return impl
+    return _take3_carray
+
+
+for _f, _cpu in ((take, _take_carray), (take2, _take2_carray), (take3, _take3_carray)):
+    _f.targetoptions = {"inline": "always"}
+    _f.py_func = _cpu
 
 
 # CUDA compiles the slices above (a copy of each, registered with numba-cuda alone: the

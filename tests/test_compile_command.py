@@ -113,7 +113,10 @@ def test_compile_runs_every_unit_once_in_two_workers_and_reports(tmp_path, monke
     monkeypatch.setenv("VITS_REF_COMPILE_TIMES", str(tmp_path / "times.json"))
     marks = tmp_path / "marks"
     marks.mkdir()
-    monkeypatch.setattr(_precompile, "units", lambda mod: _fake_units(marks, 5))
+    work = _fake_units(marks, 5)
+    # two of them named as vits-fig1's units kept together (WARMUP_TOGETHER): one worker
+    work[1:3] = [("vits-fig1: VITS-II", *work[1][1:]), ("vits-fig1: LinTS", *work[2][1:])]
+    monkeypatch.setattr(_precompile, "units", lambda mod: work)
     assert _precompile.cold("vits-fig1")
     assert main(["compile", "vits-fig1", "--jobs", "2"]) == 0
     out, err = capsys.readouterr()
@@ -122,10 +125,27 @@ def test_compile_runs_every_unit_once_in_two_workers_and_reports(tmp_path, monke
     assert all(len(words) == 2 for _, words in rows)  # each unit ran once
     pids = {words[1] for _, words in rows}
     assert str(os.getpid()) not in pids and 1 <= len(pids) <= 2  # in the workers
+    assert dict(rows)["u1"][1] == dict(rows)["u2"][1]
     assert "compiled 5 kernels in " in out and "in 2 processes; 5 units" in out
     assert "[5/5]" in err or "compiling" in err
     # recorded: run now finds the cache warm
     assert not _precompile.cold("vits-fig1")
+
+
+def test_units_kept_together_are_one_task_in_their_order(tmp_path):
+    """vits-fig1's LinTS and VITS-II units (``WARMUP_TOGETHER``) are one task, LinTS first,
+    where the first of them stands; the other units are tasks of their own (that one
+    worker runs a task: the two-worker test above)."""
+    work = [(f"vits-fig1: {label}", fake_units.nothing, {})
+            for label in ("VITS-II", "extra: VTS", "LinTS")]
+    groups = _precompile.together(work)
+    assert groups == [("vits-fig1: LinTS", "vits-fig1: VITS-II")]
+    assert [[u[0] for u in task] for task in _precompile.tasks(work, groups)] == [
+        ["vits-fig1: LinTS", "vits-fig1: VITS-II"], ["vits-fig1: extra: VTS"]]
+    assert _precompile.together(work[:2]) == []  # a group needs two of its units
+    lines = []
+    res = _precompile.compile_units(work, 0, say=lines.append)
+    assert [u["label"] for u in res["units"]] == [u[0] for u in work]
 
 
 def test_a_failing_unit_is_named_in_one_line(tmp_path, monkeypatch, capsys):

@@ -18,6 +18,12 @@ reference) called as ``fn(out=FOLDER, **kwargs)``; each unit should run the expe
 own code for that unit at a tiny size, so that it compiles exactly the signatures the real
 run needs. Without a hook the whole experiment is one unit, run at :data:`TINY` by one
 worker (:func:`tiny_run`): no parallel gain, but the cache is filled.
+
+Units whose kernels inline the same large bodies can be kept in one worker
+(``WARMUP_TOGETHER`` of the experiment's module: tuples of unit labels, :func:`together`):
+only a driver is kept in the disk cache, not the bodies it inlines, so a body is compiled
+again in every process whose drivers need it (vits-fig1: LinTS's and VITS-II's loops share
+the KL diagnostic, the Cholesky factor and solves and the products, about 4 s of CPU).
 """
 
 import concurrent.futures
@@ -61,6 +67,40 @@ def units(mod):
         return [(f"{mod.NAME}: {label}", fn, dict(kwargs))
                 for label, fn, kwargs in mod.warmup_units()]
     return [(mod.NAME, tiny_run, {"name": mod.NAME})]
+
+
+def together(work):
+    """The groups of the units ``work`` that one worker runs, in order: for each experiment
+    named in the units' labels (``"NAME: label"``), its module's ``WARMUP_TOGETHER``
+    (tuples of labels), as tuples of full labels present in ``work``."""
+    from . import EXPERIMENTS
+
+    labels = {u[0] for u in work}
+    groups = []
+    for name in dict.fromkeys(u[0].split(": ", 1)[0] for u in work):
+        mod = EXPERIMENTS.get(name)
+        for group in getattr(mod, "WARMUP_TOGETHER", ()):
+            full = tuple(f"{name}: {label}" for label in group if f"{name}: {label}" in labels)
+            if len(full) > 1:
+                groups.append(full)
+    return groups
+
+
+def tasks(work, groups=()):
+    """The units ``work`` as the workers' tasks, lists of units that one worker runs in
+    order: the units of a group of ``groups`` (tuples of labels, :func:`together`) form
+    one task, in the group's order, where the first of them stands in ``work``; every
+    other unit is a task of its own."""
+    by_label = {u[0]: u for u in work}
+    group_of = {label: g for g in groups for label in g}
+    out, placed = [], set()
+    for unit in work:
+        if unit[0] in placed:
+            continue
+        group = group_of.get(unit[0], (unit[0],))
+        out.append([by_label[label] for label in group if label in by_label])
+        placed.update(group)
+    return out
 
 
 def tiny_run(name, out):
@@ -107,6 +147,12 @@ def _work(label, fn, kwargs):
             "wall_s": time.perf_counter() - start}
 
 
+def _work_all(task):
+    """Run the units of one task (:func:`tasks`) in this worker, in order: their
+    :func:`_work` results."""
+    return [_work(*unit) for unit in task]
+
+
 def unit_line(res):
     """The progress line of a finished unit (``res`` from :func:`_work`): its compilations
     and compile seconds, the seconds it waited for kernels another worker was compiling
@@ -141,7 +187,7 @@ def _bar(total, say):
     return tqdm(total=total, desc="compiling", unit="unit", file=sys.stderr, leave=True)
 
 
-def compile_units(work, jobs, say=None):
+def compile_units(work, jobs, say=None, groups=None):
     """Run the units ``work`` (``[(label, fn, kwargs)]``) in ``jobs`` worker processes.
 
     Parameters
@@ -149,10 +195,14 @@ def compile_units(work, jobs, say=None):
     work : list of (str, callable, dict)
         The units (:func:`units`); ``fn`` must be importable by the workers.
     jobs : int
-        Worker processes (at most one per unit); 0 runs the units in this process.
+        Worker processes (at most one per task: :func:`tasks`); 0 runs the units in this
+        process, in the order given.
     say : callable, optional
         Takes the progress lines and the last one; a tqdm bar is drawn instead of the
         per-unit lines when the terminal allows (:func:`_bar`).
+    groups : sequence of tuples of str, optional
+        Units run by one worker, in order (:func:`tasks`); by default the experiments'
+        own (:func:`together`).
 
     Returns
     -------
@@ -170,7 +220,8 @@ def compile_units(work, jobs, say=None):
         are stopped).
     """
     start = time.perf_counter()
-    jobs = max(0, min(int(jobs), len(work)))
+    todo = tasks(work, together(work) if groups is None else groups)
+    jobs = max(0, min(int(jobs), len(todo)))
     done = {}
     bar = _bar(len(work), say)
 
@@ -190,10 +241,11 @@ def compile_units(work, jobs, say=None):
             ctx = multiprocessing.get_context("spawn")
             with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx,
                                                         initializer=_init) as pool:
-                futures = [pool.submit(_work, *u) for u in work]
+                futures = [pool.submit(_work_all, task) for task in todo]
                 try:
                     for fut in concurrent.futures.as_completed(futures):
-                        finished(fut.result())
+                        for res in fut.result():
+                            finished(res)
                 except BaseException:
                     for fut in futures:
                         fut.cancel()

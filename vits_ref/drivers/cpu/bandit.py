@@ -17,8 +17,9 @@ import numpy as np
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from ...config import cpu_jit, cpu_overload, kernel
+from ...config import cpu_jit, kernel
 from ...kernels.bandit import make_bandit_rounds, make_bandit_rounds_late
+from ...kernels.linalg import copy_vec
 from ._runs import over_runs
 
 
@@ -209,36 +210,26 @@ def _params(meta, P):
 _ABS_BITS = np.uint64(0x7FFFFFFFFFFFFFFF)
 
 
+@kernel(inline=True)
 def _within(X, meta):
-    """Whether every entry of the float64 array ``X`` is finite with magnitude at most
-    ``meta[_BOUND]`` (compiled only: :func:`_within_cpu`)."""
-    raise NotImplementedError("compiled only")
+    """Whether every entry of the C-contiguous float64 array ``X`` (every online call's
+    contexts: :data:`_ONLINE_SIGNATURES`) is finite with magnitude at most
+    ``meta[_BOUND]``.
 
-
-@cpu_overload(_within, inline="always")
-def _within_cpu(X, meta):
-    if X.layout == "C":
-        def impl(X, meta):
-            # On the bit patterns: without its sign bit, a float64's bits order the
-            # magnitudes as integers, with inf and every NaN above all finite values, so
-            # one integer max answers for NaN, inf and the bound alike. An integer max
-            # vectorises; a float comparison that must see NaN does not, and a loop that
-            # returns at the first bad entry is slower still (about 0.06 against 0.35 and
-            # 0.85 us for 50 x 20 entries on this machine).
-            v = X.reshape(-1).view(np.uint64)
-            m = np.uint64(0)
-            for k in range(v.size):
-                m = max(m, v[k] & _ABS_BITS)
-            return m <= meta.view(np.uint64)[_BOUND]
-        return impl
-
-    def impl(X, meta):  # any strides: a count without early exit
-        bound = meta[_BOUND]
-        bad = 0
-        for k in np.ndindex(X.shape):
-            bad += not abs(X[k]) <= bound  # NaN compares False
-        return bad == 0
-    return impl
+    On the bit patterns: without its sign bit, a float64's bits order the magnitudes as
+    integers, with inf and every NaN above all finite values, so one integer max answers
+    for NaN, inf and the bound alike. An integer max vectorises; a float comparison that
+    must see NaN does not, and a loop that returns at the first bad entry is slower still
+    (about 0.06 against 0.35 and 0.85 us for 50 x 20 entries on this machine). A kernel
+    body inlined before typing (:func:`vits_ref.config.kernel`), not an overload inlined
+    after it, which compiled its implementation in full first only to throw it away
+    (about 1.1 s of CPU in every process that compiles ``choose``).
+    """
+    v = X.reshape(-1).view(np.uint64)
+    m = np.uint64(0)
+    for k in range(v.size):
+        m = max(m, v[k] & _ABS_BITS)
+    return m <= meta.view(np.uint64)[_BOUND]
 
 
 #: The one signature each online call is compiled for (:func:`bandit_online`).
@@ -333,12 +324,12 @@ def bandit_online(piece):
         x = X[max(arm, 0)]
         keep = int(meta[_KEEP])
         if keep > 0:
-            buf[keep:2 * keep] = buf[:keep]
+            copy_vec(buf[:keep], buf[keep:2 * keep])
         state, _o = views(buf, d, K, int(meta[_M]), int(meta[_T]))
         if update(_params(meta, P), state, x, r, n_obs, step_noise[i]):
             return 1
         if keep > 0:  # rolled back: a failed update leaves the state as it was
-            buf[:keep] = buf[keep:2 * keep]
+            copy_vec(buf[keep:2 * keep], buf[:keep])
         return 0
 
     @cpu_jit

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...config import cpu_jit, stamped
 from ...kernels.langevin import make_langevin_steps
-from ...kernels.linalg import chol_rank1_update
+from ...kernels.linalg import chol_rank1_update, copy_vec
 from ...kernels.lints import lints_draw
 from ...kernels.linucb import linucb_scores as linucb_scores_body
 from ...kernels.linucb import sherman_morrison as sherman_morrison_body
@@ -56,13 +56,13 @@ def newton(potential):
         _ = fp
         d = theta.shape[0]
         theta2 = np.empty((1, d))
-        theta2[0] = theta
+        copy_vec(theta, theta2[0])
         g2 = np.empty((1, d))
         trial2 = np.empty((1, d))
         step = np.empty(d)
         status, it = body(data, P0, b0, theta2, tol, max_iter, H, L, g2, step, trial2,
                           scratch)
-        theta[:] = theta2[0]
+        copy_vec(theta2[0], theta)
         return status, it
 
     return run

@@ -284,6 +284,13 @@ WARMUP_FIRST = ("VITS-II", REFERENCE, "extra: VTS", SVGD_TS, "LMC-TS (10 steps)"
                 "extra: LinUCB (alpha = 1/sqrt(eta))", OPVI_TS)
 
 
+#: Units one worker runs in this order (:func:`vits_ref.experiments._precompile.together`):
+#: LinTS's and VITS-II's loops inline the same KL diagnostic, Cholesky factor, solves and
+#: products, which only the process that compiles the loops compiles (the disk cache keeps
+#: the loops, not those bodies); in two workers, both compiled them.
+WARMUP_TOGETHER = ((REFERENCE, "VITS-II"),)
+
+
 def warmup_units():
     """The independent units of this experiment for ``python -m vits_ref compile``
     (:mod:`vits_ref.experiments._precompile`): one per line of the figure, the labelled
@@ -300,7 +307,17 @@ def warmup(method, out):
     """Run this experiment's own code for one method (:func:`run` with ``methods=[method]``)
     at :data:`WARMUP_SIZE` into ``out``: it compiles the kernels the method needs (its
     fused loop or Python loop, the warm-round timing, the KL diagnostics), which Numba
-    keeps in its disk cache for the real run."""
+    keeps in its disk cache for the real run.
+
+    The VTS extra runs its own part first (:func:`add_vts`, the same call as :func:`run`'s,
+    into a folder of its own): every unit runs LinTS, the reference, before its method, and
+    a unit that starts beside the one compiling LinTS's loop would first wait for it (12 s
+    of CPU on this machine); VTS's kernels need nothing of LinTS's, so its worker compiles
+    them meanwhile, and then loads LinTS's loop from the cache."""
+    if method == VTS_EXTRA:
+        import os
+
+        add_vts({"results": []}, **WARMUP_SIZE, seed=0, out=os.path.join(out, "vts-first"))
     run(**WARMUP_SIZE, seed=0, out=out, methods=[method])
 
 
