@@ -79,3 +79,27 @@ def test_the_old_single_probe_charged_the_fixed_cost_to_every_round(clock):
 ])
 def test_cost_line(r0, t0, r1, t1, want):
     assert _common._cost_line(r0, t0, r1, t1) == pytest.approx(want)
+
+
+def test_the_probe_runs_only_when_its_estimate_is_printed(monkeypatch):
+    """Without progress nothing reads the estimate: the timed probe calls (each up to half
+    the rounds of every method) are skipped, the warm-ups and the results kept."""
+    import numpy as np
+
+    import vits_ref as vr
+
+    probed = []
+    real = _common._probe_cost
+    monkeypatch.setattr(_common, "_probe_cost",
+                        lambda call, rounds: probed.append(rounds) or real(call, rounds))
+    env = vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=0)
+    panels = [("p", env, [("LinTS", vr.make_policy("lints", 3))], {})]
+    said = []
+    out = {}
+    for progress in (None, said.append):
+        plan, outcome, _ = _common.execute_panels("probe", panels, 2, 10, 0, None,
+                                                  progress=progress)
+        out[progress is None] = outcome[(0, 0)]["blocks"][0]["regret"]
+    assert probed == [10]  # once: the call with progress
+    assert any("estimate: about" in s for s in said)
+    assert np.array_equal(out[True], out[False])

@@ -375,7 +375,12 @@ def _panel_chunk(arg):
 
 def _probe(plan, store, runs, rounds, say):
     """Report the planned work and an estimate of its cost from a timed probe (a warm-up,
-    then one run of :func:`_probe_rounds` rounds per pending method, in this process)."""
+    then one run of :func:`_probe_rounds` rounds per pending method, in this process).
+
+    Without ``say`` (no progress, or a quiet session) nothing reads the estimate: the
+    warm-ups still run, the timed probe calls do not (each is a run of up to half the
+    rounds of every pending method; results never depend on them, every run starting
+    from ``policy.fresh(seed)``)."""
     from ..bandit.simulate import simulate
     from ..errors import DivergenceError
 
@@ -400,6 +405,8 @@ def _probe(plan, store, runs, rounds, say):
                 base, n_rounds, 1, 0, None))
 
         warm[base["warm"]] = _warm_up(base, sim)
+        if not say:
+            continue
         try:
             fixed, per_round, fused = _probe_cost(call, rounds)
         except DivergenceError:
