@@ -241,20 +241,31 @@ def choice(value, name, options):
     raise ValueError(f"{name} must be one of {sorted(options)}, got {value!r}")
 
 
+#: the dtype that :func:`float_array` returns (a native-order float64: a byte-swapped one
+#: is another dtype object and is converted)
+_FLOAT64 = np.dtype(np.float64)
+
+
 def float_array(value, name, ndim=None, shape=None, finite=True):
     """Return ``value`` as a C-contiguous float64 array, checking rank, shape, finiteness."""
-    try:
-        arr = np.asarray(value)
-    except Exception as exc:  # pragma: no cover - exotic objects
-        raise TypeError(f"{name} must be array-like: {exc}") from None
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number)
-                                   or arr.dtype == np.bool_):
-        raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
-    if np.iscomplexobj(arr):
-        raise TypeError(f"{name} must be real, got complex dtype {arr.dtype}")
-    # np.asarray with order="C", not np.ascontiguousarray: the latter turns a scalar (0-D)
-    # into shape (1,), which passed every ndim=1 check (found by tests/test_fuzz_api.py)
-    arr = np.asarray(arr, dtype=np.float64, order="C")
+    if (type(value) is np.ndarray and value.dtype is _FLOAT64
+            and value.flags.c_contiguous):
+        # already what the conversion below returns (itself): its dtype checks skipped,
+        # a few microseconds of every call on data the library passes between its layers
+        arr = value
+    else:
+        try:
+            arr = np.asarray(value)
+        except Exception as exc:  # pragma: no cover - exotic objects
+            raise TypeError(f"{name} must be array-like: {exc}") from None
+        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number)
+                                       or arr.dtype == np.bool_):
+            raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+        if np.iscomplexobj(arr):
+            raise TypeError(f"{name} must be real, got complex dtype {arr.dtype}")
+        # np.asarray with order="C", not np.ascontiguousarray: the latter turns a scalar
+        # (0-D) into shape (1,), which passed every ndim=1 check (tests/test_fuzz_api.py)
+        arr = np.asarray(arr, dtype=np.float64, order="C")
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
     if shape is not None:
