@@ -14,7 +14,7 @@ from numba import carray
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from vits_ref.config import cpu_overload, cuda_twin
+from vits_ref.config import cpu_overload, cuda_twin, inline_before_typing
 
 
 def take(buf, o, n):
@@ -57,12 +57,11 @@ def _take3_carray(buf, o, k, r, c):
 
 
 # On the CPU, a call of take, take2 or take3 is replaced by the carray form's IR before
-# typing, as the kernel bodies are (numba's untyped InlineInlinables pass inlines the
-# ``py_func`` of a called global whose ``targetoptions`` say ``inline="always"``:
-# vits_ref.config.kernel). An overload inlined after typing compiled each of them in full
-# first (with numba's carray implementation, twice) only to throw it away: about 1 s of CPU
-# in every process. The overloads stay for a call the untyped pass cannot resolve; the
-# Python functions keep their slices (plain Python, the CUDA simulator, the CUDA copies).
+# typing, as the kernel bodies are (vits_ref.config.inline_before_typing). An overload
+# inlined after typing compiled each of them in full first (with numba's carray
+# implementation, twice) only to throw it away: about 1 s of CPU in every process. The
+# overloads stay for a call the untyped pass cannot resolve; the Python functions keep
+# their slices (plain Python, the CUDA simulator, the CUDA copies).
 @cpu_overload(take, inline="always")
 def _take_cpu(buf, o, n):
     return _take_carray
@@ -79,8 +78,7 @@ def _take3_cpu(buf, o, k, r, c):
 
 
 for _f, _cpu in ((take, _take_carray), (take2, _take2_carray), (take3, _take3_carray)):
-    _f.targetoptions = {"inline": "always"}
-    _f.py_func = _cpu
+    inline_before_typing(_f, _cpu)
 
 
 # CUDA compiles the slices above (a copy of each, registered with numba-cuda alone: the

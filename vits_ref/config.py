@@ -288,22 +288,30 @@ def kernel(fn=None, *, inline=False):
 
         _BODIES[f] = bool(inline)
         if inline:
-            # Inlined before typing (numba's untyped InlineInlinables pass, which inlines
-            # a called global or closure variable whose ``targetoptions`` say
-            # ``inline="always"``): the call is replaced by the body's IR and typed with
-            # the caller. The typed inlining of the overload alone compiles the body in
-            # full first (numba's template resolves the signature through the body's
-            # dispatcher: type inference, lowering and LLVM) only to throw it away: a
-            # cold vits-fig1 --runs 2 --rounds 20 compiled 188 functions, 68 of them such
-            # throw-away bodies (or compiled only inside one), in 10 drivers. The same IR
-            # reaches the caller either way (the results are bit for bit the same). The
-            # CUDA copies (cuda_copy) are new function objects without these attributes:
-            # numba-cuda inlines them by their registration.
-            f.targetoptions = {"inline": "always"}
-            f.py_func = f
+            inline_before_typing(f)
         return f
 
     return deco if fn is None else deco(fn)
+
+
+def inline_before_typing(f, body=None):
+    """Have a CPU caller's call of ``f`` replaced by the IR of ``body`` (default ``f``)
+    before typing, and typed with the caller.
+
+    Numba's untyped InlineInlinables pass inlines a called global or closure variable
+    whose ``targetoptions`` say ``inline="always"``, taking its ``py_func``. The typed
+    inlining of an overload alone compiles the body in full first (numba's template
+    resolves the signature through the body's dispatcher: type inference, lowering and
+    LLVM) only to throw it away: a cold vits-fig1 --runs 2 --rounds 20 compiled 188
+    functions, 68 of them such throw-away bodies (or compiled only inside one), in 10
+    drivers. The same IR reaches the caller either way (the results are bit for bit the
+    same). ``body`` differs from ``f`` where the CPU form is not the Python function's
+    (``kernels/views.py``: a ``carray`` on the buffer's address, not a slice). The CUDA
+    copies (:func:`cuda_copy`) are new function objects without these attributes:
+    numba-cuda inlines them by their registration."""
+    f.targetoptions = {"inline": "always"}
+    f.py_func = f if body is None else body
+    return f
 
 
 #: Every kernel body (:func:`kernel`, and the copies :func:`mark_body` records) and whether
