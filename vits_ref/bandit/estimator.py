@@ -157,31 +157,30 @@ class Bandit(Persistent):
         ``(1,)``, ``(1,)`` arrays. False, with nothing learnt, for anything else: the
         checks of :meth:`_rounds` then run."""
         pol = self.policy
-        if type(contexts) is _ND and contexts.ndim == 2:  # one round, as predict takes it
-            if (type(arms) not in _INTS or type(rewards) not in _FLOATS
-                    or not isinstance(pol, CoreDoor)):
-                return False
-            core = pol._ready()
-            if core is None or (self.n_arms is not None and core.K != self.n_arms):
-                return False
-            return pol._learn(core, contexts, arms, rewards) == 1
-        # the compiled call takes one C-ordered float64 (K, d) array and checks its shape
-        # against the core's (K, d) and its values; the rest is checked here. An arm and a
-        # reward go on only as a Python int and float: an integer array's .item() is an
-        # int, a real array's a float (the values that _rounds' conversions would give);
-        # anything else (a bool, a float arm) goes to _rounds' checks
-        if (type(contexts) is not _ND or type(arms) is not _ND or type(rewards) is not _ND
-                or arms.shape != _ONE or rewards.shape != _ONE or contexts.ndim != 3
-                or len(contexts) != 1 or not isinstance(pol, CoreDoor)):
+        if type(contexts) is not _ND or not isinstance(pol, CoreDoor):
             return False
-        arm = arms.item()
-        reward = rewards.item()
-        if type(arm) is not int or type(reward) is not float:
-            return False
+        if contexts.ndim == 2:  # one round, as predict takes it
+            x, arm, reward = contexts, arms, rewards
+            if type(arm) not in _INTS or type(reward) not in _FLOATS:
+                return False
+        else:
+            # the compiled call takes one C-ordered float64 (K, d) array and checks its
+            # shape against the core's (K, d) and its values; the rest is checked here.
+            # An arm and a reward go on only as a Python int and float: an integer
+            # array's .item() is an int, a real array's a float (the values that _rounds'
+            # conversions would give); anything else (a bool, a float arm) goes to
+            # _rounds' checks
+            if (type(arms) is not _ND or type(rewards) is not _ND or arms.shape != _ONE
+                    or rewards.shape != _ONE or contexts.ndim != 3 or len(contexts) != 1):
+                return False
+            arm, reward = arms.item(), rewards.item()
+            if type(arm) is not int or type(reward) is not float:
+                return False
+            x = contexts[0]
         core = pol._ready()
         if core is None or (self.n_arms is not None and core.K != self.n_arms):
             return False
-        return pol._learn(core, contexts[0], arm, reward) == 1
+        return pol._learn(core, x, arm, reward) == 1
 
     def _learn(self, X, arms, rewards):
         many = getattr(self.policy, "_learn_rounds", None)
