@@ -194,11 +194,12 @@ def logged_arms_rewards(X, arms, rewards):
     if a.ndim != 1 or a.shape[0] != n:
         raise ValueError(f"arms must have shape ({n},) (one per round of contexts), got "
                          f"{a.shape}")
-    if a.size and (a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer)):
+    if a.size and a.dtype.kind not in "iu":  # bools ("b") and objects refused too
         raise TypeError(f"arms must be integers, got dtype {a.dtype}")
     if a.size and (a.min() < 0 or a.max() >= K):
         raise ValueError(f"arms must be in [0, {K}), got values in [{a.min()}, {a.max()}]")
-    r = float_array(rewards, "rewards", ndim=1)
+    # finiteness checked by bounded_data, with the same message
+    r = float_array(rewards, "rewards", ndim=1, finite=False)
     if r.shape[0] != n:
         raise ValueError(f"rewards must have shape ({n},) (one per round of contexts), got "
                          f"{r.shape}")

@@ -159,7 +159,8 @@ class ThompsonSampling(CoreDoor, Persistent):
     def _update_reference(self, contexts, arm, reward):
         X = val.contexts(contexts, self.dim)
         arm = val.arm_index(arm, X.shape[0])
-        self.engine.update(X[arm][None, :], np.array([val.reward_value(reward)]))
+        # X's rows checked, the reward checked: one observation in the engine's form
+        self.engine._update_observed(X[arm][None, :], np.array([val.reward_value(reward)]))
         return self
 
     def update_many(self, contexts, arms, rewards):
@@ -179,7 +180,7 @@ class ThompsonSampling(CoreDoor, Persistent):
         (:func:`vits_ref._validate.logged_rounds`)."""
         played = val.played_rows(X, a)
         if self.engine.batch_is_sequential:  # one batch update: BLAS, not n calls
-            self.engine.update(played, r)
+            self.engine._update_observed(played, r)
             return self
         if self._learn_many(X, a, r):  # the compiled state's loop
             return self
@@ -187,7 +188,7 @@ class ThompsonSampling(CoreDoor, Persistent):
         saved = eng._state()
         try:
             for i in range(a.shape[0]):
-                eng.update(played[i:i + 1], r[i:i + 1])
+                eng._update_observed(played[i:i + 1], r[i:i + 1])
         except BaseException:
             eng._restore(saved)
             raise

@@ -269,12 +269,21 @@ class Engine(Persistent):
         (:meth:`vits_ref.Online.update`, :meth:`vits_ref.Bandit.partial_fit`, a
         simulation) follow the per-observation schedule.
         """
-        features, rewards = val.observations(features, rewards, self.model.input_dim)
+        return self._update_observed(*val.observations(features, rewards,
+                                                        self.model.input_dim))
+
+    def _update_observed(self, features, rewards):
+        """:meth:`update` of a batch already through :func:`vits_ref._validate.observations`
+        (the policies' batch doors check their rounds whole, then hand the played rows
+        here): the model adds it without checking it again (``Model._add_observed``; a
+        model without one, its ``add``)."""
+        model = self.model
+        add = getattr(model, "_add_observed", None) or model.add
         # transactional: a refit that fails (DivergenceError, or any error raised after
         # the batch was added) leaves the engine and its model exactly as they were
         saved = self._state()
         try:
-            self.model.add(features, rewards)
+            add(features, rewards)
             self._refit(features, rewards)
         except BaseException:
             self._restore(saved)
@@ -389,7 +398,7 @@ class Engine(Persistent):
 
     def _check_finite(self, step_size, *arrays, detail=""):
         for a in arrays:
-            if not np.all(np.isfinite(a)):
+            if not np.isfinite(a).all():  # the method: np.all's dispatch doubles it
                 raise self._diverged(step_size, detail)
 
     def _refit(self, features, rewards):  # pragma: no cover - abstract

@@ -21,6 +21,14 @@ class Model:
         """
         return cls(dim, eta=eta, lam=lam)
 
+    def _add_observed(self, features, rewards):
+        """:meth:`add` of a batch already through :func:`vits_ref._validate.observations`
+        (``features`` (n, dim) and ``rewards`` (n,) float64, finite and bounded): the
+        engines' update checks a batch once and hands it here. A model whose ``add`` checks
+        only that overrides it to skip the second check (:class:`~vits_ref.models.linear.
+        Linear`, :class:`~vits_ref.models.logistic.Logistic`); the others check again."""
+        self.add(features, rewards)
+
     @property
     def has_default_prior(self):
         """True for the prior ``N(0, I/(lam eta))`` (the fused bandit loops start there)."""

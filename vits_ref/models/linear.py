@@ -103,7 +103,9 @@ class Linear(Model):
 
     def add(self, features, rewards):
         """Add observations: ``features`` (n, d), ``rewards`` (n,)."""
-        features, rewards = val.observations(features, rewards, self.dim)
+        self._add_observed(*val.observations(features, rewards, self.dim))
+
+    def _add_observed(self, features, rewards):
         self.V += features.T @ features
         self.b += features.T @ rewards
         self.sum_r2 += float(rewards @ rewards)

@@ -140,7 +140,9 @@ class Logistic(History, Model):
         ValueError
             On a shape mismatch, non-finite features, or a reward other than 0 or 1.
         """
-        features, rewards = val.observations(features, rewards, self.input_dim)
+        self._add_observed(*val.observations(features, rewards, self.input_dim))
+
+    def _add_observed(self, features, rewards):
         self._append(features, val.bernoulli_rewards(rewards))
 
     def _state(self):
