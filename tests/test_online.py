@@ -431,3 +431,42 @@ def test_save_and_load_continue_bit_for_bit(name, tmp_path):
         a.update(*fb)
         b.update(*fb)
     np.testing.assert_array_equal(b._buf, a._buf)
+
+
+def test_selects_far_ahead_of_the_feedback_hold_one_block_of_each_stream(tmp_path):
+    """A service that selects without feedback keeps one block of each stream's draws,
+    not one per block of selects (each stream drawn as its own counter reaches it); the
+    arms, fed back late, and the next decisions are the policy object's, which draws each
+    call's noise from the same two streams; saved with either counter ahead, or both at
+    a block's end, it loads and continues bit for bit."""
+    from vits_ref._seeding import policy_seed
+
+    pol, env, _ = POLICIES["lmc"]()  # its updates draw: both streams are used
+    rs = run_seed(np.random.SeedSequence(9), 0)
+    real = realise(env, rs, 120)
+    online = vr.Online.for_run(pol, env.n_arms, rs, block=5)
+    ref = pol.fresh(policy_seed(rs))
+    arms = [online.select(real.contexts[t]) for t in range(60)]
+    assert arms == [ref.select(real.contexts[t]) for t in range(60)]
+    # 12 blocks of each stream when both were drawn at the selects' pace
+    assert len(online._sel) == len(online._steps) == 1
+    saved = [vr.load(online.save(tmp_path / "selects-ahead.npz"))]
+    for t in range(60):
+        fb = (real.contexts[t], arms[t], real.rewards[t, arms[t]])
+        for o in (online, ref, saved[0]):
+            o.update(*fb)
+    assert len(online._sel) == len(online._steps) == 1
+    saved.append(vr.load(online.save(tmp_path / "at-a-block-end.npz")))  # 60 = 12 x 5
+    for t in range(60, 75):  # logged feedback: the updates ahead of the selects
+        fb = (real.contexts[t], 0, real.rewards[t, 0])
+        for o in (online, ref, *saved):
+            o.update(*fb)
+    saved.append(vr.load(online.save(tmp_path / "updates-ahead.npz")))
+    for t in range(75, 120):
+        X = real.contexts[t]
+        a = online.select(X)
+        assert [o.select(X) for o in (ref, *saved)] == [a] * 4
+        for o in (online, ref, *saved):
+            o.update(X, a, real.rewards[t, a])
+    for o in saved:
+        np.testing.assert_array_equal(o._buf, online._buf)

@@ -32,7 +32,7 @@ from ..drivers import cpu
 from ..drivers.fused import draw_chunks
 from ..errors import DivergenceError
 from ..inference.persist import Persistent
-from ._core import ENGINE_STATES, batch_meta
+from ._core import _EMPTY, _NULL, ENGINE_STATES, batch_meta
 
 __all__ = ["Online"]
 
@@ -207,15 +207,15 @@ class Online(Persistent):
         else:
             self._rng_sample, self._rng_update = engine_streams(val.as_seed_sequence(seed))
             given = np.zeros(d) if learnt else None
-        self._chunks = draw_chunks(spec, Streams(self._rng_sample, self._rng_update,
-                                                 init=given), self.horizon, d, block)
-        self._sel, self._steps = {}, {}
+        self._chunk_streams(self.horizon, init=given)
         self.n_selects = self.n_updates = 0
-        init, sel0, steps0 = next(self._chunks)
+        init, _, steps0 = next(self._chunks[1])  # the update stream: the initial state first
+        _, sel0, _ = next(self._chunks[0])
         self._init_noise = np.ascontiguousarray(init, dtype=np.float64)
-        self._drawn = 1
-        self._sel[0] = np.ascontiguousarray(sel0, dtype=np.float64)
-        self._steps[0] = np.ascontiguousarray(steps0, dtype=np.float64)
+        self._sel = {0: np.ascontiguousarray(sel0, dtype=np.float64)}
+        self._steps = {0: np.ascontiguousarray(steps0, dtype=np.float64)}
+        #: the blocks drawn from each stream: selection, update
+        self._n_drawn = [1, 1]
         self._start(self._meta, self._buf, self._init_noise)
         self._shape = (K, d)
         if learnt:
@@ -231,8 +231,8 @@ class Online(Persistent):
         """The blocks of draws in use, the draw count where each starts and where it ends
         (at the horizon at the latest): a select or update inside its block reads three
         attributes, nothing else."""
-        for which, t in (("sel", self.n_selects), ("steps", self.n_updates)):
-            b = min(t // self._block, self._drawn - 1)
+        for i, (which, t) in enumerate((("sel", self.n_selects), ("steps", self.n_updates))):
+            b = min(t // self._block, self._n_drawn[i] - 1)
             rows = (self._sel if which == "sel" else self._steps)[b]
             base = b * self._block
             setattr(self, f"_{which}_rows", rows)
@@ -321,19 +321,43 @@ class Online(Persistent):
                 f"n_updates={self.n_updates})")
 
     # -- the draws -------------------------------------------------------------------------
-    def _rows(self, store, t):
-        """Block ``t // block`` of ``store`` (selection or update draws), drawing ahead
-        as needed and dropping the blocks both counters have passed."""
+    @property
+    def _drawn(self):
+        """The blocks drawn, as a saved file counts them: both streams' (the stream that
+        is behind is written drawn ahead to there, :meth:`save`)."""
+        return max(self._n_drawn)
+
+    @_drawn.setter
+    def _drawn(self, value):  # a loaded file's: both streams stand there
+        self._n_drawn = [value, value]
+
+    def _chunk_streams(self, n_rounds, init):
+        """The two streams' draws by blocks, each alone (the other stream replaced by
+        :data:`~vits_ref.bandit._core._NULL`, which draws zeros and advances nothing): the
+        selection draws from the sampling stream, the update draws (after the initial
+        state's, unless ``init`` gives them) from the update stream, each stream consumed
+        in the order of the joint draw (:func:`vits_ref.drivers.fused.thompson_noise_chunks`).
+        Each is drawn as its own counter reaches it, so that selects far ahead of updates
+        (a service that only predicts) hold one block of update draws, not one per block
+        of selects, and the reverse."""
+        spec, d, B = self.spec, self.dim, self._block
+        self._chunks = (
+            draw_chunks(spec, Streams(self._rng_sample, _NULL, init=_EMPTY), n_rounds, d, B),
+            draw_chunks(spec, Streams(_NULL, self._rng_update, init=init), n_rounds, d, B))
+
+    def _rows(self, which, t):
+        """Block ``t // block`` of the selection (``which`` 0) or update (1) draws,
+        drawing that stream ahead as needed and dropping the blocks its counter has
+        passed."""
         b = t // self._block
-        while b >= self._drawn:
-            _, sel, steps = next(self._chunks)
+        store = self._steps if which else self._sel
+        while b >= self._n_drawn[which]:
+            rows = next(self._chunks[which])[1 + which]
             # the compiled calls take C-ordered float64 blocks only (no copy if they are)
-            self._sel[self._drawn] = np.ascontiguousarray(sel, dtype=np.float64)
-            self._steps[self._drawn] = np.ascontiguousarray(steps, dtype=np.float64)
-            self._drawn += 1
-        done = min(self.n_selects, self.n_updates) // self._block
-        for old in [old for old in store if old < done]:
-            del self._sel[old], self._steps[old]
+            store[self._n_drawn[which]] = np.ascontiguousarray(rows, dtype=np.float64)
+            self._n_drawn[which] += 1
+        for old in [old for old in store if old < b]:
+            del store[old]
         return store[b]
 
     def _next_sel(self, t):
@@ -341,7 +365,7 @@ class Online(Persistent):
         if t >= self.horizon:
             raise ValueError(f"the streams hold horizon={self.horizon} rounds; {t} selects "
                              "have used them")
-        self._sel_rows = self._rows(self._sel, t)
+        self._sel_rows = self._rows(0, t)
         self._sel_base = t - t % self._block
         self._sel_end = min(self._sel_base + self._block, self.horizon)
 
@@ -349,7 +373,7 @@ class Online(Persistent):
         """Make the block holding the ``t``-th update draws current."""
         if t >= self.horizon:
             raise ValueError(f"the state holds horizon={self.horizon} updates; it has them")
-        self._steps_rows = self._rows(self._steps, t)
+        self._steps_rows = self._rows(1, t)
         self._steps_base = t - t % self._block
         self._steps_end = min(self._steps_base + self._block, self.horizon)
 
@@ -590,14 +614,35 @@ class Online(Persistent):
         -------
         path
         """
-        first = min(self._sel)
+        B = self._block
+        # the file holds both streams' blocks [first, drawn) and each stream's generator
+        # after block drawn - 1: the stream that is behind is drawn ahead to there on a
+        # copy (this object draws those blocks itself when its counter gets there), and
+        # the blocks that a counter has passed and dropped are written as zeros (never read)
+        drawn = max(self._n_drawn)
+        first = min(min(self.n_selects, self.n_updates) // B, drawn - 1)
+        live = self._rng_sample, self._rng_update
+        held = []
+        for which, store in enumerate((self._sel, self._steps)):
+            width = (self._held_steps if which else self._held_sel).shape[1:]
+            rows = [store[b] if b in store else np.zeros((min(B, self.horizon - b * B),)
+                                                          + width)
+                    for b in range(first, self._n_drawn[which])]
+            if self._n_drawn[which] < drawn:
+                rng = copy.deepcopy(live[which])
+                ahead = Streams(_NULL, rng, init=_EMPTY) if which else Streams(
+                    rng, _NULL, init=_EMPTY)
+                n = min(drawn * B, self.horizon) - self._n_drawn[which] * B
+                rows += [chunk[1 + which] for chunk in draw_chunks(self.spec, ahead, n,
+                                                                   self.dim, B)]
+                setattr(self, ("_rng_sample", "_rng_update")[which], rng)
+            held.append(np.concatenate(rows))
         self._held_first = first
-        self._held_sel = np.concatenate([self._sel[b] for b in range(first, self._drawn)])
-        self._held_steps = np.concatenate([self._steps[b]
-                                           for b in range(first, self._drawn)])
+        self._held_sel, self._held_steps = held
         try:
             return super().save(path)
         finally:
+            self._rng_sample, self._rng_update = live
             self._held_sel = self._held_sel[:0]
             self._held_steps = self._held_steps[:0]
 
@@ -614,7 +659,9 @@ class Online(Persistent):
             if not (isinstance(t, int) and first * B <= t <= min(drawn * B, self.horizon)):
                 raise ValueError(f"{name}={t!r} is outside the held draws "
                                  f"[{first * B}, {min(drawn * B, self.horizon)}]")
-        if min(self.n_selects, self.n_updates) // B > first:
+        # the first block held is both counters' lower block, or the last drawn where
+        # both counters stand at its end (the next block not drawn yet)
+        if min(min(self.n_selects, self.n_updates) // B, drawn - 1) > first:
             raise ValueError("the held draws start before both counters' block")
         sizes = [min(B, self.horizon - b * B) for b in range(first, drawn)]
         if (self._held_sel.shape[0] != sum(sizes)
@@ -632,9 +679,8 @@ class Online(Persistent):
                                           strict=True)}
         self._held_sel = self._held_sel[:0]
         self._held_steps = self._held_steps[:0]
-        self._chunks = draw_chunks(self.spec, Streams(self._rng_sample, self._rng_update,
-                                                      init=self._init_noise),
-                                   self.horizon - drawn * B, self.dim, B)
+        # the streams continued after the blocks held (the initial state drawn already)
+        self._chunk_streams(self.horizon - drawn * B, init=self._init_noise)
         if self._broken is not None:
             self._choose = self._learn = _refuse
         self._current()
