@@ -470,3 +470,45 @@ def test_selects_far_ahead_of_the_feedback_hold_one_block_of_each_stream(tmp_pat
             o.update(X, a, real.rewards[t, a])
     for o in saved:
         np.testing.assert_array_equal(o._buf, online._buf)
+
+
+@pytest.mark.parametrize("name", ["lints", "lmc"])
+def test_any_interleaving_of_calls_and_saves_is_the_plain_calls(name, tmp_path):
+    """Random interleavings of select, select_many, update, update_many (feedback in
+    order, late by a random amount) and save + load, at small blocks, give the arms and
+    the state of one Online making the single calls, bit for bit; between loads each
+    stream holds at most the blocks between the two counters, plus two."""
+    pol, env, _ = POLICIES[name]()
+    for trial in range(4):
+        g = np.random.default_rng(trial)
+        rs = run_seed(np.random.SeedSequence(trial), 0)
+        real = realise(env, rs, 200)
+        block = int(g.choice([1, 3, 5]))
+        a = vr.Online.for_run(pol, env.n_arms, rs, block=block)
+        ref = vr.Online.for_run(pol, env.n_arms, rs)
+        keep = len(ref._buf) // 2 if ref._meta[cpu.bandit._KEEP] else len(ref._buf)
+        t, pending = 0, []
+        for step in range(40):
+            op = int(g.integers(0, 5))
+            if op < 2 and t < 180:
+                n = int(g.integers(1, 10)) if op == 0 else 1
+                X = real.contexts[t:t + n]
+                arms = list(a.select_many(X)) if op == 0 else [a.select(X[0])]
+                assert arms == [ref.select(x) for x in X]
+                pending += [(X[i], int(arms[i]), real.rewards[t + i, arms[i]])
+                            for i in range(n)]
+                t += n
+            elif op < 4 and pending:
+                n = int(g.integers(1, len(pending) + 1)) if op == 2 else 1
+                fb, pending = pending[:n], pending[n:]
+                a.update_many(*(np.array(col) for col in zip(*fb, strict=True)))
+                for f in fb:
+                    ref.update(*f)
+            elif op == 4:
+                a = vr.load(a.save(tmp_path / f"{trial}-{step}.npz"))
+            # the state (the buffer's copy half is scratch: batches skip it)
+            np.testing.assert_array_equal(a._buf[:keep], ref._buf[:keep])
+            if op != 4:
+                ahead = abs(a.n_selects - a.n_updates) // block + 2
+                assert min(len(a._sel), len(a._steps)) <= 2
+                assert max(len(a._sel), len(a._steps)) <= ahead

@@ -679,6 +679,9 @@ class Online(Persistent):
                                           strict=True)}
         self._held_sel = self._held_sel[:0]
         self._held_steps = self._held_steps[:0]
+        for store, t in ((self._sel, self.n_selects), (self._steps, self.n_updates)):
+            for b in range(first, min(t // B, drawn - 1)):  # passed: never read again
+                del store[b]
         # the streams continued after the blocks held (the initial state drawn already)
         self._chunk_streams(self.horizon - drawn * B, init=self._init_noise)
         if self._broken is not None:
