@@ -190,14 +190,7 @@ def logged_arms_rewards(X, arms, rewards):
     """``(arms (n,) int64, rewards (n,))`` of the ``n`` rounds of contexts ``X`` (n, K, d),
     checked as :func:`logged_rounds` checks them (``X`` already checked)."""
     n, K = X.shape[:2]
-    a = np.asarray(arms)
-    if a.ndim != 1 or a.shape[0] != n:
-        raise ValueError(f"arms must have shape ({n},) (one per round of contexts), got "
-                         f"{a.shape}")
-    if a.size and a.dtype.kind not in "iu":  # bools ("b") and objects refused too
-        raise TypeError(f"arms must be integers, got dtype {a.dtype}")
-    if a.size and (a.min() < 0 or a.max() >= K):
-        raise ValueError(f"arms must be in [0, {K}), got values in [{a.min()}, {a.max()}]")
+    a = logged_arms(arms, n, K)
     # finiteness checked by bounded_data, with the same message
     r = float_array(rewards, "rewards", ndim=1, finite=False)
     if r.shape[0] != n:
@@ -205,6 +198,21 @@ def logged_arms_rewards(X, arms, rewards):
                          f"{r.shape}")
     bounded_data(r, "rewards")
     return a.astype(np.int64, copy=False), r
+
+
+def logged_arms(arms, n, n_arms):
+    """``arms`` of ``n`` logged rounds: a 1-D array of ``n`` integers in ``[0, n_arms)``
+    (not bools), as given (the caller converts it)."""
+    a = np.asarray(arms)
+    if a.shape != (n,):
+        raise ValueError(f"arms must have shape ({n},) (one per round of contexts), got "
+                         f"{a.shape}")
+    if n and a.dtype.kind not in "iu":  # bools ("b") and objects refused too
+        raise TypeError(f"arms must be integers, got dtype {a.dtype}")
+    if n and (a.min() < 0 or a.max() >= n_arms):
+        raise ValueError(f"arms must be in [0, {n_arms}), got values in [{a.min()}, "
+                         f"{a.max()}]")
+    return a
 
 
 def arm_index(arm, n_arms):

@@ -522,15 +522,7 @@ class Online(Persistent):
         if not (rounds or (Xs.ndim == 2 and Xs.shape[1] == self.dim)):
             raise ValueError(f"contexts must have shape (n, {self.n_arms}, {self.dim}) or "
                              f"(n, {self.dim}), got {Xs.shape}")
-        a = np.asarray(arms)
-        if a.shape != (n,):
-            raise ValueError(f"arms must have shape ({n},) (one per round of contexts), got "
-                             f"{a.shape}")
-        if n and (a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer)):
-            raise TypeError(f"arms must be integers, got dtype {a.dtype}")
-        if n and (a.min() < 0 or a.max() >= self.n_arms):
-            raise ValueError(f"arms must be in [0, {self.n_arms}), got values in "
-                             f"[{a.min()}, {a.max()}]")
+        a = val.logged_arms(arms, n, self.n_arms)
         r = val.float_array(rewards, "rewards", ndim=1, finite=False)
         if r.shape != (n,):
             raise ValueError(f"rewards must have shape ({n},) (one per round of contexts), "
