@@ -340,13 +340,15 @@ def test_doors_bench_times_every_door_against_the_floor():
     from vits_ref._bench import doors
 
     out = doors.measure(repeats=1, cases=(("lints", 3),), fit_cases=("lints", "linucb"),
-                        d=3, K=4, n_fit=30, n_predict=5)
+                        d=3, K=4, n_fit=30, n_predict=5, batch_cases=("lints",))
     assert set(out["decision"]["lints"]) == {"online", "policy", "bandit", "bandit-rows",
                                              "simulate"}
     assert {"Bandit.fit", "Online.update_many", "floor: LinTS.update"} <= set(
         out["fit"]["lints"])
     assert "floor: update_many" in out["fit"]["linucb"]
     assert {"Bandit.predict", "Online.select_many"} <= set(out["predict"]["linucb"])
+    assert set(out["batch"]["lints"]) == {"Bandit.partial_fit", "policy.update_many",
+                                          "Online.update_many"}
     for group in out.values():
         for row in group.values():
             assert all(np.isfinite(v) and v > 0 for v in row.values()), row

@@ -16,7 +16,10 @@ contexts), one Numba thread, ``OPENBLAS_NUM_THREADS=1``, medians of interleaved 
   rewards): ``Bandit.fit``, ``Online.update_many``, and the floor, the exact engine's own
   batch update of the played rows (``LinTS.update``; LinUCB's Sherman-Morrison rows);
 - *predict*: the arms of ``N_PREDICT`` rounds: ``Bandit.predict`` against
-  ``Online.select_many``.
+  ``Online.select_many``;
+- *batch*: feedback of ``N_BATCH`` logged rounds a call (a service that learns what came
+  back since its last call): ``Bandit.partial_fit``, the policy object's ``update_many``,
+  against ``Online.update_many``.
 
 The peers a user would pick instead, where installed (``pip install mabwiser
 bayesianbandits``): MABWiser's ``LinTS`` / ``LinUCB`` and bayesianbandits' ``ContextualAgent``
@@ -46,6 +49,9 @@ N_FIT, N_PREDICT = 10_000, 1_000
 #: repeat plays.
 DECISION_CASES = (("lints", 200), ("linucb", 200), ("vits-ii", 50), ("lmc", 50))
 FIT_CASES = ("lints", "linucb", "laplace")
+#: Rounds of feedback a batch call learns, the calls a repeat makes, and the policies.
+N_BATCH, BATCHES = 10, 20
+BATCH_CASES = ("lints", "linucb", "lmc")
 
 
 def _logged(n, d, K, seed=0):
@@ -94,6 +100,23 @@ def decisions(name, T, d=20, K=50, seed=0):
 
     return {"online": play_online, "policy": play_policy, "bandit": play_bandit,
             "bandit-rows": play_bandit_rows, "simulate": simulate}
+
+
+def batches(name, d=20, K=50, seed=0, n=N_BATCH, calls=BATCHES):
+    """``{door: fn}``: each ``fn`` learns ``calls`` batches of ``n`` logged rounds through
+    its door, one call a batch, continuing its object's state from one repeat to the
+    next."""
+    X, arms, rewards = _logged(n * calls, d, K, seed)
+    learn = {"Bandit.partial_fit": Bandit(name, n_arms=K, dim=d, seed=seed).partial_fit,
+             "policy.update_many": make_policy(name, d, seed=seed).update_many,
+             "Online.update_many": Online(name, K, seed=seed, dim=d).update_many}
+
+    def feed(fn):
+        def run():
+            for i in range(0, n * calls, n):
+                fn(X[i:i + n], arms[i:i + n], rewards[i:i + n])
+        return run
+    return {door: feed(fn) for door, fn in learn.items()}
 
 
 def _peers(name, K, seed):
@@ -177,15 +200,16 @@ def fit_predict(name, d=20, K=50, seed=0, n_fit=N_FIT, n_predict=N_PREDICT):
 
 
 def measure(repeats=5, cases=DECISION_CASES, fit_cases=FIT_CASES, d=20, K=50,
-            n_fit=N_FIT, n_predict=N_PREDICT, loaded=False):
+            n_fit=N_FIT, n_predict=N_PREDICT, loaded=False, batch_cases=BATCH_CASES):
     """``{"decision": {name: {door: us}}, "fit": {name: {door: ms}}, "predict": {name:
-    {door: ms}}}``: per round for a decision, per call for fit and predict. ``loaded``:
+    {door: ms}}, "batch": {name: {door: us}}}``: per round for a decision, per call for
+    fit, predict and a batch of feedback. ``loaded``:
     the least CPU time of each over ``repeats`` interleaved calls
     (:func:`.timing.least_cpu_times`, for a machine other work loads), instead of the
     median wall time."""
     times_of = least_cpu_times if loaded else median_times
     pin_blas_threads(1)
-    out = {"decision": {}, "fit": {}, "predict": {}}
+    out = {"decision": {}, "fit": {}, "predict": {}, "batch": {}}
     with numba_threads(1):
         for name, T in cases:
             fns = decisions(name, T, d, K)
@@ -202,6 +226,13 @@ def measure(repeats=5, cases=DECISION_CASES, fit_cases=FIT_CASES, d=20, K=50,
                     fn()
                 times = times_of(list(fns.values()), repeats)
                 out[group][name] = {k: 1e3 * t for k, t in zip(fns, times, strict=True)}
+        for name in batch_cases:
+            fns = batches(name, d, K)
+            for fn in fns.values():
+                fn()
+            times = times_of(list(fns.values()), repeats)
+            out["batch"][name] = {k: 1e6 * t / BATCHES for k, t in zip(fns, times,
+                                                                       strict=True)}
     return out
 
 
@@ -230,6 +261,12 @@ def main(quick=False, loaded=False):
             ref = ref_of(r)
             cells = ", ".join(f"{k} {v:.1f} ({v / ref:.2f}x)" for k, v in r.items())
             print(f"  {name:8s} {cells}")
+    print(f"Feedback of {N_BATCH} logged rounds a call (us a call), ratio to "
+          "Online.update_many")
+    for name, r in m["batch"].items():
+        ref = r["Online.update_many"]
+        cells = ", ".join(f"{k} {v:.1f} ({v / ref:.2f}x)" for k, v in r.items())
+        print(f"  {name:8s} {cells}")
     return m
 
 
