@@ -396,9 +396,9 @@ class CoreDoor:
     @property
     def core_stats(self):
         """``eta V`` and ``eta b`` as the compiled state summed them (flattened), for
-        :func:`vits_ref.save`: a loaded policy continues with them, bit for bit (made
-        again from ``V`` and ``b`` they would agree to rounding only); empty without a
-        compiled state."""
+        ``save`` (:func:`vits_ref.inference.persist.save`): a loaded policy continues with
+        them, bit for bit (made again from ``V`` and ``b`` they would agree to rounding
+        only); empty without a compiled state."""
         core = self._core
         if (core is None or core._stats is None or not core.attached()
                 or core.n_seen != self._observed()):

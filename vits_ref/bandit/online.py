@@ -598,9 +598,10 @@ class Online(Persistent):
 
     # -- save and load ---------------------------------------------------------------------
     def save(self, path):
-        """Write this object to ``path`` (:func:`vits_ref.save`: an ``.npz``, no pickle):
-        its state, its streams and the draws it holds, so that :func:`vits_ref.load` gives
-        an ``Online`` whose next decisions and updates are this one's, bit for bit.
+        """Write this object to ``path`` (:func:`vits_ref.inference.persist.save`: an
+        ``.npz``, no pickle): its state, its streams and the draws it holds, so that
+        :func:`vits_ref.load` gives an ``Online`` whose next decisions and updates are this
+        one's, bit for bit.
 
         Returns
         -------
