@@ -8,7 +8,8 @@ given the round as ``predict`` takes it, and as rows of arrays).
 ``FitPredict`` times a fit of 10 000 logged rounds and a predict of 1 000 rounds and
 tracks ``Bandit.fit`` against the exact engine's batch update (goal 3x) and
 ``Bandit.predict`` against ``Online.select_many`` (goal 1.5x); MABWiser's and
-bayesianbandits' fit and predict are timed beside them where installed.
+bayesianbandits' fit and predict are timed beside them where installed. ``Batches``
+tracks ``Bandit.partial_fit`` of small batches of feedback against ``Online.update_many``.
 
 The ratios are of the least CPU times of this thread over interleaved repeats
 (:func:`vits_ref._bench.timing.least_cpu_times`): every door runs on one thread, and on a
@@ -128,3 +129,29 @@ class LaplaceFit:
         return b / f
 
     track_fit_over_floor.unit = "Bandit.fit / batch update"
+
+
+class Batches:
+    """Feedback in small batches (``doors.N_BATCH`` logged rounds a call, a service
+    learning what came back since its last call): ``Bandit.partial_fit`` against
+    ``Online.update_many`` (no goal is stated; docs/performance.md gives the figures)."""
+
+    params = (list(doors.BATCH_CASES),)
+    param_names = ["policy"]
+    timeout = TIMEOUT
+
+    def setup(self, policy):
+        single_thread()
+        self.fns = doors.batches(policy)
+        for fn in self.fns.values():  # compile, untimed
+            fn()
+
+    def time_bandit_partial_fit(self, policy):
+        self.fns["Bandit.partial_fit"]()
+
+    def track_partial_fit_over_update_many(self, policy):
+        o, b = least_cpu_times([self.fns["Online.update_many"],
+                                self.fns["Bandit.partial_fit"]], REPEATS)
+        return b / o
+
+    track_partial_fit_over_update_many.unit = "Bandit.partial_fit / Online.update_many"
