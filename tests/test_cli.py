@@ -121,16 +121,10 @@ def test_other_experiments_run_from_the_command_line(tmp_path, name, args):
     assert "wrote" in res.stdout
 
 
-def test_movielens_experiment_small(tmp_path):
-    from vits_ref.experiments.vits import movielens
-
-    res = movielens.run(runs=2, rounds=40, seed=1, out=str(tmp_path), n_movies=8,
-                        synthetic_kwargs={"n_users": 60, "n_movies": 40, "n_ratings": 800})
-    assert res["data"] == "synthetic"
-    assert {e["method"] for e in res["results"]} == {"LinTS", "LMC-TS", "VITS-II",
-                                                      "VITS-II HF", "Laplace"}
-    # regret per round is at most 1 (Bernoulli means)
-    assert all(0 <= e["final_regret_mean"] <= 40 for e in res["results"])
+def test_data_option_of_the_command_line():
+    # the small vits-movielens run itself (every method on the synthetic stand-in, regret
+    # within its bounds) is checked on tests/test_fig2_movielens_claims.py's run, which this
+    # test repeated in another process (the same seed, stand-in and runs; 40 rounds, not 30)
     assert "--data" in _cli("run", "--help").stdout
     bad = _cli("run", "vits-fig1", "--data", "x", check=False)
     assert bad.returncode == 2 and "takes no --data" in bad.stderr
