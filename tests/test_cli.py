@@ -107,18 +107,21 @@ def test_fig1_paper_size(tmp_path):
             assert c["runs_needed"] is None or c["runs_needed"] > 50
 
 
+def _check_written(res, out, name):
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["experiment"] == name and summary["results"]
+    for f in summary["files"]:
+        assert (out / f.split("/")[-1]).exists(), f
+    assert "wrote" in res.stdout
+
+
+# vits-figG runs from the command line in test_jobs_option (checked there as these are)
 @pytest.mark.parametrize("name,args", [
-    ("vits-figG", ["--runs", "2", "--rounds", "30"]),
     ("vits-figF", ["--runs", "1", "--rounds", "2000"]),
     ("vits-figI", ["--runs", "1", "--rounds", "1200"]),
 ])
 def test_other_experiments_run_from_the_command_line(tmp_path, name, args):
-    res = _cli("run", name, *args, "--out", str(tmp_path))
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["experiment"] == name and summary["results"]
-    for f in summary["files"]:
-        assert (tmp_path / f.split("/")[-1]).exists(), f
-    assert "wrote" in res.stdout
+    _check_written(_cli("run", name, *args, "--out", str(tmp_path)), tmp_path, name)
 
 
 def test_data_option_of_the_command_line():
@@ -131,7 +134,8 @@ def test_data_option_of_the_command_line():
 
 
 def test_jobs_option(tmp_path):
-    _cli("run", "vits-figG", "--runs", "2", "--rounds", "15", "--out", str(tmp_path / "a"))
+    res = _cli("run", "vits-figG", "--runs", "2", "--rounds", "15", "--out", str(tmp_path / "a"))
+    _check_written(res, tmp_path / "a", "vits-figG")
     _cli("run", "vits-figG", "--runs", "2", "--rounds", "15", "--jobs", "2", "--out",
          str(tmp_path / "b"))
     regrets = [[(e["method"], e["final_regret_mean"]) for e in
