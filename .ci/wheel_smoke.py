@@ -35,11 +35,16 @@ res = vr.simulate("lints", env, n_rounds=5, n_runs=2, seed=0)
 assert res.cumulative_regret.shape == (2, 5) and res.fused
 print(f"simulate (fused LinTS, 2 runs x 5 rounds) ran ({time.perf_counter() - start:.1f} s)")
 
+# the command line's experiment: renyi-mab (one Rényi-VI kernel, compiled cold here: 12 s
+# of CPU for 1 run x 20 rounds, against 33 s for vits-figI's four kernels; measured with a
+# fresh NUMBA_CACHE_DIR on the 2-core machine), its chunks, manifest and summary written
+# as every experiment writes them. The compiling of the installed copy is simulate's above;
+# the experiments' kernels and outputs are the test suite's (tests/test_cli.py)
 start = time.perf_counter()
 with tempfile.TemporaryDirectory() as out:
-    cmd = [sys.executable, "-m", "vits_ref", "run", "vits-figI", "--runs", "1", "--rounds",
-           "20", "--out", os.path.join(out, "figI"), "--quiet"]
+    cmd = [sys.executable, "-m", "vits_ref", "run", "renyi-mab", "--runs", "1", "--rounds",
+           "20", "--out", os.path.join(out, "mab"), "--quiet"]
     subprocess.run(cmd, check=True, cwd=out)
-    files = sorted(os.listdir(os.path.join(out, "figI")))
-    assert "summary.json" in files, files
+    files = sorted(os.listdir(os.path.join(out, "mab")))
+    assert {"chunks", "manifest.json", "summary.json"} <= set(files), files
 print(f"{' '.join(cmd[2:6])} wrote {files} ({time.perf_counter() - start:.1f} s)")

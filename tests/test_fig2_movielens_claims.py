@@ -40,6 +40,16 @@ def stand_in(tmp_path_factory):
                          synthetic_kwargs=SMALL), out
 
 
+def test_movielens_runs_every_method_on_the_stand_in(stand_in):
+    # (formerly a second run of tests/test_cli.py, at the same seed and size, 40 rounds)
+    result, _ = stand_in
+    assert result["data"] == "synthetic"
+    assert {e["method"] for e in result["results"]} == {"LinTS", "LMC-TS", "VITS-II",
+                                                         "VITS-II HF", "Laplace"}
+    # regret per round is at most 1 (Bernoulli means)
+    assert all(0 <= e["final_regret_mean"] <= 30 for e in result["results"])
+
+
 def test_movielens_judges_the_stand_in_as_substitute_data(stand_in, tmp_path):
     result, out = stand_in
     summary = json.loads((out / "summary.json").read_text())
