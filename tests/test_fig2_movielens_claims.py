@@ -41,7 +41,7 @@ def stand_in(tmp_path_factory):
 
 
 def test_movielens_runs_every_method_on_the_stand_in(stand_in):
-    # (formerly a second run of tests/test_cli.py, at the same seed and size, 40 rounds)
+    # the run the command line makes (tests/test_cli.py checks its --data option alone)
     result, _ = stand_in
     assert result["data"] == "synthetic"
     assert {e["method"] for e in result["results"]} == {"LinTS", "LMC-TS", "VITS-II",
