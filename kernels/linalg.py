@@ -222,43 +222,6 @@ def _inv_transpose_cpu(b, out, work):
         return _inv_transpose_by_numpy
     kind = ord("d")
     int_type = F_INT_nptype
-    if not (isinstance(work, types.Array) and work.dtype == types.float64
-            and work.ndim == 2 and work.layout == "C" and work.mutable):
-        return _inv_transpose_allocating(getrf, getri, kind, int_type)
-
-    def impl(b, out, work):
-        # LAPACK's operands in the caller's scratch ``work`` (d, 2d), C-contiguous: the
-        # column-major copy in its first n^2 entries, the pivots (Fortran integers) in the
-        # next n. Two np.empty calls compiled four functions more in every VITS driver
-        # (about 0.3 s of a cold compilation) and allocated twice a VITS-I step.
-        n = b.shape[0]
-        flat = work.reshape(-1)
-        if flat.size < n * n + n:
-            raise ValueError("inv_transpose: work must be (d, 2d)")
-        a = flat[:n * n]  # column-major: a[i + n j] = b[i, j]
-        for i in range(n):
-            for j in range(n):
-                if not math.isfinite(b[i, j]):
-                    return False
-                a[i + n * j] = b[i, j]
-        ipiv = flat[n * n:n * n + n].view(int_type)
-        if getrf(kind, n, n, a.ctypes, n, ipiv.ctypes) != 0:
-            return False
-        if getri(kind, n, a.ctypes, n, ipiv.ctypes) != 0:
-            return False
-        for i in range(n):
-            for j in range(n):
-                v = a[i + n * j]  # inv(b)[i, j]
-                if not math.isfinite(v):
-                    return False
-                out[j, i] = v
-        return True
-    return impl
-
-
-def _inv_transpose_allocating(getrf, getri, kind, int_type):
-    """:func:`_inv_transpose_cpu`'s form for a ``work`` that is not a C-contiguous float64
-    matrix: LAPACK's operands in arrays of their own."""
 
     def impl(b, out, work):
         n = b.shape[0]
