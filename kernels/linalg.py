@@ -1,10 +1,11 @@
 """Small dense linear-algebra bodies shared by every kernel.
 
 Products go through :func:`gemm_nn` / :func:`gemm_tn` / :func:`gemv`: on the CPU they
-compile to BLAS (``np.dot`` with an ``out`` buffer, which docs/performance.md measured at
-d = 20 within about 0.45 us a call of a direct dgemm call from Numba, and 3-5x faster than
-loops with fastmath off); on CUDA, and when called from plain Python (the CUDA simulator,
-tests), they are the loops written below. Everything else is loops, written once.
+compile to BLAS (``np.dot`` with an ``out`` buffer, lowered in the caller by
+:func:`_dot_into`; docs/performance.md measured ``np.dot`` at d = 20 within about 0.45 us
+a call of a direct dgemm call from Numba, and 3-5x faster than loops with fastmath off);
+on CUDA, and when called from plain Python (the CUDA simulator, tests), they are the
+loops written below. Everything else is loops, written once.
 
 Every array store of the fused bandit pieces' bodies (:mod:`.vits`, :mod:`.lints`,
 :mod:`.linucb`, :mod:`.langevin`, and the :mod:`.linear` and :mod:`.diagnostics` bodies
