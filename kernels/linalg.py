@@ -1,10 +1,11 @@
 """Small dense linear-algebra bodies shared by every kernel.
 
 Products go through :func:`gemm_nn` / :func:`gemm_tn` / :func:`gemv`: on the CPU they
-compile to BLAS (``np.dot`` with an ``out`` buffer, which docs/performance.md measured at
-d = 20 within about 0.45 us a call of a direct dgemm call from Numba, and 3-5x faster than
-loops with fastmath off); on CUDA, and when called from plain Python (the CUDA simulator,
-tests), they are the loops written below. Everything else is loops, written once.
+compile to BLAS (``np.dot`` with an ``out`` buffer, lowered in the caller by
+:func:`_dot_into`; docs/performance.md measured ``np.dot`` at d = 20 within about 0.45 us
+a call of a direct dgemm call from Numba, and 3-5x faster than loops with fastmath off);
+on CUDA, and when called from plain Python (the CUDA simulator, tests), they are the
+loops written below. Everything else is loops, written once.
 
 Every array store of the fused bandit pieces' bodies (:mod:`.vits`, :mod:`.lints`,
 :mod:`.linucb`, :mod:`.langevin`, and the :mod:`.linear` and :mod:`.diagnostics` bodies
@@ -23,7 +24,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import get_cython_function_address, intrinsic
 
-from vits_ref.config import cpu_overload, cuda_twin, kernel
+from vits_ref.config import cpu_overload, cuda_twin, inline_before_typing, kernel
 
 # --------------------------------------------------------------------------- products
 
@@ -121,18 +122,84 @@ def pivot(work, c, d):
     return piv, best
 
 
+def _numba_dot_codegen():
+    """Numba's own lowering of ``np.dot(a, b, out)`` (``numba.np.linalg.dot_3``'s: the
+    contiguity copies, the shape checks, then ``dgemm``, ``dgemv`` or ``ddot`` by the
+    operands' shapes and layouts), or None where those private names are gone."""
+    try:
+        from numba.np.linalg import dot_3_mm, dot_3_vm, ensure_blas, make_contiguous
+    except ImportError:
+        return None
+
+    def codegen(context, builder, sig, args):
+        ensure_blas()
+        with make_contiguous(context, builder, sig, args) as (sig, args):
+            if sig.args[0].ndim == 2 and sig.args[1].ndim == 2:
+                return dot_3_mm(context, builder, sig, args)
+            return dot_3_vm(context, builder, sig, args)
+
+    return codegen
+
+
+_DOT_CODEGEN = _numba_dot_codegen()
+
+
+@intrinsic
+def _dot_into(typingctx, a, b, out):
+    """``np.dot(a, b, out)`` for float64 arrays (matrix-matrix or matrix-vector), lowered
+    into its caller by Numba's own code for it (:func:`_numba_dot_codegen`): the same BLAS
+    calls with the same arguments, so the same bits.
+
+    ``np.dot`` itself is an overload whose implementation Numba compiles as a function of
+    its own for each combination of layouts (``a.T`` is another layout than ``a``), linked
+    into every caller up the chain and optimised and emitted again in each: the products
+    of a VITS driver were 4-6 such functions, each under a wrapper of our own (about
+    1.5 s of a README snippet's cold compilation)."""
+    if not all(isinstance(t, types.Array) and t.dtype == types.float64 for t in (a, b, out)):
+        return None
+    if (a.ndim, b.ndim, out.ndim) not in ((2, 2, 2), (2, 1, 1), (1, 2, 1)):
+        return None
+    return out(a, b, out), _DOT_CODEGEN
+
+
+def _gemm_nn_blas(a, b, out):
+    """:func:`gemm_nn` on the CPU: ``np.dot(a, b, out)`` lowered in the caller."""
+    _dot_into(a, b, out)
+
+
+def _gemv_blas(a, x, out):
+    """:func:`gemv` on the CPU: ``np.dot(a, x, out)`` lowered in the caller."""
+    _dot_into(a, x, out)
+
+
+def _gemm_nn_numpy(a, b, out):
+    np.dot(a, b, out)
+
+
+def _gemv_numpy(a, x, out):
+    np.dot(a, x, out)
+
+
+# On the CPU a call of gemm_nn or gemv is replaced by its BLAS form's IR before typing
+# (vits_ref.config.inline_before_typing), as the views of kernels/views.py are; the
+# overloads answer a call the untyped inliner does not see. Without Numba's private
+# lowering of np.dot (another Numba), np.dot itself.
+_GEMM_NN_CPU = _gemm_nn_blas if _DOT_CODEGEN is not None else _gemm_nn_numpy
+_GEMV_CPU = _gemv_blas if _DOT_CODEGEN is not None else _gemv_numpy
+
+
 @cpu_overload(gemm_nn)
 def _gemm_nn_cpu(a, b, out):
-    def impl(a, b, out):
-        np.dot(a, b, out)
-    return impl
+    return _GEMM_NN_CPU
 
 
 @cpu_overload(gemv)
 def _gemv_cpu(a, x, out):
-    def impl(a, x, out):
-        np.dot(a, x, out)
-    return impl
+    return _GEMV_CPU
+
+
+inline_before_typing(gemm_nn, _GEMM_NN_CPU)
+inline_before_typing(gemv, _GEMV_CPU)
 
 
 @cpu_overload(inv_transpose)
@@ -302,12 +369,17 @@ def gram(a, out):
     gemm_tn(a, a, out)
 
 
+#: ``np.dot(a, b, out)`` for :func:`gram`'s general product (:func:`_dot_into`, or
+#: ``np.dot`` itself without Numba's private lowering of it).
+_GRAM_DOT = _dot_into if _DOT_CODEGEN is not None else np.dot
+
+
 @cpu_overload(gram)
 def _gram_cpu(a, out):
     def impl(a, out):
         d = a.shape[1]
         if d < 64:
-            np.dot(a.T, a, out)
+            _GRAM_DOT(a.T, a, out)
             return
         syrk_lower(a, 1.0, 0.0, out)
         for i in range(d):

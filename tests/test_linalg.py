@@ -194,6 +194,60 @@ def test_gemm_accepts_strided_views(impl, rng):
     assert rel_err(out, big[1] @ big[2]) < 1e-12
 
 
+
+@numba.njit(cache=False)
+def _j_numba_dot(a, b, out):
+    np.dot(a, b, out)
+
+
+@numba.njit(cache=False)
+def _j_numba_dot_tn(a, b, out):
+    np.dot(a.T, b, out)
+
+
+@numba.njit(cache=False)
+def _j_numba_dot_nt(a, b, out):
+    np.dot(a, b.T, out)
+
+
+@numba.njit(cache=False)
+def _j_gram(a, out):
+    la.gram(a, out)
+
+
+@pytest.mark.parametrize("n,k,m", [(20, 20, 20), (1, 6, 5), (5, 6, 1), (1, 6, 1), (7, 0, 3),
+                                   (3, 70, 4)])
+def test_products_are_numbas_np_dot_bit_for_bit(rng, n, k, m):
+    """On the CPU the products lower Numba's own np.dot code in their caller
+    (``la._dot_into``): the same BLAS call (dgemm, or dgemv and ddot for a matrix of one
+    row or column), so the same bits as np.dot compiled by Numba, for every layout the
+    bodies pass (a transposed view is Fortran-ordered)."""
+    a, b = rng.standard_normal((n, k)), rng.standard_normal((k, m))
+    at, bt = np.ascontiguousarray(a.T), np.ascontiguousarray(b.T)
+    for fn, ref, x, y in ((_j_gemm_nn, _j_numba_dot, a, b), (_j_gemm_tn, _j_numba_dot_tn, at, b),
+                          (_j_gemm_nt, _j_numba_dot_nt, a, bt)):
+        want, out = np.full((n, m), np.nan), np.full((n, m), np.nan)
+        ref(x, y, want)
+        fn(x, y, out)
+        assert np.array_equal(out, want)
+    x = rng.standard_normal(k)
+    want_v, out_v = np.full(n, np.nan), np.full(n, np.nan)
+    _j_numba_dot(a, x, want_v)
+    _j_gemv(a, x, out_v)
+    assert np.array_equal(out_v, want_v)
+    want_g, out_g = np.full((k, k), np.nan), np.full((k, k), np.nan)
+    _j_numba_dot_tn(a, a, want_g)  # a.T @ a, the general product gram uses below d = 64
+    _j_gram(a, out_g)
+    assert np.array_equal(out_g, want_g) if k < 64 else rel_err(out_g, a.T @ a) < 1e-12
+
+
+def test_products_check_their_shapes():
+    """A product of mismatched shapes raises np.dot's ValueError, not a wrong result."""
+    with pytest.raises(ValueError, match="incompatible array sizes"):
+        _j_gemm_nn(np.ones((2, 3)), np.ones((4, 2)), np.empty((2, 2)))
+    with pytest.raises(ValueError, match="incompatible output array size"):
+        _j_gemv(np.ones((2, 3)), np.ones(3), np.empty(3))
+
 @pytest.mark.parametrize("n,k", [(4, 4), (3, 6), (6, 2)])
 def test_gemv_matches_numpy(impl, rng, n, k):
     a = rng.standard_normal((n, k))
@@ -234,6 +288,7 @@ def test_inv_transpose_jit_is_numbas_inverse_bit_for_bit(rng, orthogonal):
         out = np.full((d, d), np.nan)
         assert _j_inv_transpose(b, out, np.empty((d, 2 * d))) is True
         assert np.array_equal(out, _j_numba_inv(b).T)
+
 
 
 def test_the_fallback_without_numbas_lapack_names_is_the_same_inverse(rng, orthogonal):

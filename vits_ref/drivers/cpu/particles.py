@@ -18,7 +18,7 @@ import numpy as np
 from numba import objmode, prange
 
 from ...config import cpu_jit, sources_stamp, stamped
-from ...kernels.linalg import all_finite_mat
+from ...kernels.linalg import all_finite_mat, gemm_nn
 from ...kernels.svgd import (
     adagrad_row,
     centre_into,
@@ -103,7 +103,7 @@ def svgd_phi(parallel=False):
                 for k in range(d):
                     s += Xc[i, k] * Xc[i, k]
                 sq[i] = s
-            np.dot(Xc, Xc.T, D)  # BLAS: the Gram matrix
+            gemm_nn(Xc, Xc.T, D)  # BLAS (np.dot's call, lowered here): the Gram matrix
             if median:
                 for i in prange(n):
                     sqdist_from_gram_lower(sq, i, D[i])
@@ -121,7 +121,7 @@ def svgd_phi(parallel=False):
                 shifted_grads_ones(Xc, G, c, Y1, i)
                 neg_scaled_sqdist_row(sq, i, D[i], inv_h, median)
             _numpy_exp(D)  # NumPy's SIMD exp: the kernel matrix K
-            np.dot(D, Y1, acc)  # BLAS: K [G - c X | 1]
+            gemm_nn(D, Y1, acc)  # BLAS (np.dot's call, lowered here): K [G - c X | 1]
             for i in prange(n):
                 phi_finish_sums_row(acc[i], Xc, i, c, out[i])
         else:
