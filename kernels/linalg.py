@@ -16,6 +16,7 @@ state: :mod:`.coop_linalg` holds each one's block-cooperative twin, with
 the same arithmetic per entry (docs/cuda.md, "Cooperative kernels").
 """
 
+import inspect
 import math
 
 import numpy as np
@@ -125,10 +126,18 @@ def pivot(work, c, d):
 def _numba_dot_codegen():
     """Numba's own lowering of ``np.dot(a, b, out)`` (``numba.np.linalg.dot_3``'s: the
     contiguity copies, the shape checks, then ``dgemm``, ``dgemv`` or ``ddot`` by the
-    operands' shapes and layouts), or None where those private names are gone."""
+    operands' shapes and layouts), or None where those private names are gone or changed."""
     try:
         from numba.np.linalg import dot_3_mm, dot_3_vm, ensure_blas, make_contiguous
     except ImportError:
+        return None
+    # private names: taken only with the parameters they have had since Numba 0.49 (where
+    # the module moved to numba.np), so that a Numba that changed them falls back to
+    # np.dot instead of failing every driver's compilation
+    lowering = ["context", "builder", "sig", "args"]
+    if not (all(list(inspect.signature(f).parameters) == lowering
+                for f in (dot_3_mm, dot_3_vm, make_contiguous))
+            and not inspect.signature(ensure_blas).parameters):
         return None
 
     def codegen(context, builder, sig, args):
