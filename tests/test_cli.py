@@ -126,8 +126,7 @@ def test_other_experiments_run_from_the_command_line(tmp_path, name, args):
 
 def test_data_option_of_the_command_line():
     # the small vits-movielens run itself (every method on the synthetic stand-in, regret
-    # within its bounds) is checked on tests/test_fig2_movielens_claims.py's run, which this
-    # test repeated in another process (the same seed, stand-in and runs; 40 rounds, not 30)
+    # within its bounds) is checked on tests/test_fig2_movielens_claims.py's run
     assert "--data" in _cli("run", "--help").stdout
     bad = _cli("run", "vits-fig1", "--data", "x", check=False)
     assert bad.returncode == 2 and "takes no --data" in bad.stderr
