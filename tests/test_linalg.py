@@ -194,7 +194,6 @@ def test_gemm_accepts_strided_views(impl, rng):
     assert rel_err(out, big[1] @ big[2]) < 1e-12
 
 
-
 @numba.njit(cache=False)
 def _j_numba_dot(a, b, out):
     np.dot(a, b, out)
@@ -248,6 +247,7 @@ def test_products_check_their_shapes():
     with pytest.raises(ValueError, match="incompatible output array size"):
         _j_gemv(np.ones((2, 3)), np.ones(3), np.empty(3))
 
+
 @pytest.mark.parametrize("n,k", [(4, 4), (3, 6), (6, 2)])
 def test_gemv_matches_numpy(impl, rng, n, k):
     a = rng.standard_normal((n, k))
@@ -288,7 +288,6 @@ def test_inv_transpose_jit_is_numbas_inverse_bit_for_bit(rng, orthogonal):
         out = np.full((d, d), np.nan)
         assert _j_inv_transpose(b, out, np.empty((d, 2 * d))) is True
         assert np.array_equal(out, _j_numba_inv(b).T)
-
 
 
 def test_the_fallback_without_numbas_lapack_names_is_the_same_inverse(rng, orthogonal):
