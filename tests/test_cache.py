@@ -312,9 +312,14 @@ KEY_SCRIPT = textwrap.dedent("""
     sys.path.insert(0, sys.argv[1])
     from test_cache import _every_driver
 
+    from vits_ref.config import CACHED_BODIES
+
     out = {}
-    for label, d in _every_driver().items():
-        cells = d.py_func.__closure__
+    funcs = {label: d.py_func for label, d in _every_driver().items()}
+    # the bodies cached on their own, the factories' among them (made by the calls above)
+    funcs.update({f"body {f.__module__}.{f.__qualname__}": f for f in CACHED_BODIES})
+    for label, f in funcs.items():
+        cells = f.__closure__
         if cells:
             out[label] = hashlib.sha256(
                 dumps(tuple(c.cell_contents for c in cells))).hexdigest()
@@ -325,10 +330,11 @@ KEY_SCRIPT = textwrap.dedent("""
 def test_every_driver_has_one_cache_key_in_every_process():
     """The part of Numba's cache key that comes from the closure (``_index_key``: the
     cells pickled) is the same in two fresh processes, for every cached driver of
-    ``vits_ref.drivers.cpu``: whatever in a closure pickles differently in each process
-    (a dispatcher, an intrinsic, a uuid, an address) shows here, not only the kinds the
-    test above refuses. Before, SVGD's steps closed over the direction's dispatcher, and
-    the online ``choose`` reached an intrinsic: every new process compiled them again."""
+    ``vits_ref.drivers.cpu`` and every kernel body cached on its own: whatever in a
+    closure pickles differently in each process (a dispatcher, an intrinsic, a uuid, an
+    address) shows here, not only the kinds the test above refuses. Before, SVGD's
+    steps closed over the direction's dispatcher, and the online ``choose`` reached an
+    intrinsic: every new process compiled them again."""
     keys = []
     here = os.path.dirname(os.path.abspath(__file__))
     for _ in range(2):
@@ -339,6 +345,7 @@ def test_every_driver_has_one_cache_key_in_every_process():
     assert len(keys[0]) > 100
     assert any("svgd_steps" in k for k in keys[0])
     assert any("bandit_online" in k for k in keys[0])
+    assert any(k.startswith("body ") for k in keys[0])  # a factory's body with a closure
     changed = sorted(k for k in keys[0] if keys[0][k] != keys[1].get(k))
     assert not changed, changed
 
@@ -656,6 +663,58 @@ def test_the_doors_of_every_policy_compile_nothing_in_a_second_process():
     from vits_ref.bandit.simulate import POLICY_NAMES
 
     _assert_nothing_compiled_again(list(POLICY_NAMES))
+
+
+BODY_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from numba import njit
+    from numba.core import event
+
+    compiled = []
+
+
+    class Count(event.Listener):
+        def on_start(self, ev):
+            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+        def on_end(self, ev):
+            pass
+
+
+    event.register("numba:compile", Count())
+    from vits_ref.kernels.cavi import digamma
+
+    if sys.argv[1] == "first":
+        @njit
+        def first(x):
+            return digamma(x)
+
+        value = first(2.5)
+    else:
+        @njit
+        def second(x):
+            return -digamma(x)  # another caller: its own compilation
+
+        value = -second(2.5)
+    print("RESULT " + json.dumps({"compiled": compiled, "value": value}))
+""")
+
+
+def test_a_body_compiled_for_one_caller_loads_for_another(tmp_path):
+    """A kernel body of the library compiled as a function of its own (here the digamma
+    function of the VTS updates) is cached on its own: a second process compiling
+    another caller loads it instead of compiling it again (before, every process compiled
+    every body its drivers call: the MLP and CAVI bodies several times a test run). Its
+    index is stamped with the library's sources (an edit of a body it calls, in another
+    file, recompiles it: ``test_an_edit_in_another_file_recompiles``)."""
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    first = _run(tmp_path, env, script=BODY_SCRIPT.replace("sys.argv[1]", "'first'"))
+    second = _run(tmp_path, env, script=BODY_SCRIPT.replace("sys.argv[1]", "'second'"))
+    assert "digamma" in first["compiled"] and "first" in first["compiled"]
+    assert "second" in second["compiled"] and "digamma" not in second["compiled"], second
+    # the same code: the same bits (and SciPy's digamma(2.5) to its last digits)
+    assert second["value"] == first["value"] == pytest.approx(0.7031566406452432, rel=1e-14)
+    _expected(["cavi.digamma-"], _index_files(tmp_path / "cache"))
 
 
 # ---------------------------------------------------------------------------------------

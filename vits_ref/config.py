@@ -51,6 +51,11 @@ ERROR_MODEL = "numpy"
 # change with every process and the cache would never load it (SVGD's steps were compiled
 # again by every worker process of a parallel run). Call another compiled function as a
 # module-level global, or inline its body (tests/test_cache.py checks every driver).
+#
+# A kernel body compiled as a function of its own (``kernel(inline=False)``) is cached on
+# its own as well, so that a process compiling one driver loads the bodies another process
+# compiled for another: a module-level body has no closure to carry the stamp, so the
+# stamp goes into its index's source stamp instead (:class:`_StampedLocator`).
 
 
 def _stamp_sources():
@@ -256,6 +261,113 @@ def cpu_overload(func, **options):
     return deco
 
 
+class _StampedLocator:
+    """Numba's cache locator for the library's sources, with :func:`sources_stamp` in the
+    source stamp.
+
+    Numba keys a cached function by its own file's contents (and a closure's cells), so a
+    kernel body cached on its own (:func:`kernel`) would stay stale after an edit of a body
+    it calls in another file. Wrapping the locator Numba would use for a file under the
+    stamped folders (:func:`_stamp_sources`), this one stamps the index with the library's
+    sources as well: an edit of any of them makes every index of the library's stale, as
+    the closures over the stamp make the drivers' keys new. Cache paths are the wrapped
+    locator's (``NUMBA_CACHE_DIR``, ``__pycache__`` beside the source, the user-wide
+    folder). Registered first in Numba's list by :func:`_register_locator`.
+    """
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def ensure_cache_path(self):
+        self._inner.ensure_cache_path()
+
+    def get_cache_path(self):
+        return self._inner.get_cache_path()
+
+    def get_disambiguator(self):
+        return self._inner.get_disambiguator()
+
+    def get_source_stamp(self):
+        return (self._inner.get_source_stamp(), sources_stamp())
+
+    @staticmethod
+    def covers(py_file):
+        """Whether ``py_file`` is one of the stamped sources."""
+        folders, files = _stamp_sources()
+        path = os.path.abspath(py_file)
+        return path in files or any(path.startswith(os.path.join(f, "")) for f in folders)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if not cls.covers(py_file):
+            return None
+        for other in _cache_impl()._locator_classes:
+            if other is not cls:
+                inner = other.from_function(py_func, py_file)
+                if inner is not None:
+                    return cls(inner)
+        return None
+
+
+@functools.cache
+def _register_locator():
+    """Put :class:`_StampedLocator` first in Numba's locators (once per process). False,
+    and kernel bodies then not cached on their own, where Numba's list is not where this
+    Numba version keeps it or ``NUMBA_CACHE_LOCATOR_CLASSES`` replaces it."""
+    from numba import config as nconfig
+    from numba.core import caching
+
+    impl = _cache_impl()
+    if (impl is None or getattr(nconfig, "CACHE_LOCATOR_CLASSES", None)
+            or not isinstance(getattr(impl, "_locator_classes", None), list)
+            or not hasattr(caching, "_CacheLocator")):
+        return False
+    caching._CacheLocator.register(_StampedLocator)
+    impl._locator_classes.insert(0, _StampedLocator)
+    return True
+
+
+def _cache_impl():
+    """Numba's class that holds the list of cache locators (``CacheImpl`` in Numba 0.68,
+    ``_CacheImpl`` in older ones), or None."""
+    from numba.core import caching
+
+    return getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+
+
+def _cells_stable(fn):
+    """Whether ``fn``'s closure pickles to the same bytes in every process, as Numba's
+    cache key pickles it: no cell empty, and no compiled dispatcher in it (a dispatcher
+    pickles with a uuid drawn anew in each process: config's rule for cached functions).
+    Plain values, tuples of them and functions whose own cells are stable pass."""
+    from numba.core.dispatcher import Dispatcher
+
+    def stable(value, depth=0):
+        if isinstance(value, Dispatcher) or depth > 8:
+            return False
+        if isinstance(value, (tuple, list)):
+            return all(stable(v, depth + 1) for v in value)
+        if isinstance(value, types.FunctionType):
+            if "<locals>" in value.__qualname__:  # pickled by value, with its globals
+                names = _code_names(value.__code__)
+                if any(isinstance(value.__globals__.get(n), Dispatcher) for n in names):
+                    return False
+            return _cells_stable_at(value, depth + 1)
+        return True
+
+    def _cells_stable_at(f, depth):
+        for cell in f.__closure__ or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # empty until the factory assigns it
+                return False
+            if not stable(value, depth):
+                return False
+        return True
+
+    return _cells_stable_at(fn, 0)
+
+
 def kernel(fn=None, *, inline=False):
     """Mark a kernel body: plain loops on arrays, no allocation.
 
@@ -278,10 +390,19 @@ def kernel(fn=None, *, inline=False):
     opts = {"fastmath": FASTMATH, "error_model": ERROR_MODEL}
 
     def deco(f):
+        jit_options = opts
         if not inline:  # compiled as a function of its own: a symbol (own_name)
             own_name(f)
+            if (CACHE and _StampedLocator.covers(f.__code__.co_filename)
+                    and _cells_stable(f) and _register_locator()):
+                # one of the library's bodies, cached on its own (its index stamped with
+                # the library's sources): a process compiling another driver that calls
+                # it loads it. A user's body (a potential of their own) is not: a cached
+                # copy would not see an upgrade of the library's bodies it calls
+                jit_options = {**opts, "cache": True}
+                CACHED_BODIES.add(f)
 
-        @cpu_overload(f, jit_options=opts, strict=False,
+        @cpu_overload(f, jit_options=jit_options, strict=False,
                       inline="always" if inline else "never")
         def _cpu(*args, **kwargs):
             return f
@@ -314,6 +435,9 @@ def inline_before_typing(f, body=None):
     return f
 
 
+#: The kernel bodies cached on their own (:func:`kernel`): tests/test_cache.py checks that
+#: each has one cache key in every process.
+CACHED_BODIES = weakref.WeakSet()
 #: Every kernel body (:func:`kernel`, and the copies :func:`mark_body` records) and whether
 #: it is inlined: the functions a CUDA kernel gets a copy of (:func:`cuda_jit`).
 _BODIES = weakref.WeakKeyDictionary()
