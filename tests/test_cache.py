@@ -312,12 +312,12 @@ KEY_SCRIPT = textwrap.dedent("""
     sys.path.insert(0, sys.argv[1])
     from test_cache import _every_driver
 
-    from vits_ref.config import CACHED_BODIES
+    from vits_ref.config import _CACHED_BODIES
 
     out = {}
     funcs = {label: d.py_func for label, d in _every_driver().items()}
     # the bodies cached on their own, the factories' among them (made by the calls above)
-    funcs.update({f"body {f.__module__}.{f.__qualname__}": f for f in CACHED_BODIES})
+    funcs.update({f"body {f.__module__}.{f.__qualname__}": f for f in _CACHED_BODIES})
     for label, f in funcs.items():
         cells = f.__closure__
         if cells:

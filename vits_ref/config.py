@@ -400,7 +400,7 @@ def kernel(fn=None, *, inline=False):
                 # it loads it. A user's body (a potential of their own) is not: a cached
                 # copy would not see an upgrade of the library's bodies it calls
                 jit_options = {**opts, "cache": True}
-                CACHED_BODIES.add(f)
+                _CACHED_BODIES.add(f)
 
         @cpu_overload(f, jit_options=jit_options, strict=False,
                       inline="always" if inline else "never")
@@ -437,7 +437,7 @@ def inline_before_typing(f, body=None):
 
 #: The kernel bodies cached on their own (:func:`kernel`): tests/test_cache.py checks that
 #: each has one cache key in every process.
-CACHED_BODIES = weakref.WeakSet()
+_CACHED_BODIES = weakref.WeakSet()
 #: Every kernel body (:func:`kernel`, and the copies :func:`mark_body` records) and whether
 #: it is inlined: the functions a CUDA kernel gets a copy of (:func:`cuda_jit`).
 _BODIES = weakref.WeakKeyDictionary()
