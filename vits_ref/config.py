@@ -293,9 +293,9 @@ class _StampedLocator:
     @staticmethod
     def covers(py_file):
         """Whether ``py_file`` is one of the stamped sources."""
-        folders, files = _stamp_sources()
+        folders, files = _stamped_roots()
         path = os.path.abspath(py_file)
-        return path in files or any(path.startswith(os.path.join(f, "")) for f in folders)
+        return path in files or path.startswith(folders)
 
     @classmethod
     def from_function(cls, py_func, py_file):
@@ -307,6 +307,14 @@ class _StampedLocator:
                 if inner is not None:
                     return cls(inner)
         return None
+
+
+@functools.cache
+def _stamped_roots():
+    """``(folder prefixes, files)`` of :func:`_stamp_sources`, found once per process (every
+    kernel body and every cached function asks)."""
+    folders, files = _stamp_sources()
+    return tuple(os.path.join(f, "") for f in folders), tuple(files)
 
 
 @functools.cache
