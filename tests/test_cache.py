@@ -350,6 +350,31 @@ def test_every_driver_has_one_cache_key_in_every_process():
     assert not changed, changed
 
 
+def test_the_keys_are_the_same_with_and_without_bytecode(tmp_path):
+    """A process that compiles the library's modules from source (the first after an
+    install without bytecode: ``pip install -e``, ``--no-compile``) and one that loads
+    their bytecode give every cached driver and body the same closure key (and so the same
+    name and cache entry). A function pickled by value carries its module's ``__file__``
+    and its code's file name: from source they are one string object, from bytecode two,
+    and the pickles differed, so every process after the first compiled everything again.
+    On a copy of the package without bytecode, run twice: the first writes it."""
+    site = tmp_path / "site"
+    _copy_package(site)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(site)
+    here = os.path.dirname(os.path.abspath(__file__))
+    keys = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", KEY_SCRIPT, here], capture_output=True,
+                              text=True, check=True, env=env, cwd=tmp_path)
+        line, = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+        keys.append(json.loads(line[len("RESULT "):]))
+    assert list((site / "vits_ref" / "drivers" / "cpu" / "__pycache__").glob("*.pyc"))
+    assert len(keys[0]) > 100
+    changed = sorted(k for k in keys[0] if keys[0][k] != keys[1].get(k))
+    assert not changed, changed
+
+
 # ---------------------------------------------------------------------------------------
 # subprocesses: an edit in another file recompiles (on a copy of the sources)
 

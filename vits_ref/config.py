@@ -164,6 +164,7 @@ def own_name(fn):
         return fn
     from numba.core.serialize import dumps
 
+    _file_names_as_loaded(fn, set())
     contents = []
     for cell in cells:
         try:
@@ -173,6 +174,50 @@ def own_name(fn):
     digest = hashlib.sha256(dumps(tuple(contents))).hexdigest()[:16]
     fn.__qualname__ = f"{fn.__qualname__}_{digest}"
     return fn
+
+
+def _file_names_as_loaded(value, seen):
+    """Make the functions pickled by value in ``value`` (a function defined in a factory,
+    its closure's, recursively) pickle to the same bytes whether their module was compiled
+    from source or loaded from bytecode: their code's file name becomes their module's
+    ``__file__`` object.
+
+    cloudpickle writes such a function's code with its file name and its module's
+    ``__file__``, one string object (a pickle reference) when Python compiled the module
+    from source, two equal strings when it loaded its bytecode (``_fix_co_filename``). The
+    pickles, and so Numba's cache keys and :func:`own_name`'s suffixes, differed, and every
+    process after the first one of an install without bytecode (``pip install -e``,
+    ``--no-compile``) compiled everything again (tests/test_cache.py).
+    """
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            _file_names_as_loaded(v, seen)
+        return
+    if (not isinstance(value, types.FunctionType) or "<locals>" not in value.__qualname__
+            or id(value) in seen):
+        return
+    seen.add(id(value))
+    name = value.__globals__.get("__file__")
+    if isinstance(name, str):
+        code = _code_file_name(value.__code__, name)
+        if code is not value.__code__:
+            value.__code__ = code
+    for cell in value.__closure__ or ():
+        try:
+            _file_names_as_loaded(cell.cell_contents, seen)
+        except ValueError:  # empty until the factory assigns it
+            pass
+
+
+def _code_file_name(code, name):
+    """``code`` with ``name`` (an equal string) as the file name of it and of the code
+    objects nested in it; ``code`` itself when they have it already."""
+    consts = tuple(_code_file_name(c, name) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    changed = any(a is not b for a, b in zip(consts, code.co_consts, strict=True))
+    if code.co_filename == name and (code.co_filename is not name or changed):
+        return code.replace(co_filename=name, co_consts=consts)
+    return code
 
 
 def cpu_jit(fn=None, *, parallel=False, nogil=True):
