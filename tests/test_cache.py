@@ -611,7 +611,9 @@ def test_read_only_install_caches_in_user_wide_dir(tmp_path):
 # ---------------------------------------------------------------------------------------
 # the doors a user meets: nothing compiled again in a new process
 
-DOORS_SCRIPT = textwrap.dedent("""
+#: the start of a script that lists the functions its process compiles (``compiled``):
+#: Numba's ``numba:compile`` events fire for compilations, not for loads from the cache
+COUNT_COMPILES = textwrap.dedent("""
     import json, sys, time
     from numba.core import event
 
@@ -627,6 +629,9 @@ DOORS_SCRIPT = textwrap.dedent("""
 
 
     event.register("numba:compile", Count())
+""")
+
+DOORS_SCRIPT = COUNT_COMPILES + textwrap.dedent("""
     import numpy as np
     import vits_ref as vr
 
@@ -690,23 +695,8 @@ def test_the_doors_of_every_policy_compile_nothing_in_a_second_process():
     _assert_nothing_compiled_again(list(POLICY_NAMES))
 
 
-BODY_SCRIPT = textwrap.dedent("""
-    import json, sys
+BODY_SCRIPT = COUNT_COMPILES + textwrap.dedent("""
     from numba import njit
-    from numba.core import event
-
-    compiled = []
-
-
-    class Count(event.Listener):
-        def on_start(self, ev):
-            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-
-        def on_end(self, ev):
-            pass
-
-
-    event.register("numba:compile", Count())
     from vits_ref.kernels.cavi import digamma
 
     if sys.argv[1] == "first":
