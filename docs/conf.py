@@ -85,10 +85,11 @@ numpydoc_show_class_members = False  # autodoc documents members; no stub tables
 numpydoc_xref_param_type = False
 numpydoc_validation_checks = set()
 # numpydoc (1.11) builds a jinja environment and compiles its docstring template again
-# for every object it renders (docscrape_sphinx.get_doc_object): about 2 600 compilations,
-# 20 s of the 61 s that the build without the notebooks took on the 2-core machine. Its
-# environment class is given a get_template that compiles each template once per search
-# path (the template, the loader's folders and the rendering are numpydoc's own)
+# for every object it renders (docscrape_sphinx.get_doc_object): about 2 600 compilations.
+# Its environment class is given a get_template that compiles each template once per
+# search path (the template, the loader's folders and the rendering are numpydoc's own):
+# the build without the notebooks took 61.5 s on the 2-core machine, 51.5 s now, the
+# same pages
 import numpydoc.docscrape_sphinx as _numpydoc_sphinx  # noqa: E402
 
 

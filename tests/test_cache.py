@@ -327,37 +327,21 @@ KEY_SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_every_driver_has_one_cache_key_in_every_process():
+def test_every_driver_has_one_cache_key_in_every_process(tmp_path):
     """The part of Numba's cache key that comes from the closure (``_index_key``: the
     cells pickled) is the same in two fresh processes, for every cached driver of
     ``vits_ref.drivers.cpu`` and every kernel body cached on its own: whatever in a
     closure pickles differently in each process (a dispatcher, an intrinsic, a uuid, an
     address) shows here, not only the kinds the test above refuses. Before, SVGD's
     steps closed over the direction's dispatcher, and the online ``choose`` reached an
-    intrinsic: every new process compiled them again."""
-    keys = []
-    here = os.path.dirname(os.path.abspath(__file__))
-    for _ in range(2):
-        proc = subprocess.run([sys.executable, "-c", KEY_SCRIPT, here], capture_output=True,
-                              text=True, check=True)
-        line, = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
-        keys.append(json.loads(line[len("RESULT "):]))
-    assert len(keys[0]) > 100
-    assert any("svgd_steps" in k for k in keys[0])
-    assert any("bandit_online" in k for k in keys[0])
-    assert any(k.startswith("body ") for k in keys[0])  # a factory's body with a closure
-    changed = sorted(k for k in keys[0] if keys[0][k] != keys[1].get(k))
-    assert not changed, changed
+    intrinsic: every new process compiled them again.
 
-
-def test_the_keys_are_the_same_with_and_without_bytecode(tmp_path):
-    """A process that compiles the library's modules from source (the first after an
-    install without bytecode: ``pip install -e``, ``--no-compile``) and one that loads
-    their bytecode give every cached driver and body the same closure key (and so the same
-    name and cache entry). A function pickled by value carries its module's ``__file__``
-    and its code's file name: from source they are one string object, from bytecode two,
-    and the pickles differed, so every process after the first compiled everything again.
-    On a copy of the package without bytecode, run twice: the first writes it."""
+    The two processes run on a copy of the package without bytecode: the first compiles
+    the modules from source and writes it (as the first process after ``pip install -e``
+    or ``--no-compile`` does), the second loads it. A function pickled by value carries
+    its module's ``__file__`` and its code's file name, one string object from source and
+    two from bytecode: the pickles differed, and every process after the first compiled
+    everything again (:func:`vits_ref.config._file_names_as_loaded`)."""
     site = tmp_path / "site"
     _copy_package(site)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -371,6 +355,9 @@ def test_the_keys_are_the_same_with_and_without_bytecode(tmp_path):
         keys.append(json.loads(line[len("RESULT "):]))
     assert list((site / "vits_ref" / "drivers" / "cpu" / "__pycache__").glob("*.pyc"))
     assert len(keys[0]) > 100
+    assert any("svgd_steps" in k for k in keys[0])
+    assert any("bandit_online" in k for k in keys[0])
+    assert any(k.startswith("body ") for k in keys[0])  # a factory's body with a closure
     changed = sorted(k for k in keys[0] if keys[0][k] != keys[1].get(k))
     assert not changed, changed
 
