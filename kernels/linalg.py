@@ -171,44 +171,35 @@ def _dot_into(typingctx, a, b, out):
     return out(a, b, out), _DOT_CODEGEN
 
 
-def _gemm_nn_blas(a, b, out):
-    """:func:`gemm_nn` on the CPU: ``np.dot(a, b, out)`` lowered in the caller."""
+def _dot_blas(a, b, out):
+    """:func:`gemm_nn` and :func:`gemv` on the CPU: ``np.dot(a, b, out)`` lowered in the
+    caller."""
     _dot_into(a, b, out)
 
 
-def _gemv_blas(a, x, out):
-    """:func:`gemv` on the CPU: ``np.dot(a, x, out)`` lowered in the caller."""
-    _dot_into(a, x, out)
-
-
-def _gemm_nn_numpy(a, b, out):
+def _dot_numpy(a, b, out):
     np.dot(a, b, out)
 
 
-def _gemv_numpy(a, x, out):
-    np.dot(a, x, out)
-
-
-# On the CPU a call of gemm_nn or gemv is replaced by its BLAS form's IR before typing
+# On the CPU a call of gemm_nn or gemv is replaced by the BLAS form's IR before typing
 # (vits_ref.config.inline_before_typing), as the views of kernels/views.py are; the
 # overloads answer a call the untyped inliner does not see. Without Numba's private
 # lowering of np.dot (another Numba), np.dot itself.
-_GEMM_NN_CPU = _gemm_nn_blas if _DOT_CODEGEN is not None else _gemm_nn_numpy
-_GEMV_CPU = _gemv_blas if _DOT_CODEGEN is not None else _gemv_numpy
+_DOT_CPU = _dot_blas if _DOT_CODEGEN is not None else _dot_numpy
 
 
 @cpu_overload(gemm_nn)
 def _gemm_nn_cpu(a, b, out):
-    return _GEMM_NN_CPU
+    return _DOT_CPU
 
 
 @cpu_overload(gemv)
 def _gemv_cpu(a, x, out):
-    return _GEMV_CPU
+    return _DOT_CPU
 
 
-inline_before_typing(gemm_nn, _GEMM_NN_CPU)
-inline_before_typing(gemv, _GEMV_CPU)
+inline_before_typing(gemm_nn, _DOT_CPU)
+inline_before_typing(gemv, _DOT_CPU)
 
 
 @cpu_overload(inv_transpose)
