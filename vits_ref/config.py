@@ -164,7 +164,7 @@ def own_name(fn):
         return fn
     from numba.core.serialize import dumps
 
-    _file_names_as_loaded(fn, set())
+    _file_names_as_loaded(fn)
     contents = []
     for cell in cells:
         try:
@@ -176,11 +176,44 @@ def own_name(fn):
     return fn
 
 
-def _file_names_as_loaded(value, seen):
-    """Make the functions pickled by value in ``value`` (a function defined in a factory,
-    its closure's, recursively) pickle to the same bytes whether their module was compiled
-    from source or loaded from bytecode: their code's file name becomes their module's
-    ``__file__`` object.
+#: What :func:`_closure_values` gives for a cell not filled yet.
+_EMPTY = object()
+
+
+def _closure_values(fn, seen=None):
+    """Every value ``fn``'s closure reaches: its cells' contents, the items of the tuples
+    and lists among them and, recursively, what the closures of the functions among them
+    reach, each once (:data:`_EMPTY` for a cell still empty)."""
+    seen = set() if seen is None else seen
+    for cell in fn.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # empty until the factory assigns it
+            yield _EMPTY
+            continue
+        stack = [value]
+        while stack:
+            value = stack.pop()
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            yield value
+            if isinstance(value, (tuple, list)):
+                stack.extend(value)
+            elif isinstance(value, types.FunctionType):
+                yield from _closure_values(value, seen)
+
+
+def _by_value(value):
+    """Whether ``value`` is a function that cloudpickle pickles by value (with its code
+    and the globals it reads): one defined in a factory."""
+    return isinstance(value, types.FunctionType) and "<locals>" in value.__qualname__
+
+
+def _file_names_as_loaded(fn):
+    """Make ``fn`` and the functions pickled by value that its closure reaches pickle to
+    the same bytes whether their module was compiled from source or loaded from bytecode:
+    their code's file name becomes their module's ``__file__`` object.
 
     cloudpickle writes such a function's code with its file name and its module's
     ``__file__``, one string object (a pickle reference) when Python compiled the module
@@ -189,24 +222,14 @@ def _file_names_as_loaded(value, seen):
     process after the first one of an install without bytecode (``pip install -e``,
     ``--no-compile``) compiled everything again (tests/test_cache.py).
     """
-    if isinstance(value, (tuple, list)):
-        for v in value:
-            _file_names_as_loaded(v, seen)
-        return
-    if (not isinstance(value, types.FunctionType) or "<locals>" not in value.__qualname__
-            or id(value) in seen):
-        return
-    seen.add(id(value))
-    name = value.__globals__.get("__file__")
-    if isinstance(name, str):
-        code = _code_file_name(value.__code__, name)
-        if code is not value.__code__:
-            value.__code__ = code
-    for cell in value.__closure__ or ():
-        try:
-            _file_names_as_loaded(cell.cell_contents, seen)
-        except ValueError:  # empty until the factory assigns it
-            pass
+    for value in (fn, *_closure_values(fn)):
+        if not _by_value(value):
+            continue
+        name = value.__globals__.get("__file__")
+        if isinstance(name, str):
+            code = _code_file_name(value.__code__, name)
+            if code is not value.__code__:
+                value.__code__ = code
 
 
 def _code_file_name(code, name):
@@ -390,35 +413,18 @@ def _cache_impl():
 
 def _cells_stable(fn):
     """Whether ``fn``'s closure pickles to the same bytes in every process, as Numba's
-    cache key pickles it: no cell empty, and no compiled dispatcher in it (a dispatcher
-    pickles with a uuid drawn anew in each process: config's rule for cached functions).
-    Plain values, tuples of them and functions whose own cells are stable pass."""
+    cache key pickles it: no cell empty, and no compiled dispatcher in what it reaches (a
+    dispatcher pickles with a uuid drawn anew in each process: config's rule for cached
+    functions), nor among the globals of a function pickled by value."""
     from numba.core.dispatcher import Dispatcher
 
-    def stable(value, depth=0):
-        if isinstance(value, Dispatcher) or depth > 8:
+    for value in _closure_values(fn):
+        if value is _EMPTY or isinstance(value, Dispatcher):
             return False
-        if isinstance(value, (tuple, list)):
-            return all(stable(v, depth + 1) for v in value)
-        if isinstance(value, types.FunctionType):
-            if "<locals>" in value.__qualname__:  # pickled by value, with its globals
-                names = _code_names(value.__code__)
-                if any(isinstance(value.__globals__.get(n), Dispatcher) for n in names):
-                    return False
-            return _cells_stable_at(value, depth + 1)
-        return True
-
-    def _cells_stable_at(f, depth):
-        for cell in f.__closure__ or ():
-            try:
-                value = cell.cell_contents
-            except ValueError:  # empty until the factory assigns it
-                return False
-            if not stable(value, depth):
-                return False
-        return True
-
-    return _cells_stable_at(fn, 0)
+        if _by_value(value) and any(isinstance(value.__globals__.get(n), Dispatcher)
+                                    for n in _code_names(value.__code__)):
+            return False
+    return True
 
 
 def kernel(fn=None, *, inline=False):
