@@ -235,6 +235,29 @@ def test_an_engine_given_another_model_learns_into_it():
 
 
 @pytest.mark.parametrize("name", ["lints", "linucb"])
+def test_an_array_assigned_between_calls_is_learnt_into(name):
+    """An array of the state assigned between calls (``model.b = new``, LinUCB's ``b``):
+    the next call attaches the new array, as the engine's own path learns into it (the
+    compiled calls check their bindings by reading the attributes themselves)."""
+    X = np.random.default_rng(0).standard_normal((K, D))
+    fast, slow = vr.make_policy(name, D, seed=0), vr.make_policy(name, D, seed=0)
+    slow.compiled = False
+    holders = []
+    for pol in (fast, slow):
+        pol.update(X, pol.select(X), 1.0)
+        holder = pol if name == "linucb" else pol.engine.model
+        holder.b = holder.b + 0.5
+        pol.update(X, 2, 2.0)
+        holders.append(holder)
+    # the compiled path against the NumPy one: to rounding, as in
+    # test_the_engines_own_path_agrees_to_rounding
+    np.testing.assert_allclose(holders[0].b, holders[1].b, rtol=1e-14)
+    if name == "lints":
+        np.testing.assert_allclose(fast.engine.mean, slow.engine.mean, rtol=1e-12,
+                                   atol=1e-15)
+
+
+@pytest.mark.parametrize("name", ["lints", "linucb"])
 def test_inputs_the_compiled_calls_cannot_take_are_checked_not_misread(name):
     """Found by the fuzz suite: with one arm the compiled update read arm -1 as Online's
     "row of features" and learnt it; an arm beyond int64 raised a raw OverflowError; and a

@@ -137,14 +137,14 @@ class ThompsonSampling(CoreDoor, Persistent):
     def _observe(self, n, r2):
         """Count ``n`` observations learnt by the core (their rewards' squares summing to
         ``r2``) as the engine's ``update`` counts them."""
-        eng = self.engine
-        model = eng.model
+        core = self._core
+        model = core.counter  # the engine's model (CoreDoor._attach, checked by _ready)
         model.n_obs += n
         model.sum_r2 += r2
         n_obs = model.n_obs
-        diag = eng.diagnostics
+        diag = self.engine.diagnostics
         diag["n_obs"] = n_obs
-        schedule = self._core.step_diagnostics
+        schedule = core.step_diagnostics
         if schedule is not None:  # an iterative engine (its updates draw): its schedule
             h, varies, n_steps = schedule
             diag["step_size"] = h(n_obs) if varies else h
