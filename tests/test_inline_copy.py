@@ -1,0 +1,68 @@
+"""The inliner's copy with one memo (vits_ref/_inline_copy.py) compiles the same code as
+Numba's own, and leaves a Numba whose source it does not know alone."""
+
+import re
+
+import numba
+import numpy as np
+from numba.core import inline_closurecall as icc
+
+import vits_ref  # noqa: F401  (installs the copy, through vits_ref.config)
+from vits_ref import _inline_copy
+
+
+def _caller():
+    """A fresh caller of a body with nested loops and branches (many blocks, many
+    variables), inlined at two sites."""
+    @numba.njit(inline="always")
+    def body(x, n):
+        s = 0.0
+        for i in range(n):
+            if x[i] > 0:
+                s += x[i] * 2.0
+            else:
+                for j in range(3):
+                    s -= x[i] / (j + 1.0)
+        return s
+
+    @numba.njit
+    def caller(x):
+        t = 0.0
+        for _ in range(2):
+            t += body(x, x.shape[0]) + body(x[::-1].copy(), 3)
+        return t
+
+    return caller
+
+
+def _code(caller, x):
+    """``(result, optimised LLVM IR)``, the IR with its block labels and its functions'
+    version numbers masked (both count up with every compilation in the process)."""
+    out = caller(x)
+    llvm = caller.inspect_llvm(caller.signatures[0])
+    return out, re.sub(r"v\d+", "v#", re.sub(r"B\d+", "B#", llvm))
+
+
+def test_installed_at_import():
+    assert icc.InlineWorker.inline_ir._one_memo
+    assert _inline_copy.install()  # once: a second call changes nothing
+    assert not hasattr(icc.InlineWorker.inline_ir.numba_inline_ir, "_one_memo")
+
+
+def test_the_copy_compiles_what_numbas_own_compiles(monkeypatch):
+    x = np.linspace(-1.0, 1.0, 7)
+    ours = _code(_caller(), x)
+    monkeypatch.setattr(icc.InlineWorker, "inline_ir",
+                        icc.InlineWorker.inline_ir.numba_inline_ir)
+    numbas = _code(_caller(), x)
+    assert ours[0] == numbas[0]
+    assert ours[1] == numbas[1]
+
+
+def test_a_numba_whose_source_differs_is_left_alone(monkeypatch):
+    def inline_ir(self, caller_ir, block, i, callee_ir, callee_freevars, arg_typs=None):
+        return None  # no copy loop of the known text
+
+    monkeypatch.setattr(icc.InlineWorker, "inline_ir", inline_ir)
+    assert not _inline_copy.install()
+    assert icc.InlineWorker.inline_ir is inline_ir
