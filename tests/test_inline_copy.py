@@ -44,16 +44,20 @@ def _code(caller, x):
 
 
 def test_installed_at_import():
-    assert icc.InlineWorker.inline_ir._one_memo
+    worker = icc.InlineWorker
+    assert worker.inline_ir._one_memo and worker.inline_function._uncopied
     assert _inline_copy.install()  # once: a second call changes nothing
-    assert not hasattr(icc.InlineWorker.inline_ir.numba_inline_ir, "_one_memo")
+    assert not hasattr(worker.inline_ir.numba_inline_ir, "_one_memo")
+    assert not hasattr(worker.inline_function.numba_inline_function, "_uncopied")
 
 
 def test_the_copy_compiles_what_numbas_own_compiles(monkeypatch):
     x = np.linspace(-1.0, 1.0, 7)
     ours = _code(_caller(), x)
-    monkeypatch.setattr(icc.InlineWorker, "inline_ir",
-                        icc.InlineWorker.inline_ir.numba_inline_ir)
+    worker = icc.InlineWorker
+    monkeypatch.setattr(worker, "inline_ir", worker.inline_ir.numba_inline_ir)
+    monkeypatch.setattr(worker, "inline_function",
+                        worker.inline_function.numba_inline_function)
     numbas = _code(_caller(), x)
     assert ours[0] == numbas[0]
     assert ours[1] == numbas[1]
@@ -63,6 +67,13 @@ def test_a_numba_whose_source_differs_is_left_alone(monkeypatch):
     def inline_ir(self, caller_ir, block, i, callee_ir, callee_freevars, arg_typs=None):
         return None  # no copy loop of the known text
 
-    monkeypatch.setattr(icc.InlineWorker, "inline_ir", inline_ir)
+    def inline_function(self, caller_ir, block, i, function, arg_typs=None):
+        return None  # does not build the callee's IR
+
+    worker = icc.InlineWorker
+    monkeypatch.setattr(worker, "inline_ir", inline_ir)
+    monkeypatch.setattr(worker, "inline_function", inline_function)
     assert not _inline_copy.install()
-    assert icc.InlineWorker.inline_ir is inline_ir
+    assert worker.inline_ir is inline_ir and worker.inline_function is inline_function
+    assert not _inline_copy._install_uncopied(icc)
+    assert worker.inline_function is inline_function

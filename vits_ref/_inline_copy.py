@@ -1,4 +1,4 @@
-"""Numba's inliner copies the callee's IR with one deep-copy memo, not one per block.
+"""Numba's inliner: an inlined body's IR copied with one deep-copy memo, or not at all.
 
 The library's glue is inlined before typing (:func:`vits_ref.config.kernel`,
 ``inline="always"``): Numba's ``InlineWorker.inline_ir`` copies the callee's IR twice per
@@ -9,21 +9,29 @@ with blocks x variables and was the largest single cost in a profile of compilin
 driver (deep copies: 7.3 of 30 s under ``cProfile``; reported to Numba as
 https://github.com/numba/numba/issues/8989).
 
-:func:`install` gives ``inline_ir``'s ``copy_ir`` one memo for all the blocks of one copy,
-which is what ``copy.deepcopy(the_ir.blocks)`` would do: the blocks of the copy share one
-copy of the scope, as the blocks of the function did, and each copy is still independent
-of the callee's IR and of every other copy. Same IR, same machine code, same bits
-(``tests/test_golden.py``). Measured on the 2-core machine, idle, a cold
-``python -m vits_ref compile vits-fig1`` twice each way, alternating: its compiling (summed
-over its two processes) 71.8 and 72.4 -> 64.5 and 63.7 s; CPU (user + sys) 94.7 and 95.7
--> 87.8 and 86.7 s; wall 49.6 and 50.3 -> 46.1 and 45.8 s.
+:func:`install` makes two changes, each only where Numba's source is the one it knows
+(found by its exact text; elsewhere Numba copies as it does):
 
-The change is made on Numba's own source of ``inline_ir``, found by its exact text: with
-another Numba whose text differs, nothing is changed (:func:`install` returns False) and
-Numba copies as it does.
+- ``inline_ir``'s ``copy_ir`` copies all the blocks of one copy with one memo, which is
+  what ``copy.deepcopy(the_ir.blocks)`` would do: the blocks of the copy share one copy of
+  the scope, as the blocks of the function did, and each copy is still independent of the
+  callee's IR and of every other copy (:func:`_install_one_memo`). This is what the
+  typed passes' inlining of overloads gets.
+- ``inline_function``, which builds the callee's IR afresh for each call site, inlines it
+  without copying it (:func:`_install_uncopied`): the one copy that matters there is the
+  one that ``inline_ir`` mutates, of an IR nothing else holds.
+
+The same code (``tests/test_inline_copy.py`` compares the optimised LLVM IR with Numba's
+own; ``tests/test_golden.py``, bits included). Measured on the 2-core machine, idle, a
+cold ``python -m vits_ref compile vits-fig1``, twice each way, alternating, its compiling
+(summed over its two processes, as the command prints it) and its CPU (user + sys):
+Numba's copies 71.8 and 72.4 s, 94.7 and 95.7 s; one memo 64.5 and 63.7 s, 87.8 and 86.7
+s; and no copy in ``inline_function`` (64.0 and 63.3 -> 60.7 and 61.0 s, 87.3 and 86.1 ->
+83.7 and 84.5 s in the second pair of runs).
 """
 
 import inspect
+import re
 import textwrap
 
 #: ``copy_ir``'s copy of the blocks in numba 0.68's ``InlineWorker.inline_ir``, dedented ...
@@ -40,10 +48,18 @@ _ONE_MEMO = """\
 """
 
 def install():
-    """Replace ``InlineWorker.inline_ir`` by its copy with one memo per IR copy (once per
-    process). True if it is in place, False where this Numba's source differs."""
+    """Replace ``InlineWorker.inline_ir`` by its copy with one memo per IR copy, and
+    ``inline_function``'s copies by none (:func:`_install_uncopied`), once per process.
+    True if the first is in place, False where this Numba's source differs."""
     from numba.core import inline_closurecall as icc
 
+    if not _install_one_memo(icc):
+        return False
+    _install_uncopied(icc)
+    return True
+
+
+def _install_one_memo(icc):
     worker = icc.InlineWorker
     if getattr(worker.inline_ir, "_one_memo", False):
         return True
@@ -64,4 +80,49 @@ def install():
     inline_ir.numba_inline_ir = worker.inline_ir  # Numba's own (tests compare the two)
     inline_ir.__qualname__ = worker.inline_ir.__qualname__
     worker.inline_ir = inline_ir
+    return True
+
+
+class _Uncopied:
+    """Stands for the :mod:`copy` module in Numba's inliner while it inlines an IR made
+    for the call: a "copy" is the object itself."""
+
+    @staticmethod
+    def deepcopy(x, memo=None):
+        return x
+
+
+def _install_uncopied(icc):
+    """Let ``InlineWorker.inline_function`` inline without copying: it builds the
+    callee's IR afresh for each call (``run_untyped_passes``), so the copy that
+    ``inline_ir`` mutates need not be one, and its only caller (Numba's
+    ``InlineInlinables`` pass) drops the unmutated copy ``inline_ir`` returns. Done only
+    where Numba's source says both: ``inline_function`` builds the IR, and
+    ``inline_ir``'s copy is the module's one use of :mod:`copy` (the one replaced while
+    ``inline_function`` runs). True if in place."""
+    worker = icc.InlineWorker
+    numbas = worker.inline_function
+    if getattr(numbas, "_uncopied", False):
+        return True
+    try:
+        own, module = inspect.getsource(numbas), inspect.getsource(icc)
+    except (OSError, TypeError):
+        return False
+    if ("callee_ir = self.run_untyped_passes(function)" not in own
+            or len(re.findall(r"\bcopy\.", module)) != 1):
+        return False
+
+    def inline_function(self, *args, **kwargs):
+        saved = icc.copy
+        icc.copy = _Uncopied  # Numba compiles under its compiler lock: one at a time
+        try:
+            return numbas(self, *args, **kwargs)
+        finally:
+            icc.copy = saved
+
+    inline_function._uncopied = True
+    inline_function.__qualname__ = numbas.__qualname__
+    inline_function.__doc__ = numbas.__doc__
+    inline_function.numba_inline_function = numbas
+    worker.inline_function = inline_function
     return True

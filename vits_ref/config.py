@@ -29,12 +29,6 @@ from importlib import metadata
 from numba import njit
 from numba.extending import overload
 
-from . import _inline_copy
-
-# the inlined glue's IR copied with one memo per copy, not one per block: the same code,
-# the main job's cold compiling 72 -> 64 s (vits_ref/_inline_copy.py)
-_inline_copy.install()
-
 FASTMATH = os.environ.get("VITS_REF_FASTMATH", "0") == "1"
 CACHE = os.environ.get("VITS_REF_CACHE", "1") != "0"
 # "numpy" keeps division by zero as inf/nan (which our divergence checks catch)
