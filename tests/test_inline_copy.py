@@ -1,5 +1,6 @@
-"""The inliner's copy with one memo (vits_ref/_inline_copy.py) compiles the same code as
-Numba's own, and leaves a Numba whose source it does not know alone."""
+"""Numba's inliner as vits_ref/_inline_copy.py changes it (one memo per copy, no copy of
+an IR built for the call) compiles the same code as Numba's own, and a Numba whose
+source it does not know is left alone."""
 
 import re
 
@@ -7,7 +8,7 @@ import numba
 import numpy as np
 from numba.core import inline_closurecall as icc
 
-import vits_ref  # noqa: F401  (installs the copy, through vits_ref.config)
+import vits_ref  # noqa: F401  (its import installs the change)
 from vits_ref import _inline_copy
 
 

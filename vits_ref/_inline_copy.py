@@ -47,6 +47,7 @@ _ONE_MEMO = """\
             new_block = copy.deepcopy(the_ir.blocks[block_label], memo)
 """
 
+
 def install():
     """Replace ``InlineWorker.inline_ir`` by its copy with one memo per IR copy, and
     ``inline_function``'s copies by none (:func:`_install_uncopied`), once per process.
@@ -60,6 +61,9 @@ def install():
 
 
 def _install_one_memo(icc):
+    """Put in place of ``InlineWorker.inline_ir`` Numba's own source with
+    :data:`_ONE_MEMO` for :data:`_PER_BLOCK`, compiled in Numba's module. True if in
+    place."""
     worker = icc.InlineWorker
     if getattr(worker.inline_ir, "_one_memo", False):
         return True
