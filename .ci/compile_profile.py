@@ -43,15 +43,23 @@ def main(folder, n=30):
     print(f"\n{'seconds':>8s} {'sigs':>5s}  function (test files)")
     for fn, (s, k, files) in sorted(by_fn.items(), key=lambda kv: -kv[1][0])[:n]:
         print(f"{s:8.1f} {k:5d}  {fn}  ({', '.join(sorted(files))[:100]})")
+    # per CPU target: Numba caches each apart, so a second target's compilations (.ci/run's
+    # generic-CPU run) are its own, not a cache's miss (rows of older logs: one target)
+    targets = collections.Counter(r.get("target", "host") for r in compiled)
+    if len(targets) > 1:
+        print("\nper CPU target, outermost compiled: " + ", ".join(
+            f"{t} {k} ({sum(r['s'] for r in compiled if r.get('target', 'host') == t):.0f} s)"
+            for t, k in targets.most_common()))
     twice = collections.defaultdict(list)
     for r in rs:
         if r["miss"]:
-            twice[(r["fn"], r["sig"])].append(r)
+            twice[(r["fn"], r["sig"], r.get("target", "host"))].append(r)
     dup = {k: v for k, v in twice.items() if len({r["pid"] for r in v}) > 1}
-    print(f"\ncompiled by more than one process: {len(dup)} signatures, "
+    print(f"\ncompiled by more than one process for one target: {len(dup)} signatures, "
           f"{sum(sum(r['s'] for r in v[1:]) for v in dup.values()):.0f} s after the first")
-    for (fn, sig), v in sorted(dup.items(), key=lambda kv: -sum(r["s"] for r in kv[1]))[:n]:
-        print(f"  {sum(r['s'] for r in v):6.1f} s x{len(v)} {fn} {sig[:80]}")
+    for (fn, sig, target), v in sorted(dup.items(),
+                                       key=lambda kv: -sum(r["s"] for r in kv[1]))[:n]:
+        print(f"  {sum(r['s'] for r in v):6.1f} s x{len(v)} {fn} {sig[:80]} ({target})")
 
 
 if __name__ == "__main__":

@@ -80,12 +80,17 @@ def _compile_log():
         finally:
             nest.n = level
             if len(self.overloads) != known:  # not a signature it already had
+                from numba.core import config as numba_config
+
                 py = self.py_func
                 row = {"fn": f"{py.__module__}.{py.__qualname__}", "closure": _closure(py),
                        "sig": str(sig), "s": time.perf_counter() - start,
                        "miss": sum(self._cache_misses.values()) != misses,
                        "waited": waited, "depth": level,
-                       "test": os.environ.get("PYTEST_CURRENT_TEST", "")}
+                       "test": os.environ.get("PYTEST_CURRENT_TEST", ""),
+                       # the CPU target (.ci/run's second run compiles for "generic"):
+                       # Numba caches each target apart, so each compiles its own
+                       "target": numba_config.CPU_NAME or "host"}
                 with open(path, "a") as fh:
                     fh.write(json.dumps(row) + "\n")
 
