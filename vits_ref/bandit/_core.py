@@ -211,7 +211,7 @@ class Core:
 
     __slots__ = ("spec", "K", "d", "buf", "meta", "state", "choose", "learn",
                  "choose_many", "learn_many", "sel_width", "steps", "_steps_shape",
-                 "steps_per_update", "_normal_sel", "_normal_steps", "bound", "_stats",
+                 "steps_per_update", "_normal_sel", "_normal_steps", "_stats",
                  "n_seen", "_bindings", "holder", "held_sel", "held_steps", "counter",
                  "step_diagnostics", "attached")
 
@@ -238,7 +238,6 @@ class Core:
         self.steps = (np.zeros((1,) + self._steps_shape) if steps.shape[1] == 0 else None)
         start(self.meta, self.buf, np.zeros(d))
         self._normal_sel, self._normal_steps = self._draws_are_normals()
-        self.bound = ()
         self.bind(())
         self.holder = self.held_sel = self.held_steps = None
         self._stats = None
@@ -266,7 +265,7 @@ class Core:
             setattr(obj, attr, view)
         if holder is not self.holder:
             self._hold_draws(holder)
-        self.bound, self._stats, self.holder = bound, stats, holder
+        self._stats, self.holder = stats, holder
         # the objects the arrays live on, as the holder reaches them (``engine.model``),
         # are bindings too: a replaced model keeps its old arrays. Found in the holder's
         # __dict__ only when one lives elsewhere (the engines, whose dict HeldDraws reads
