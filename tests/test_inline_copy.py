@@ -1,4 +1,4 @@
-"""Numba's inliner as vits_ref/_inline_copy.py changes it (one memo per copy, no copy of
+"""Numba's inliner as vits_ref/_numba_faster.py changes it (one memo per copy, no copy of
 an IR built for the call) compiles the same code as Numba's own, and a Numba whose
 source it does not know is left alone."""
 
@@ -9,7 +9,7 @@ import numpy as np
 from numba.core import inline_closurecall as icc
 
 import vits_ref  # noqa: F401  (its import installs the change)
-from vits_ref import _inline_copy
+from vits_ref import _numba_faster
 
 
 def _caller():
@@ -47,7 +47,7 @@ def _code(caller, x):
 def test_installed_at_import():
     worker = icc.InlineWorker
     assert worker.inline_ir._one_memo and worker.inline_function._uncopied
-    assert _inline_copy.install()  # once: a second call changes nothing
+    assert _numba_faster.install_inliner()  # once: a second call changes nothing
     assert not hasattr(worker.inline_ir.numba_inline_ir, "_one_memo")
     assert not hasattr(worker.inline_function.numba_inline_function, "_uncopied")
 
@@ -74,7 +74,7 @@ def test_a_numba_whose_source_differs_is_left_alone(monkeypatch):
     worker = icc.InlineWorker
     monkeypatch.setattr(worker, "inline_ir", inline_ir)
     monkeypatch.setattr(worker, "inline_function", inline_function)
-    assert not _inline_copy.install()
+    assert not _numba_faster.install_inliner()
     assert worker.inline_ir is inline_ir and worker.inline_function is inline_function
-    assert not _inline_copy._install_uncopied(icc)
+    assert not _numba_faster._install_uncopied(icc)
     assert worker.inline_function is inline_function

@@ -19,7 +19,7 @@ engine, policy or :class:`Bandit`, and :func:`load`. Environments:
 # _compile_watch first: its process-wide listener says a long compilation of the kernels
 from . import (
     _compile_watch,  # noqa: F401
-    _inline_copy,
+    _numba_faster,
     data,
     diffusion,
     envs,
@@ -53,10 +53,11 @@ from .inference import (
 from .inference.persist import load
 from .inference.vts import NIGTS, VTS
 
-# Numba's inliner copying an inlined body's IR with one memo (vits_ref/_inline_copy.py):
-# the same code, the main job's cold compiling 72 -> 61 s. Installed on the import of any
+# Numba's inliner copying an inlined body's IR with one memo, and its compiler flags
+# hashed and compared without listing their values (vits_ref/_numba_faster.py): the same
+# code, the main job's cold compiling 72 -> about 55 s. Installed on the import of any
 # module of the package, before its first kernel compiles (none compiles at import)
-_inline_copy.install()
+_numba_faster.install()
 
 __version__ = "0.1.0"
 
