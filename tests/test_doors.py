@@ -362,3 +362,66 @@ def test_online_mean_is_the_closed_form_ridge_posterior():
     np.testing.assert_allclose(online.cov, np.linalg.inv(2.0 * V), rtol=1e-12)
     with pytest.raises(TypeError, match="no posterior"):
         _ = vr.Online("lmc", K, seed=0, dim=D).cov
+
+
+@pytest.mark.parametrize("name", ["lints", "linucb", "lmc", "laplace"])
+def test_the_played_rows_learn_what_the_rounds_learn(name):
+    """Logged rounds given as the played arms' features (n, d), all that a learning door
+    reads of a round, give the state the rounds (n, K, d) give, bit for bit, through
+    ``Bandit.fit``, ``Bandit.partial_fit`` and the policy's ``update_many``; a bad row is
+    refused before anything is learnt, and a policy of one posterior per arm refuses rows
+    (the arm's row alone cannot say which arm it was)."""
+    env = _env()
+    real = realise(env, run_seed(np.random.SeedSequence(5), 0), T)
+    arms = np.random.default_rng(2).integers(0, K, T)
+    X, r = real.contexts, real.rewards[np.arange(T), arms]
+    played = X[np.arange(T), arms]
+    Xp = realise(env, run_seed(np.random.SeedSequence(6), 0), 10).contexts
+
+    def policy():
+        if name == "laplace":  # no name: Thompson sampling over the engine
+            return vr.ThompsonSampling(vr.Laplace(D, eta=10.0, lam=10.0, seed=0))
+        return vr.make_policy(name, D, seed=0)
+
+    def state(bandit):
+        holder = getattr(bandit.policy, "engine", bandit.policy)
+        # the arrays of the state (not vars(): a copy, the holder's own dict kept fast)
+        return {k: getattr(holder, k).copy() for k in dir(holder)
+                if not k.startswith("__") and isinstance(getattr(holder, k, None), np.ndarray)}
+
+    def learnt(door, contexts):
+        bandit = vr.Bandit(policy(), n_arms=K, seed=0)
+        if door == "fit":
+            bandit.fit(contexts, arms, r)
+        elif door == "partial_fit":  # in two calls
+            bandit.partial_fit(contexts[:15], arms[:15], r[:15])
+            bandit.partial_fit(contexts[15:], arms[15:], r[15:])
+        else:
+            bandit.policy.update_many(contexts, arms, r)
+        return state(bandit), bandit.predict(Xp)
+
+    for door in ("fit", "partial_fit", "update_many"):
+        (rounds, arms_a), (rows, arms_b) = learnt(door, X), learnt(door, played)
+        assert rounds.keys() == rows.keys() and rounds
+        for k in rounds:
+            np.testing.assert_array_equal(rows[k], rounds[k], err_msg=f"{door}: {k}")
+        np.testing.assert_array_equal(arms_b, arms_a, err_msg=door)
+    bandit = vr.Bandit(policy(), n_arms=K, seed=0)
+    before = state(bandit)
+    bad = played.copy()
+    bad[7, 1] = np.nan
+    for args, kind, match in (((bad, arms, r), ValueError, "contexts contains NaN"),
+                              ((played, arms + K, r), ValueError, r"arms must be in \[0, 6\)"),
+                              ((played, -arms - 1, r), ValueError, "arms must be in"),
+                              ((played[:, :2], arms, r), ValueError, "d = 4 features")):
+        for learn in (bandit.fit, bandit.partial_fit):
+            with pytest.raises(kind, match=match):
+                learn(*args)
+    after = state(bandit)
+    for k in before:
+        np.testing.assert_array_equal(after[k], before[k])
+    with pytest.raises(ValueError, match="arms must be at least 0"):
+        policy().update_many(played, -arms - 1, r)
+    per_arm = vr.Bandit(vr.PerArm(vr.LinTS(D), K, seed=0), n_arms=K)
+    with pytest.raises(TypeError, match="learns from each round's contexts"):
+        per_arm.fit(played, arms, r)

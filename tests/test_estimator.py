@@ -156,7 +156,9 @@ def test_save_and_load(tmp_path):
 
 
 @pytest.mark.parametrize("call, exc, match", [
-    (lambda b, c, a, r: b.fit(c[0], a, r), ValueError, r"\(n, K, d\)"),
+    # (K, d): read as the played arms' features, one row a round, refused by the arms
+    (lambda b, c, a, r: b.fit(c[0], a, r), ValueError, r"arms must have shape \(4,\)"),
+    (lambda b, c, a, r: b.fit(c[0, 0], a, r), ValueError, r"\(n, K, d\)"),
     (lambda b, c, a, r: b.fit(c[..., :2], a, r), ValueError, "d = 3"),
     (lambda b, c, a, r: b.fit(c[:, :2], a, r), ValueError, "K = 4"),
     (lambda b, c, a, r: b.fit(c, a[:-1], r), ValueError, r"arms must have shape \(10,\)"),

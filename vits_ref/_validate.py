@@ -186,11 +186,33 @@ def played_rows(X, arms):
     return np.take(X.reshape(n * K, d), np.arange(n, dtype=np.int64) * K + arms, axis=0)
 
 
+def logged_rows(rows, arms, rewards, dim=None, n_arms=None):
+    """``(rows (n, d), arms (n,) int64, rewards (n,))``: ``n`` logged rounds given by the
+    played arms' features only (one row each: what a learning door reads of a round), the
+    arm played (an integer in ``[0, n_arms)``, or at least 0 when the number of arms is
+    not known) and its reward, finite and within :data:`MAX_ABS_DATA`; checked whole
+    before any is learnt. Only the rows are read, so a fit of them reads ``n d`` entries,
+    where the rounds' form (:func:`logged_rounds`) checks all ``n K d``."""
+    X = float_array(rows, "contexts", ndim=2, finite=False)
+    n, d = X.shape
+    if dim is not None and d != dim:
+        raise ValueError(f"contexts must have d = {dim} features (the last axis), got shape "
+                         f"{X.shape}")
+    bounded_data(X, "contexts")
+    return (X, *_arms_rewards(arms, rewards, n, n_arms))
+
+
 def logged_arms_rewards(X, arms, rewards):
     """``(arms (n,) int64, rewards (n,))`` of the ``n`` rounds of contexts ``X`` (n, K, d),
     checked as :func:`logged_rounds` checks them (``X`` already checked)."""
     n, K = X.shape[:2]
-    a = logged_arms(arms, n, K)
+    return _arms_rewards(arms, rewards, n, K)
+
+
+def _arms_rewards(arms, rewards, n, n_arms):
+    """:func:`logged_arms_rewards` for ``n`` rounds of ``n_arms`` arms (None: not known,
+    any arm from 0 up)."""
+    a = logged_arms(arms, n, n_arms)
     # finiteness checked by bounded_data, with the same message
     r = float_array(rewards, "rewards", ndim=1, finite=False)
     if r.shape[0] != n:
@@ -202,14 +224,16 @@ def logged_arms_rewards(X, arms, rewards):
 
 def logged_arms(arms, n, n_arms):
     """``arms`` of ``n`` logged rounds: a 1-D array of ``n`` integers in ``[0, n_arms)``
-    (not bools), as given (the caller converts it)."""
+    (from 0 up where ``n_arms`` is None; not bools), as given (the caller converts it)."""
     a = np.asarray(arms)
     if a.shape != (n,):
         raise ValueError(f"arms must have shape ({n},) (one per round of contexts), got "
                          f"{a.shape}")
     if n and a.dtype.kind not in "iu":  # bools ("b") and objects refused too
         raise TypeError(f"arms must be integers, got dtype {a.dtype}")
-    if n and (a.min() < 0 or a.max() >= n_arms):
+    if n and n_arms is None and a.min() < 0:
+        raise ValueError(f"arms must be at least 0, got values from {a.min()}")
+    if n and n_arms is not None and (a.min() < 0 or a.max() >= n_arms):
         raise ValueError(f"arms must be in [0, {n_arms}), got values in [{a.min()}, "
                          f"{a.max()}]")
     return a

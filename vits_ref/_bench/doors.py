@@ -15,6 +15,10 @@ contexts), one Numba thread, ``OPENBLAS_NUM_THREADS=1``, medians of interleaved 
 - *fit*: learning ``N_FIT`` logged rounds (contexts ``(n, K, d)``, the arms played, their
   rewards): ``Bandit.fit``, ``Online.update_many``, and the floor, the exact engine's own
   batch update of the played rows (``LinTS.update``; LinUCB's Sherman-Morrison rows);
+  ``Bandit.fit (rows)``: the same rounds given as the played arms' features ``(n, d)``
+  (what the peers are given, and all a learning door reads of a round); for Laplace, whose
+  update only stores the rows, one read of the rounds' ``n K d`` numbers too (their check
+  reads every one: the floor of a fit of the rounds);
 - *predict*: the arms of ``N_PREDICT`` rounds: ``Bandit.predict`` against
   ``Online.select_many``;
 - *batch*: feedback of ``N_BATCH`` logged rounds a call (a service that learns what came
@@ -157,6 +161,14 @@ def _peers(name, K, seed):
     return out
 
 
+def _read(X):
+    """One read of every entry of the rounds ``X``, the cheapest check of them (a dot
+    product with itself: what :func:`vits_ref._validate.bounded_data` does): the floor of a
+    fit that is given every arm's features and checks them."""
+    flat = X.reshape(-1)
+    return np.dot(flat, flat)
+
+
 def fit_predict(name, d=20, K=50, seed=0, n_fit=N_FIT, n_predict=N_PREDICT):
     """``({door: fit fn}, {door: predict fn})`` for ``name`` (LinTS or LinUCB): the
     library's doors, the exact engine's floor and the installed peers, on the same logged
@@ -168,10 +180,14 @@ def fit_predict(name, d=20, K=50, seed=0, n_fit=N_FIT, n_predict=N_PREDICT):
         eng = Laplace(d, eta=10.0, lam=10.0, seed=seed)
         bandit = Bandit(ThompsonSampling(eng), n_arms=K, seed=seed)
         return ({"Bandit.fit": lambda: bandit.fit(X, arms, rewards),
-                 "floor: Laplace.update": lambda: eng.fresh(seed).update(played, rewards)},
+                 "Bandit.fit (rows)": lambda: bandit.fit(played, arms, rewards),
+                 "floor: Laplace.update": lambda: eng.fresh(seed).update(played, rewards),
+                 "read of the rounds": lambda: _read(X)},
                 {})
     fits = {
         "Bandit.fit": lambda: Bandit(name, n_arms=K, dim=d, seed=seed).fit(X, arms, rewards),
+        "Bandit.fit (rows)": lambda: Bandit(name, n_arms=K, dim=d, seed=seed).fit(
+            played, arms, rewards),
         "Online.update_many": lambda: Online(name, K, seed=seed, dim=d).update_many(
             X, arms, rewards),
     }

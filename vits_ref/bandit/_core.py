@@ -594,17 +594,21 @@ class CoreDoor:
             raise RuntimeError(f"{self.name}: the compiled select refused checked data")
         return out
 
-    def _learn_many(self, X, arms, rewards):
+    def _learn_many(self, X, arms, rewards, n_arms=None, rows=False):
         """Learn the rounds ``X`` (n, K, d), ``arms``, ``rewards`` (checked) in order in
         one compiled call, as ``n`` calls of :meth:`update`; all or nothing: a round that
-        diverges leaves the policy as it was before the call. False if no core plays
-        this policy."""
+        diverges leaves the policy as it was before the call. With ``rows``, ``X`` (n, 1,
+        d) holds the played arms' features with ``arms`` -1, learnt by the attached core
+        or, if none is, by a new one of ``n_arms`` arms (one if None: the arms count only
+        for a select, which attaches a core of its own arms). False if no core plays this
+        policy."""
         n = arms.shape[0]
         if not n or not self.compiled:
             return False
         core = self._ready()
-        if core is None or X.shape[1] != core.K:
-            core = self._attach(X.shape[1])
+        K = (core.K if core is not None else n_arms or 1) if rows else X.shape[1]
+        if core is None or K != core.K:
+            core = self._attach(K)
             if core is None:
                 return False
         rng = self._streams()[1] if core.steps is None else None

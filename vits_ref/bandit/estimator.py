@@ -116,7 +116,12 @@ class Bandit(Persistent):
 
         Parameters
         ----------
-        contexts : (n, K, d) array
+        contexts : (n, K, d) or (n, d) array
+            Each round's contexts, or only the played arms' features (one row a round),
+            all that a policy of one shared posterior (:class:`ThompsonSampling`,
+            :class:`LinUCB`) reads of a round: only they are then checked, so a fit of
+            logged rows reads ``n d`` numbers, not ``n K d``. Other policies (one
+            posterior per arm, VTS) take the rounds.
         arms : (n,) integers in ``[0, K)``
         rewards : (n,) array
 
@@ -131,8 +136,9 @@ class Bandit(Persistent):
     def partial_fit(self, contexts, arms, rewards):
         """Learn from more rounds, from the current state.
 
-        Arguments as :meth:`fit`, or one ``(K, d)`` round with its arm and reward (an
-        integer and a real number, as :meth:`predict` of one round gives the arm):
+        Arguments as :meth:`fit` (``(n, d)`` played rows with ``(n,)`` arrays of arms and
+        rewards), or one ``(K, d)`` round with its arm and reward (an integer and a real
+        number, as :meth:`predict` of one round gives the arm):
         ``bandit.partial_fit(x, bandit.predict(x), reward)`` is one online decision.
 
         The rounds are learnt as one by one, in order (``policy.update`` per round, or the
@@ -183,6 +189,9 @@ class Bandit(Persistent):
         return pol._learn(core, x, arm, reward) == 1
 
     def _learn(self, X, arms, rewards):
+        if X.ndim == 2:  # the played rows (checked by _rows: the policy learns them)
+            self.policy._learn_rows(X, arms, rewards, n_arms=self.n_arms)
+            return self
         many = getattr(self.policy, "_learn_rounds", None)
         if many is not None:  # the policy's batch door (update_many), on rounds checked
             many(X, arms, rewards)
@@ -292,11 +301,26 @@ class Bandit(Persistent):
         return X, one
 
     def _rounds(self, contexts, arms, rewards, allow_one=False):
-        X, one = self._contexts(contexts, allow_one=allow_one)
+        X = val.float_array(contexts, "contexts", finite=False)
+        # (n, d) rows; for partial_fit, a (K, d) round unless its arm and reward are both
+        # arrays (one round's arm as an array of one is refused as before, by its checks)
+        if X.ndim == 2 and not (allow_one and (np.ndim(arms) == 0 or np.ndim(rewards) == 0)):
+            return self._rows(X, arms, rewards)
+        X, one = self._contexts(X, allow_one=allow_one)
         if one:  # one (K, d) round: its arm and reward, checked as policy.update checks
             arms = np.array([val.arm_index(arms, X.shape[1])])
             rewards = np.array([val.reward_value(rewards)])
         return (X, *val.logged_arms_rewards(X, arms, rewards))
+
+    def _rows(self, X, arms, rewards):
+        """The played arms' features ``X`` (n, d), their arms and rewards, checked, for a
+        policy that learns from them (``_learn_rows``)."""
+        if not callable(getattr(self.policy, "_learn_rows", None)):
+            name = getattr(self.policy, "name", type(self.policy).__name__)
+            raise TypeError(f"policy {name!r} learns from each round's contexts: give them "
+                            f"as an (n, K, d) array (the played arms' features (n, d) are "
+                            f"enough only for ThompsonSampling and LinUCB)")
+        return val.logged_rows(X, arms, rewards, self.dim, self.n_arms)
 
     def __repr__(self):
         return f"Bandit({self.policy!r}, n_arms={self.n_arms}, dim={self.dim})"

@@ -166,23 +166,38 @@ class ThompsonSampling(CoreDoor, Persistent):
     def update_many(self, contexts, arms, rewards):
         """Learn ``n`` logged rounds in order, as ``n`` calls of :meth:`update`.
 
-        ``contexts`` (n, K, d), ``arms`` (n,) integers in ``[0, K)``, ``rewards`` (n,),
-        checked whole before the first is learnt. An engine whose batch update is its
-        updates one by one (:attr:`vits_ref.inference.base.Engine.batch_is_sequential`:
-        LinTS, to rounding) learns the played rows in one call; the others one update
-        per round, each with its own step schedule. Transactional: a round that diverges
-        leaves the policy as it was before the call. Returns self.
+        ``contexts`` (n, K, d), or the played arms' features (n, d) (all that an update
+        reads of a round: only they are checked), ``arms`` (n,) integers in ``[0, K)``,
+        ``rewards`` (n,), checked whole before the first is learnt. An engine whose batch
+        update is its updates one by one
+        (:attr:`vits_ref.inference.base.Engine.batch_is_sequential`: LinTS, to rounding)
+        learns the played rows in one call; the others one update per round, each with
+        its own step schedule. Transactional: a round that diverges leaves the policy as
+        it was before the call. Returns self.
         """
+        if np.ndim(contexts) == 2:
+            return self._learn_rows(*val.logged_rows(contexts, arms, rewards, self.dim))
         return self._learn_rounds(*val.logged_rounds(contexts, arms, rewards, self.dim))
 
     def _learn_rounds(self, X, a, r):
         """:meth:`update_many` on rounds already checked
         (:func:`vits_ref._validate.logged_rounds`)."""
-        played = val.played_rows(X, a)
+        return self._learn_rows(val.played_rows(X, a), a, r, rounds=X)
+
+    def _learn_rows(self, played, a, r, n_arms=None, rounds=None):
+        """:meth:`update_many` on the played rows (n, d) already checked
+        (:func:`vits_ref._validate.logged_rows`), taken from ``rounds`` (n, K, d) when
+        given; ``n_arms``: the arms of a compiled state to attach for them (None: the
+        one attached, if any)."""
         if self.engine.batch_is_sequential:  # one batch update: BLAS, not n calls
             self.engine._update_observed(played, r)
             return self
-        if self._learn_many(X, a, r):  # the compiled state's loop
+        if rounds is not None:
+            learnt = self._learn_many(rounds, a, r)
+        else:  # rows of one "arm" each, arm -1 (cpu.bandit_online)
+            learnt = self._learn_many(played[:, None], np.full(a.shape[0], -1), r,
+                                      n_arms=n_arms, rows=True)
+        if learnt:  # the compiled state's loop
             return self
         eng = self.engine
         saved = eng._state()
@@ -286,15 +301,22 @@ class LinUCB(CoreDoor, Persistent):
     def update_many(self, contexts, arms, rewards):
         """Learn ``n`` logged rounds in order, as ``n`` calls of :meth:`update` (to
         rounding: ``b`` gains ``X^T r`` in one product), in one compiled pass of
-        Sherman-Morrison updates. ``contexts`` (n, K, d), ``arms`` (n,), ``rewards``
-        (n,), checked whole first; a batch that overflows leaves the policy as it was.
-        Returns self."""
+        Sherman-Morrison updates. ``contexts`` (n, K, d), or the played arms' features
+        (n, d), ``arms`` (n,), ``rewards`` (n,), checked whole first; a batch that
+        overflows leaves the policy as it was. Returns self."""
+        if np.ndim(contexts) == 2:
+            return self._learn_rows(*val.logged_rows(contexts, arms, rewards, self.dim))
         return self._learn_rounds(*val.logged_rounds(contexts, arms, rewards, self.dim))
 
     def _learn_rounds(self, X, a, r):
         """:meth:`update_many` on rounds already checked
         (:func:`vits_ref._validate.logged_rounds`)."""
-        played = val.played_rows(X, a)
+        return self._learn_rows(val.played_rows(X, a), a, r)
+
+    def _learn_rows(self, played, a, r, n_arms=None, rounds=None):
+        """:meth:`update_many` on the played rows (n, d) already checked
+        (:func:`vits_ref._validate.logged_rows`); ``n_arms`` and ``rounds`` as
+        :meth:`ThompsonSampling._learn_rows` takes them (LinUCB needs neither)."""
         Vinv, b = self.Vinv, self.b
         saved = Vinv.copy(), b.copy()
         b += played.T @ r
