@@ -369,8 +369,8 @@ def test_the_played_rows_learn_what_the_rounds_learn(name):
     """Logged rounds given as the played arms' features (n, d), all that a learning door
     reads of a round, give the state the rounds (n, K, d) give, bit for bit, through
     ``Bandit.fit``, ``Bandit.partial_fit`` and the policy's ``update_many``; a bad row is
-    refused before anything is learnt, and a policy of one posterior per arm refuses rows
-    (the arm's row alone cannot say which arm it was)."""
+    refused before anything is learnt, and a policy whose update has no form of rows (one
+    posterior per arm) refuses them, saying so."""
     env = _env()
     real = realise(env, run_seed(np.random.SeedSequence(5), 0), T)
     arms = np.random.default_rng(2).integers(0, K, T)
