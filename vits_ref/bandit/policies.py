@@ -175,9 +175,10 @@ class ThompsonSampling(CoreDoor, Persistent):
         its own step schedule. Transactional: a round that diverges leaves the policy as
         it was before the call. Returns self.
         """
-        if np.ndim(contexts) == 2:
-            return self._learn_rows(*val.logged_rows(contexts, arms, rewards, self.dim))
-        return self._learn_rounds(*val.logged_rounds(contexts, arms, rewards, self.dim))
+        X = val.float_array(contexts, "contexts", finite=False)
+        if X.ndim == 2:
+            return self._learn_rows(*val.logged_rows(X, arms, rewards, self.dim))
+        return self._learn_rounds(*val.logged_rounds(X, arms, rewards, self.dim))
 
     def _learn_rounds(self, X, a, r):
         """:meth:`update_many` on rounds already checked
@@ -304,9 +305,10 @@ class LinUCB(CoreDoor, Persistent):
         Sherman-Morrison updates. ``contexts`` (n, K, d), or the played arms' features
         (n, d), ``arms`` (n,), ``rewards`` (n,), checked whole first; a batch that
         overflows leaves the policy as it was. Returns self."""
-        if np.ndim(contexts) == 2:
-            return self._learn_rows(*val.logged_rows(contexts, arms, rewards, self.dim))
-        return self._learn_rounds(*val.logged_rounds(contexts, arms, rewards, self.dim))
+        X = val.float_array(contexts, "contexts", finite=False)
+        if X.ndim == 2:
+            return self._learn_rows(*val.logged_rows(X, arms, rewards, self.dim))
+        return self._learn_rounds(*val.logged_rounds(X, arms, rewards, self.dim))
 
     def _learn_rounds(self, X, a, r):
         """:meth:`update_many` on rounds already checked
