@@ -2,6 +2,9 @@
 Numba's own answers, and a Numba whose source it does not know is left alone."""
 
 import itertools
+import os
+import subprocess
+import sys
 
 import pytest
 from numba.core import targetconfig
@@ -67,6 +70,19 @@ def test_an_unknown_numba_is_left_alone(monkeypatch):
     monkeypatch.setattr(_numba_faster, "_KNOWN", {"values": "return something else"})
     assert not _numba_faster.install_flags()
     assert not getattr(CONFIG.__hash__, "_by_class", False)
+
+
+@pytest.mark.parametrize("as_is, inliner, flags", [("flags", True, False),
+                                                   ("all", False, False)])
+def test_the_environment_can_leave_numba_as_it_is(as_is, inliner, flags):
+    """``VITS_REF_NUMBA_AS_IS`` names the changes not made (a fresh process: they are made
+    at import)."""
+    code = ("import vits_ref; from numba.core import inline_closurecall as icc, "
+            "targetconfig as t; print(hasattr(icc.InlineWorker.inline_ir, '_one_memo'), "
+            "hasattr(t.TargetConfig.__hash__, '_by_class'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, _numba_faster.AS_IS: as_is}, check=True)
+    assert out.stdout.split() == [str(inliner), str(flags)]
 
 
 @pytest.fixture(autouse=True)

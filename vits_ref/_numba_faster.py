@@ -4,7 +4,9 @@ compiler flags hashed and compared without listing every option's value.
 
 Both are installed by :func:`install` (from ``vits_ref/__init__.py``, before any kernel
 compiles), each only where Numba's source is the one it knows (found by its exact text;
-elsewhere Numba does as it does).
+elsewhere Numba does as it does). ``VITS_REF_NUMBA_AS_IS`` in the environment leaves
+Numba as it is: ``inliner``, ``flags`` (comma-separated) or ``all`` (also ``1``), for a
+comparison of compile times or should a Numba release misbehave with a change.
 
 The inliner
 -----------
@@ -56,13 +58,16 @@ and ``__hash__`` 2.7 s of 135 s).
   without listing them. Any other pair is compared by Numba's own ``__eq__``.
 
 So every lookup finds what it found before (``tests/test_flags_compare.py`` checks both
-answers against Numba's on planted configs). Measured as above, six runs each way,
-alternating, with the inliner's change in place: compiling 50.7-58.7 s (median 54.6)
-against Numba's comparisons' 54.9-65.2 s (median 59.6); CPU 71.5-79.8 s (median 75.4)
-against 75.5-85.7 s (median 80.3).
+answers against Numba's on planted configs). Measured as above
+(``VITS_REF_NUMBA_AS_IS=flags`` for Numba's own), six runs each way, alternating, with the
+inliner's change in place, on the project's machine of 2026-11-30 (an EPYC of the
+``znver3`` generation): compiling 50.7-58.7 s (median 54.6) against Numba's comparisons'
+54.9-65.2 s (median 59.6); CPU 71.5-79.8 s (median 75.4) against 75.5-85.7 s (median
+80.3).
 """
 
 import inspect
+import os
 import re
 import textwrap
 
@@ -80,10 +85,19 @@ _ONE_MEMO = """\
 """
 
 
+#: The environment variable naming the changes not to make (:func:`install`).
+AS_IS = "VITS_REF_NUMBA_AS_IS"
+
+
 def install():
-    """Both changes, once per process (:func:`install_inliner`, :func:`install_flags`)."""
-    install_inliner()
-    install_flags()
+    """Both changes, once per process (:func:`install_inliner`, :func:`install_flags`),
+    but those that :data:`AS_IS` names."""
+    as_is = {w.strip() for w in os.environ.get(AS_IS, "").lower().split(",")}
+    everything = bool(as_is & {"1", "all"})
+    if not (everything or "inliner" in as_is):
+        install_inliner()
+    if not (everything or "flags" in as_is):
+        install_flags()
 
 
 def install_inliner():
