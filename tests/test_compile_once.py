@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from numba.core import event
 
+import vits_ref as vr
 from vits_ref import config
 
 
@@ -77,3 +78,21 @@ def test_a_flag_the_body_inherits_still_keys_its_compilation():
     assert numpy_model(1.0) == np.inf
     with pytest.raises(ZeroDivisionError):  # not the numpy caller's compilation
         python_model(1.0)
+
+
+def test_a_read_only_or_strided_input_compiles_nothing_new():
+    """Numba types a read-only or a strided array apart from a writeable C-ordered one: the
+    library's checks hand the compiled calls the one type (``float_array`` copies the
+    others), so such an input runs what the first call compiled, where it compiled (or
+    loaded) every function it reaches again for another type."""
+    from vits_ref.drivers import cpu
+
+    pol = vr.LinUCB(3)
+    X = np.random.default_rng(0).standard_normal((4, 3))
+    want = pol.scores(X)  # compiled, or loaded from the cache
+    types = set(cpu.linucb_scores.signatures)
+    frozen = X.copy()
+    frozen.flags.writeable = False
+    for Z in (frozen, np.asfortranarray(X), np.hstack([X, X])[:, :3]):
+        np.testing.assert_array_equal(pol.scores(Z), want)
+    assert set(cpu.linucb_scores.signatures) == types

@@ -18,6 +18,12 @@ class _Subclass(np.ndarray):
     """An ndarray subclass: converted to a plain ndarray, never passed through."""
 
 
+def _frozen(a):
+    out = a.copy()
+    out.flags.writeable = False
+    return out
+
+
 @pytest.mark.parametrize("value", [
     _BASE,                                   # returned as it is
     _BASE[:, ::2],                           # strided: copied
@@ -29,12 +35,15 @@ class _Subclass(np.ndarray):
     _BASE.tolist(),
     np.float64(2.5),                         # 0-D stays 0-D
     _BASE.view(_Subclass),                   # a subclass: converted to a plain ndarray
+    _frozen(_BASE),                          # read-only: copied, writeable
+    np.broadcast_to(_BASE[0], (2, 4)),       # zero strides, read-only: copied
 ], ids=["c-float64", "strided", "fortran", "byteswapped", "float32", "int64", "bool",
-        "list", "scalar", "subclass"])
+        "list", "scalar", "subclass", "read-only", "broadcast"])
 def test_float_array_is_the_reference_conversion(value):
     got = float_array(value, "x", finite=False)
     want = np.asarray(np.asarray(value), dtype=np.float64, order="C")
     assert type(got) is np.ndarray and got.dtype == np.float64 and got.flags.c_contiguous
+    assert got.flags.writeable  # the one array type the compiled calls take
     assert got.shape == want.shape and np.array_equal(got, want)
     if value is _BASE:
         assert got is value  # no copy of data already in the library's form

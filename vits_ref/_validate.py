@@ -280,9 +280,15 @@ _FLOAT64 = np.dtype(np.float64)
 
 
 def float_array(value, name, ndim=None, shape=None, finite=True):
-    """Return ``value`` as a C-contiguous float64 array, checking rank, shape, finiteness."""
+    """Return ``value`` as a C-contiguous, writeable float64 array, checking rank, shape,
+    finiteness.
+
+    Writeable and C-ordered because that is the one array type the compiled calls take:
+    Numba types a read-only or a strided array apart, and compiles every function it
+    reaches again for it (VTS's update driver: about 12 s), so a read-only input (a NumPy
+    ``mmap``, a broadcast, some DataFrames' ``.values``) is copied here instead."""
     if (type(value) is np.ndarray and value.dtype is _FLOAT64
-            and value.flags.c_contiguous):
+            and value.flags.c_contiguous and value.flags.writeable):
         # already what the conversion below returns (itself): its dtype checks skipped,
         # a few microseconds of every call on data the library passes between its layers
         arr = value
@@ -299,6 +305,8 @@ def float_array(value, name, ndim=None, shape=None, finite=True):
         # np.asarray with order="C", not np.ascontiguousarray: the latter turns a scalar
         # (0-D) into shape (1,), which passed every ndim=1 check (tests/test_fuzz_api.py)
         arr = np.asarray(arr, dtype=np.float64, order="C")
+        if not arr.flags.writeable:
+            arr = arr.copy()
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
     if shape is not None:

@@ -249,7 +249,9 @@ class DiffusionPrior(DiffusionPriorBase):
             # hidden=(64, 64) on 2 cores)
             with blas_single_thread():
                 for e in range(epochs):
-                    idx = rng.permuted(order, axis=1)
+                    # C-ordered: permuted's layout follows the shape, and a Fortran
+                    # array is another type to the compiled driver (compiled again)
+                    idx = np.ascontiguousarray(rng.permuted(order, axis=1))
                     noise = rng.standard_normal((T, N, d))
                     lr_e = (lr * 0.5 * (1.0 + math.cos(math.pi * e / epochs)) if cosine_decay
                             else lr)

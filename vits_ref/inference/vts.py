@@ -371,7 +371,7 @@ class VTS(Persistent):
     # -- protocol ------------------------------------------------------------------------
     def _contexts(self, contexts):
         if (isinstance(contexts, np.ndarray) and contexts.dtype == np.float64
-                and contexts.flags.c_contiguous):
+                and contexts.flags.c_contiguous and contexts.flags.writeable):
             # the simulation loop's case, checked without float_array's conversions (a
             # third of the per-round Python overhead on the hard instance)
             X = contexts
