@@ -36,7 +36,6 @@ import numbers
 
 import numpy as np
 from scipy.linalg import eigh, solve_triangular
-from scipy.special import gammaln
 
 from .._validate import float_array, positive_float, spd_matrix
 from ._docstrings import fill
@@ -446,6 +445,9 @@ def _log_gamma_prior(gamma_prior):
     """``log Gam(lambda_p; shape, rate)`` of eq. (50), or 0 without a Gamma prior."""
     if gamma_prior is None:
         return 0.0
+    # imported here: scipy.special is 80 ms of every `import vits_ref` otherwise
+    from scipy.special import gammaln
+
     if isinstance(gamma_prior, (str, bytes)) or not hasattr(gamma_prior, "__len__") \
             or len(gamma_prior) != 3:
         raise TypeError("gamma_prior must be None or a tuple (shape, rate, precision) of "
