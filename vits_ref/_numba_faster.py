@@ -31,8 +31,9 @@ https://github.com/numba/numba/issues/8989).
   one that ``inline_ir`` mutates, of an IR nothing else holds.
 
 The same code (``tests/test_inline_copy.py`` compares the optimised LLVM IR with Numba's
-own; ``tests/test_golden.py``, bits included). Measured on the 2-core machine, idle, a
-cold ``python -m vits_ref compile vits-fig1``, twice each way, alternating, its compiling
+own; ``tests/test_golden.py``, bits included). Measured on the 2-core machine (an EPYC
+of the ``znver1`` generation, 2026-11-30), idle, a cold ``python -m vits_ref compile
+vits-fig1``, twice each way, alternating, its compiling
 (summed over its two processes, as the command prints it) and its CPU (user + sys):
 Numba's copies 71.8 and 72.4 s, 94.7 and 95.7 s; one memo 64.5 and 63.7 s, 87.8 and 86.7
 s; and no copy in ``inline_function`` (64.0 and 63.3 -> 60.7 and 61.0 s, 87.3 and 86.1 ->
