@@ -96,3 +96,17 @@ def test_a_read_only_or_strided_input_compiles_nothing_new():
     for Z in (frozen, np.asfortranarray(X), np.hstack([X, X])[:, :3]):
         np.testing.assert_array_equal(pol.scores(Z), want)
     assert set(cpu.linucb_scores.signatures) == types
+
+
+def test_a_context_shared_by_one_arm_compiles_nothing_new():
+    """VTS given one context ``(d,)`` shared by its arms: with one arm the broadcast was
+    already C-ordered but read-only, and VTS's select compiled again for it."""
+    from vits_ref.drivers import cpu
+
+    pol = vr.VTS(2, 1, n_components=2, seed=0)
+    x = np.array([0.3, 0.9])
+    pol.select(x[None])  # one row per arm: compiled, or loaded from the cache
+    types = set(cpu.vts_select().signatures)
+    pol.select(x)
+    pol.update(x, 0, 1.0)
+    assert set(cpu.vts_select().signatures) == types

@@ -381,7 +381,9 @@ class VTS(Persistent):
         # were accepted and gave a zero posterior covariance (tests/test_fuzz_api.py)
         val.bounded_data(X, "contexts")
         if X.shape == (self.dim,):
-            return np.ascontiguousarray(np.broadcast_to(X, (self.n_arms, self.dim)))
+            # a new array: with one arm the broadcast is itself C-ordered, but read-only,
+            # another type to the compiled calls (compiled again)
+            return np.array(np.broadcast_to(X, (self.n_arms, self.dim)))
         if X.shape != (self.n_arms, self.dim):
             raise ValueError(f"contexts must have shape ({self.dim},) (shared by the arms) or "
                              f"({self.n_arms}, {self.dim}) (one row per arm), got {X.shape}")
