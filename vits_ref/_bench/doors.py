@@ -37,6 +37,7 @@ prints the tables (``--loaded``: least CPU times, for a machine other work loads
 
 import numpy as np
 
+from .. import _validate as val
 from .._threads import numba_threads
 from ..bandit.estimator import Bandit
 from ..bandit.online import Online
@@ -161,14 +162,6 @@ def _peers(name, K, seed):
     return out
 
 
-def _read(X):
-    """One read of every entry of the rounds ``X``, the cheapest check of them (a dot
-    product with itself: what :func:`vits_ref._validate.bounded_data` does): the floor of a
-    fit that is given every arm's features and checks them."""
-    flat = X.reshape(-1)
-    return np.dot(flat, flat)
-
-
 def fit_predict(name, d=20, K=50, seed=0, n_fit=N_FIT, n_predict=N_PREDICT):
     """``({door: fit fn}, {door: predict fn})`` for ``name`` (LinTS or LinUCB): the
     library's doors, the exact engine's floor and the installed peers, on the same logged
@@ -182,7 +175,8 @@ def fit_predict(name, d=20, K=50, seed=0, n_fit=N_FIT, n_predict=N_PREDICT):
         return ({"Bandit.fit": lambda: bandit.fit(X, arms, rewards),
                  "Bandit.fit (rows)": lambda: bandit.fit(played, arms, rewards),
                  "floor: Laplace.update": lambda: eng.fresh(seed).update(played, rewards),
-                 "read of the rounds": lambda: _read(X)},
+                 # the check every door makes of the rounds: one read of all of them
+                 "read of the rounds": lambda: val.bounded_data(X, "contexts")},
                 {})
     fits = {
         "Bandit.fit": lambda: Bandit(name, n_arms=K, dim=d, seed=seed).fit(X, arms, rewards),

@@ -594,6 +594,16 @@ class CoreDoor:
             raise RuntimeError(f"{self.name}: the compiled select refused checked data")
         return out
 
+    def _update_many(self, contexts, arms, rewards):
+        """``update_many`` of a policy with ``_learn_rounds`` and ``_learn_rows``: the rounds
+        ``(n, K, d)`` or the played arms' features ``(n, d)``, with their arms and
+        rewards, checked whole (:func:`vits_ref._validate.logged_rounds`,
+        :func:`~vits_ref._validate.logged_rows`), then learnt. Returns self."""
+        X = val.float_array(contexts, "contexts", finite=False)
+        if X.ndim == 2:
+            return self._learn_rows(*val.logged_rows(X, arms, rewards, self.dim))
+        return self._learn_rounds(*val.logged_rounds(X, arms, rewards, self.dim))
+
     def _learn_many(self, X, arms, rewards, n_arms=None, rows=False):
         """Learn the rounds ``X`` (n, K, d), ``arms``, ``rewards`` (checked) in order in
         one compiled call, as ``n`` calls of :meth:`update`; all or nothing: a round that
@@ -606,7 +616,12 @@ class CoreDoor:
         if not n or not self.compiled:
             return False
         core = self._ready()
-        K = (core.K if core is not None else n_arms or 1) if rows else X.shape[1]
+        if not rows:
+            K = X.shape[1]
+        elif core is not None:
+            K = core.K
+        else:
+            K = n_arms or 1
         if core is None or K != core.K:
             core = self._attach(K)
             if core is None:

@@ -175,10 +175,7 @@ class ThompsonSampling(CoreDoor, Persistent):
         its own step schedule. Transactional: a round that diverges leaves the policy as
         it was before the call. Returns self.
         """
-        X = val.float_array(contexts, "contexts", finite=False)
-        if X.ndim == 2:
-            return self._learn_rows(*val.logged_rows(X, arms, rewards, self.dim))
-        return self._learn_rounds(*val.logged_rounds(X, arms, rewards, self.dim))
+        return self._update_many(contexts, arms, rewards)
 
     def _learn_rounds(self, X, a, r):
         """:meth:`update_many` on rounds already checked
@@ -305,10 +302,7 @@ class LinUCB(CoreDoor, Persistent):
         Sherman-Morrison updates. ``contexts`` (n, K, d), or the played arms' features
         (n, d), ``arms`` (n,), ``rewards`` (n,), checked whole first; a batch that
         overflows leaves the policy as it was. Returns self."""
-        X = val.float_array(contexts, "contexts", finite=False)
-        if X.ndim == 2:
-            return self._learn_rows(*val.logged_rows(X, arms, rewards, self.dim))
-        return self._learn_rounds(*val.logged_rounds(X, arms, rewards, self.dim))
+        return self._update_many(contexts, arms, rewards)
 
     def _learn_rounds(self, X, a, r):
         """:meth:`update_many` on rounds already checked
