@@ -1,12 +1,14 @@
-"""Numba's compiler made faster where it is slow for this library's kernels, compiling
-the same code: an inlined body's IR copied with one deep-copy memo or not at all, and the
-compiler flags hashed and compared without listing every option's value.
+"""Numba made faster where it is slow for this library's kernels, doing the same work:
+an inlined body's IR copied with one deep-copy memo or not at all, and the compiler flags
+hashed and compared without listing every option's value (the same code compiled); and,
+under Numba's CUDA simulator, a block's barriers released when the last thread reaches
+them instead of by a polling thread (the same threads run, in the same order of barriers).
 
-Both are installed by :func:`install` (from ``vits_ref/__init__.py``, before any kernel
-compiles), each only where Numba's source is the one it knows (found by its exact text;
+Each is installed by :func:`install` (from ``vits_ref/__init__.py``, before any kernel
+compiles), only where Numba's source is the one it knows (found by its exact text;
 elsewhere Numba does as it does). ``VITS_REF_NUMBA_AS_IS`` in the environment leaves
-Numba as it is: ``inliner``, ``flags`` (comma-separated) or ``all`` (also ``1``), for a
-comparison of compile times or should a Numba release misbehave with a change.
+Numba as it is: ``inliner``, ``flags``, ``simulator`` (comma-separated) or ``all`` (also
+``1``), for a comparison of times or should a Numba release misbehave with a change.
 
 The inliner
 -----------
@@ -65,6 +67,24 @@ inliner's change in place, on the project's machine of 2026-11-30 (an EPYC of th
 ``znver3`` generation): compiling 50.7-58.7 s (median 54.6) against Numba's comparisons'
 54.9-65.2 s (median 59.6); CPU 71.5-79.8 s (median 75.4) against 75.5-85.7 s (median
 80.3).
+
+The simulator
+-------------
+Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``; numba-cuda 0.30) runs each thread of
+a block as a Python thread, and its ``BlockManager.run`` releases a barrier
+(``syncthreads``) from the calling thread, which polls every thread of the block in a
+loop (``is_alive``, and whether it waits at the barrier) until they all do. The poller
+never sleeps: it holds Python's lock about half the time the block's threads could run,
+and spends a core doing so. In a ``cProfile`` of ``tests/test_simulate_cuda.py``'s
+simulator run, the polling loop was 40 of 50 s.
+
+:func:`install_simulator` has each thread say so, under one condition variable per block,
+when it reaches a barrier or ends; the manager waits on it and releases the barrier when
+every live thread waits there, as Numba's loop does (``_event_manager_run``). An error in
+a thread aborts the others and is raised, as before. The threads, their barriers and
+their writes are Numba's own, so a kernel's results are the same
+(``tests/test_simulator_barriers.py`` runs kernels with every kind of barrier, an early
+return and a raising thread both ways). Installed only when the simulator is on.
 """
 
 import inspect
@@ -91,14 +111,16 @@ AS_IS = "VITS_REF_NUMBA_AS_IS"
 
 
 def install():
-    """Both changes, once per process (:func:`install_inliner`, :func:`install_flags`),
-    but those that :data:`AS_IS` names."""
+    """Every change, once per process (:func:`install_inliner`, :func:`install_flags`,
+    :func:`install_simulator`), but those that :data:`AS_IS` names."""
     as_is = {w.strip() for w in os.environ.get(AS_IS, "").lower().split(",")}
     everything = bool(as_is & {"1", "all"})
     if not (everything or "inliner" in as_is):
         install_inliner()
     if not (everything or "flags" in as_is):
         install_flags()
+    if not (everything or "simulator" in as_is):
+        install_simulator()
 
 
 def install_inliner():
@@ -229,3 +251,119 @@ def install_flags():
     __hash__.numba_hash, __eq__.numba_eq = numbas_hash, numbas_eq
     config.__hash__, config.__eq__ = __hash__, __eq__
     return True
+
+
+#: The texts of the simulator's methods that :func:`install_simulator` replaces:
+#: ``BlockManager.run``'s polling loop ...
+_POLLING = "livethreads = set([t for t in livethreads if t.is_alive()])"
+#: ... and ``BlockThread.syncthreads``'s wait at a barrier (numba-cuda 0.30)
+_WAITING = "self.syncthreads_blocked = True\n        self.syncthreads_event.wait()"
+
+
+def install_simulator():
+    """Under Numba's CUDA simulator, release a block's barriers when its threads reach
+    them (:func:`_event_manager_run`) instead of by polling, once per process. True if in
+    place; False without the simulator or where its source differs."""
+    from numba.core import config
+
+    if not config.ENABLE_CUDASIM:
+        return False
+    try:
+        from numba.cuda.simulator import kernel as sim
+    except ImportError:  # no numba-cuda: the simulator is not there to run
+        return False
+    manager, thread = sim.BlockManager, sim.BlockThread
+    if getattr(manager.run, "_event_driven", False):
+        return True
+    try:
+        known = (_POLLING in inspect.getsource(manager.run)
+                 and _WAITING in inspect.getsource(thread.syncthreads))
+    except (OSError, TypeError):  # no source (a frozen or stripped install)
+        return False
+    if not known:
+        return False
+    numbas_thread_run = thread.run
+
+    def run(self):
+        try:
+            numbas_thread_run(self)  # Numba's: the kernel, its error kept on the thread
+        finally:
+            with self._manager._barrier:
+                self._finished = True
+                self._manager._barrier.notify()
+
+    def syncthreads(self):
+        if self.abort:
+            raise RuntimeError("abort flag set on syncthreads call")
+        barrier = self._manager._barrier
+        with barrier:
+            self.syncthreads_blocked = True
+            barrier.notify()
+        self.syncthreads_event.wait()
+        self.syncthreads_event.clear()
+        if self.abort:
+            raise RuntimeError("abort flag set on syncthreads clear")
+
+    def manager_run(self, grid_point, *args):
+        return _event_manager_run(sim.BlockThread, self, grid_point, *args)
+
+    manager_run._event_driven = True
+    manager_run.numba_run = manager.run
+    thread.numba_run, thread.numba_syncthreads = thread.run, thread.syncthreads
+    thread.run, thread.syncthreads = run, syncthreads
+    manager.run = manager_run
+    return True
+
+
+def simulator_waits():
+    """Whether the simulator is on with :func:`install_simulator`'s barriers in place (its
+    threads wait at a barrier; no thread polls them)."""
+    from numba.core import config
+
+    if not config.ENABLE_CUDASIM:
+        return False
+    from numba.cuda.simulator import kernel as sim
+
+    return getattr(sim.BlockManager.run, "_event_driven", False)
+
+
+def _event_manager_run(block_thread, manager, grid_point, *args):
+    """Run one block of the simulator's threads: Numba's ``BlockManager.run`` with its
+    polling replaced by waits on the block's condition variable (``manager._barrier``),
+    which a thread notifies when it reaches a barrier or ends (:func:`install_simulator`).
+    The barrier is released when every thread still running waits at it; the first
+    thread found with an error aborts the others and its error is raised."""
+    import threading
+
+    import numpy as np
+
+    manager._barrier = barrier = threading.Condition()
+    threads = []
+    for block_point in np.ndindex(*manager._block_dim):
+
+        def target():
+            manager._f(*args)
+
+        t = block_thread(target, manager, grid_point, block_point, manager._debug)
+        t._finished = False
+        threads.append(t)
+    with barrier:  # held until the first wait: no thread reports before the manager listens
+        for t in threads:
+            t.start()
+        while True:
+            failed = next((t for t in threads if t.exception), None)
+            if failed is not None:
+                for t in threads:
+                    t.abort = True
+                    t.syncthreads_blocked = False
+                    t.syncthreads_event.set()
+                raise failed.exception[0].with_traceback(failed.exception[1])
+            live = [t for t in threads if not t._finished]
+            if not live:
+                return
+            if all(t.syncthreads_blocked for t in live):
+                for t in live:
+                    t.syncthreads_blocked = False
+                    t.syncthreads_event.set()
+            else:
+                barrier.wait()
