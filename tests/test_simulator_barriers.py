@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent("""
     from numba.cuda.simulator import kernel as sim
     from vits_ref import _numba_faster
 
-    assert _numba_faster.simulator_waits()  # installed at import
+    assert sim.BlockManager.run._event_driven  # installed at import
     ours = (sim.BlockManager.run, sim.BlockThread.run, sim.BlockThread.syncthreads)
     numbas = (sim.BlockManager.run.numba_run, sim.BlockThread.numba_run,
               sim.BlockThread.numba_syncthreads)
@@ -112,7 +112,7 @@ SCRIPT = textwrap.dedent("""
     _numba_faster.install()
     print("RESULT" + json.dumps({"numba": numba_results, "ours": our_results,
                                  "unknown_left": unknown_left, "as_is_left": as_is_left,
-                                 "reinstalled": _numba_faster.simulator_waits()}))
+                                 "reinstalled": sim.BlockManager.run._event_driven}))
 """)
 
 
@@ -142,7 +142,6 @@ def test_an_error_in_a_thread_reaches_the_caller(both):
 
 def test_nothing_installed_without_the_simulator():
     assert not _numba_faster.install_simulator()  # this process: no simulator
-    assert not _numba_faster.simulator_waits()
 
 
 def test_left_alone_in_the_simulator_where_unknown_or_named(both):

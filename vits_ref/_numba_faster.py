@@ -78,13 +78,15 @@ never sleeps: it holds Python's lock about half the time the block's threads cou
 and spends a core doing so. In a ``cProfile`` of ``tests/test_simulate_cuda.py``'s
 simulator run, the polling loop was 40 of 50 s.
 
-:func:`install_simulator` has each thread say so, under one condition variable per block,
-when it reaches a barrier or ends; the manager waits on it and releases the barrier when
-every live thread waits there, as Numba's loop does (``_event_manager_run``). An error in
-a thread aborts the others and is raised, as before. The threads, their barriers and
-their writes are Numba's own, so a kernel's results are the same
-(``tests/test_simulator_barriers.py`` runs kernels with every kind of barrier, an early
-return and a raising thread both ways). Installed only when the simulator is on.
+:func:`install_simulator` lets the threads release their barrier themselves, as a
+barrier does: under one condition variable per block, a thread that reaches a barrier, or
+ends, releases it if every thread still running waits there (Numba's rule,
+``_release_if_all_wait``), and the manager only waits for the threads to end
+(``_event_manager_run``). An error in a thread aborts the others and is raised, as
+before. The threads, their barriers and their writes are Numba's own, so a kernel's
+results are the same (``tests/test_simulator_barriers.py`` runs kernels with every kind
+of barrier, an early return and a raising thread both ways). Installed only when the
+simulator is on. Measured: docs/cuda.md ("On the simulator").
 """
 
 import inspect
@@ -290,15 +292,15 @@ def install_simulator():
         finally:
             with self._manager._barrier:
                 self._finished = True
-                self._manager._barrier.notify()
+                _release_if_all_wait(self._manager._threads)
+                self._manager._barrier.notify()  # the manager waits for ends and errors
 
     def syncthreads(self):
         if self.abort:
             raise RuntimeError("abort flag set on syncthreads call")
-        barrier = self._manager._barrier
-        with barrier:
+        with self._manager._barrier:
             self.syncthreads_blocked = True
-            barrier.notify()
+            _release_if_all_wait(self._manager._threads)  # the last to arrive releases
         self.syncthreads_event.wait()
         self.syncthreads_event.clear()
         if self.abort:
@@ -315,30 +317,28 @@ def install_simulator():
     return True
 
 
-def simulator_waits():
-    """Whether the simulator is on with :func:`install_simulator`'s barriers in place (its
-    threads wait at a barrier; no thread polls them)."""
-    from numba.core import config
-
-    if not config.ENABLE_CUDASIM:
-        return False
-    from numba.cuda.simulator import kernel as sim
-
-    return getattr(sim.BlockManager.run, "_event_driven", False)
+def _release_if_all_wait(threads):
+    """Release a block's barrier if every thread still running waits at it (Numba's rule),
+    under the block's condition variable."""
+    live = [t for t in threads if not t._finished]
+    if live and all(t.syncthreads_blocked for t in live):
+        for t in live:
+            t.syncthreads_blocked = False
+            t.syncthreads_event.set()
 
 
 def _event_manager_run(block_thread, manager, grid_point, *args):
-    """Run one block of the simulator's threads: Numba's ``BlockManager.run`` with its
-    polling replaced by waits on the block's condition variable (``manager._barrier``),
-    which a thread notifies when it reaches a barrier or ends (:func:`install_simulator`).
-    The barrier is released when every thread still running waits at it; the first
-    thread found with an error aborts the others and its error is raised."""
+    """Run one block of the simulator's threads: Numba's ``BlockManager.run`` without its
+    polling (:func:`install_simulator`). A thread that reaches a barrier, or ends, under
+    the block's condition variable (``manager._barrier``), releases the barrier if every
+    thread still running waits at it; the manager waits until every thread has ended, or
+    aborts the others and raises the error of the first thread found with one."""
     import threading
 
     import numpy as np
 
     manager._barrier = barrier = threading.Condition()
-    threads = []
+    manager._threads = threads = []
     for block_point in np.ndindex(*manager._block_dim):
 
         def target():
@@ -347,7 +347,7 @@ def _event_manager_run(block_thread, manager, grid_point, *args):
         t = block_thread(target, manager, grid_point, block_point, manager._debug)
         t._finished = False
         threads.append(t)
-    with barrier:  # held until the first wait: no thread reports before the manager listens
+    with barrier:  # held until the first wait: no thread arrives before the list is whole
         for t in threads:
             t.start()
         while True:
@@ -358,12 +358,6 @@ def _event_manager_run(block_thread, manager, grid_point, *args):
                     t.syncthreads_blocked = False
                     t.syncthreads_event.set()
                 raise failed.exception[0].with_traceback(failed.exception[1])
-            live = [t for t in threads if not t._finished]
-            if not live:
+            if all(t._finished for t in threads):
                 return
-            if all(t.syncthreads_blocked for t in live):
-                for t in live:
-                    t.syncthreads_blocked = False
-                    t.syncthreads_event.set()
-            else:
-                barrier.wait()
+            barrier.wait()

@@ -43,7 +43,6 @@ import warnings
 
 from numba import cuda, float64
 
-from .. import _numba_faster
 from ..config import _code_names, _simulator, body_inline, cuda_jit, kernel, mark_body, rebuild
 from ..kernels import coop_linalg
 from ..kernels.bandit import make_bandit_rounds
@@ -226,21 +225,17 @@ def _opt_in(dispatcher, args, nbytes):
 
 
 #: Python's thread switch interval (seconds) while the simulator runs a block-per-run
-#: kernel with Numba's own barriers. The simulator runs a block's threads as Python
-#: threads, and Numba's releases a barrier from a polling thread, so every
-#: ``syncthreads`` waits about one switch interval (5 ms by default): 2 runs x 6 rounds of
-#: VITS-II at d = 3 took 7.2 s with 1 thread per block, 0.4 s at 10 us (measured on this
-#: 2-core machine). Not set where vits_ref/_numba_faster.py's barriers are in place: no
-#: thread polls, and a short interval only adds switches (tests/test_cuda_coop_driver.py's
-#: simulator run: 21 s at the default interval, 26 s at 10 us). No effect on a GPU.
+#: kernel. The simulator runs a block's threads as Python threads and releases a barrier
+#: from a polling thread, so every ``syncthreads`` waits about one switch interval (5 ms
+#: by default): 2 runs x 6 rounds of VITS-II at d = 3 took 7.2 s with 1 thread per
+#: block, 0.4 s at 10 us (measured on this 2-core machine). No effect on a GPU.
 SIMULATOR_SWITCH_INTERVAL = 1e-5
 
 
 @contextlib.contextmanager
 def _simulator_switching():
-    """Under the simulator with Numba's polling barriers, :data:`SIMULATOR_SWITCH_INTERVAL`
-    for the duration (restored)."""
-    if not _simulator() or _numba_faster.simulator_waits():
+    """Under the simulator, :data:`SIMULATOR_SWITCH_INTERVAL` for the duration (restored)."""
+    if not _simulator():
         yield
         return
     old = sys.getswitchinterval()
