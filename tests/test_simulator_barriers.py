@@ -67,9 +67,9 @@ SCRIPT = textwrap.dedent("""
     @cuda.jit
     def raising(x, out):
         i = cuda.threadIdx.x
-        out[i] = 1
-        cuda.syncthreads()
-        out[i] = x[i + 5]  # out of bounds for thread 3: an IndexError
+        out[i] = x[i + 5]  # out of bounds for thread 3: an IndexError ...
+        cuda.syncthreads()  # ... while the others wait here
+        out[i] += 1
 
     def results():
         got = {}

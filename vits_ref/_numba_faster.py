@@ -292,7 +292,8 @@ def install_simulator():
         finally:
             with self._manager._barrier:
                 self._finished = True
-                _release_if_all_wait(self._manager._threads)
+                if self.exception is None:  # else the others wait for the manager's abort
+                    _release_if_all_wait(self._manager._threads)
                 self._manager._barrier.notify()  # the manager waits for ends and errors
 
     def syncthreads(self):
