@@ -62,15 +62,15 @@ LONG_FILES = {
     "tests/test_notebooks.py": 330,
     "tests/test_runner_conformance.py": 185,
     "tests/test_cli.py": 160,
-    "tests/test_simulate_cuda.py": 50,  # this and the next two: since the simulator polls no more
+    "tests/test_simulate_cuda.py": 50,  # the simulator files: its barriers unpolled
     "tests/test_delayed_feedback.py": 105,
     "tests/test_diffts_experiments.py": 100,
-    "tests/test_streams_block.py": 30,
+    "tests/test_streams_block.py": 30,  # (simulator)
     "tests/test_renyi_vi.py": 75,
     "tests/test_logistic_bandit.py": 75,
     "tests/test_chunks.py": 70,
     "tests/test_cuda_targets.py": 60,  # the structural walk: 3 s of CPU, the rest waits
-    "tests/test_cuda_coop_driver.py": 20,
+    "tests/test_cuda_coop_driver.py": 20,  # (simulator)
     "tests/test_fig2_movielens_claims.py": 55,
     "tests/test_cuda_ptx.py": 50,
 }

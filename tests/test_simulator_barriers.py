@@ -19,7 +19,7 @@ from vits_ref import _numba_faster
 SCRIPT = textwrap.dedent("""
     import json, os
     import numpy as np
-    from numba import cuda, float64, int32
+    from numba import cuda, float64
     from numba.cuda.simulator import kernel as sim
     from vits_ref import _numba_faster
 

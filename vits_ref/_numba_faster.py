@@ -93,6 +93,9 @@ import inspect
 import os
 import re
 import textwrap
+import threading
+
+import numpy as np
 
 #: ``copy_ir``'s copy of the blocks in numba 0.68's ``InlineWorker.inline_ir``, dedented ...
 _PER_BLOCK = """\
@@ -334,10 +337,6 @@ def _event_manager_run(block_thread, manager, grid_point, *args):
     the block's condition variable (``manager._barrier``), releases the barrier if every
     thread still running waits at it; the manager waits until every thread has ended, or
     aborts the others and raises the error of the first thread found with one."""
-    import threading
-
-    import numpy as np
-
     manager._barrier = barrier = threading.Condition()
     manager._threads = threads = []
     for block_point in np.ndindex(*manager._block_dim):

@@ -309,10 +309,11 @@ class LinUCB(CoreDoor, Persistent):
         (:func:`vits_ref._validate.logged_rounds`)."""
         return self._learn_rows(val.played_rows(X, a), a, r)
 
-    def _learn_rows(self, played, a, r, n_arms=None, rounds=None):
+    def _learn_rows(self, played, a, r, n_arms=None):
         """:meth:`update_many` on the played rows (n, d) already checked
-        (:func:`vits_ref._validate.logged_rows`); ``n_arms`` and ``rounds`` as
-        :meth:`ThompsonSampling._learn_rows` takes them (LinUCB needs neither)."""
+        (:func:`vits_ref._validate.logged_rows`); ``n_arms`` as
+        :meth:`ThompsonSampling._learn_rows` takes it (LinUCB has no compiled state to
+        attach)."""
         Vinv, b = self.Vinv, self.b
         saved = Vinv.copy(), b.copy()
         b += played.T @ r
