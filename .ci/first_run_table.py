@@ -10,7 +10,14 @@ main job, default size), ``fig1-2x20`` (``run vits-fig1 --runs 2 --rounds 20
 ``snippet-N`` (the N-th ``.. code-block:: python`` of README.rst that runs without a GPU),
 ``online-lints`` and ``online-vits-ii`` (``vr.Online(policy, n_arms=50, dim=20, seed=0)``
 and its first ``select`` and ``update``), ``bench-quick`` (``python -m vits_ref bench
---quick``).
+--quick``), ``floor`` (NumPy, Numba and SciPy's ``linalg`` imported and Numba's CPU target
+initialised, without the library: what any process of it pays first).
+
+Each row's ``wall_s`` is the whole process, its exit included (the interpreter's
+finalisation collects every object that Numba's registries and the kernels' dispatchers
+made); ``result_s`` is the time from the start of the process to the end of the entry's
+work, what a user waits for the first result; ``objects`` the objects the garbage
+collector tracks then, which the exit goes through.
 
 The machine may be shared, so beside the wall time each row gives the child's CPU time
 (user + sys of the child and its own children: :func:`resource.getrusage` of the waited
@@ -40,19 +47,25 @@ ROOT = os.path.dirname(HERE)
 _CHILD = r"""
 import atexit, json, runpy, sys, time
 t0 = time.perf_counter()
-import vits_ref as vr
-from vits_ref import _compile_watch as w
-def _done():
-    sys.stderr.write("FIRST_RUN " + json.dumps({"kernels": w.kernels(),
-                     "compile_s": w.seconds(), "import_s": t_import}) + "\n")
-t_import = time.perf_counter() - t0
-atexit.register(_done)
 kind, what = sys.argv[1], sys.argv[2]
-if kind == "code":
-    exec(compile(what, "<entry>", "exec"), {"__name__": "__entry__"})
-else:
+if kind != "bare":
+    import vits_ref as vr
+    from vits_ref import _compile_watch as w
+t_import = time.perf_counter() - t0
+def _done():
+    counts = (w.kernels(), w.seconds()) if kind != "bare" else (0, 0.0)
+    sys.stderr.write("FIRST_RUN " + json.dumps({
+        "kernels": counts[0], "compile_s": counts[1], "import_s": t_import,
+        "result_at": t_result, "objects": n_objects}) + "\n")
+atexit.register(_done)
+if kind == "cli":
     sys.argv = ["vits_ref", *json.loads(what)]
     runpy.run_module("vits_ref", run_name="__main__", alter_sys=True)
+else:
+    exec(compile(what, "<entry>", "exec"), {"__name__": "__entry__"})
+t_result = time.time()
+import gc
+n_objects = len(gc.get_objects())
 """
 
 
@@ -89,6 +102,13 @@ def entries():
             f"online = vr.Online({policy!r}, n_arms=50, dim=20, seed=0)\n"
             "online.update(X, online.select(X), 1.0)\n"))
     out["bench-quick"] = ("cli", ["bench", "--quick"])
+    # what every process of the library pays before any of the library's own work:
+    # NumPy, Numba and SciPy's linalg (the BLAS the kernels call) imported, and Numba's
+    # CPU target initialised as the first load of a cached kernel initialises it
+    out["floor"] = ("bare", (
+        "import numpy, numba, scipy.linalg\n"
+        "from numba.core.registry import cpu_target\n"
+        "cpu_target.typing_context.refresh()\ncpu_target.target_context.refresh()\n"))
     return out
 
 
@@ -96,11 +116,12 @@ def run_once(kind, what, cache, workdir):
     """One child on ``cache``: wall and CPU seconds, compilations, compile seconds."""
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "NUMBA_CACHE_DIR": cache,
            "VITS_REF_COMPILE_TIMES": os.path.join(cache, "compile_times.json")}
-    arg = what if kind == "code" else json.dumps(
+    arg = what if kind != "cli" else json.dumps(
         what[:1] + (["--out", os.path.join(workdir, "out"), "--force"]
                     if what[0] == "run" else []) + what[1:])
     load = os.getloadavg()[0]
     r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    started = time.time()
     proc = subprocess.run([sys.executable, "-c", _CHILD, kind, arg], env=env, cwd=workdir,
                           capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -117,7 +138,8 @@ def run_once(kind, what, cache, workdir):
     return {"wall_s": round(wall, 1),
             "cpu_s": round(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime, 1),
             "load": round(load, 2), "kernels": rec["kernels"] + sum(workers),
-            "compile_s": round(rec["compile_s"], 1), "import_s": round(rec["import_s"], 2)}
+            "compile_s": round(rec["compile_s"], 1), "import_s": round(rec["import_s"], 2),
+            "result_s": round(rec["result_at"] - started, 2), "objects": rec["objects"]}
 
 
 def main(names):
