@@ -45,7 +45,7 @@ ROOT = os.path.dirname(HERE)
 #: The child: runs ``argv[1]`` (Python source, or ``-m vits_ref ...`` arguments as JSON)
 #: and prints its compilations and compile seconds on stderr when the process exits.
 _CHILD = r"""
-import atexit, json, runpy, sys, time
+import atexit, gc, json, runpy, sys, time
 t0 = time.perf_counter()
 kind, what = sys.argv[1], sys.argv[2]
 if kind != "bare":
@@ -58,14 +58,15 @@ def _done():
         "kernels": counts[0], "compile_s": counts[1], "import_s": t_import,
         "result_at": t_result, "objects": n_objects}) + "\n")
 atexit.register(_done)
-if kind == "cli":
-    sys.argv = ["vits_ref", *json.loads(what)]
-    runpy.run_module("vits_ref", run_name="__main__", alter_sys=True)
-else:
-    exec(compile(what, "<entry>", "exec"), {"__name__": "__entry__"})
-t_result = time.time()
-import gc
-n_objects = len(gc.get_objects())
+try:  # the command line's entries end with SystemExit
+    if kind == "cli":
+        sys.argv = ["vits_ref", *json.loads(what)]
+        runpy.run_module("vits_ref", run_name="__main__", alter_sys=True)
+    else:
+        exec(compile(what, "<entry>", "exec"), {"__name__": "__entry__"})
+finally:
+    t_result = time.time()
+    n_objects = len(gc.get_objects())
 """
 
 
