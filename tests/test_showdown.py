@@ -172,3 +172,102 @@ def test_wheel_ratios_to_uniform_on_planted_runs():
     result["wheel_vs_uniform"] = table
     page = experiment.wheel_markdown(result)
     assert "| Uniform | 100 |" in page and f"| good | {100 * g['ratio']:.1f} [" in page
+
+
+def test_linfullpost_is_riquelme_et_als_update_written_out():
+    """The showdown's LinFullPost is the authors' LinearFullPosteriorSampling update
+    (``precision = X^T X + lambda_prior I``, ``mu = inv(precision) X^T y``, ``a = a0 +
+    n/2``, ``b = b0 + (y^T y - mu^T precision mu) / 2``, written out here) on each arm's
+    block of the disjoint encoding, at their a0 = b0 = 6, lambda_prior = 0.25. Exact
+    arithmetic on d = 15 up to rounding (1e-9 relative: condition numbers below 1e3)."""
+    setting = catalogue.ENVIRONMENTS["wheel-0.9"]
+    env = setting.make(0)
+    policy, params = catalogue._linfullpost(setting, env)
+    assert {k: params[k] for k in ("a0", "b0", "lambda_prior")} == {
+        "a0": 6.0, "b0": 6.0, "lambda_prior": 0.25}
+    policy = policy.fresh(3)
+    rng = np.random.default_rng(5)
+    K, d, lam = env.n_arms, env.dim, 0.25
+    assert d == 3 * K
+    seen = {a: ([], []) for a in range(K)}
+    for t in range(60):
+        x = rng.uniform(-0.7, 0.7, size=2)  # a context in the disc, (x1, x2, 1) per block
+        contexts = np.zeros((K, d))
+        for a in range(K):
+            contexts[a, 3 * a:3 * a + 3] = (*x, 1.0)
+        arm = policy.select(contexts) if t % 2 else t % K
+        reward = float(rng.normal(1.0 + 10 * (arm == t % K), 2.0))
+        policy.update(contexts, arm, reward)
+        seen[arm][0].append(contexts[arm])
+        seen[arm][1].append(reward)
+    for a in range(K):
+        X, y = np.array(seen[a][0]).reshape(-1, d), np.array(seen[a][1])
+        precision = X.T @ X + lam * np.eye(d)
+        cov = np.linalg.inv(precision)
+        mu = cov @ (X.T @ y)
+        post = policy.posterior(a)
+        np.testing.assert_allclose(post["u"][0], mu, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(post["V"][0], cov, rtol=1e-9, atol=1e-12)
+        assert post["alpha"][0] == pytest.approx(6.0 + len(y) / 2, rel=1e-12)
+        assert post["beta"][0] == pytest.approx(6.0 + 0.5 * (y @ y - mu @ precision @ mu),
+                                                rel=1e-9)
+
+
+def _summary(path, entries, rounds=2000):
+    """A planted showdown summary.json: ``entries`` ``{(panel, method): final regrets}``."""
+    results = [{"panel": p, "method": m, "final_regrets": list(v),
+                "final_regret_mean": float(np.mean(v)),
+                "final_regret_stderr": float(np.std(v, ddof=1) / np.sqrt(len(v))),
+                "us_per_round": 1.0, "paired_vs_best": {"stale": True}}
+               for (p, m), v in entries.items()]
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"experiment": "showdown", "runs": 30, "rounds": rounds, "seed": 0,
+                   "results": results, "hyperparameters": {}, "not_applicable": []}, fh)
+    return str(path)
+
+
+def test_combine_compares_a_later_method_with_the_earlier_ones(tmp_path):
+    from vits_ref.experiments.showdown.combine import combine
+
+    rng = np.random.default_rng(3)
+    wheel, pool = "wheel (delta = 0.5)", "linear pool (d = 20, K = 50, zeta = 0.1)"
+    uniform = rng.normal(900.0, 60.0, size=30)
+    linucb = 0.4 * uniform + rng.normal(0.0, 5.0, size=30)
+    added = linucb - 50.0 + rng.normal(0.0, 5.0, size=30)  # planted: 50 better than LinUCB
+    pool_lints = rng.gamma(2.0, 50.0, size=30)
+    first = _summary(tmp_path / "a.json", {(wheel, "Uniform"): uniform,
+                                           (wheel, "LinUCB"): linucb,
+                                           (pool, "LinTS"): pool_lints})
+    second = _summary(tmp_path / "b.json", {(wheel, "Uniform"): uniform,
+                                            (wheel, catalogue.LINFULLPOST): added})
+    out = tmp_path / "both"
+    res = combine([first, second], out=str(out))
+    # the catalogue's order within a panel; the added method is the new best
+    assert [(e["panel"], e["method"]) for e in res["results"]] == [
+        (wheel, "Uniform"), (wheel, catalogue.LINFULLPOST), (wheel, "LinUCB"), (pool, "LinTS")]
+    assert res["best"] == {wheel: catalogue.LINFULLPOST, pool: "LinTS"}
+    got = {e["method"]: e.get("paired_vs_best") for e in res["results"] if e["panel"] == wheel}
+    assert got[catalogue.LINFULLPOST] is None  # the stale comparison is gone
+    assert got["LinUCB"]["mean"] == pytest.approx(np.mean(linucb - added), rel=1e-12)
+    assert got["LinUCB"]["verdict"] == "higher"
+    ratio = res["wheel_vs_uniform"][wheel][catalogue.LINFULLPOST]["ratio"]
+    assert ratio == pytest.approx(added.mean() / uniform.mean(), rel=1e-12)
+    assert set(res["wheel_vs_uniform"][wheel]) == {"LinUCB", catalogue.LINFULLPOST}
+    page = (out / "showdown.md").read_text(encoding="utf-8")
+    assert page.count("**best**") == 2 and json.loads((out / "summary.json").read_text())[
+        "combined_from"] == [first, second]
+    # summaries of other runs are refused, naming what differs
+    other = _summary(tmp_path / "c.json", {(wheel, "Uniform"): uniform + 1.0,
+                                           (wheel, "VTS"): added})
+    with pytest.raises(ValueError, match="Uniform on 'wheel.*not the same runs"):
+        combine([first, other])
+    longer = _summary(tmp_path / "d.json", {(wheel, "Uniform"): uniform}, rounds=200)
+    with pytest.raises(ValueError, match="rounds = 200"):
+        combine([first, longer])
+    unchecked = _summary(tmp_path / "e.json", {(wheel, "VTS"): added})
+    with pytest.raises(ValueError, match="shares no method"):
+        combine([first, unchecked])
+    with pytest.raises(ValueError, match="two or more"):
+        combine([first])
+    with pytest.raises(ValueError, match="not a file"):
+        combine([first, str(tmp_path / "missing.json")])

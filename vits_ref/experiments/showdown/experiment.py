@@ -138,20 +138,36 @@ def run(runs=5, rounds=200, seed=0, out="results/showdown", progress=None, size=
                         title=f"{TITLES['regret.png']} ({runs} runs x {rounds} rounds)",
                         extra=extra,
                         kl_rounds=kl_rounds, n_jobs=n_jobs, simulate_fn=simulate_serial)
-    result["best"] = {}
-    for panel, _, _, _ in panels:
-        entries = [e for e in result["results"] if e["panel"] == panel]
-        best, diffs = versus_best([e for e in entries if "final_regrets" in e])
-        result["best"][panel] = best
-        for e in entries:
-            if e["method"] in diffs:
-                e["paired_vs_best"] = {"best": best, **diffs[e["method"]]}
-            _kl_fields(e)
-    result["wheel_vs_uniform"] = versus_uniform(result)
+    compare_methods(result, [panel for panel, _, _, _ in panels])
     path = os.path.join(out, "showdown.md")
     write_output(path, (table(result) + "\n").encode("utf-8"))
     result["files"].append(path)
     write_json(result["files"][1], result)  # again, with the comparisons to the best
+    return result
+
+
+def compare_methods(result, panels=None):
+    """The comparisons of a summary's entries, in place: ``best`` (``{panel: method}``),
+    every entry's ``paired_vs_best`` (against its panel's best; absent for the best) and
+    ``kl_at_T`` or ``kl_note``, and ``wheel_vs_uniform`` (:func:`versus_uniform`).
+
+    ``panels``: the panels to compare, in order (default: those of the entries). Earlier
+    comparisons are replaced, so a summary whose entries changed (e.g.
+    :func:`vits_ref.experiments.showdown.combine.combine`) is compared afresh. Returns
+    ``result``."""
+    if panels is None:
+        panels = list(dict.fromkeys(e["panel"] for e in result["results"]))
+    result["best"] = {}
+    for panel in panels:
+        entries = [e for e in result["results"] if e["panel"] == panel]
+        best, diffs = versus_best([e for e in entries if "final_regrets" in e])
+        result["best"][panel] = best
+        for e in entries:
+            e.pop("paired_vs_best", None)
+            if e["method"] in diffs:
+                e["paired_vs_best"] = {"best": best, **diffs[e["method"]]}
+            _kl_fields(e)
+    result["wheel_vs_uniform"] = versus_uniform(result)
     return result
 
 
