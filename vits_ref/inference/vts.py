@@ -516,8 +516,10 @@ class NIGTS(VTS):
     ``s2 ~ InvGamma(alpha0, beta0)``; the posterior is conjugate (docs/algorithms.md
     section 1, "NIG") and kept by one rank-one Cholesky update per observation. A round
     draws ``s2 ~ InvGamma(alpha, beta)``, ``w ~ N(u, s2 V)`` per arm and plays
-    ``argmax_a x_a w_a``: linear Thompson sampling that learns the noise variance (seed
-    002 section 4: "VTS with K = 1").
+    ``argmax_a x_a w_a``: linear Thompson sampling that learns the noise variance (Urteaga
+    & Wiggins, section 4: "VTS with K = 1"). At ``u0 = 0``, ``V0 = I / 0.25`` and
+    ``alpha0 = beta0 = 6`` it is Riquelme et al.'s ``LinFullPost`` at their point (the
+    showdown's, :mod:`vits_ref.experiments.showdown.catalogue`).
 
     Parameters
     ----------
