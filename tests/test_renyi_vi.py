@@ -512,3 +512,24 @@ def test_learning_rate_is_a_deprecated_alias_of_step_size(small_problem):
         vr.RenyiVI(p.dim, step_size=1e-3, learning_rate=1e-3)
     with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="step_size"):
         vr.RenyiVI(p.dim, learning_rate=0.0)
+
+
+def test_a_collapsed_q_is_named_by_the_kl_diagnostic():
+    """An engine whose own q has a singular covariance: KL(q || p) is +inf for it, so the
+    diagnostic raises, naming the engine and q's eigenvalues (where it blamed the data's
+    V before), directly and from the runner's loop."""
+    from vits_ref.errors import DegenerateCovarianceError
+
+    class Collapsed(vr.RenyiVI):
+        @property
+        def cov(self):
+            return np.array([[1.0, 1.0], [1.0, 1.0]])  # rank one: eigenvalues 0 and 2
+
+    eng = Collapsed(2, seed=0).update(np.eye(2), np.ones(2))
+    with pytest.raises(DegenerateCovarianceError,
+                       match=r"Renyi.*q has a covariance.*eigenvalues from 0 to 2\), where the exact"):
+        eng.kl_to_posterior()
+    env = vr.envs.pool(dim=2, n_arms=3, seed=0)
+    with pytest.raises(DegenerateCovarianceError,
+                       match=r"KL diagnostic at round 2 of run 0 .*q has a covariance"):
+        vr.simulate(vr.ThompsonSampling(Collapsed(2)), env, 3, seed=0, kl_rounds=[2])

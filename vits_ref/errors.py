@@ -63,6 +63,15 @@ class DivergenceError(FloatingPointError):
                                self.step_size, run=run, detail=self.detail)
 
 
+class DegenerateCovarianceError(ValueError):
+    """An engine's Gaussian ``q`` has a covariance that is not positive definite to
+    rounding: the approximation has collapsed in some direction (a variance at or below
+    rounding beside the others), so ``KL(q || p)`` is not finite in double precision (it
+    is ``+inf`` for a singular ``q``). Raised by
+    :meth:`vits_ref.inference.base.GaussianEngine.kl_to_posterior`; the message names the
+    engine and the extreme eigenvalues of ``q``'s covariance."""
+
+
 def record_first_divergence(first_bad, status):
     """Keep each run's first diverging round: ``first_bad`` (R,) int, 0 while the run has
     not diverged, takes ``status`` (R,) (0, or the 1-based round at which the run diverged

@@ -29,7 +29,12 @@ from .._seeding import delay_rng, instance_seed, policy_seed, run_seed, run_seed
 from .._threads import numba_threads
 from ..drivers import cpu
 from ..envs import Environment
-from ..errors import DivergenceError, raise_first_divergence, record_first_divergence
+from ..errors import (
+    DegenerateCovarianceError,
+    DivergenceError,
+    raise_first_divergence,
+    record_first_divergence,
+)
 from ..inference import VITS, Langevin, LinTS
 from ..inference.base import GaussianEngine
 from ..kernels.bandit import late_queue_size
@@ -479,14 +484,22 @@ def _run_python(pol, chunks, kl_rounds, regret, arms, kl, run, gaussian, delay=0
             if gaussian:
                 try:
                     kl[nk] = pol.engine.kl_to_posterior()
+                except DegenerateCovarianceError as err:
+                    raise _kl_error(run, t + 1, err) from None
                 except ValueError:
                     raise _kl_error(run, t + 1) from None
             nk += 1
 
 
-def _kl_error(run, rnd):
+def _kl_error(run, rnd, collapsed=None):
     """The one error of a KL diagnostic that double precision cannot give, on every path
-    (the Python loop's closed forms raise, the compiled loops' Cholesky returns inf)."""
+    (the Python loop's closed forms raise, the compiled loops' Cholesky returns inf);
+    ``collapsed``: the :class:`~vits_ref.errors.DegenerateCovarianceError` of an engine
+    whose own ``q`` has collapsed, which the error then states instead of blaming ``V``."""
+    if collapsed is not None:
+        return DegenerateCovarianceError(
+            f"the KL diagnostic at round {rnd} of run {run} cannot be computed in double "
+            f"precision: {collapsed}")
     return ValueError(
         f"the KL diagnostic at round {rnd} of run {run} cannot be computed in double "
         f"precision: V = lam I + sum x x^T is not positive definite to rounding, or too "

@@ -42,7 +42,7 @@ import numpy as np
 
 from .. import _validate as val
 from .._seeding import engine_streams
-from ..errors import DivergenceError
+from ..errors import DegenerateCovarianceError, DivergenceError
 from ..models import MODELS
 from .persist import Persistent
 
@@ -457,6 +457,15 @@ def restore_model_state(model, saved):
         _restore_snapshot(model, saved)
 
 
+def _cholesky_fails(cov):
+    """Whether ``cov`` is not positive definite to rounding (LAPACK's Cholesky fails)."""
+    try:
+        np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        return True
+    return False
+
+
 class GaussianEngine(Engine):
     """An engine whose posterior is a Gaussian ``N(mean, cov)``."""
 
@@ -474,7 +483,9 @@ class GaussianEngine(Engine):
         Raises
         ------
         ValueError
-            If the model has no closed-form posterior (only the linear-Gaussian one has).
+            If the model has no closed-form posterior (only the linear-Gaussian one has);
+            :class:`~vits_ref.errors.DegenerateCovarianceError` if ``q``'s covariance is
+            not positive definite to rounding (the approximation has collapsed).
         """
         from ..gaussian import kl
 
@@ -483,7 +494,20 @@ class GaussianEngine(Engine):
             raise ValueError(f"kl_to_posterior needs a closed-form posterior: the "
                              f"{self.model.name!r} model has none (only model='linear' does)")
         mean_p, cov_p = posterior()
-        return kl(self.mean, self.cov, mean_p, cov_p)
+        cov = self.cov
+        if _cholesky_fails(cov) and not _cholesky_fails(cov_p):
+            # q's own collapse, said here: vits_ref.gaussian.kl would name its argument, and
+            # where p's covariance fails too (an exact engine on an ill-conditioned V) the
+            # data are the cause, which kl's error and the runners' say
+            eig = np.linalg.eigvalsh(0.5 * (cov + cov.T)) if np.all(np.isfinite(cov)) else None
+            spread = ("" if eig is None else
+                      f" (eigenvalues from {eig[0]:.3g} to {eig[-1]:.3g})")
+            raise DegenerateCovarianceError(
+                f"the {self.name} engine's Gaussian q has a covariance that is not positive "
+                f"definite to rounding{spread}, where the exact posterior's is: the "
+                f"approximation has collapsed in some direction, so KL(q || p) is not "
+                f"finite")
+        return kl(self.mean, cov, mean_p, cov_p)
 
 
 class ParticleEngine(GaussianEngine):
