@@ -1,8 +1,9 @@
 r"""Rényi variational inference: the Monte Carlo Rényi bound, its gradient, Adam steps.
 
-Li & Turner (2016), "Rényi divergence variational inference"; the Rényi appendix (seed
-004), appendix C (the bandit's inner loop: 10 Adam steps, learning rate 2e-2, 300 Monte
-Carlo draws); docs/algorithms.md section 6.
+Li & Turner (2016), "Rényi divergence variational inference" (the bound); the Rényi
+appendix (most likely Sajid et al. 2022, docs/algorithms.md), appendix C (the bandit's
+inner loop: 10 Adam steps, learning rate 2e-2, 300 Monte Carlo draws); docs/algorithms.md
+section 6.
 
 The family is ``q = N(mu, L L^T)`` with ``L`` lower triangular and a positive diagonal,
 parameterised by ``P`` (d + 1, d): ``P[0] = mu``, ``P[1 + i, k] = L[i, k]`` for ``k < i``
