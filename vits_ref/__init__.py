@@ -31,7 +31,7 @@ from .bandit.online import Online
 from .bandit.policies import EpsilonGreedy, LinUCB, PerArm, RandomPolicy, ThompsonSampling
 from .bandit.simulate import POLICY_NAMES, SimulationResult, make_policy, simulate
 from .bandit.vts import simulate_vts
-from .errors import DivergenceError
+from .errors import DegenerateCovarianceError, DivergenceError
 from .inference import (
     DPS,
     OPVI,
@@ -61,9 +61,9 @@ _numba_faster.install()
 
 __version__ = "0.1.0"
 
-__all__ = ["Bandit", "DPS", "DiffTS", "DivergenceError", "EpsilonGreedy", "Laplace", "LinTS",
-           "LinUCB", "Langevin", "MixTS", "NIGTS", "OPVI", "Online", "POLICY_NAMES", "PerArm",
-           "RandomPolicy", "RenyiVI",
+__all__ = ["Bandit", "DPS", "DegenerateCovarianceError", "DiffTS", "DivergenceError",
+           "EpsilonGreedy", "Laplace", "LinTS", "LinUCB", "Langevin", "MixTS", "NIGTS", "OPVI",
+           "Online", "POLICY_NAMES", "PerArm", "RandomPolicy", "RenyiVI",
            "SGLD", "SVGD", "SimulationResult", "ThompsonSampling", "TunedTS", "VITS", "VTS",
            "data", "diffusion", "envs", "gaussian", "gmm", "load", "make_policy", "models",
            "schedules", "simulate", "simulate_vts", "svgd", "vts"]
