@@ -457,13 +457,14 @@ def restore_model_state(model, saved):
         _restore_snapshot(model, saved)
 
 
-def _cholesky_fails(cov):
-    """Whether ``cov`` is not positive definite to rounding (LAPACK's Cholesky fails)."""
+def _is_spd(cov):
+    """Whether ``cov`` passes the library's check of a covariance
+    (:func:`vits_ref._validate.spd_matrix`: symmetric, finite, Cholesky to rounding)."""
     try:
-        np.linalg.cholesky(cov)
-    except np.linalg.LinAlgError:
-        return True
-    return False
+        val.spd_matrix(cov, "cov")
+    except ValueError:
+        return False
+    return True
 
 
 class GaussianEngine(Engine):
@@ -495,7 +496,7 @@ class GaussianEngine(Engine):
                              f"{self.model.name!r} model has none (only model='linear' does)")
         mean_p, cov_p = posterior()
         cov = self.cov
-        if _cholesky_fails(cov) and not _cholesky_fails(cov_p):
+        if not _is_spd(cov) and _is_spd(cov_p):
             # q's own collapse, said here: vits_ref.gaussian.kl would name its argument, and
             # where p's covariance fails too (an exact engine on an ill-conditioned V) the
             # data are the cause, which kl's error and the runners' say

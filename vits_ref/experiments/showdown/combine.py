@@ -23,7 +23,6 @@ Example (docs/reproduction/showdown.md)::
             out="results/showdown-wheel-combined")
 """
 
-import copy
 import json
 import os
 
@@ -117,12 +116,12 @@ def combine(paths, out=None):
     """
     if isinstance(paths, (str, os.PathLike)) or len(paths) < 2:
         raise ValueError(f"paths must be two or more summary.json files, got {paths!r}")
-    summaries = [_load(p) for p in paths]
-    result = copy.deepcopy(summaries[0])
+    summaries = [_load(p) for p in paths]  # fresh from the files: extended in place
+    result = summaries[0]
     for path, other in zip(paths[1:], summaries[1:], strict=True):
         _check_same_runs(result, other, path)
         have = {(e["panel"], e["method"]) for e in result["results"]}
-        result["results"] += [copy.deepcopy(e) for e in other["results"]
+        result["results"] += [e for e in other["results"]
                               if (e["panel"], e["method"]) not in have]
         for key in ("hyperparameters", "environments"):
             for panel, value in other.get(key, {}).items():
