@@ -52,7 +52,7 @@ from vits_ref.config import kernel
 
 from .linalg import gemm_nn, gemm_nt, gemm_tn
 from .potential import Potential, linear_scores
-from .scalars import bernoulli_nll, residual_weight
+from .scalars import bernoulli_nll, nll_residual, residual_weight
 
 # --------------------------------------------------------------------------- the potential
 
@@ -89,10 +89,25 @@ def logistic_value(X, y, theta, eta, lam, z2):
     total = 0.0
     for s in range(n):
         total += bernoulli_nll(z2[s, 0], y[s])
+    return tempered_value(total, theta, eta, lam)
+
+
+@kernel(inline=True)
+def tempered_value(total, theta, eta, lam):
+    """``eta (total + lam/2 |theta|^2)``: ``U`` from the data term ``total`` (the sum of
+    the observations' negative log-likelihoods)."""
     sq = 0.0
-    for i in range(d):
+    for i in range(theta.shape[0]):
         sq += theta[i] * theta[i]
     return eta * (total + 0.5 * lam * sq)
+
+
+@kernel(inline=True)
+def tempered_gradients(thetas, eta, lam, G):
+    """``G <- eta (G + lam thetas)``: the gradients from their data terms ``X^T r_j``."""
+    for j in range(thetas.shape[0]):
+        for i in range(thetas.shape[1]):
+            G[j, i] = eta * (G[j, i] + lam * thetas[j, i])
 
 
 @kernel
@@ -144,9 +159,7 @@ def logistic_grads_hessian(X, y, thetas, eta, lam, want_hessian, Z, wbar, Xw, G,
         for j in range(M):
             for i in range(d):
                 G[j, i] = 0.0
-    for j in range(M):
-        for i in range(d):
-            G[j, i] = eta * (G[j, i] + lam * thetas[j, i])
+    tempered_gradients(thetas, eta, lam, G)
     if want_hessian:
         weighted_gram(X, wbar, eta, Xw, H)
         el = eta * lam
@@ -176,15 +189,7 @@ def grads_hessian(data, thetas, want_hessian, G, H, scratch):
                            wbuf[:n], Xwbuf[:n], G, H, have_z)
     key[0] = -1.0  # zbuf now holds residuals
     if has_prior:  # + P0 (theta - theta0) and + P0
-        Dm = D[:M]
-        DPm = DP[:M]
-        for m in range(M):
-            for i in range(d):
-                Dm[m, i] = thetas[m, i] - theta0[i]
-        gemm_nn(Dm, P0, DPm)
-        for m in range(M):
-            for i in range(d):
-                G[m, i] += DPm[m, i]
+        prior_gradients(thetas, P0, theta0, D, DP, G)
         if want_hessian:
             for i in range(d):
                 for j in range(d):
@@ -202,15 +207,76 @@ def value(data, theta, scratch):
     for i in range(theta.shape[0]):
         key[i + 1] = theta[i]
     if has_prior:
-        d = theta.shape[0]
-        q = 0.0
-        for i in range(d):
-            acc = 0.0
-            for k in range(d):
-                acc += P0[i, k] * (theta[k] - theta0[k])
-            q += (theta[i] - theta0[i]) * acc
-        u += 0.5 * q
+        u += prior_value(theta, P0, theta0)
     return u
+
+
+@kernel(inline=True)
+def prior_value(theta, P0, theta0):
+    """The general prior's term ``1/2 (theta - theta0)^T P0 (theta - theta0)``."""
+    d = theta.shape[0]
+    q = 0.0
+    for i in range(d):
+        acc = 0.0
+        for k in range(d):
+            acc += P0[i, k] * (theta[k] - theta0[k])
+        q += (theta[i] - theta0[i]) * acc
+    return 0.5 * q
+
+
+@kernel(inline=True)
+def prior_gradients(thetas, P0, theta0, D, DP, G):
+    """``G[m] += P0 (thetas[m] - theta0)``, the general prior's gradients, through the
+    (>= M, d) scratch buffers ``D`` and ``DP``."""
+    M, d = thetas.shape
+    Dm = D[:M]
+    DPm = DP[:M]
+    for m in range(M):
+        for i in range(d):
+            Dm[m, i] = thetas[m, i] - theta0[i]
+    gemm_nn(Dm, P0, DPm)
+    for m in range(M):
+        for i in range(d):
+            G[m, i] += DPm[m, i]
+
+
+@kernel(inline=True)
+def values_grads(data, thetas, logw, G, H, scratch):
+    """``logw[j] -= U(thetas[j])`` and the gradients ``G`` in one pass over the history.
+
+    What the Rényi steps need at their M draws (:func:`vits_ref.kernels.renyi.make_values_grads`;
+    ``H`` untouched): one product ``Z = thetas X^T`` (M, n) and, per entry, the negative
+    log-likelihood and the residual from one ``exp`` (:func:`.scalars.nll_residual`), then
+    ``G = Z X``. Calling :func:`value` per draw and then :func:`grads_hessian` costs M
+    matrix-vector products instead of one product and two ``exp`` per entry instead of
+    one (at d = 10, n = 1000, M = 300 that was 140 ms of a 10-step update).
+    """
+    X, y, eta, lam, has_prior, P0, theta0 = data
+    zbuf, wbuf, Xwbuf, D, DP, key = scratch
+    n = X.shape[0]
+    M = thetas.shape[0]
+    key[0] = -1.0  # zbuf is about to hold residuals, not a value's X theta
+    if n > 0:
+        Z = zbuf[:n * M].reshape((M, n))
+        gemm_nt(thetas, X, Z)
+        for j in range(M):
+            total = 0.0
+            for s in range(n):
+                nll, r = nll_residual(Z[j, s], y[s])
+                total += nll
+                Z[j, s] = r
+            logw[j] -= tempered_value(total, thetas[j], eta, lam)
+        gemm_nn(Z, X, G)
+    else:
+        for j in range(M):
+            logw[j] -= tempered_value(0.0, thetas[j], eta, lam)
+            for i in range(thetas.shape[1]):
+                G[j, i] = 0.0
+    tempered_gradients(thetas, eta, lam, G)
+    if has_prior:
+        for j in range(M):
+            logw[j] -= prior_value(thetas[j], P0, theta0)
+        prior_gradients(thetas, P0, theta0, D, DP, G)
 
 
 #: The logistic potential's bodies; ``predict`` scores ``x theta`` (monotone in the mean

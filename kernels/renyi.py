@@ -65,6 +65,8 @@ from vits_ref.config import kernel
 
 from .linalg import all_finite_mat, gemm_nt, gemm_tn, half_quadratic
 from .linear import POTENTIAL as LINEAR
+from .logistic import POTENTIAL as LOGISTIC
+from .logistic import values_grads as logistic_values_grads
 from .potential import Potential, linear_scores
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -162,10 +164,11 @@ def linear_values_grads(data, thetas, logw, G, H, pscr):
 
 
 #: Potentials with a cheaper exact ``values_grads`` than :func:`generic_values_grads`
-#: (:data:`MIXTURE_PRIOR`'s is added below its definition). The linear hook belongs with
+#: (:data:`MIXTURE_PRIOR`'s is added below its definition; the logistic one lives with its
+#: potential, :func:`vits_ref.kernels.logistic.values_grads`). The linear hook belongs with
 #: its potential (kernels/linear.py) and can move there; it is kept here, with the only
 #: step that uses it, until the Potential protocol has such a hook.
-VALUES_GRADS = {LINEAR: linear_values_grads}
+VALUES_GRADS = {LINEAR: linear_values_grads, LOGISTIC: logistic_values_grads}
 
 
 def make_values_grads(potential):

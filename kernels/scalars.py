@@ -16,15 +16,21 @@ def softplus(z):
     return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
 
 
+@kernel(inline=True)
+def nll_given(z, y, e):
+    """:func:`bernoulli_nll` given ``e = exp(-|z|)`` (shared with :func:`nll_residual`)."""
+    lg = math.log1p(e)
+    if y == 0.0:
+        return max(z, 0.0) + lg
+    if y == 1.0:
+        return max(-z, 0.0) + lg
+    return (1.0 - y) * (max(z, 0.0) + lg) + y * (max(-z, 0.0) + lg)
+
+
 @kernel
 def bernoulli_nll(z, y):
     """``log(1 + exp(z)) - y z = (1 - y) softplus(z) + y softplus(-z)`` (no cancellation)."""
-    e = math.log1p(math.exp(-abs(z)))
-    if y == 0.0:
-        return max(z, 0.0) + e
-    if y == 1.0:
-        return max(-z, 0.0) + e
-    return (1.0 - y) * (max(z, 0.0) + e) + y * (max(-z, 0.0) + e)
+    return nll_given(z, y, math.exp(-abs(z)))
 
 
 @kernel
@@ -43,10 +49,23 @@ def residual_weight(z, y):
     ``sigmoid(z) - y = (1 - y) sigmoid(z) - y sigmoid(-z)`` keeps full relative accuracy
     when ``y = 1`` and ``z`` is large; ``sigmoid'(z) = e / (1 + e)^2``, ``e = exp(-|z|)``.
     """
-    e = math.exp(-abs(z))
+    return residual_weight_given(z, y, math.exp(-abs(z)))
+
+
+@kernel(inline=True)
+def residual_weight_given(z, y, e):
+    """:func:`residual_weight` given ``e = exp(-|z|)`` (shared with :func:`nll_residual`)."""
     inv = 1.0 / (1.0 + e)
     if z >= 0.0:
         sp, sm = inv, e * inv  # sigmoid(z), sigmoid(-z)
     else:
         sp, sm = e * inv, inv
     return (1.0 - y) * sp - y * sm, e * inv * inv
+
+
+@kernel(inline=True)
+def nll_residual(z, y):
+    """``(bernoulli_nll(z, y), sigmoid(z) - y)`` from one ``exp``: the value and gradient
+    terms of one observation, as a potential's value-and-gradient pass needs them."""
+    e = math.exp(-abs(z))
+    return nll_given(z, y, e), residual_weight_given(z, y, e)[0]

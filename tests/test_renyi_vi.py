@@ -50,6 +50,15 @@ def _logistic_case(rng):
     return LOGISTIC, m.kernel_data(), m.kernel_scratch(M), values_grads
 
 
+def _logistic_prior_case(rng):
+    # the general Gaussian prior N(theta0, Sigma0) instead of the ridge (DiffTS's form)
+    A = rng.standard_normal((D, D))
+    m = vr.models.Logistic(D, eta=1.3, prior_mean=rng.standard_normal(D),
+                           prior_cov=A @ A.T + 0.5 * np.eye(D))
+    m.add(rng.standard_normal((25, D)), (rng.random(25) < 0.5).astype(float))
+    return LOGISTIC, m.kernel_data(), m.kernel_scratch(M), None
+
+
 def _mixture_case(rng):
     means = rng.standard_normal((3, D)) * 2
     variances = rng.uniform(0.5, 2.0, (3, D))
@@ -217,19 +226,22 @@ def test_log_sum_exp_is_stable_for_huge_log_weights():
         assert np.allclose(wts, rw, rtol=1e-12, atol=0) and abs(wts.sum() - 1) < 1e-15
 
 
-@pytest.mark.parametrize("pot_case", ["linear", "mixture"])
+@pytest.mark.parametrize("pot_case", ["linear", "logistic", "logistic-prior", "mixture"])
 def test_specialised_values_grads_hooks_equal_the_generic_one(pot_case):
-    # the linear and mixture-prior potentials have one-pass hooks; they must compute what
-    # the generic value-then-gradient hook computes (bodies run as plain Python here)
+    # the linear, logistic and mixture-prior potentials have one-pass hooks; they must
+    # compute what the generic value-then-gradient hook computes (bodies run as plain
+    # Python here), to rounding: the logistic hook's X theta comes from one product
+    # instead of one per draw, so its sums may round differently
     rng = np.random.default_rng(15)
-    pot, data, pscr, _ = CASES[pot_case](rng)
+    pot, data, pscr, _ = (_logistic_prior_case if pot_case == "logistic-prior"
+                          else CASES[pot_case])(rng)
     thetas = rng.standard_normal((7, D))
     out = []
     for hook in (krenyi.make_values_grads(pot), krenyi.generic_values_grads(pot)):
         logw, G, H = np.zeros(7), np.empty((7, D)), np.empty((D, D))
         hook(data, thetas, logw, G, H, pscr)
         out.append((logw, G))
-    assert krenyi.make_values_grads(pot) is not krenyi.generic_values_grads(pot)
+    assert krenyi.make_values_grads(pot) is krenyi.VALUES_GRADS[pot]
     assert _rel(out[0][0], out[1][0]) < 1e-12 and _rel(out[0][1], out[1][1]) < 1e-12
 
 
