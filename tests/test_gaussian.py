@@ -84,6 +84,22 @@ def test_kl_matches_naive_formula(d):
     assert g.kl(mp, sp, mq, sq) == pytest.approx(kl_gaussian_naive(mp, sp, mq, sq), rel=1e-10)
 
 
+@pytest.mark.parametrize("d", [1, 3, 6])
+def test_kl_from_scale_matches_naive_formula_and_checks_its_factor(d):
+    # p by a lower factor with a positive diagonal (any, not only a Cholesky of its
+    # product): the same value as the naive formula on L L^T, to the rtol of the module
+    rng = np.random.default_rng(10 + d)
+    L = np.tril(rng.normal(size=(d, d)), -1) + np.diag(rng.uniform(0.5, 1.5, d))
+    mp, (mq, sq) = rng.normal(size=d), random_gaussian(rng, d)
+    assert g.kl_from_scale(mp, L, mq, sq) == pytest.approx(
+        kl_gaussian_naive(mp, L @ L.T, mq, sq), rel=1e-10)
+    for bad, why in ((L.T if d > 1 else -L, "lower triangular" if d > 1 else "positive"),
+                     (L - 2 * np.diag(np.diag(L)), "positive diagonal"),
+                     (np.full((d, d), np.nan), "NaN or inf"), (np.eye(d + 1), "shape")):
+        with pytest.raises(ValueError, match=f"scale_tril_p.*{why}"):
+            g.kl_from_scale(mp, bad, mq, sq)
+
+
 def test_kl_self_is_zero_and_asymmetric():
     rng = np.random.default_rng(1)
     m, s = random_gaussian(rng, 4)

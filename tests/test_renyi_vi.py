@@ -533,6 +533,10 @@ def test_a_collapsed_q_is_named_by_the_kl_diagnostic():
     from vits_ref.errors import DegenerateCovarianceError
 
     class Collapsed(vr.RenyiVI):
+        # a factor whose diagonal has underflowed to 0 (no use to the KL) and its product
+        def _q_scale_tril(self):
+            return np.array([[1.0, 0.0], [1.0, 0.0]])
+
         @property
         def cov(self):
             return np.array([[1.0, 1.0], [1.0, 1.0]])  # rank one: eigenvalues 0 and 2
@@ -545,3 +549,28 @@ def test_a_collapsed_q_is_named_by_the_kl_diagnostic():
     with pytest.raises(DegenerateCovarianceError,
                        match=r"KL diagnostic at round 2 of run 0 .*q has a covariance"):
         vr.simulate(vr.ThompsonSampling(Collapsed(2)), env, 3, seed=0, kl_rounds=[2])
+
+
+def test_a_shrunken_q_gets_its_finite_kl_from_its_own_factor():
+    """A q shrunk to a standard deviation of 4e-18 in one direction (log L_22 = -40, what
+    Adam's steps reach on the linear pool): L L^T rounds to a singular matrix, whose
+    Cholesky fails, but KL(q || p) is finite. The engine's KL from its factor equals the
+    closed form written with slogdet and a dense solve, and q's log-determinant taken from
+    P's log-diagonal exactly."""
+    rng = np.random.default_rng(21)
+    X = rng.standard_normal((30, 3))
+    eng = vr.RenyiVI(3, seed=0).update(X, X @ [1.0, -0.5, 0.2] + rng.standard_normal(30))
+    eng._P[3, 2] = -40.0
+    krenyi.factor_from_params(eng._P, eng._L)  # L from P, as the steps leave it
+    mean_p, cov_p = eng.model.posterior()
+    with pytest.raises(ValueError, match="positive definite"):
+        vr.gaussian.kl(eng.mean, eng.cov, mean_p, cov_p)  # the covariance route fails
+    L, dm = eng.scale_tril, eng.mean - mean_p
+    closed = 0.5 * (np.trace(np.linalg.solve(cov_p, L @ L.T)) + dm @ np.linalg.solve(cov_p, dm)
+                    - 3 + np.linalg.slogdet(cov_p)[1] - 2 * np.trace(eng._P[1:]))
+    assert closed > 40  # finite and large: the -40 alone contributes 40 nats
+    assert abs(eng.kl_to_posterior() - closed) < 1e-10 * closed
+    # an unshrunk q: the factor's route and the covariance's agree to rounding
+    fresh = vr.RenyiVI(3, seed=0).update(X, X[:, 0])
+    mp, cp = fresh.model.posterior()
+    assert abs(fresh.kl_to_posterior() - vr.gaussian.kl(fresh.mean, fresh.cov, mp, cp)) < 1e-12

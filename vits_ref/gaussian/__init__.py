@@ -36,6 +36,7 @@ __all__ = [
     "entropy",
     "i_divergence",
     "kl",
+    "kl_from_scale",
     "linear_gaussian_elbo",
     "linear_gaussian_log_evidence",
     "linear_gaussian_renyi_bound",
@@ -63,6 +64,19 @@ def _gaussian(mean, cov, mean_name, cov_name, dim=None):
     mean = _vector(mean, mean_name, dim)
     cov = spd_matrix(cov, cov_name, dim=mean.shape[0])
     return mean, cov, _chol(cov)
+
+
+def _scale_tril(mat, name, dim):
+    """Validate a lower-triangular factor with a positive diagonal, (dim, dim)."""
+    mat = float_array(mat, name, ndim=2)
+    if mat.shape != (dim, dim):
+        raise ValueError(f"{name} must have shape ({dim}, {dim}), got {mat.shape}")
+    if np.any(np.triu(mat, 1)):
+        raise ValueError(f"{name} must be lower triangular (zeros above the diagonal)")
+    if not np.all(np.diag(mat) > 0.0):
+        raise ValueError(f"{name} must have a positive diagonal, got minimum "
+                         f"{np.diag(mat).min():.3g}")
+    return mat
 
 
 def _sym(mat):
@@ -132,6 +146,63 @@ def kl(mean_p, cov_p, mean_q, cov_q):
     mean_p, _, chol_p = _gaussian(mean_p, cov_p, "mean_p", "cov_p")
     d = mean_p.shape[0]
     mean_q, _, chol_q = _gaussian(mean_q, cov_q, "mean_q", "cov_q", dim=d)
+    return _kl_factors(mean_p, chol_p, mean_q, chol_q)
+
+
+def kl_from_scale(mean_p, scale_tril_p, mean_q, cov_q):
+    r"""``KL(p || q)`` with ``p``'s covariance given by its lower-triangular factor.
+
+    Parameters
+    ----------
+    mean_p : array (d,)
+    scale_tril_p : array (d, d)
+        Lower triangular with a positive diagonal: ``cov_p = scale_tril_p scale_tril_p^T``.
+    mean_q, cov_q : array (d,), (d, d)
+        ``q``'s mean and covariance, symmetric positive definite.
+
+    Returns
+    -------
+    float
+        ``KL(p || q) >= 0`` in nats, as :func:`kl`.
+
+    Raises
+    ------
+    ValueError
+        As :func:`kl`, and if ``scale_tril_p`` is not finite, not lower triangular or has a
+        diagonal entry ``<= 0``.
+
+    Notes
+    -----
+    :func:`kl`'s formula with ``L1 = scale_tril_p``: ``p``'s factor is only multiplied
+    (``L2^{-1} L1``) and its log-determinant is ``2 sum_i log L1[i, i]``, so ``p``'s
+    covariance is never formed. That matters for a variational ``q`` that holds its own
+    factor and has shrunk by many orders of magnitude in some direction (a diagonal entry
+    of 1e-20 beside entries of 1): ``L1 L1^T`` then rounds to a singular matrix whose
+    Cholesky fails, or succeeds with a pivot of rounding size and a wrong determinant, while
+    the divergence itself is finite and large.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vits_ref.gaussian import kl, kl_from_scale
+    >>> L = np.array([[1.0, 0.0], [0.5, 1e-20]])
+    >>> round(kl_from_scale(np.zeros(2), L, np.zeros(2), np.eye(2)), 3)  # (1.25 - 2 + 92.103) / 2
+    45.677
+    >>> kl(np.zeros(2), L @ L.T, np.zeros(2), np.eye(2))  # L L^T = [[1, .5], [.5, .25]]
+    Traceback (most recent call last):
+        ...
+    ValueError: cov_p must be positive definite
+    """
+    mean_p = _vector(mean_p, "mean_p")
+    d = mean_p.shape[0]
+    chol_p = _scale_tril(scale_tril_p, "scale_tril_p", d)
+    mean_q, _, chol_q = _gaussian(mean_q, cov_q, "mean_q", "cov_q", dim=d)
+    return _kl_factors(mean_p, chol_p, mean_q, chol_q)
+
+
+def _kl_factors(mean_p, chol_p, mean_q, chol_q):
+    """:func:`kl` from the lower factors of the two covariances (validated)."""
+    d = mean_p.shape[0]
     m = solve_triangular(chol_q, chol_p, lower=True, check_finite=False)
     trace = float(np.sum(m * m))
     z = solve_triangular(chol_q, mean_q - mean_p, lower=True, check_finite=False)

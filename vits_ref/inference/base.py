@@ -478,23 +478,39 @@ class GaussianEngine(Engine):
     def cov(self):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _q_scale_tril(self):
+        """The lower-triangular factor of ``q``'s covariance that the engine holds as its
+        state (not a Cholesky of :attr:`cov`), or None: :meth:`kl_to_posterior` then uses
+        it instead of :attr:`cov`."""
+        return None
+
     def kl_to_posterior(self):
         """``KL(q || p)`` from the engine's Gaussian ``q`` to the exact posterior ``p``.
+
+        An engine that holds a lower-triangular factor of ``q``'s covariance (Rényi VI)
+        is judged from it (:func:`vits_ref.gaussian.kl_from_scale`), so a ``q`` that has
+        shrunk by many orders of magnitude in some direction gets its finite, large KL.
 
         Raises
         ------
         ValueError
             If the model has no closed-form posterior (only the linear-Gaussian one has);
             :class:`~vits_ref.errors.DegenerateCovarianceError` if ``q``'s covariance is
-            not positive definite to rounding (the approximation has collapsed).
+            not positive definite to rounding (the approximation has collapsed) and the
+            engine holds no factor of it with a positive diagonal.
         """
-        from ..gaussian import kl
+        from ..gaussian import kl, kl_from_scale
 
         posterior = getattr(self.model, "posterior", None)
         if posterior is None:
             raise ValueError(f"kl_to_posterior needs a closed-form posterior: the "
                              f"{self.model.name!r} model has none (only model='linear' does)")
         mean_p, cov_p = posterior()
+        factor = self._q_scale_tril()
+        if factor is not None and np.all(np.diag(factor) > 0.0):
+            # q's own factor: the divergence stays finite and exact where q has shrunk so
+            # far in some direction that L L^T rounds to a singular matrix
+            return kl_from_scale(self.mean, factor, mean_p, cov_p)
         cov = self.cov
         if not _is_spd(cov) and _is_spd(cov_p):
             # q's own collapse, said here: vits_ref.gaussian.kl would name its argument, and

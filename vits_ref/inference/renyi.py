@@ -203,6 +203,10 @@ class RenyiVI(GaussianEngine):
         eps = self._rng_sample.standard_normal((n, self.dim))
         return self._P[0] + eps @ self._L.T
 
+    def _q_scale_tril(self):
+        # the factor exp'd from P's log-diagonal: KL(q || p) without forming L L^T
+        return self._L
+
     @property
     def mean(self):
         """The variational mean ``mu`` (a copy)."""
