@@ -34,6 +34,14 @@ def test_logistic_round_stats_smoke():
         assert np.isfinite(s[key]) and s[key] > 0, key
 
 
+def test_renyi_logistic_stats_smoke():
+    from vits_ref._bench import renyi as br
+
+    s = br.logistic_stats(repeats=1, dim=4, n_obs=50)
+    for key in ("compiled", "numpy", "ratio", "floor", "over_floor"):
+        assert np.isfinite(s[key]) and s[key] > 0, key
+
+
 def test_irls_stats_smoke():
     s = bn.irls_stats(dim=5, n_obs=200, repeats=1)
     assert s["compiled"] > 0 and s["numpy"] > 0 and s["iterations"] >= 1

@@ -245,6 +245,18 @@ def test_specialised_values_grads_hooks_equal_the_generic_one(pot_case):
     assert _rel(out[0][0], out[1][0]) < 1e-12 and _rel(out[0][1], out[1][1]) < 1e-12
 
 
+def test_numpy_logistic_potential_equals_the_per_draw_reference():
+    # reference.renyi's one-array logistic potential (what the benchmark's NumPy side runs)
+    # against reference.logistic evaluated draw by draw
+    rng = np.random.default_rng(17)
+    _, data, _, per_draw = _logistic_case(rng)
+    X, y, eta, lam = data[:4]
+    thetas = rng.standard_normal((6, D))
+    U, G = ref.logistic_values_grads(X, y, eta, lam)(thetas)
+    Ur, Gr = per_draw(thetas)
+    assert _rel(U, Ur) < 1e-12 and _rel(G, Gr) < 1e-12
+
+
 def test_mixture_prior_potential_against_numpy_and_finite_differences():
     rng = np.random.default_rng(16)
     _, data, pscr, values_grads = _mixture_case(rng)

@@ -8,6 +8,8 @@ same state before each call; the NumPy side is ``vits_ref.reference.renyi.renyi_
 the same state. ``time_steps_*`` time the steps alone on the same pre-drawn normals (the
 normals, about 0.6 ms of NumPy's Generator, are the same work on both sides).
 ``TrackRenyiUpdate`` reports the ratios from interleaved medians in one process.
+``TimeRenyiLogisticUpdate``: the logistic model's update on 1000 observations at d = 10,
+against NumPy and against its two products per step (the floor).
 ``TrackRenyiKL``: ``KL(q || p)`` to the exact linear-Gaussian posterior after a fixed
 number of steps (seeded, so deterministic for a build; a change means the numerics
 changed).
@@ -56,6 +58,31 @@ class TimeRenyiUpdate:
     def time_steps_reference(self, alpha):
         """The NumPy steps on the same normals."""
         self.steps_ref()
+
+
+class TimeRenyiLogisticUpdate:
+    """One logistic RenyiVI update (d = 10, 1000 observations, 300 draws, 10 Adam steps)."""
+
+    timeout = TIMEOUT
+
+    def setup(self):
+        single_thread()
+        eng = br.logistic_engine()  # compiles (or loads the cache) untimed
+        self.update, self.update_ref = br.EngineUpdate(eng), br.NumpyUpdate(eng)
+        self.floor = br.StepProducts(eng)
+        self.update()
+
+    def time_update_compiled(self):
+        """``RenyiVI._refit`` on the logistic model."""
+        self.update()
+
+    def time_update_reference(self):
+        """The same update in NumPy (``reference.renyi.logistic_values_grads``)."""
+        self.update_ref()
+
+    def time_step_products(self):
+        """The floor: the two products of each of the 10 steps."""
+        self.floor()
 
 
 class TrackRenyiUpdate:

@@ -15,8 +15,9 @@ and its diagonal is ``log diag(L)``. With draws ``theta_j = mu + L eps_j``:
     \hat w = \mathrm{softmax}((1-\alpha)\log w)
 
 (docs/algorithms.md section 6). ``values_grads(thetas) -> (U (M,), G (M, d))`` gives the
-potential and its gradients at the rows of ``thetas``: :func:`linear_values_grads` and
-:func:`mixture_values_grads` build it for the linear and the mixture-prior potentials.
+potential and its gradients at the rows of ``thetas``: :func:`linear_values_grads`,
+:func:`logistic_values_grads` and :func:`mixture_values_grads` build it for the linear,
+logistic and mixture-prior potentials.
 
 Examples
 --------
@@ -32,6 +33,8 @@ Examples
 """
 
 import numpy as np
+
+from ..gaussian.special import bernoulli_nll, residual
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 #: Adam's defaults (Kingma & Ba 2015)
@@ -135,6 +138,17 @@ def linear_values_grads(etaV, eta_b):
     def values_grads(thetas):
         G = thetas @ etaV - eta_b
         return 0.5 * np.einsum("ij,ij->i", thetas, thetas @ etaV) - thetas @ eta_b, G
+    return values_grads
+
+
+def logistic_values_grads(X, y, eta, lam):
+    """The logistic potential ``eta (sum_s (log(1 + exp(z_s)) - y_s z_s) + lam/2 |theta|^2)``,
+    ``z = X theta``, and its gradient at the rows of thetas: one (M, n) array of ``z``."""
+    def values_grads(thetas):
+        Z = thetas @ X.T
+        sq = np.einsum("ij,ij->i", thetas, thetas)
+        return (eta * (bernoulli_nll(Z, y).sum(axis=1) + 0.5 * lam * sq),
+                eta * (residual(Z, y) @ X + lam * thetas))
     return values_grads
 
 
