@@ -68,8 +68,10 @@ class DegenerateCovarianceError(ValueError):
     rounding: the approximation has collapsed in some direction (a variance at or below
     rounding beside the others), so ``KL(q || p)`` is not finite in double precision (it
     is ``+inf`` for a singular ``q``). Raised by
-    :meth:`vits_ref.inference.base.GaussianEngine.kl_to_posterior`; the message names the
-    engine and the extreme eigenvalues of ``q``'s covariance."""
+    :meth:`vits_ref.inference.base.GaussianEngine.kl_to_posterior` for an engine that
+    holds no factor of its covariance with a positive diagonal (one that does, such as
+    Rényi VI, is judged from the factor, finite however far ``q`` has shrunk); the message
+    names the engine and the extreme eigenvalues of ``q``'s covariance."""
 
 
 def record_first_divergence(first_bad, status):
