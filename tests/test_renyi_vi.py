@@ -50,12 +50,13 @@ def _logistic_case(rng):
     return LOGISTIC, m.kernel_data(), m.kernel_scratch(M), values_grads
 
 
-def _logistic_prior_case(rng):
+def _logistic_prior_case(rng, n_obs=25):
     # the general Gaussian prior N(theta0, Sigma0) instead of the ridge (DiffTS's form)
     A = rng.standard_normal((D, D))
     m = vr.models.Logistic(D, eta=1.3, prior_mean=rng.standard_normal(D),
                            prior_cov=A @ A.T + 0.5 * np.eye(D))
-    m.add(rng.standard_normal((25, D)), (rng.random(25) < 0.5).astype(float))
+    if n_obs:
+        m.add(rng.standard_normal((n_obs, D)), (rng.random(n_obs) < 0.5).astype(float))
     return LOGISTIC, m.kernel_data(), m.kernel_scratch(M), None
 
 
@@ -226,15 +227,17 @@ def test_log_sum_exp_is_stable_for_huge_log_weights():
         assert np.allclose(wts, rw, rtol=1e-12, atol=0) and abs(wts.sum() - 1) < 1e-15
 
 
-@pytest.mark.parametrize("pot_case", ["linear", "logistic", "logistic-prior", "mixture"])
+@pytest.mark.parametrize("pot_case", ["linear", "logistic", "logistic-prior",
+                                      "logistic-prior-no-data", "mixture"])
 def test_specialised_values_grads_hooks_equal_the_generic_one(pot_case):
     # the linear, logistic and mixture-prior potentials have one-pass hooks; they must
     # compute what the generic value-then-gradient hook computes (bodies run as plain
     # Python here), to rounding: the logistic hook's X theta comes from one product
     # instead of one per draw, so its sums may round differently
     rng = np.random.default_rng(15)
-    pot, data, pscr, _ = (_logistic_prior_case if pot_case == "logistic-prior"
-                          else CASES[pot_case])(rng)
+    pot, data, pscr, _ = (_logistic_prior_case(rng) if pot_case == "logistic-prior" else
+                          _logistic_prior_case(rng, 0) if pot_case == "logistic-prior-no-data"
+                          else CASES[pot_case](rng))
     thetas = rng.standard_normal((7, D))
     out = []
     for hook in (krenyi.make_values_grads(pot), krenyi.generic_values_grads(pot)):
