@@ -45,10 +45,14 @@ NOTEBOOK_EXTRAS = ("notebooks", "docs")
 #: notebook imports), and executing the same notebook again in its venv, warm, took 16 s
 #: of a core that CI shares with the tests
 EXECUTING_EXTRAS = ("notebooks",)
-#: the notebooks that extra executes here (glob under notebooks/): the online notebook,
-#: whose wine data and Bandit/Online doors need scikit-learn and the compiled online
-#: drivers (its kernels compile cold in the fresh venv: about a minute of one core)
-EXECUTED = ("07*.ipynb",)
+#: the notebooks that extra executes here (glob under notebooks/). None now: executing the
+#: online notebook here took 60 s of the core CI shares with the tests (its kernels
+#: compile cold in the fresh venv) when CI had reached its 15-minute budget, and it
+#: duplicated tests/test_notebooks.py's execution of it; what it alone checked is covered
+#: by the imports above (every module a notebook imports, scikit-learn for its wine data)
+#: and by .ci/wheel_smoke.py (the installed copy's modules, its kernels compiled there).
+#: Put ("07*.ipynb",) back to execute it against the installed wheel again
+EXECUTED = ()
 #: a cell's time limit (s): its kernels compile cold, on a core shared with the tests
 CELL_TIMEOUT_S = 1200
 
