@@ -1,8 +1,10 @@
 """The cost estimate an experiment prints before its runs (``experiments._common``).
 
-A chunk's cost is modelled as a fixed cost per call plus a cost per run-round, fitted from
-timed one-run probes. Checked on planted calls whose cost is exactly such a line (a fake
-clock advanced by the call), so that the fit must recover the line's two numbers.
+A chunk's cost is modelled as a fixed cost per call plus a cost per run-round that may
+grow with the history, fitted from timed one-run probes. Checked on planted calls whose
+cost is exactly such a line or parabola (a fake clock advanced by the call), so that the
+fit must recover its numbers; and the progress lines' time left, on chunks whose
+estimated costs differ.
 """
 
 import types
@@ -29,10 +31,12 @@ def clock(monkeypatch):
     return c
 
 
-def _planted(clock, fixed, per_round, calls):
+def _planted(clock, fixed, per_round, calls, growth=0.0, noise=None):
+    """A call of ``n`` rounds costs ``fixed + per_round n + growth n^2`` seconds, times
+    ``noise[n]`` where given."""
     def call(n):
         calls.append(n)
-        clock.now += fixed + per_round * n
+        clock.now += (fixed + per_round * n + growth * n * n) * (noise or {}).get(n, 1.0)
         return types.SimpleNamespace(fused=True)
     return call
 
@@ -91,7 +95,8 @@ def test_the_probe_runs_only_when_its_estimate_is_printed(monkeypatch):
     probed = []
     real = _common._probe_cost
     monkeypatch.setattr(_common, "_probe_cost",
-                        lambda call, rounds: probed.append(rounds) or real(call, rounds))
+                        lambda call, rounds, runs: probed.append(rounds)
+                        or real(call, rounds, runs))
     env = vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=0)
     panels = [("p", env, [("LinTS", vr.make_policy("lints", 3))], {})]
     said = []
@@ -103,3 +108,107 @@ def test_the_probe_runs_only_when_its_estimate_is_printed(monkeypatch):
     assert probed == [10]  # once: the call with progress
     assert any("estimate: about" in s for s in said)
     assert np.array_equal(out[True], out[False])
+
+
+def test_a_cost_growing_with_the_history_is_extrapolated_as_a_parabola(clock):
+    """Rényi VI on wine as measured on a loaded 2-core machine: 0.15, 0.68 and 5.1 s for
+    10, 40 and 160 rounds. A run of 2000 rounds costs ``a R + b R^2``: the probe must
+    recover ``a + b R`` a round, not the first call's 15 ms (seven times less here)."""
+    fixed, a, b = 0.004, 0.012, 1.3e-4
+    calls = []
+    got_fixed, got_per_round, _ = _common._probe_cost(
+        _planted(clock, fixed, a, calls, growth=b), 2000, runs=50)
+    assert calls == [10, 40, 160]
+    # exact for a parabola through the three points, up to the rounding of a few
+    # divided differences of numbers of order 1
+    assert got_per_round == pytest.approx(a + b * 2000, rel=1e-9)
+    assert got_fixed == pytest.approx(fixed, abs=1e-9)
+    single = (fixed + a * 10 + b * 100) / 10
+    assert got_per_round > 7 * single
+
+
+def test_the_third_size_is_timed_only_when_cheap_beside_the_planned_runs(clock):
+    """Ten runs of 2000 rounds planned: a 160-round probe would cost more than
+    ``PROBE_SHARE`` of them, so the probe keeps the line through its two sizes (a lower
+    estimate, no extra cost); with one run planned, even the 40-round call would."""
+    calls = []
+    got_fixed, got_per_round, _ = _common._probe_cost(
+        _planted(clock, 0.0, 0.012, calls, growth=1.3e-4), 2000, runs=10)
+    assert calls == [10, 40]
+    t10, t40 = 0.012 * 10 + 1.3e-4 * 100, 0.012 * 40 + 1.3e-4 * 1600
+    assert got_per_round == pytest.approx((t40 - t10) / 30, rel=1e-9)
+    calls.clear()
+    _common._probe_cost(_planted(clock, 0.0, 0.012, calls, growth=1.3e-4), 2000, runs=1)
+    assert calls == [10]
+
+
+@pytest.mark.parametrize("excess", [1.0, 1.2])
+def test_a_linear_cost_with_timing_noise_is_not_taken_for_growth(clock, excess):
+    """A linear cost whose longest probe call ran 20% slow (noise, below
+    ``PROBE_GROWTH``): the line through the last two sizes, no parabola extrapolated
+    over the run (which would multiply a 20% error by the horizon)."""
+    assert excess < _common.PROBE_GROWTH
+    calls = []
+    _, got_per_round, _ = _common._probe_cost(
+        _planted(clock, 0.0, 0.004, calls, noise={160: excess}), 2000, runs=50)
+    assert calls == [10, 40, 160]
+    assert got_per_round == pytest.approx((0.004 * 160 * excess - 0.004 * 40) / 120,
+                                          rel=1e-9)
+    assert got_per_round < 1.3 * 0.004
+
+
+@pytest.mark.parametrize(("points", "want"), [
+    (((10, 1.0 + 0.2 + 0.03), (40, 1.0 + 0.8 + 0.48), (160, 1.0 + 3.2 + 7.68)),
+     (1.0, 0.02, 3e-4)),                                    # t = 1 + 0.02 r + 3e-4 r^2
+    (((10, 0.02), (40, 0.05), (160, 0.17)), None),          # on the line: no growth
+    (((10, 0.02), (40, 0.05), (160, 0.2)), None),           # 18% above it: noise
+])
+def test_cost_parabola(points, want):
+    got = _common._cost_parabola(*points)
+    if want is None:
+        assert got is None
+    else:
+        assert got == pytest.approx(want, rel=1e-9)
+
+
+def _status_lines(costs, workers):
+    """The progress lines of three chunks of the same run-rounds: two cheap, then one
+    that takes 1 s of the fake clock; ``costs`` as a probe would give them."""
+    from vits_ref.experiments import _chunks
+
+    clock = {"now": 0.0}
+
+    def fn(arg):
+        clock["now"] += arg
+        return {"wall_time_s": arg}
+
+    said = []
+    chunks = [_chunks.Chunk(key=k, fn=fn, arg=t, work=100, info={})
+              for k, t in (("a", 0.001), ("b", 0.001), ("c", 1.0))]
+    old = _chunks.time.perf_counter
+    _chunks.time.perf_counter = lambda: clock["now"]
+    try:
+        with _chunks.session(quiet=False, workers=workers):
+            store = _chunks.Store(None, "fake", "stage", {}, force=False, options=None)
+            _chunks.run_chunks(store, chunks, progress=said.append, desc="runs",
+                               costs=costs)
+    finally:
+        _chunks.time.perf_counter = old
+    return said
+
+
+def test_the_time_left_weighs_the_chunks_by_their_estimated_cost(monkeypatch):
+    """Two cheap chunks done in 2 ms, one of a second to go: by run-rounds the line
+    said about 0 s left; weighed by the probe's costs it says the estimate's 1 s (the
+    cheap chunks' rate says nothing of the expensive one's)."""
+    from vits_ref import _terminal
+
+    monkeypatch.setattr(_terminal, "columns", lambda: 0)  # plain lines, no bar
+    by_rounds = _status_lines(None, 1)
+    weighed = _status_lines({"a": 0.001, "b": 0.001, "c": 1.0}, 1)
+    assert any(line.startswith("runs: 2/3 chunks done") and "about 0 s left" in line
+               for line in by_rounds), by_rounds
+    assert any(line.startswith("runs: 2/3 chunks done") and "about 1 s left" in line
+               for line in weighed), weighed
+    # a cost missing for a chunk: every run-round weighs the same, as without costs
+    assert _status_lines({"a": 0.001, "c": 1.0}, 1) == by_rounds

@@ -433,7 +433,7 @@ class Chunk:
     info: dict
 
 
-def progress_bar(total, desc, quiet):
+def progress_bar(total, desc, quiet, unit=" run-rounds"):
     """A tqdm bar on stderr (None when quiet, when no bar can be drawn there: not a
     terminal, or a terminal of 0 columns, :func:`vits_ref._terminal.columns`; or without
     tqdm: the callers then print plain lines)."""
@@ -447,7 +447,7 @@ def progress_bar(total, desc, quiet):
 
     if not columns():
         return None
-    return tqdm(total=total, desc=desc, unit=" run-rounds", unit_scale=True, leave=False,
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, leave=False,
                 file=sys.stderr, dynamic_ncols=True)
 
 
@@ -456,7 +456,7 @@ def progress_bar(total, desc, quiet):
 LINE_EVERY_S = 30.0
 
 
-def run_chunks(store, chunks, progress=None, desc="chunks", plan=False):
+def run_chunks(store, chunks, progress=None, desc="chunks", plan=False, costs=None):
     """Results of ``chunks`` (a dict ``key -> result``): reused from ``store`` where
     finished, else computed on the session's executor and saved as each finishes.
 
@@ -466,6 +466,12 @@ def run_chunks(store, chunks, progress=None, desc="chunks", plan=False):
     chunks finish), none when the session is quiet. With ``plan``, the planned work
     is reported first and, once the first chunk is done, an estimate of the time left
     from it (the probe: one chunk's time times the work left, over the workers).
+
+    ``costs``: estimated seconds of each chunk (``{key: s}``, from a timed probe), to
+    weigh the chunks in the progress bar and the time left where their costs differ
+    (a uniformly random policy beside Rényi VI: the same run-rounds, a thousand times
+    apart). Used when it covers every chunk to compute; else every run-round weighs the
+    same.
     """
     s = current()
     results, todo = {}, []
@@ -477,12 +483,16 @@ def run_chunks(store, chunks, progress=None, desc="chunks", plan=False):
             results[c.key] = res
     s.stats["reused"] += len(chunks) - len(todo)
     s.stats["computed"] += len(todo)
+    weighed = bool(costs) and all(c.key in costs for c in todo)
+    weight = {c.key: costs[c.key] if weighed else c.work for c in todo}
     total = sum(c.work for c in todo)
-    bar = progress_bar(total, desc, s.quiet) if todo else None
+    total_weight = sum(weight.values())
+    bar = progress_bar(total_weight if weighed else total, desc, s.quiet,
+                       " s of work (est.)" if weighed else " run-rounds") if todo else None
     say = None if (s.quiet or bar is not None) else progress
 
     every = max(1, len(todo) // 10)  # without a bar: about ten status lines
-    last_line, done = [time.perf_counter()], [0]
+    last_line, done, done_weight = [time.perf_counter()], [0], [0.0]
     tell = None if s.quiet else progress
     if plan and tell is not None:
         tell(f"planned: {desc}: {len(chunks)} chunks, {sum(c.work for c in chunks)} "
@@ -495,20 +505,21 @@ def run_chunks(store, chunks, progress=None, desc="chunks", plan=False):
         store.save(c.key, res, {**c.info, "wall_time_s": res.get("wall_time_s")})
         results[c.key] = res
         done[0] += c.work
+        done_weight[0] += weight[c.key]
         if plan and tell is not None and k == 1 and len(todo) > 1 and c.work:
             per_work = (time.perf_counter() - t_start) / c.work
             left = (total - c.work) * per_work / max(1, s.workers)
             tell(f"estimate: at most about {_duration(left)} left for {desc} (from the first "
                  f"chunk's time, compilation included; {len(todo) - 1} chunks to go)")
         if bar is not None:
-            bar.update(c.work)
+            bar.update(weight[c.key] if weighed else c.work)
         elif say is not None and (k % every == 0 or k == len(todo)
                                   or time.perf_counter() - last_line[0] >= LINE_EVERY_S):
             last_line[0] = now = time.perf_counter()
             where = ": ".join(str(c.info[x]) for x in ("panel", "method") if x in c.info)
             elapsed = now - t_start
-            left = (elapsed * (total - done[0]) / done[0] if done[0]
-                    else elapsed * (len(todo) - k) / k)  # from the work done so far
+            left = _time_left(elapsed, done_weight[0], total_weight, len(todo) - k, k,
+                              s.workers if weighed else None)
             eta = "" if k == len(todo) else f", about {_duration(left)} left"
             say(f"{desc}: {k}/{len(todo)} chunks done, {_duration(elapsed)} elapsed{eta}"
                 + (f" (last: {where})" if where else ""))
@@ -530,6 +541,20 @@ def run_chunks(store, chunks, progress=None, desc="chunks", plan=False):
         if bar is not None:
             bar.close()
     return results
+
+
+def _time_left(elapsed, done, total, chunks_left, chunks_done, workers=None):
+    """Seconds left, from the weight of the chunks done (run-rounds, or estimated seconds
+    of work) in ``elapsed`` seconds: ``elapsed (total - done) / done``.
+
+    With estimated seconds (``workers`` given), while the chunks done weigh under a tenth
+    of the total, their rate says little (a few cheap chunks, a fixed cost of starting the
+    workers): the estimate itself is used, the work left over the workers."""
+    if workers is not None and done < 0.1 * total:
+        return (total - done) / max(1, workers)
+    if done:
+        return elapsed * (total - done) / done
+    return elapsed * chunks_left / chunks_done
 
 
 def _duration(sec):

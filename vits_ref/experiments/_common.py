@@ -395,7 +395,7 @@ def _probe(plan, store, runs, rounds, say):
             f"{n_chunks} chunks of <= {s.chunk_runs} runs ({n_done} already done"
             f"{'' if store.folder is None else ' in ' + store.folder}); executor: "
             f"{s.executor_name}")
-    estimate, warm = 0.0, {}
+    estimate, warm, costs = 0.0, {}, {}
     for _, cand in pending:
         base = cand["base"]
         sim = base["simulate_fn"] or simulate
@@ -407,25 +407,38 @@ def _probe(plan, store, runs, rounds, say):
         warm[base["warm"]] = _warm_up(base, sim)
         if not say:
             continue
+        todo = [c for c in cand["chunks"] if not store.done(c.key)]
         try:
-            fixed, per_round, fused = _probe_cost(call, rounds)
+            fixed, per_round, fused = _probe_cost(call, rounds,
+                                                  sum(c.work for c in todo) / rounds)
         except DivergenceError:
             continue
         share = numba.get_num_threads() if fused and base["device"] == "cpu" else 1
-        estimate += sum(fixed + per_round * c.work / share
-                        for c in cand["chunks"] if not store.done(c.key))
+        for c in todo:
+            costs[c.key] = fixed + per_round * c.work / share
+        estimate += sum(costs[c.key] for c in todo)
     if say and pending:
         workers = max(1, getattr(s, "workers", 1) or 1)
         say(f"estimate: about {_chunks._duration(estimate / workers)} (timed one-run probes "
             f"of each method after compilation, a fixed cost per chunk plus a cost per "
-            f"round; first candidates only)")
-    return warm
+            f"round that may grow with the history; first candidates only)")
+    return warm, costs
 
 
 #: A probe call is lengthened (4x the rounds at a time) until it takes this long, so that
 #: the method's compute, not the fixed cost of a call, is what the estimate extrapolates:
 #: waking the worker threads costs milliseconds on a loaded machine, 100x a LinTS round.
 PROBE_SECONDS = 0.05
+
+#: The probe times a third size, to see whether a round's cost grows with the history,
+#: only while that call is likely to cost at most this share of the method's planned work.
+PROBE_SHARE = 0.02
+
+#: A round's cost is taken to grow with the history only when the longest probe call
+#: takes this many times what the line through the two before it predicts: timing noise
+#: on a loaded machine (about 1.5x between minutes, less between calls a second apart)
+#: must not turn a linear cost into a quadratic one extrapolated over a whole run.
+PROBE_GROWTH = 1.25
 
 
 def _probe_rounds(rounds):
@@ -434,34 +447,59 @@ def _probe_rounds(rounds):
     return max(1, min(10, rounds // 5))
 
 
-def _probe_cost(call, rounds):
-    """``(fixed, per_round, fused)``: the cost of one call of a method (s), its cost per
-    run-round (s), and whether it ran the fused loop, from timed one-run calls ``call(n)``
-    of ``n`` rounds.
+def _probe_cost(call, rounds, runs=1):
+    """``(fixed, per_round, fused)``: the cost of one call of a method (s), its average
+    cost per run-round over a run of ``rounds`` rounds (s), and whether it ran the fused
+    loop, from timed one-run calls ``call(n)`` of ``n`` rounds.
 
-    The first call has :func:`_probe_rounds` rounds ``r0``; the rounds grow 4x at a time,
-    up to half a run, until a call takes :data:`PROBE_SECONDS` (``r1`` rounds). The cost
-    of a chunk is then the line through both, ``t(r) = fixed + per_round r``:
-    ``per_round = (t1 - t0) / (r1 - r0)``, ``fixed = t0 - per_round r0``. Without a second
-    size (a run too short to grow) or when the timings' noise makes ``t1 <= t0``, the whole
-    cost is charged per round (``per_round = t / r``, ``fixed = 0``): an upper bound.
-    Dividing one short call's time by its rounds, as this once did, charged the fixed cost
-    to every round: 19 min against the 4.3 min that ``vits-fig1``'s runs took on a 2-core
-    machine at a load average of 5; this estimate said 3 min of the 4.8 min they took
-    there (dividing by the threads assumes that they have the cores to themselves).
+    The cost of a call of ``r`` rounds is modelled as ``t(r) = fixed + a r + b r^2``:
+    a fixed cost (thread wake-ups, the loop's set-up), a cost per round, and a cost per
+    round that grows linearly with the history (``b > 0``: engines that revisit every
+    past observation at each round, such as Laplace's IRLS, Rényi VI or the DiffTS chain
+    on a logistic model; their runs cost the square of the horizon).
+
+    The first call has :func:`_probe_rounds` rounds; the rounds grow 4x at a time, up to
+    half a run, until a call takes :data:`PROBE_SECONDS`. Then, while fewer than three
+    sizes are timed and a further 4x call is likely (at four times the line's prediction)
+    to cost at most :data:`PROBE_SHARE` of the ``runs`` planned runs, one more is timed.
+    With three sizes or more, the last three give the parabola: its ``b`` is used where the
+    last call took more than :data:`PROBE_GROWTH` times the line through the two before it
+    predicts (``per_round = a + b rounds``, the average over a run). Otherwise the line
+    through the last two sizes: ``per_round = (t1 - t0) / (r1 - r0)``, ``fixed = t0 -
+    per_round r0`` (:func:`_cost_line`). Dividing one short call's time by its rounds, as
+    this once did, charged the fixed cost to every round: 19 min against the 4.3 min that
+    ``vits-fig1``'s runs took on a 2-core machine at a load average of 5. A line alone,
+    as it did next, said 7 min for Rényi VI's 50 runs x 2000 rounds on wine, which take
+    about an hour and a half on two cores: their rounds cost ten times more at the end.
     """
     def timed(n):
         t = time.perf_counter()
         res = call(n)
         return time.perf_counter() - t, res.fused
 
-    r0 = _probe_rounds(rounds)
-    t0, fused = timed(r0)
-    r1, t1 = r0, t0
-    while t1 < PROBE_SECONDS and r1 < rounds // 2:
-        r1 = min(4 * r1, rounds // 2)
-        t1, _ = timed(r1)
+    half = max(1, rounds // 2)
+    r, (t, fused) = _probe_rounds(rounds), timed(_probe_rounds(rounds))
+    sizes = [(r, t)]
+    while r < half and (t < PROBE_SECONDS or (
+            len(sizes) < 3 and 4 * _line_at(sizes, min(4 * r, half))
+            <= PROBE_SHARE * runs * _line_at(sizes, rounds))):
+        r = min(4 * r, half)
+        t, _ = timed(r)
+        sizes.append((r, t))
+    if len(sizes) >= 3:
+        growth = _cost_parabola(*sizes[-3:])
+        if growth is not None:
+            fixed, a, b = growth
+            return fixed, a + b * rounds, fused
+    (r0, t0), (r1, t1) = sizes[-2:] if len(sizes) > 1 else sizes * 2
     return _cost_line(r0, t0, r1, t1) + (fused,)
+
+
+def _line_at(sizes, r):
+    """The cost of a call of ``r`` rounds on the line through the last two sizes."""
+    (r0, t0), (r1, t1) = sizes[-2:] if len(sizes) > 1 else sizes * 2
+    fixed, per_round = _cost_line(r0, t0, r1, t1)
+    return fixed + per_round * r
 
 
 def _cost_line(r0, t0, r1, t1):
@@ -473,16 +511,35 @@ def _cost_line(r0, t0, r1, t1):
     return 0.0, t1 / r1
 
 
+def _cost_parabola(p0, p1, p2):
+    """``(fixed, a, b)`` of ``t(r) = fixed + a r + b r^2`` through three timed sizes
+    ``(r, t)`` (rounds increasing), or None unless the last call took more than
+    :data:`PROBE_GROWTH` times what the line through the first two predicts (no
+    detectable growth: the caller keeps a line). ``fixed`` and ``a`` are clipped at 0, so
+    that a noisy fit can only raise the estimate of the runs' cost."""
+    (r0, t0), (r1, t1), (r2, t2) = p0, p1, p2
+    f, slope = _cost_line(r0, t0, r1, t1)
+    if not t2 > PROBE_GROWTH * (f + slope * r2):
+        return None
+    # divided differences of Newton's form: exact for a parabola through the three points
+    d01 = (t1 - t0) / (r1 - r0)
+    d12 = (t2 - t1) / (r2 - r1)
+    b = (d12 - d01) / (r2 - r0)
+    a = d01 - b * (r0 + r1)
+    fixed = t0 - a * r0 - b * r0 * r0
+    return max(0.0, fixed), max(0.0, a), b
+
+
 def _run_plan(plan, store, runs, rounds, say):
     """Run every method's candidates in turn (a candidate that diverges on any run gives
     way to the next); ``{(p, m): (candidate index, results by block, diverged list)}``."""
-    probe_warm = _probe(plan, store, runs, rounds, say)
+    probe_warm, costs = _probe(plan, store, runs, rounds, say)
     outcome = {(e["p"], e["m"]): {"c": 0, "diverged": [], "warmup_s": 0.0} for e in plan}
     active = list(plan)
     while active:
         chunks = [c for e in active
                   for c in e["candidates"][outcome[(e["p"], e["m"])]["c"]]["chunks"]]
-        results = _chunks.run_chunks(store, chunks, progress=say, desc="runs")
+        results = _chunks.run_chunks(store, chunks, progress=say, desc="runs", costs=costs)
         nxt = []
         for e in active:
             o = outcome[(e["p"], e["m"])]
