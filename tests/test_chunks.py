@@ -231,6 +231,22 @@ def test_execution_options_are_checked_before_any_work(tmp_path):
             pass
 
 
+@pytest.mark.parametrize("entry", ["panels", "map_runs"])
+def test_a_progress_that_cannot_be_called_is_refused_before_any_work(tmp_path, entry):
+    """``progress=True`` (a flag where a callable is expected) used to fail at the first
+    message, after the set-up: a TypeError naming it now, before any chunk or folder."""
+    import functools
+
+    called = []
+    with pytest.raises(TypeError, match="progress must be None or a callable"):
+        if entry == "panels":
+            run_panels("x", "x", _panels(), 2, 5, 0, str(tmp_path / "out"), progress=True)
+        else:
+            _chunks.map_runs(functools.partial(called.append), 2, str(tmp_path / "out"),
+                             "x", "stage", {}, progress=True)
+    assert not called and not (tmp_path / "out").exists()
+
+
 def _block(scale, lo, hi):
     """Runs lo..hi-1 of a toy experiment: run r's value depends only on r's own seed."""
     x = np.array([np.random.default_rng([7, r]).standard_normal() for r in range(lo, hi)])

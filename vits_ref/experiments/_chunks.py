@@ -543,6 +543,15 @@ def run_chunks(store, chunks, progress=None, desc="chunks", plan=False, costs=No
     return results
 
 
+def check_progress(progress):
+    """``progress`` as an experiment's ``run`` takes it: None, or a callable that takes
+    one message (``print``, ``list.append``); else a TypeError naming it, before any work
+    (``progress=True`` used to fail at the first message, after the set-up)."""
+    if progress is not None and not callable(progress):
+        raise TypeError("progress must be None or a callable taking one message (such as "
+                        f"print), got {progress!r}")
+
+
 def _time_left(elapsed, done, total, chunks_left, chunks_done, workers=None):
     """Seconds left, from the weight of the chunks done (run-rounds, or estimated seconds
     of work) in ``elapsed`` seconds: ``elapsed (total - done) / done``.
@@ -597,6 +606,7 @@ def map_runs(fn, runs, out, experiment, stage, description, progress=None, work_
     dict
         The arrays concatenated over all runs, in run order.
     """
+    check_progress(progress)
     s = current()
     store = Store(out, experiment, stage, description, force=s.force, options=s.options)
     chunk_runs = s.chunk_runs if chunk_runs is None else chunk_runs

@@ -252,6 +252,7 @@ def execute_panels(name, panels, runs, rounds, seed, out, progress=None, kl_roun
     session)`` where ``outcome[(p, m)]`` holds the chosen candidate ``"c"``, its chunk
     results ``"blocks"`` (absent if every candidate diverged), ``"diverged"`` and
     ``"warmup_s"``; ``stage`` names the chunk folder (``out/chunks/STAGE``)."""
+    _chunks.check_progress(progress)
     s = _chunks.current()
     if out is not None:
         os.makedirs(out, exist_ok=True)
