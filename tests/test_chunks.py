@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import vits_ref as vr
+from vits_ref import _threads
 from vits_ref.bandit.simulate import make_policy
 from vits_ref.experiments import _chunks
 from vits_ref.experiments._common import run_panels
@@ -92,6 +93,10 @@ def test_results_do_not_depend_on_chunking_or_executor(tmp_path):
         assert _strip(s) == _strip(summary), name
     with _chunks.executor(jobs=2) as (ex, ex_name):
         res, c, s = _run(tmp_path / "pool", chunk_runs=2, executor=ex, executor_name=ex_name)
+        # each worker's share of the threads, OpenBLAS's too (their idle threads spin)
+        share = _threads.worker_share(2)
+        blas = ex.submit(_threads.blas_threads).result()
+    assert blas and set(blas.values()) == {share}, blas
     assert c == curves and _strip(s) == _strip(summary)
     assert res["execution"]["executor"] == "process pool (2 workers)"
 
@@ -119,7 +124,8 @@ _SCRIPT = textwrap.dedent("""
     import vits_ref as vr
     from vits_ref.experiments import _chunks
     from vits_ref.experiments._common import run_panels
-    from vits_ref.bandit.simulate import make_policy
+    from vits_ref import _threads
+from vits_ref.bandit.simulate import make_policy
 
     env = vr.envs.pool(dim=8, n_arms=20, zeta=1.0, seed=0)
     panels = [("p", env, [("VITS-II", make_policy("vits-ii", 8)),
@@ -279,7 +285,8 @@ _CUDA_SCRIPT = textwrap.dedent("""
     import vits_ref as vr
     from vits_ref.experiments import _chunks
     from vits_ref.experiments._common import run_panels
-    from vits_ref.bandit.simulate import make_policy
+    from vits_ref import _threads
+from vits_ref.bandit.simulate import make_policy
 
     env = vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=1)
     panels = [("p", env, [("LinTS", make_policy("lints", 3)),

@@ -8,6 +8,8 @@ relative: the three implementations differ only in summation order (BLAS vs loop
 NumPy), ~1e-15 per operation over at most 60 rounds of d = 5.
 """
 
+import os
+
 import numba
 import numpy as np
 import pytest
@@ -292,6 +294,42 @@ def test_worker_processes_give_identical_results():
     np.testing.assert_array_equal(one.arms, two.arms)
     with pytest.raises(ValueError, match="n_jobs"):
         vr.simulate(pol, env, n_rounds=5, n_jobs=0)
+
+
+def test_openblas_runs_on_one_thread_during_a_simulation():
+    """OpenBLAS's threads change the bits of larger products (Rényi VI's draws times the
+    history): a simulation runs it on one thread whatever the process had, and restores
+    the process's count after."""
+    from vits_ref import _threads
+
+    start = _threads.blas_threads()
+    if not start:
+        pytest.skip("no OpenBLAS found in this process (Linux /proc/self/maps)")
+    seen = []
+
+    class Probe:
+        name, dim = "records OpenBLAS's threads", None
+
+        def select(self, contexts):
+            seen.append(_threads.blas_threads())
+            return 0
+
+        def update(self, contexts, arm, reward):
+            return self
+
+        def fresh(self, seed=None):
+            return self
+
+    env = vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=0)
+    try:
+        before = _threads.pin_blas_threads(2)
+        vr.simulate(Probe(), env, n_rounds=3, n_runs=2, seed=0)
+        after = _threads.blas_threads()
+    finally:
+        for path, setter, _ in _threads.openblas_controls():
+            setter(start[os.path.basename(path)])
+    assert len(seen) == 6 and all(set(b.values()) == {1} for b in seen), seen
+    assert after == before
 
 
 def test_divergence_in_a_worker_names_the_run():

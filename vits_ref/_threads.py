@@ -144,3 +144,26 @@ def numba_threads(n, name="n_threads"):
         yield numba.get_num_threads()
     finally:
         numba.set_num_threads(old)
+
+
+def worker_share(jobs):
+    """The threads of each of ``jobs`` worker processes sharing this machine: Numba's
+    threads (``NUMBA_NUM_THREADS``, the cores it saw) over the workers, at least 1."""
+    import numba
+
+    return max(1, numba.config.NUMBA_NUM_THREADS // max(1, int(jobs)))
+
+
+def init_worker(n_threads):
+    """A worker process's initializer: Numba's threads and every OpenBLAS's at
+    ``n_threads`` (its share, :func:`worker_share`) for the life of the process.
+
+    OpenBLAS's threads must be shared too: each worker's library otherwise starts one per
+    core, and its idle threads spin between calls. Measured on a 2-core machine with two
+    workers busy, Rényi VI's logistic rounds on wine took 2.1-2.3 s for 40 rounds with two
+    OpenBLAS threads a worker, 0.72-0.76 s with one. ``OPENBLAS_NUM_THREADS`` is set as
+    well, for a library loaded after this call."""
+    os.environ["OPENBLAS_NUM_THREADS"] = str(int(n_threads))
+    set_numba_threads(n_threads)
+    pin_blas_threads(n_threads)
+

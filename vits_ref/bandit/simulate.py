@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import _validate as val
 from .._seeding import delay_rng, instance_seed, policy_seed, run_seed, run_seeds
-from .._threads import numba_threads
+from .._threads import blas_single_thread, numba_threads
 from ..drivers import cpu
 from ..envs import Environment
 from ..errors import (
@@ -191,13 +191,17 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
         None: use the fused compiled loop when the pair has one; True: require it;
         False: the Python loop over ``select``/``update``.
     n_threads : int or None
-        Numba threads for the fused loop (default: Numba's current setting).
+        Numba threads for the fused loop (default: Numba's current setting). OpenBLAS
+        runs on one thread during the call (its count restored after), whatever
+        ``OPENBLAS_NUM_THREADS`` says: its threads change the bits of larger products and
+        do not speed up these loops.
     progress : callable or None
         Called as ``progress(runs_done, n_runs)``.
     n_jobs : int, default 1
         Worker processes (an int >= 1, validated on every path) for policies without a
         fused loop (the Python loop: logistic, MLP, per-arm, ...); the fused loop ignores
-        it (it uses Numba threads, ``n_threads``). Each run keeps its own seeds, so the
+        it (it uses Numba threads, ``n_threads``). Each worker gets its share of Numba's
+        threads (:func:`vits_ref._threads.init_worker`). Each run keeps its own seeds, so the
         results are bit-identical whatever ``n_jobs``; workers are spawned (each imports
         vits_ref and loads Numba's cache, about a second), so this pays off for runs of a
         second or more.
@@ -321,7 +325,12 @@ def simulate(policy, env, n_rounds, n_runs=1, seed=None, kl_rounds=None,
     # the KL diagnostic needs the exact posterior: Gaussian engines on the linear model
     gaussian = isinstance(engine, GaussianEngine) and engine.model.name == "linear"
     rows = backends.Rows.empty(block)
-    with numba_threads(n_threads) as threads:
+    # OpenBLAS's threads change the bits of its larger products (Rényi VI's draws times
+    # the history, M x n x d), and they buy nothing here: the kernels parallelise over
+    # runs themselves, and a second OpenBLAS thread took the same wall time for Rényi VI
+    # on wine on an idle 2-core machine, twice the CPU (three times the wall time with
+    # the cores busy). One thread for every run: the same bits whatever the environment.
+    with numba_threads(n_threads) as threads, blas_single_thread():
         block = dataclasses.replace(block, n_threads=threads)
         start = time.perf_counter()
         chosen.run(block, rows)
@@ -355,8 +364,11 @@ class PythonLoop:
         if n_jobs > 1:
             import multiprocessing
 
+            from .._threads import init_worker, worker_share
+
             # spawn, not fork: forking a process with Numba's threads running is unsafe
-            with multiprocessing.get_context("spawn").Pool(n_jobs) as pool:
+            with multiprocessing.get_context("spawn").Pool(
+                    n_jobs, initializer=init_worker, initargs=(worker_share(n_jobs),)) as pool:
                 _collect(pool.imap(_python_job, jobs), rows, block)
         else:
             _collect(map(_python_job, jobs), rows, block)

@@ -131,12 +131,6 @@ def session(**settings):
 # --------------------------------------------------------------------------- executors
 
 
-def _worker_init(n_threads):
-    from .._threads import set_numba_threads
-
-    set_numba_threads(n_threads)
-
-
 @contextlib.contextmanager
 def _local_cluster(local_cluster, n_workers):
     """A ``LocalCluster`` that only this process can use: any client may submit code to a
@@ -168,7 +162,8 @@ def executor(jobs=None, scheduler=None, dask_local=None):
     """The executor of the command-line options, closed on exit: ``(executor, name)``.
 
     ``jobs``: a process pool of that many spawned workers (each with an equal share of
-    Numba's threads); ``scheduler``: a Dask ``distributed`` scheduler address;
+    Numba's and OpenBLAS's threads, :func:`vits_ref._threads.init_worker`);
+    ``scheduler``: a Dask ``distributed`` scheduler address;
     ``dask_local``: a Dask ``LocalCluster`` of that many single-threaded workers. At most
     one may be given; none: ``(None, "in-process")``.
     """
@@ -179,13 +174,12 @@ def executor(jobs=None, scheduler=None, dask_local=None):
     if jobs is not None:
         import multiprocessing
 
-        import numba
+        from .._threads import init_worker, worker_share
 
-        threads = max(1, numba.config.NUMBA_NUM_THREADS // jobs)
         # spawn, not fork: forking a process with Numba's threads running is unsafe
         with concurrent.futures.ProcessPoolExecutor(
                 jobs, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_worker_init, initargs=(threads,)) as ex:
+                initializer=init_worker, initargs=(worker_share(jobs),)) as ex:
             yield ex, f"process pool ({jobs} workers)"
         return
     if scheduler is not None or dask_local is not None:
