@@ -17,6 +17,7 @@ import contextlib
 import ctypes
 import numbers
 import os
+import sys
 
 _SET_THREADS = ("openblas_set_num_threads", "openblas_set_num_threads64_",
                 "scipy_openblas_set_num_threads", "scipy_openblas_set_num_threads64_")
@@ -32,9 +33,24 @@ def _loaded_openblas():
     return sorted(p for p in paths if p.startswith("/"))
 
 
+#: The last scan of :func:`openblas_controls`, and the number of imported modules then.
+_SCANNED = {"modules": None, "controls": []}
+
+
 def openblas_controls():
     """``[(path, set_num_threads, get_num_threads)]`` of every loaded OpenBLAS exporting
-    both functions (one pair per library, the first of the known symbol names)."""
+    both functions (one pair per library, the first of the known symbol names).
+
+    Scanned again only when modules were imported since the last scan (NumPy's and SciPy's
+    OpenBLAS come with their extension modules): reading ``/proc/self/maps`` takes 1-2 ms,
+    and :func:`vits_ref.simulate` asks at every call."""
+    if _SCANNED["modules"] != len(sys.modules):
+        _SCANNED["controls"] = _scan_controls()
+        _SCANNED["modules"] = len(sys.modules)
+    return list(_SCANNED["controls"])
+
+
+def _scan_controls():
     out = []
     for path in _loaded_openblas():
         try:
