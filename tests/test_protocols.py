@@ -7,7 +7,8 @@
 - every engine class is an :class:`~vits_ref.inference.base.Engine` with the protocol's
   signatures, and its ``diagnostics`` is a :class:`~vits_ref.inference.base.Diagnostics`
   holding documented keys only; the old keys stay readable, with a DeprecationWarning;
-- every registered experiment satisfies :class:`vits_ref.experiments.Experiment`;
+- every registered experiment satisfies :class:`vits_ref.experiments.Experiment` and
+  refuses a ``progress`` it cannot call before any work;
 - every fused piece declares its parameters' NamedTuple and every spec carries one;
 - DiffTS and DPS take the same arguments in the same order.
 """
@@ -259,6 +260,17 @@ def test_every_experiment_satisfies_the_experiment_protocol(name):
     assert all(p.default is not inspect.Parameter.empty for p in table_params[1:])
     # one rule: an experiment's claims are the claim table's, not a member of its module
     assert not hasattr(mod, "claims")
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_every_experiment_refuses_a_progress_it_cannot_call_before_any_work(name, tmp_path):
+    """``progress=True`` (a flag where a callable is expected) is a TypeError naming it,
+    raised before anything is computed or written (it used to fail at the first message,
+    after a tuning or a prior's training for some)."""
+    out = tmp_path / "out"
+    with pytest.raises(TypeError, match="progress must be None or a callable"):
+        EXPERIMENTS[name].run(1, 2, 0, str(out), True)
+    assert not out.exists()
 
 
 def test_a_module_missing_a_member_is_not_an_experiment():

@@ -38,6 +38,7 @@ import time
 
 import numpy as np
 
+from .._chunks import check_progress
 from .._common import regret_table, write_json
 from .._paired import panel_entries
 from ..plotting import paper_title, plotted, regret_panels
@@ -134,6 +135,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-ablation", progress=No
     n_jobs : int
         As :func:`vits_ref.experiments.diffts.synthetic.run`.
     """
+    check_progress(progress)
     ref_stages, ref_train = int(ref_stages), int(ref_train)
     stages = sorted({int(T) for T in stages} | {ref_stages})
     train_sizes = sorted({int(n) for n in train_sizes} | {ref_train})

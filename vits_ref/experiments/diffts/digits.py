@@ -17,6 +17,7 @@ Execution: the bandit runs go in resumable chunks of runs, as in every experimen
 :mod:`vits_ref.experiments.diffts` (its docstring says what a rerun reuses).
 """
 
+from .._chunks import check_progress
 from .._common import regret_table
 from ..plotting import paper_title
 from . import _shared
@@ -57,6 +58,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-digits", progress=None
     use fewer fits and classifier epochs). Other parameters as
     :func:`vits_ref.experiments.diffts.movielens.run`.
     """
+    check_progress(progress)
     data_kwargs = dict(data_kwargs or {})
     envs = {r: environment(r, seed, **data_kwargs) for r in rewards}
     first = envs[rewards[0]]

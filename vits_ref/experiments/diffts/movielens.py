@@ -26,6 +26,7 @@ Execution: the bandit runs go in resumable chunks of runs, as in every experimen
 :mod:`vits_ref.experiments.diffts` (its docstring says what a rerun reuses).
 """
 
+from .._chunks import check_progress
 from .._common import regret_table
 from ..plotting import paper_title
 from . import _shared
@@ -69,6 +70,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-movielens", progress=N
     ``train_kwargs``: training options of the diffusion prior (tests: few epochs). Other
     parameters as :func:`vits_ref.experiments.diffts.synthetic.run`.
     """
+    check_progress(progress)
     envs = {r: environment(r, seed, path, synthetic_kwargs) for r in rewards}
     first = envs[rewards[0]]
     source = "synthetic" if path is None else "file"

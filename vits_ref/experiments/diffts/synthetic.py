@@ -55,6 +55,7 @@ import os
 
 import numpy as np
 
+from .._chunks import check_progress
 from .._common import regret_table, write_json
 from .._paired import panel_entries
 from ..claims.table import ENERGY_FACTOR
@@ -138,6 +139,7 @@ def run(runs=100, rounds=100, seed=0, out="results/diffts-synthetic", progress=N
         The JSON summary, with per shape ``priors[shape]`` (cache path, training time),
         ``energy[shape]`` (energy distances) and per method ``late_slopes[shape][method]``.
     """
+    check_progress(progress)
     all_shapes = _shapes()
     shapes = list(all_shapes) if shapes is None else list(shapes)
     for s in shapes:

@@ -60,6 +60,7 @@ import numpy as np
 from ..._seeding import child, run_seed
 from ..._validate import as_seed_sequence
 from ...errors import DivergenceError
+from .._chunks import check_progress
 from .._common import environment_info, write_json
 from .._outputs import text_output
 from .._paired import format_difference, paired_difference
@@ -428,6 +429,7 @@ def run(runs=20, rounds=500, seed=0, out="results/opvi-bnn", progress=None, path
 
     Runs in resumable chunks of runs (``out/chunks``; see the module docstring).
     """
+    check_progress(progress)
     chosen = _check(runs, rounds, n_particles, step_size, methods, METHODS)
     X, y, data_name = load(path)
     os.makedirs(out, exist_ok=True)

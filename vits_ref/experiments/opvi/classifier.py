@@ -50,6 +50,7 @@ import time
 
 import numpy as np
 
+from .._chunks import check_progress
 from .._common import environment_info, identical_notes
 from .._paired import format_difference
 from ..plotting import paper_title
@@ -135,6 +136,7 @@ def run(runs=5, rounds=500, seed=0, out="results/opvi-classifier", progress=None
 
     Runs in resumable chunks of runs (``out/chunks``; see the module docstring).
     """
+    check_progress(progress)
     chosen = _check(runs, rounds, n_particles, step_size, methods, METHODS)
     X, y, data_name = load(dataset)
     n_classes = int(y.max()) + 1

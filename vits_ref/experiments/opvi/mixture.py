@@ -70,6 +70,7 @@ from ..._seeding import child, run_seed
 from ..._validate import as_seed_sequence
 from ...errors import DivergenceError
 from .. import _chunks
+from .._chunks import check_progress
 from .._common import environment_info, write_json
 from .._outputs import text_output
 from .._paired import format_difference, paired_difference
@@ -459,6 +460,7 @@ def run(runs=10, rounds=500, seed=0, out="results/opvi-mixture", progress=None,
 
     Runs in resumable chunks of runs (``out/chunks``; see the module docstring).
     """
+    check_progress(progress)
     chosen = check_arguments(
         methods, METHODS, (("runs", runs), ("rounds", rounds), ("n_data", n_data),
                            ("n_particles", n_particles), ("grid_n", grid_n)),

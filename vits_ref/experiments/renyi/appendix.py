@@ -35,6 +35,7 @@ from scipy import integrate, stats
 from ... import _validate as val
 from ..._seeding import run_seeds
 from ...gaussian import divergences as dv
+from .._chunks import check_progress
 from .._common import environment_info, write_json
 from ..plotting import figure, paper_title, plotted, save
 
@@ -197,6 +198,7 @@ def monte_carlo(rng, draws):
 def run(runs, rounds, seed, out, progress=None):
     """Compute the checks (``runs`` random cases each, ``rounds`` Monte Carlo draws per
     case) and write ``summary.json`` into ``out``; returns the summary."""
+    check_progress(progress)
     import os
     import time
 

@@ -77,6 +77,7 @@ from ..._seeding import child
 from ...envs.renyi_mab import TABLE4, renyi_mab
 from ...inference import RenyiVI
 from ...models.mixture_prior import MixturePrior
+from .._chunks import check_progress
 from .._common import regret_table, run_panels, write_json
 from ..plotting import arm_fractions, paper_title, plotted
 
@@ -266,6 +267,7 @@ def run(runs=20, rounds=4000, seed=0, out="results/renyi-mab", progress=None, al
     dict
         The JSON summary; ``pulls[panel][method]`` holds :func:`pull_fractions`.
     """
+    check_progress(progress)
     step_size = val.renamed(step_size, learning_rate, "step_size", "learning_rate",
                             STEP_SIZE)
     alphas = sorted({float(a) for a in alphas} | {1.0})

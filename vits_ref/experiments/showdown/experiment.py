@@ -47,6 +47,7 @@ import os
 import numpy as np
 
 from ...bandit.simulate import simulate
+from .._chunks import check_progress
 from .._common import run_panels, write_json
 from .._outputs import write_output
 from .._paired import format_difference
@@ -102,6 +103,7 @@ def run(runs=5, rounds=200, seed=0, out="results/showdown", progress=None, size=
         ``best`` (``{environment: method}``), ``not_applicable`` (``[{panel, method,
         reason}]``) and ``wheel_vs_uniform`` (:func:`versus_uniform`).
     """
+    check_progress(progress)
     if size not in SIZES:
         raise ValueError(f"size must be one of {sorted(SIZES)}, got {size!r}")
     keys = list(SIZES[size] if environments is None else environments)

@@ -75,6 +75,7 @@ import numpy as np
 
 from ...bandit.simulate import POLICY_DEFAULTS, make_policy
 from ...envs import pool
+from .._chunks import check_progress
 from .._common import regret_table, run_panels
 from .._tuning import TUNE_RUNS, TUNE_SEED_OFFSET, diverged_points, grid_search
 from ..plotting import paper_title
@@ -219,6 +220,7 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-fig1", progress=None, me
         The JSON summary (:func:`vits_ref.experiments._common.run_panels`); ``claims``
         evaluates the paper's claims on it.
     """
+    check_progress(progress)
     chosen = [m for m in METHODS if methods is None or m[0] in methods or m[0] == REFERENCE]
     particles = [m for m in PARTICLE_METHODS if methods is None or m[0] in methods]
     kl_rounds = sorted({r for r in (10, 100, rounds // 2, rounds) if 1 <= r <= rounds})

@@ -60,6 +60,7 @@ from ...envs import pool
 from ...inference import VITS, Langevin, LinTS
 from ...models import MLP
 from .. import _chunks
+from .._chunks import check_progress
 from .._common import regret_table, run_panels
 from ..plotting import paper_title
 
@@ -137,6 +138,7 @@ def run(runs=None, rounds=None, seed=0, out="results/vits-fig2", progress=None,
     (:func:`simulate_numpy_batched`). Either way the arms and regret are those of the
     Python loop (``tests/test_batched_mlp.py``).
     """
+    check_progress(progress)
     if runs is None:
         runs = PAPER_RUNS if paper else DEFAULT_RUNS
     if rounds is None:

@@ -52,6 +52,7 @@ import numpy as np
 from ... import _seeding
 from ...drivers.cpu import trace_one
 from .. import _chunks
+from .._chunks import check_progress
 from .._common import environment_info, write_json
 from .._outputs import text_output
 from ..plotting import drawn, paper_title
@@ -123,6 +124,7 @@ def run(runs=100, rounds=50000, seed=0, out="results/vits-figF", progress=None,
 
     Runs in resumable chunks of seeds (``out/chunks``; see the module docstring).
     """
+    check_progress(progress)
     os.makedirs(out, exist_ok=True)
     relative = step_factors is not None
     steps_key = "step_factor" if relative else "step_size"

@@ -139,6 +139,7 @@ from ..._seeding import instance_seed, run_seed
 from ..._validate import as_seed_sequence
 from ...bandit.simulate import POLICY_DEFAULTS, make_policy
 from ...envs import hard_instance
+from .._chunks import check_progress
 from .._common import regret_table, run_panels, write_json
 from .._tuning import TUNE_RUNS, TUNE_SEED_OFFSET, diverged_points, grid_search
 from ..plotting import arm_fractions, paper_title, plotted
@@ -298,6 +299,7 @@ def run(runs=20, rounds=1000, seed=0, out="results/vits-figG", progress=None,
         ``vts_note``; with ``tune``, ``tuning`` (VTS is not tuned: it has no grid).
         ``claims`` evaluates the paper's claims on it.
     """
+    check_progress(progress)
     chosen = [m for m in METHODS if methods is None or m[0] in methods or m[0] == REFERENCE]
     panels, hyper, tuning = [], {}, {}
     for reward in rewards:

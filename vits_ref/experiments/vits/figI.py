@@ -60,6 +60,7 @@ from ...drivers.cpu import trace_many
 from ...kernels.linear import POTENTIAL as LINEAR
 from ...kernels.target import METHOD_LMC
 from .. import _chunks, plotting
+from .._chunks import check_progress
 from .._common import environment_info, write_json
 from .._outputs import text_output
 from ..claims.measures import first_step_at_or_below
@@ -168,6 +169,7 @@ def run(runs=1000, rounds=10000, seed=0, out="results/vits-figI", progress=None,
 
     Runs in resumable chunks of seeds (``out/chunks``; see the module docstring).
     """
+    check_progress(progress)
     os.makedirs(out, exist_ok=True)
     root = np.random.SeedSequence(seed)
     P, Pm, _ = gaussian_target(DIM, kappa, np.random.default_rng(root.spawn(1)[0]),

@@ -43,6 +43,7 @@ from ...bandit.policies import PerArm
 from ...envs import movielens
 from ...inference import VITS, Langevin, Laplace, LinTS
 from ...models import Linear, Logistic
+from .._chunks import check_progress
 from .._common import regret_table, run_panels, write_json
 from .._timing import ROUNDS, warm_round_repeats
 from ..plotting import paper_title
@@ -107,6 +108,7 @@ def run(runs=50, rounds=1000, seed=0, out="results/vits-movielens", progress=Non
 
     ``path``: a MovieLens ``ratings.dat`` (or ``ratings.csv``); None for the stand-in.
     """
+    check_progress(progress)
     env = movielens(path=path, n_movies=n_movies, seed=seed, rank=RANK,
                     synthetic_kwargs=synthetic_kwargs)
     chosen = [m for m in policies(env, n_movies) if methods is None or m[0] in methods]

@@ -76,6 +76,7 @@ from ...bandit.vts import VTSSimulationResult, simulate_vts
 from ...envs import vts_scenario
 from ...inference.vts import VTS
 from .. import _chunks
+from .._chunks import check_progress
 from .._common import environment_info, regret_table, write_curves_csv, write_json
 from .._outputs import text_output
 from .._paired import (
@@ -171,6 +172,7 @@ def run(runs=2000, rounds=500, seed=0, out="results/vts-scenarios", progress=Non
         the relative ``reduction`` with its interval; the per-arm MSE curves and final
         per-run MSEs; CAVI iterations; wall times. ``claims`` evaluates the paper's claims.
     """
+    check_progress(progress)
     from ..plotting import plotted, regret_panels
 
     Ks = sorted(set(components) | {1})
