@@ -470,8 +470,9 @@ def _probe_cost(call, rounds, runs=1):
     per_round r0`` (:func:`_cost_line`). Dividing one short call's time by its rounds, as
     this once did, charged the fixed cost to every round: 19 min against the 4.3 min that
     ``vits-fig1``'s runs took on a 2-core machine at a load average of 5. A line alone,
-    as it did next, said 7 min for Rényi VI's 50 runs x 2000 rounds on wine, which take
-    about an hour and a half on two cores: their rounds cost ten times more at the end.
+    as it did next, said 7 min for Rényi VI's 50 runs x 2000 rounds on wine on two
+    workers, where its chunks of ten runs took 37 min each, two at a time (five chunks:
+    nearly two hours); the parabola says 98 min.
     """
     def timed(n):
         t = time.perf_counter()
