@@ -124,8 +124,7 @@ _SCRIPT = textwrap.dedent("""
     import vits_ref as vr
     from vits_ref.experiments import _chunks
     from vits_ref.experiments._common import run_panels
-    from vits_ref import _threads
-from vits_ref.bandit.simulate import make_policy
+    from vits_ref.bandit.simulate import make_policy
 
     env = vr.envs.pool(dim=8, n_arms=20, zeta=1.0, seed=0)
     panels = [("p", env, [("VITS-II", make_policy("vits-ii", 8)),
@@ -285,8 +284,7 @@ _CUDA_SCRIPT = textwrap.dedent("""
     import vits_ref as vr
     from vits_ref.experiments import _chunks
     from vits_ref.experiments._common import run_panels
-    from vits_ref import _threads
-from vits_ref.bandit.simulate import make_policy
+    from vits_ref.bandit.simulate import make_policy
 
     env = vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=1)
     panels = [("p", env, [("LinTS", make_policy("lints", 3)),
