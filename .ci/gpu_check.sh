@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real-GPU checks, for a machine with an NVIDIA GPU (CI has none and never runs this).
 #
-#   bash .ci/gpu_check.sh OUT [tests|bench|fig2|all]
+#   bash .ci/gpu_check.sh OUT [tests|bench|fig2|all|lease]
 #
 # tests: every test that skips without a real GPU (the "on_gpu" and CuPy tests of
 #        tests/, paper-size ones included), then the two targets in one process
@@ -12,13 +12,24 @@
 #        timed. Each step has its own time limit (GPU_CHECK_LIMIT_S seconds, default 300)
 #        and writes its log under OUT, so that one hang loses one step. docs/cuda.md says
 #        what was measured with it.
+# lease: what fits one short lease of a 16-core GPU machine, side by side, in at most
+#        GPU_LEASE_S seconds (default 540). First, together: the gated tests on
+#        GPU_CHECK_JOBS pytest workers (default 8); the mixed order of the two targets
+#        launched on the GPU (CPU, GPU, CPU in one process; GPU, CPU in another); vits-fig2
+#        on the GPU at FIG2_RUNS runs x 1000 rounds (default 4; 0 leaves it out); and one
+#        bench process per policy of BENCH_POLICIES at the runs of BENCH_RUNS, which
+#        compile their kernels (bench --share-gpu). Then, once the others are done (or at
+#        GPU_LEASE_PHASE_S, default 330 s, whichever comes first), the bench processes time
+#        one at a time on the otherwise idle machine. Writes at most 8 files under OUT (the
+#        device tool's limit): versions.txt, tests.log, mixed.log, bench.log,
+#        bench_json.tgz, fig2.log, fig2.tgz, lease.txt (what ran when).
 #
 # Runs from the source tree without installing it (an installed copy would compile every
 # kernel again): kernels/ is linked as vits_ref/kernels, as the wheel lays it out. Wheels in
 # .whl/ (numpy < 2.5 where the machine's numba-cuda needs it: vits_ref.config's
 # check_cuda_stack says when) go first on the path.
 set -uo pipefail
-out=${1:?usage: bash .ci/gpu_check.sh OUT [tests|bench|fig2|all]}
+out=${1:?usage: bash .ci/gpu_check.sh OUT [tests|bench|fig2|all|lease]}
 what=${2:-all}
 limit=${GPU_CHECK_LIMIT_S:-300}
 cd "$(dirname "$0")/.."
@@ -83,4 +94,65 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
 fi
 if [ "$what" = fig2 ] || [ "$what" = all ]; then
     step fig2 "$PY" -m vits_ref run vits-fig2 --device cuda --out /tmp/gpu_check_fig2 --force
+fi
+
+if [ "$what" = lease ]; then
+    lease=${GPU_LEASE_S:-540}
+    phase=${GPU_LEASE_PHASE_S:-330}
+    jobs=${GPU_CHECK_JOBS:-8}
+    fig2_runs=${FIG2_RUNS:-4}
+    policies=${BENCH_POLICIES:-lints,linucb,vits-ii,vits-hf,lmc}
+    bench_runs=${BENCH_RUNS:-1024,16384,65536}
+    work=$(mktemp -d)
+    log="$out/lease.txt"
+    say() { echo "[$SECONDS s] $*" | tee -a "$log"; }
+    start=$SECONDS
+    say "lease: $lease s; first phase up to $phase s; $jobs test workers; fig2 $fig2_runs runs;" \
+        "bench $policies at $bench_runs runs; $(nproc) cores"
+    timeout "$phase" "$PY" -m pytest -n "$jobs" -p no:cacheprovider -q -m "slow or not slow" \
+        -k "on_gpu or (cupy_equals and not stand_in) or cupy_fig2" --durations=40 tests/ \
+        >"$out/tests.log" 2>&1 &
+    p_tests=$!
+    both=(env -u NUMBA_ENABLE_CUDASIM VITS_REF_CACHE=0 timeout "$phase" "$PY" tests/cuda_targets.py)
+    "${both[@]}" cpu:lints,vits-ii,vits-ii-logistic,random \
+        gpu:lints,linucb,vits-ii,vits-hf,random,vits-ii-logistic,laplace-logistic \
+        cpu:linucb,vits-i,lmc,laplace-logistic >"$work/mixed_cpu_first.log" 2>&1 &
+    p_mixed1=$!
+    "${both[@]}" gpu:vits-i,vits-hf-cv,lmc,lmc-logistic \
+        cpu:lints,vits-hf,vits-hf-cv,lmc-logistic >"$work/mixed_gpu_first.log" 2>&1 &
+    p_mixed2=$!
+    p_fig2=
+    if [ "$fig2_runs" -gt 0 ]; then
+        timeout "$phase" "$PY" -m vits_ref run vits-fig2 --device cuda --runs "$fig2_runs" \
+            --rounds 1000 --jobs 6 --quiet --out "$work/fig2" --force >"$out/fig2.log" 2>&1 &
+        p_fig2=$!
+    fi
+    bench_pids=()
+    for p in ${policies//,/ }; do
+        timeout "$lease" "$PY" -m vits_ref bench --device cuda --policies "$p" \
+            --runs "$bench_runs" --no-logistic --json "$work/bench_$p.json" \
+            --share-gpu "$work/gpu.lock" >"$work/bench_$p.log" 2>&1 &
+        bench_pids+=($!)
+    done
+    for name in tests mixed1 mixed2 fig2; do
+        pid_var=p_$name
+        [ -n "${!pid_var}" ] || continue
+        wait "${!pid_var}"
+        say "$name: exit $? after $((SECONDS - start)) s"
+    done
+    touch "$work/gpu.lock.go"
+    say "bench: timing starts (one process at a time)"
+    for i in "${!bench_pids[@]}"; do
+        wait "${bench_pids[$i]}"
+        say "bench process $i: exit $? after $((SECONDS - start)) s"
+    done
+    cat "$work/mixed_cpu_first.log" "$work/mixed_gpu_first.log" >"$out/mixed.log"
+    cat "$work"/bench_*.log >"$out/bench.log"
+    (cd "$work" && tar czf "$out/bench_json.tgz" bench_*.json 2>/dev/null)
+    [ -d "$work/fig2" ] && (cd "$work" && tar czf "$out/fig2.tgz" --exclude=chunks fig2)
+    say "lease: done after $((SECONDS - start)) s"
+    tail -n 30 "$out/tests.log"
+    grep -h "RESULT\|errors" "$out/mixed.log" | tail -n 4
+    tail -n 5 "$out/fig2.log" 2>/dev/null
+    grep -h -v "^ *$" "$out/bench.log" | grep -E "^(lints|linucb|vits|lmc)|philox|JAX peer" || true
 fi

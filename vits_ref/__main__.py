@@ -283,6 +283,20 @@ def _build_parser(experiments, papers):
                          help="cuda: rounds per second of the fused loop on the GPU against "
                               "the all-core CPU and the JAX peer, and the fraction of the "
                               "GPU's float64 peak (says so and exits when there is no GPU)")
+    p_bench.add_argument("--policies", default=None, metavar="NAME,NAME",
+                         help="--device cuda: the fused policies to time, comma-separated "
+                              "(default: all)")
+    p_bench.add_argument("--runs", default=None, metavar="N,N",
+                         help="--device cuda: the numbers of runs to time, comma-separated, "
+                              "one table each (default: 16384; --quick 2048)")
+    p_bench.add_argument("--no-logistic", action="store_true",
+                         help="--device cuda: leave out the logistic model's rows")
+    p_bench.add_argument("--json", default=None, metavar="FILE",
+                         help="--device cuda: also write the rows as JSON to FILE")
+    p_bench.add_argument("--share-gpu", default=None, metavar="LOCK",
+                         help="--device cuda, for processes sharing one GPU: compile every "
+                              "kernel first, wait for the file LOCK.go, then time while "
+                              "holding an exclusive lock on LOCK")
     return parser
 
 
@@ -692,10 +706,32 @@ def main(argv=None):
             return 0
         if args.command == "bench":
             if args.device == "cuda":
+                from ._bench.cuda import check_options
                 from ._bench.cuda import main as cuda_main
 
-                cuda_main(quick=args.quick)
+                runs = None
+                if args.runs is not None:
+                    try:
+                        runs = [int(x) for x in args.runs.split(",")]
+                    except ValueError:
+                        raise CLIError(f"--runs: comma-separated integers expected, got "
+                                       f"{args.runs!r}") from None
+                policies = None if args.policies is None else args.policies.split(",")
+                try:
+                    check_options(policies, runs)
+                except ValueError as exc:
+                    raise CLIError(f"bench --device cuda: {exc}") from None
+                cuda_main(quick=args.quick, policies=policies, runs=runs,
+                          logistic=not args.no_logistic, json_path=args.json,
+                          share_gpu=args.share_gpu)
                 return 0
+            cuda_only = [opt for opt, v in (("--policies", args.policies),
+                                            ("--runs", args.runs),
+                                            ("--no-logistic", args.no_logistic),
+                                            ("--json", args.json),
+                                            ("--share-gpu", args.share_gpu)) if v]
+            if cuda_only:
+                raise CLIError(f"{', '.join(cuda_only)}: only with bench --device cuda")
             from ._bench import main as bench_main
 
             bench_main(quick=args.quick)

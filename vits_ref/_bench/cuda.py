@@ -44,6 +44,7 @@ Run with ``python -m vits_ref bench --device cuda`` or::
     python -c "from vits_ref._bench import cuda; cuda.main()"
 """
 
+import contextlib
 import time
 
 import numpy as np
@@ -82,6 +83,8 @@ LOGISTIC_DIM = 10
 #: the logistic rows: ``(label in logistic_loop, row name)``
 LOGISTIC_POLICIES = (("VITS-II", "vits-ii/logistic"), ("LMC-TS", "lmc/logistic"),
                      ("Laplace", "laplace/logistic"))
+#: A timed call longer than this (seconds) is not repeated.
+LONG_CALL_S = 5.0
 
 
 def peak_fp64(name):
@@ -147,12 +150,16 @@ def dcuda_threads():
 
 
 def _median(fn, repeats):
+    """``(median seconds, last output)`` of up to ``repeats`` calls of ``fn``; a call longer
+    than :data:`LONG_CALL_S` is not repeated (its own length dwarfs the timer's noise)."""
     times = []
     out = None
     for _ in range(repeats):
         t0 = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - t0)
+        if times[-1] > LONG_CALL_S:
+            break
     return float(np.median(times)), out
 
 
@@ -368,14 +375,37 @@ def measure_jax(row, env, sizes, root):
     return row
 
 
-def main(quick=False):
+def main(quick=False, policies=None, runs=None, logistic=True, json_path=None,
+         share_gpu=None):
     """Print the GPU benchmark (see the module docstring); returns the rows, or None when
-    there is no GPU (and no simulator)."""
+    there is no GPU (and no simulator).
+
+    Parameters
+    ----------
+    quick : bool
+        2048 runs x 20 rounds instead of 16 384 x 50.
+    policies : sequence of str, optional
+        The fused policies to time (names of :data:`vits_ref.bandit.simulate.POLICY_NAMES`;
+        default all of them).
+    runs : sequence of int, optional
+        The numbers of runs to time, one table each (default the size's one). A policy
+        whose inputs do not fit runs on fewer (printed).
+    logistic : bool
+        Also time the logistic model's rows (:func:`measure_logistic`).
+    json_path : str, optional
+        Write the rows, the device and the sizes there as JSON.
+    share_gpu : str, optional
+        A lock file, for benchmark processes that share one GPU (``.ci/gpu_check.sh``'s
+        ``lease`` step): compile every kernel first (a pass at 2 runs, one call each, not
+        printed), wait until the file ``share_gpu + ".go"`` exists, then time while holding
+        an exclusive lock on ``share_gpu``. The processes compile side by side and time
+        one at a time, each on an otherwise idle GPU and CPU.
+    """
+    import io
+
     import numba
 
-    from .. import envs
-    from ..bandit.simulate import POLICY_NAMES
-
+    policies, runs = check_options(policies, runs)
     mode, text = device_mode()
     print("GPU benchmark: the fused bandit loop, rounds per second (float64)")
     if mode is None:
@@ -393,22 +423,56 @@ def main(quick=False):
         print("float64 peak: " + (f"{peak[0]} TFLOP/s FMA, {peak[1]} TFLOP/s tensor core "
                                   f"({peak[2]})" if peak else
                                   f"not documented here for {text!r}: no fraction printed"))
-    d, K = sizes["d"], sizes["K"]
-    print(f"d = {d}, K = {K} arms, {sizes['T']} rounds, up to {sizes['R']} runs (inputs of "
-          f"{min(sizes['R'], N_UNIQUE)} runs tiled), VITS/LMC 10 inner steps; median of "
-          f"{sizes['repeats']}")
-    env = envs.pool(dim=d, n_arms=K, zeta=1.0, seed=0)
+    runs = (sizes["R"],) if runs is None else runs
+    turn = contextlib.nullcontext()
+    if share_gpu is not None:
+        with contextlib.redirect_stdout(io.StringIO()):
+            _measure_all(policies, {**sizes, "R": 2, "repeats": 1}, mode, logistic,
+                         jax=False)
+        print(f"compiled; waiting for {share_gpu}.go and the lock {share_gpu}", flush=True)
+        _wait_for(share_gpu + ".go")
+        turn = _exclusive(share_gpu)
+    out = []
+    with turn:
+        for n_runs in runs:
+            size = {**sizes, "R": int(n_runs)}
+            rows, logistic_rows = _measure_all(policies, size, mode, logistic, jax=True)
+            _report(rows, logistic_rows, size, peak, label)
+            out += rows + logistic_rows
+            if json_path is not None:  # after each size: a run stopped later keeps these
+                _write_json(json_path, out, text, sizes, runs)
+    return out
+
+
+def check_options(policies, runs):
+    """``(policies, runs)`` of :func:`main` checked, as tuples (``runs`` None stays None);
+    a ValueError naming the argument otherwise."""
+    from ..bandit.simulate import POLICY_NAMES
+
+    policies = tuple(POLICY_NAMES if policies is None else policies)
+    unknown = [p for p in policies if p not in POLICY_NAMES]
+    if unknown or not policies:
+        raise ValueError(f"policies: {unknown or 'none'} not among the fused policies "
+                         f"{', '.join(POLICY_NAMES)}")
+    if runs is not None:
+        runs = tuple(runs)
+        if not runs or any(isinstance(r, bool) or not isinstance(r, (int, np.integer))
+                           or r < 1 for r in runs):
+            raise ValueError(f"runs: positive integers expected, got {runs!r}")
+    return policies, runs
+
+
+def _measure_all(policies, sizes, mode, logistic, jax):
+    """``(rows, logistic rows)`` of one size: every numba-cuda figure, then (``jax``) the
+    JAX peer's (see :func:`measure_jax`)."""
+    from .. import envs
+
+    env = envs.pool(dim=sizes["d"], n_arms=sizes["K"], zeta=1.0, seed=0)
     root = np.random.SeedSequence(0)
-    rows = []
-    head = (f"{'policy':12s} {'runs':>6s} {'CPU prange':>12s} {'CUDA call':>12s} "
-            f"{'CUDA device':>12s} {'dev/CPU':>8s} {'JAX peer':>12s} {'dev/JAX':>8s} "
-            f"{'FP64 peak':>9s}")
-    print(head + label)
-    for name in POLICY_NAMES:  # every numba-cuda figure first (see measure_jax)
-        rows.append(measure(name, env, sizes, mode, root))
+    rows = [measure(name, env, sizes, mode, root) for name in policies]
     for row in rows:  # before JAX too
         row["streams"] = measure_streams(row["policy"], env, sizes, mode, row["cpu"])
-    logistic = measure_logistic(sizes, mode, root)
+    logistic_rows = measure_logistic(sizes, mode, root) if logistic else []
     if mode == "gpu":  # hand numba-cuda's freed buffers back before JAX allocates
         import gc
 
@@ -417,8 +481,66 @@ def main(quick=False):
         gc.collect()
         cuda.current_context().deallocations.clear()
     for row in rows:
-        measure_jax(row, env, sizes, root)
+        if jax:
+            measure_jax(row, env, sizes, root)
         row.pop("_arms")
+    return rows, logistic_rows
+
+
+def _wait_for(path, poll_s=0.5):
+    """Return once ``path`` exists."""
+    import os
+
+    while not os.path.exists(path):
+        time.sleep(poll_s)
+
+
+@contextlib.contextmanager
+def _exclusive(path):
+    """Hold an exclusive ``flock`` on ``path`` (created if missing) for the block."""
+    import fcntl
+
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _write_json(path, rows, device, sizes, runs):
+    """The rows (NumPy scalars as numbers), the device and the sizes, as JSON at ``path``."""
+    import json
+
+    import numba
+
+    def plain(x):
+        if isinstance(x, dict):
+            return {k: plain(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [plain(v) for v in x]
+        if isinstance(x, np.generic):
+            return x.item()
+        return x
+
+    doc = {"device": device, "numba": numba.__version__, "numpy": np.__version__,
+           "sizes": sizes, "runs": list(runs), "rows": plain(rows)}
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+def _report(rows, logistic, sizes, peak, label):
+    """Print one size's tables (see :func:`main`)."""
+    d, K = sizes["d"], sizes["K"]
+    print(f"d = {d}, K = {K} arms, {sizes['T']} rounds, up to {sizes['R']} runs (inputs of "
+          f"{min(sizes['R'], N_UNIQUE)} runs tiled), VITS/LMC 10 inner steps; "
+          + (f"median of up to {sizes['repeats']} calls (one if a call takes over "
+             f"{LONG_CALL_S:g} s)" if sizes["repeats"] > 1 else "one call"))
+    head = (f"{'policy':12s} {'runs':>6s} {'CPU prange':>12s} {'CUDA call':>12s} "
+            f"{'CUDA device':>12s} {'dev/CPU':>8s} {'JAX peer':>12s} {'dev/JAX':>8s} "
+            f"{'FP64 peak':>9s}")
+    print(head + label)
+    for row in rows:
         frac = None
         if peak and row["flops_per_round"]:
             frac = row["device"] * row["flops_per_round"] / (peak[0] * 1e12)
@@ -476,16 +598,17 @@ def main(quick=False):
     if blocks:
         print("CUDA block layout vs CPU prange, fraction of equal arms: "
               + ", ".join(f"{r['policy']} {r['block']['cpu_arms']:.3f}" for r in blocks))
-    ls = logistic[0]["sizes"]
-    print(f"Logistic model: appendix G's hard instance, logistic rewards, d = {ls['d']}, "
-          f"K = {ls['K']}, {ls['T']} rounds (VITS-II and LMC-TS at figG's points, Laplace "
-          "at eta 10, lam 10), one run per thread (the pieces are not block-safe):" + label)
-    for row in logistic:
-        print(f"  {row['policy']:18s} {row['runs']:6d} runs: CPU prange "
-              f"{_rate(row['cpu']).strip():>10s}, CUDA call {_rate(row['cuda']).strip():>10s}, "
-              f"CUDA device {_rate(row['device']).strip():>10s} rounds/s, dev/CPU "
-              f"{row['device'] / row['cpu']:.2f}x; arms equal to the CPU's "
-              f"{row['cuda_vs_cpu_arms']:.3f}" + label)
+    if logistic:
+        ls = logistic[0]["sizes"]
+        print(f"Logistic model: appendix G's hard instance, logistic rewards, d = {ls['d']}, "
+              f"K = {ls['K']}, {ls['T']} rounds (VITS-II and LMC-TS at figG's points, Laplace "
+              "at eta 10, lam 10), one run per thread (the pieces are not block-safe):" + label)
+        for row in logistic:
+            print(f"  {row['policy']:18s} {row['runs']:6d} runs: CPU prange "
+                  f"{_rate(row['cpu']).strip():>10s}, CUDA call {_rate(row['cuda']).strip():>10s}, "
+                  f"CUDA device {_rate(row['device']).strip():>10s} rounds/s, dev/CPU "
+                  f"{row['device'] / row['cpu']:.2f}x; arms equal to the CPU's "
+                  f"{row['cuda_vs_cpu_arms']:.3f}" + label)
     bad = [r["policy"] for r in rows + logistic if r["diverged"]]
     bad += [r["policy"] + "/block" for r in blocks if r["block"]["diverged"]]
     if bad:
@@ -493,7 +616,6 @@ def main(quick=False):
     if peak:
         print("FP64 peak: the VITS rounds' d x d products only (vits_ref._bench.cuda."
               "PRODUCTS_PER_STEP) at the device rate, over the FMA peak.")
-    return rows + logistic
 
 
 if __name__ == "__main__":
