@@ -16,7 +16,8 @@
 #        GPU_LEASE_S seconds (default 540). First, together: the gated tests on
 #        GPU_CHECK_JOBS pytest workers (default 8); the mixed order of the two targets
 #        launched on the GPU (CPU, GPU, CPU in one process; GPU, CPU in another); vits-fig2
-#        on the GPU at FIG2_RUNS runs x 1000 rounds (default 4; 0 leaves it out); and one
+#        on the GPU at FIG2_RUNS runs x 1000 rounds on 4 workers (default 4; 0 leaves it
+#        out); and one
 #        bench process per policy of BENCH_POLICIES at the runs of BENCH_RUNS, which
 #        compile their kernels (bench --share-gpu). Then, once the others are done (or at
 #        GPU_LEASE_PHASE_S, default 330 s, whichever comes first), the bench processes time
@@ -109,7 +110,8 @@ if [ "$what" = lease ]; then
     start=$SECONDS
     say "lease: $lease s; first phase up to $phase s; $jobs test workers; fig2 $fig2_runs runs;" \
         "bench $policies at $bench_runs runs; $(nproc) cores"
-    timeout "$phase" "$PY" -m pytest -n "$jobs" -p no:cacheprovider -q -m "slow or not slow" \
+    # -v: each test's outcome is logged as it ends, so a step cut by its limit still says which passed
+    timeout "$phase" "$PY" -m pytest -n "$jobs" -p no:cacheprovider -v -m "slow or not slow" \
         -k "on_gpu or (cupy_equals and not stand_in) or cupy_fig2" --durations=40 tests/ \
         >"$out/tests.log" 2>&1 &
     p_tests=$!
@@ -124,7 +126,8 @@ if [ "$what" = lease ]; then
     p_fig2=
     if [ "$fig2_runs" -gt 0 ]; then
         timeout "$phase" "$PY" -m vits_ref run vits-fig2 --device cuda --runs "$fig2_runs" \
-            --rounds 1000 --jobs 6 --quiet --out "$work/fig2" --force >"$out/fig2.log" 2>&1 &
+            --rounds 1000 --jobs 4 --no-precompile --quiet --out "$work/fig2" --force \
+            >"$out/fig2.log" 2>&1 &
         p_fig2=$!
     fi
     bench_pids=()
@@ -152,7 +155,15 @@ if [ "$what" = lease ]; then
     [ -d "$work/fig2" ] && (cd "$work" && tar czf "$out/fig2.tgz" --exclude=chunks fig2)
     say "lease: done after $((SECONDS - start)) s"
     tail -n 30 "$out/tests.log"
-    grep -h "RESULT\|errors" "$out/mixed.log" | tail -n 4
+    "$PY" - "$out/mixed.log" <<'PYEOF'
+import json, sys
+for line in open(sys.argv[1]):
+    if line.startswith("RESULT"):
+        for ph in json.loads(line[len("RESULT"):]):
+            print(f"mixed {ph['phase']}: {ph['seconds']} s, {len(ph['errors'])} errors")
+            for err in ph["errors"]:
+                print("   ", err.splitlines()[0][:160])
+PYEOF
     tail -n 5 "$out/fig2.log" 2>/dev/null
     grep -h -v "^ *$" "$out/bench.log" | grep -E "^(lints|linucb|vits|lmc)|philox|JAX peer" || true
 fi
