@@ -150,3 +150,20 @@ def test_what_does_not_shrink_is_in_the_help_and_said_on_stderr(capsys):
     _say_fixed_cost(ablation, dict(ablation.DEFAULTS), said.append)  # the default size
     _say_fixed_cost(synthetic, {"runs": 2, "rounds": 20}, said.append)  # shrinks: no note
     assert said == []
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["bench", "--device", "cuda", "--policies", "lints,nope"],
+     ["--device cuda", "policies", "nope"]),
+    (["bench", "--device", "cuda", "--runs", "1024,0"], ["--device cuda", "runs", "(1024, 0)"]),
+    (["bench", "--device", "cuda", "--runs", "many"], ["--runs", "'many'"]),
+    (["bench", "--json", "out.json"], ["--json", "only with bench --device cuda"]),
+    (["bench", "--quick", "--runs", "8", "--share-gpu", "lock"],
+     ["--runs, --share-gpu", "only with bench --device cuda"]),
+])
+def test_bench_options_are_checked_before_any_work(capsys, argv, words):
+    """The GPU benchmark's options (``--policies``, ``--runs``, ``--json``,
+    ``--share-gpu``, ``--no-logistic``) stop with one line naming the option before anything
+    is timed or compiled, with or without a GPU; on the CPU benchmark they are refused."""
+    err = _one_line_error(capsys, argv)
+    assert all(w in err for w in words), err

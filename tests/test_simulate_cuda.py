@@ -503,3 +503,39 @@ def test_jax_peer_is_the_same_algorithm(name):
     np.testing.assert_array_equal(np.asarray(arms), ref.arms)
     np.testing.assert_array_equal(np.asarray(reg), ref.regret)
     assert ref.regret.sum() > 0  # not a trivial comparison
+
+
+def test_bench_options_and_the_shared_gpu_lock(tmp_path):
+    """``check_options`` names the argument it refuses; the lock of ``--share-gpu`` lets one
+    holder at a time in (a second open of the file blocks until the first releases, as
+    between processes: ``flock`` belongs to the open file), and ``_wait_for`` returns once
+    its file exists."""
+    import threading
+    import time
+
+    from vits_ref._bench import cuda as bc
+
+    assert bc.check_options(None, None) == (POLICY_NAMES, None)
+    assert bc.check_options(["lints"], [1024, 16384]) == (("lints",), (1024, 16384))
+    for policies, runs, word in ((["lints", "nope"], None, "policies"), ([], None, "policies"),
+                                 (None, [0], "runs"), (None, [], "runs"),
+                                 (None, [True], "runs"), (None, [2.0], "runs")):
+        with pytest.raises(ValueError, match=word):
+            bc.check_options(policies, runs)
+
+    lock = str(tmp_path / "gpu.lock")
+    order = []
+
+    def second():
+        bc._wait_for(lock + ".go", poll_s=0.01)
+        with bc._exclusive(lock):
+            order.append("second in")
+
+    t = threading.Thread(target=second)
+    with bc._exclusive(lock):
+        t.start()
+        open(lock + ".go", "w").close()
+        time.sleep(0.3)  # the other thread has seen the go file and waits on the lock
+        order.append("first out")
+    t.join(10)
+    assert order == ["first out", "second in"]
