@@ -493,14 +493,19 @@ def _probe_cost(call, rounds, runs=1):
         if growth is not None:
             fixed, a, b = growth
             return fixed, a + b * rounds, fused
+    return _last_line(sizes) + (fused,)
+
+
+def _last_line(sizes):
+    """``(fixed, per_round)`` of the line through the last two timed ``(rounds, seconds)``
+    of ``sizes`` (:func:`_cost_line`; one size alone counts twice)."""
     (r0, t0), (r1, t1) = sizes[-2:] if len(sizes) > 1 else sizes * 2
-    return _cost_line(r0, t0, r1, t1) + (fused,)
+    return _cost_line(r0, t0, r1, t1)
 
 
 def _line_at(sizes, r):
     """The cost of a call of ``r`` rounds on the line through the last two sizes."""
-    (r0, t0), (r1, t1) = sizes[-2:] if len(sizes) > 1 else sizes * 2
-    fixed, per_round = _cost_line(r0, t0, r1, t1)
+    fixed, per_round = _last_line(sizes)
     return fixed + per_round * r
 
 
