@@ -8,6 +8,8 @@ relative: the three implementations differ only in summation order (BLAS vs loop
 NumPy), ~1e-15 per operation over at most 60 rounds of d = 5.
 """
 
+import contextlib
+import importlib
 import os
 
 import numba
@@ -330,6 +332,39 @@ def test_openblas_runs_on_one_thread_during_a_simulation():
             setter(start[os.path.basename(path)])
     assert len(seen) == 6 and all(set(b.values()) == {1} for b in seen), seen
     assert after == before
+
+
+def test_blas_threads_benchmark_runs_each_count_and_restores_the_pin(monkeypatch):
+    """``vits_ref._bench.blas_threads`` (the committed source of docs/performance.md's
+    OpenBLAS figures) runs each call at the count it names, seen by a probe inside, then
+    puts the library's pin and the process's counts back; unknown names are refused."""
+    from vits_ref import _threads
+    from vits_ref._bench import blas_threads
+
+    start = _threads.blas_threads()
+    if not start:
+        pytest.skip("no OpenBLAS found in this process (Linux /proc/self/maps)")
+    sim_module = importlib.import_module("vits_ref.bandit.simulate")
+    pin = sim_module.blas_single_thread
+    seen = []
+    at = blas_threads._blas_at
+
+    @contextlib.contextmanager
+    def probing_at(n):
+        with at(n):
+            seen.append(set(_threads.blas_threads().values()))
+            yield
+
+    monkeypatch.setattr(blas_threads, "_blas_at", probing_at)
+    rows = blas_threads.measure(environment="pool", method="Uniform", rounds=3, runs=1,
+                                threads=(1, 2))
+    assert [r["threads"] for r in rows] == [1, 2] and seen == [{1}, {2}], (rows, seen)
+    assert rows[0]["sha256"] == rows[1]["sha256"]  # the uniform policy does no BLAS work
+    assert sim_module.blas_single_thread is pin and _threads.blas_threads() == start
+    with pytest.raises(ValueError, match="environment"):
+        blas_threads.measure(environment="nope")
+    with pytest.raises(ValueError, match="method"):
+        blas_threads.measure(method="nope")
 
 
 def test_divergence_in_a_worker_names_the_run():
