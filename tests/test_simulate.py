@@ -334,6 +334,88 @@ def test_openblas_runs_on_one_thread_during_a_simulation():
     assert after == before
 
 
+def test_engines_on_a_history_run_openblas_on_one_thread(monkeypatch):
+    """The policy objects' door (``Engine.update`` and ``Engine.sample``) outside a
+    simulation: an engine whose model keeps a history (the logistic model) refits and
+    draws with OpenBLAS on one thread, as ``simulate`` runs it, and gives the process's
+    count back; an engine on the linear model (sufficient statistics, d x d products) is
+    left as it is, paying nothing."""
+    from vits_ref import _threads
+
+    start = _threads.blas_threads()
+    if not start:
+        pytest.skip("no OpenBLAS found in this process (Linux /proc/self/maps)")
+    seen = []
+
+    def probed(engine):
+        refit, draw = engine._refit, engine._sample
+
+        def _refit(*args):
+            seen.append(("refit", set(_threads.blas_threads().values())))
+            return refit(*args)
+
+        def _sample(*args):
+            seen.append(("sample", set(_threads.blas_threads().values())))
+            return draw(*args)
+
+        monkeypatch.setattr(engine, "_refit", _refit)
+        monkeypatch.setattr(engine, "_sample", _sample)
+        return engine
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((5, 3))
+    try:
+        _threads.pin_blas_threads(2)
+        logistic = probed(vr.Laplace(3, model="logistic", seed=0))
+        logistic.update(X, (X[:, 0] > 0).astype(float))
+        logistic.sample(2)
+        linear = probed(vr.LinTS(3, seed=0))
+        linear.update(X, X[:, 0])
+        linear.sample(2)
+        after = _threads.blas_threads()
+    finally:
+        for path, setter, _ in _threads.openblas_controls():
+            setter(start[os.path.basename(path)])
+    assert seen == [("refit", {1}), ("sample", {1}), ("refit", {2}), ("sample", {2})], seen
+    assert set(after.values()) == {2}
+
+
+def test_renyi_door_gives_the_same_bits_whatever_openblas_threads():
+    """Rényi VI's policy object on wine (the showdown's point), 40 rounds of select and
+    update by hand, in a process whose OpenBLAS has one thread and then two: the same arms
+    and the same posterior, bit for bit. Without the engines' pin, two threads gave other
+    arms within the 40 rounds on the 2-core machine of CI (the draws-by-history product
+    is split over threads)."""
+    pytest.importorskip("sklearn")
+    from vits_ref import _threads
+    from vits_ref.experiments.showdown.catalogue import ENVIRONMENTS, METHODS
+
+    start = _threads.blas_threads()
+    if not start:
+        pytest.skip("no OpenBLAS found in this process (Linux /proc/self/maps)")
+    setting = ENVIRONMENTS["wine"]
+    env = setting.make(0)
+    make = next(m for m in METHODS if m.label == "Renyi-VI").make
+    real = env.realise(40, np.random.default_rng(2))
+
+    def door(n_threads):
+        policy = make(setting, env)[0].fresh(seed=1)
+        _threads.pin_blas_threads(n_threads)
+        arms = []
+        for X, rewards in zip(real.contexts, real.rewards, strict=True):
+            arms.append(policy.select(X))
+            policy.update(X, arms[-1], float(rewards[arms[-1]]))
+        return arms, policy.engine.mean
+
+    try:
+        one, two = door(1), door(2)
+    finally:
+        for path, setter, _ in _threads.openblas_controls():
+            setter(start[os.path.basename(path)])
+    assert one[0] == two[0]
+    np.testing.assert_array_equal(one[1], two[1])
+
+
 def test_blas_threads_benchmark_runs_each_count_and_restores_the_pin(monkeypatch):
     """``vits_ref._bench.blas_threads`` (the committed source of docs/performance.md's
     OpenBLAS figures) runs each call at the count it names, seen by a probe inside, then

@@ -83,18 +83,36 @@ def pin_blas_threads(n=1):
     return blas_threads()
 
 
+def blas_to_one():
+    """Set every loaded OpenBLAS that is not at one thread to one; returns what
+    :func:`blas_restore` puts back. A library already at one thread is left alone: reading
+    a count costs a fraction of a microsecond, setting one several (OpenBLAS takes its
+    lock), and the engines on a history call this at every update and draw
+    (:class:`vits_ref.inference.base.Engine`), mostly inside a :func:`vits_ref.simulate`
+    that has pinned it already."""
+    saved = []
+    for _, setter, get in openblas_controls():
+        n = int(get())
+        if n != 1:
+            saved.append((setter, n))
+            setter(1)
+    return saved
+
+
+def blas_restore(saved):
+    """Put back the counts :func:`blas_to_one` changed."""
+    for setter, n in saved:
+        setter(n)
+
+
 @contextlib.contextmanager
 def blas_single_thread():
     """Every loaded OpenBLAS at one thread for the block, each count restored after."""
-    saved = []
-    for _, setter, get in openblas_controls():
-        saved.append((setter, int(get())))
-        setter(1)
+    saved = blas_to_one()
     try:
         yield
     finally:
-        for setter, n in saved:
-            setter(n)
+        blas_restore(saved)
 
 
 # --------------------------------------------------------------------------- Numba threads

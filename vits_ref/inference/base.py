@@ -42,8 +42,10 @@ import numpy as np
 
 from .. import _validate as val
 from .._seeding import engine_streams
+from .._threads import blas_restore, blas_to_one
 from ..errors import DegenerateCovarianceError, DivergenceError
 from ..models import MODELS
+from ..models._history import History
 from .persist import Persistent
 
 
@@ -282,12 +284,17 @@ class Engine(Persistent):
         # transactional: a refit that fails (DivergenceError, or any error raised after
         # the batch was added) leaves the engine and its model exactly as they were
         saved = self._state()
+        # a refit over a history multiplies matrices as long as it: OpenBLAS on one
+        # thread, so that its bits do not depend on the process's thread count
+        pinned = blas_to_one() if isinstance(model, History) else ()
         try:
             add(features, rewards)
             self._refit(features, rewards)
         except BaseException:
             self._restore(saved)
             raise
+        finally:
+            blas_restore(pinned)
         self.diagnostics["n_obs"] = self.model.n_obs
         return self
 
@@ -330,9 +337,20 @@ class Engine(Persistent):
         restore_model_state(self.model, model_saved)
 
     def sample(self, n=1):
-        """``n`` posterior draws, shape ``(n, dim)``."""
+        """``n`` posterior draws, shape ``(n, dim)``.
+
+        On a model with a history (the logistic model, the networks), OpenBLAS runs on one
+        thread during the draws and the update's refit, as in :func:`vits_ref.simulate`:
+        a draw or a refit over the history (the DiffTS chain, Rényi VI, Laplace's IRLS)
+        gives the same bits whatever the process's thread count."""
         n = val.positive_int(n, "n")
-        return self._sample(n)
+        if not isinstance(self.model, History):
+            return self._sample(n)
+        pinned = blas_to_one()
+        try:
+            return self._sample(n)
+        finally:
+            blas_restore(pinned)
 
     def fused(self, kl=False):
         """The engine's part of the fused compiled bandit loop, or None (the default)."""
