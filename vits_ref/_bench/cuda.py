@@ -28,7 +28,8 @@
   counting the round's d x d products only (:func:`flops_per_round`) against the FMA peak
   of :data:`FP64_PEAK` (the tensor-core peak is printed too; the loops use no tensor core).
 
-Sizes: 16 384 runs x 50 rounds (``quick``: 2048 x 20); the CPU times a slice of the runs
+Sizes: 16 384 runs x 50 rounds (``quick``: 2048 x 20; ``runs=`` times several numbers of
+runs, one table each, and ``policies=`` a subset: :func:`main`); the CPU times a slice of the runs
 (its rounds per second do not depend on the number of runs beyond a few per thread). The
 inputs of 512 distinct runs are drawn (``simulate``'s seeding) and tiled: run ``r`` gets
 the inputs of run ``r mod 512``, the same work per run, and the host need not draw 16 384
