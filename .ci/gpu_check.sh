@@ -17,13 +17,12 @@
 #        GPU_CHECK_JOBS pytest workers (default 8); the mixed order of the two targets
 #        launched on the GPU (CPU, GPU, CPU in one process; GPU, CPU in another); vits-fig2
 #        on the GPU at FIG2_RUNS runs x 1000 rounds on 4 workers (default 4; 0 leaves it
-#        out); and one
-#        bench process per policy of BENCH_POLICIES at the runs of BENCH_RUNS, which
-#        compile their kernels (bench --share-gpu). Then, once the others are done (or at
-#        GPU_LEASE_PHASE_S, default 330 s, whichever comes first), the bench processes time
-#        one at a time on the otherwise idle machine. Writes at most 8 files under OUT (the
-#        device tool's limit): versions.txt, tests.log, mixed.log, bench.log,
-#        bench_json.tgz, fig2.log, fig2.tgz, lease.txt (what ran when).
+#        out); and one bench process per policy of BENCH_POLICIES at the runs of
+#        BENCH_RUNS, which compile their kernels (bench --share-gpu). Then, once the others
+#        are done (or at GPU_LEASE_PHASE_S, default 330 s, whichever comes first), the
+#        bench processes time one at a time on the otherwise idle machine. Writes at most
+#        8 files under OUT (the device tool's limit): versions.txt, tests.log, mixed.log,
+#        bench.log, bench_json.tgz, fig2.log, fig2.tgz, lease.txt (what ran when).
 #
 # Runs from the source tree without installing it (an installed copy would compile every
 # kernel again): kernels/ is linked as vits_ref/kernels, as the wheel lays it out. Wheels in
@@ -105,6 +104,7 @@ if [ "$what" = lease ]; then
     policies=${BENCH_POLICIES:-lints,linucb,vits-ii,vits-hf,lmc}
     bench_runs=${BENCH_RUNS:-1024,16384,65536}
     work=$(mktemp -d)
+    out=$(cd "$out" && pwd)  # absolute: the archives below are written from $work
     log="$out/lease.txt"
     say() { echo "[$SECONDS s] $*" | tee -a "$log"; }
     start=$SECONDS
