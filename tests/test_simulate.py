@@ -417,11 +417,11 @@ def test_renyi_door_gives_the_same_bits_whatever_openblas_threads():
 
 
 def test_blas_threads_benchmark_runs_each_count_and_restores_the_pin(monkeypatch):
-    """``vits_ref._bench.blas_threads`` (the committed source of docs/performance.md's
+    """``vits_ref.experiments.showdown.blas_threads`` (the committed source of docs/performance.md's
     OpenBLAS figures) runs each call at the count it names, seen by a probe inside, then
     puts the library's pin and the process's counts back; unknown names are refused."""
     from vits_ref import _threads
-    from vits_ref._bench import blas_threads
+    from vits_ref.experiments.showdown import blas_threads
 
     start = _threads.blas_threads()
     if not start:

@@ -17,14 +17,14 @@ call, and prints wall time, CPU time of the process (every thread's), and the SH
 the regret array, marked where it differs from the first count's. The figures quoted in
 docs/performance.md come from::
 
-    python -m vits_ref._bench.blas_threads
+    python -m vits_ref.experiments.showdown.blas_threads
 """
 
 import contextlib
 import hashlib
 import time
 
-from .. import _threads
+from ... import _threads
 
 
 @contextlib.contextmanager
@@ -47,8 +47,8 @@ def measure(environment="wine", method="Renyi-VI", rounds=150, runs=2, threads=(
     count measured."""
     import importlib
 
-    from ..experiments.showdown.catalogue import ENVIRONMENTS, METHODS
-    from ..experiments.showdown.experiment import simulate_serial
+    from .catalogue import ENVIRONMENTS, METHODS
+    from .experiment import simulate_serial
 
     if environment not in ENVIRONMENTS:
         raise ValueError(f"environment: {environment!r} is not one of {sorted(ENVIRONMENTS)}")
