@@ -83,19 +83,19 @@ def pin_blas_threads(n=1):
     return blas_threads()
 
 
-def blas_to_one():
-    """Set every loaded OpenBLAS that is not at one thread to one; returns what
-    :func:`blas_restore` puts back. A library already at one thread is left alone: reading
-    a count costs a fraction of a microsecond, setting one several (OpenBLAS takes its
-    lock), and the engines on a history call this at every update and draw
+def blas_to_one(n=1):
+    """Set every loaded OpenBLAS that is not at ``n`` threads (default one) to ``n``;
+    returns what :func:`blas_restore` puts back. A library already there is left alone:
+    reading a count costs a fraction of a microsecond, setting one several (OpenBLAS takes
+    its lock), and the engines on a history call this at every update and draw
     (:class:`vits_ref.inference.base.Engine`), mostly inside a :func:`vits_ref.simulate`
     that has pinned it already."""
     saved = []
     for _, setter, get in openblas_controls():
-        n = int(get())
-        if n != 1:
-            saved.append((setter, n))
-            setter(1)
+        m = int(get())
+        if m != n:
+            saved.append((setter, m))
+            setter(n)
     return saved
 
 

@@ -30,13 +30,11 @@ from ... import _threads
 @contextlib.contextmanager
 def _blas_at(n):
     """Every loaded OpenBLAS at ``n`` threads for the block, each count restored after."""
-    saved = [(setter, int(get())) for _, setter, get in _threads.openblas_controls()]
-    _threads.pin_blas_threads(n)
+    saved = _threads.blas_to_one(n)
     try:
         yield
     finally:
-        for setter, m in saved:
-            setter(m)
+        _threads.blas_restore(saved)
 
 
 def measure(environment="wine", method="Renyi-VI", rounds=150, runs=2, threads=(1, 2),
