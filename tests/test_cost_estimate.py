@@ -212,3 +212,89 @@ def test_the_time_left_weighs_the_chunks_by_their_estimated_cost(monkeypatch):
                for line in weighed), weighed
     # a cost missing for a chunk: every run-round weighs the same, as without costs
     assert _status_lines({"a": 0.001, "c": 1.0}, 1) == by_rounds
+
+
+@pytest.mark.parametrize(("n", "workers"), [(5, 2), (4, 2), (7, 3), (1, 4)])
+def test_makespan_of_equal_chunks_is_the_rounds_of_the_pool(n, workers):
+    """``n`` chunks of one cost on ``workers`` workers take ``ceil(n / workers)`` of
+    them: five chunks of Rényi VI's 37 min on two workers ran in three rounds of the pool
+    (111 min), not the 92.5 min of the total over the workers."""
+    from vits_ref.experiments import _chunks
+
+    assert _chunks.makespan([37.0] * n, workers) == 37.0 * -(-n // workers)
+
+
+def test_makespan_assigns_chunks_in_submission_order():
+    """Each chunk goes to the first worker to free, in order: [4, 1, 1, 1, 1] on two
+    workers ends at 4 (the four short ones run beside the long one); [1, 1, 1, 1, 4]
+    at 6 (the long one starts last, alone)."""
+    from vits_ref.experiments import _chunks
+
+    assert _chunks.makespan([4.0, 1.0, 1.0, 1.0, 1.0], 2) == 4.0
+    assert _chunks.makespan([1.0, 1.0, 1.0, 1.0, 4.0], 2) == 6.0
+    assert _chunks.makespan([], 2) == 0.0
+
+
+@pytest.mark.parametrize(("trust", "want"), [(False, 4 + 4 + 1), (True, 4 + 4 + 4)])
+def test_time_left_corrects_each_group_by_its_timed_chunks(trust, want):
+    """A method whose probe said 1 s a chunk and whose first chunk took 4 s (a cost that
+    grows with the history, unseen by the probe's short calls): its two chunks left count
+    4 s each. A method not yet timed keeps its estimate, or takes the ratio over every
+    finished chunk once those weigh enough to be trusted."""
+    from vits_ref.experiments import _chunks
+
+    timed = {"laplace": [4.0, 1.0]}
+    pending = [("laplace", 1.0), ("laplace", 1.0), ("svgd", 1.0)]
+    assert _chunks.time_left_by_cost(pending, timed, trust, 1) == want
+    # on two workers: the two Laplace chunks side by side, then the third
+    assert _chunks.time_left_by_cost(pending, timed, trust, 2) == 4 + want - 8
+
+
+def test_the_progress_lines_use_a_chunk_s_measured_time_for_its_group(monkeypatch):
+    """Three chunks of one method, each estimated at 1 s; the first takes 3 s: the lines
+    then say about 6 s left (two more at the measured 3 s), where the estimates alone said
+    2 s."""
+    from vits_ref import _terminal
+    from vits_ref.experiments import _chunks
+
+    monkeypatch.setattr(_terminal, "columns", lambda: 0)  # plain lines, no bar
+    clock = {"now": 0.0}
+
+    def fn(arg):
+        clock["now"] += arg
+        return {"wall_time_s": arg}
+
+    said = []
+    chunks = [_chunks.Chunk(key=k, fn=fn, arg=3.0, work=100, info={}, group="m")
+              for k in "abc"]
+    monkeypatch.setattr(_chunks.time, "perf_counter", lambda: clock["now"])
+    with _chunks.session(quiet=False):
+        store = _chunks.Store(None, "fake", "stage", {}, force=False, options=None)
+        _chunks.run_chunks(store, chunks, progress=said.append, desc="runs",
+                           costs=dict.fromkeys("abc", 1.0))
+    assert said[0].startswith("runs: 1/3 chunks done") and "about 6 s left" in said[0], said
+
+
+def test_the_estimate_divides_a_fused_chunk_by_the_threads_it_runs_with(monkeypatch):
+    """A fused method's chunk of two runs under an executor of two workers: its cost is
+    divided by each worker's share of the cores (one on a 2-core machine), not by this
+    process's threads; under the showdown's one-thread simulate, by 1."""
+    import concurrent.futures
+
+    import vits_ref as vr
+    from vits_ref._threads import worker_share
+    from vits_ref.experiments import _chunks
+    from vits_ref.experiments.showdown.experiment import simulate_serial
+
+    monkeypatch.setattr(_common, "_probe_cost", lambda call, rounds, runs: (0.0, 1.0, True))
+    env = vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=0)
+    panels = [("p", env, [("LinTS", vr.make_policy("lints", 3))], {})]
+    for sim, threads in ((None, min(worker_share(2), 2)), (simulate_serial, 1)):
+        said = []
+        with concurrent.futures.ThreadPoolExecutor(1) as ex, _chunks.session(
+                executor=ex, workers=2, chunk_runs=2):
+            _common.execute_panels("probe", panels, 4, 10, 0, None, progress=said.append,
+                                   simulate_fn=sim)
+        # two chunks of 2 runs x 10 rounds at 1 s a run-round, side by side on 2 workers
+        line = next(s for s in said if s.startswith("estimate: about"))
+        assert line.startswith(f"estimate: about {20 // threads} s ("), (sim, line)

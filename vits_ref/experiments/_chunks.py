@@ -34,6 +34,7 @@ import concurrent.futures
 import contextlib
 import contextvars
 import hashlib
+import heapq
 import io
 import json
 import os
@@ -417,7 +418,10 @@ class Chunk:
     """One independent piece of work: ``fn(arg) -> dict`` (picklable, module level).
 
     ``key`` names the chunk file (letters, digits, ``-``, ``_``, ``.``); ``work`` is its
-    size in run-rounds (for the progress bar); ``info`` is stored in the manifest.
+    size in run-rounds (for the progress bar); ``info`` is stored in the manifest;
+    ``group`` names the chunks that do the same work per run-round (one method on one
+    environment: blocks of its runs), so that one of them timed corrects the estimated
+    cost of the others (:func:`run_chunks`); None: the chunk alone.
     """
 
     key: str
@@ -425,6 +429,7 @@ class Chunk:
     arg: object
     work: int
     info: dict
+    group: str | None = None
 
 
 def progress_bar(total, desc, quiet, unit=" run-rounds"):
@@ -465,7 +470,8 @@ def run_chunks(store, chunks, progress=None, desc="chunks", plan=False, costs=No
     weigh the chunks in the progress bar and the time left where their costs differ
     (a uniformly random policy beside Rényi VI: the same run-rounds, a thousand times
     apart). Used when it covers every chunk to compute; else every run-round weighs the
-    same.
+    same. With costs, the time left is :func:`time_left_by_cost`: each chunk's measured
+    time corrects the estimates of the chunks of its ``group``.
     """
     s = current()
     results, todo = {}, []
@@ -487,6 +493,7 @@ def run_chunks(store, chunks, progress=None, desc="chunks", plan=False, costs=No
 
     every = max(1, len(todo) // 10)  # without a bar: about ten status lines
     last_line, done, done_weight = [time.perf_counter()], [0], [0.0]
+    finished, timed = set(), {}  # timed: group -> [measured s, estimated s] of its chunks
     tell = None if s.quiet else progress
     if plan and tell is not None:
         tell(f"planned: {desc}: {len(chunks)} chunks, {sum(c.work for c in chunks)} "
@@ -500,6 +507,11 @@ def run_chunks(store, chunks, progress=None, desc="chunks", plan=False, costs=No
         results[c.key] = res
         done[0] += c.work
         done_weight[0] += weight[c.key]
+        finished.add(c.key)
+        if weighed and res.get("wall_time_s") is not None:
+            acc = timed.setdefault(c.group or c.key, [0.0, 0.0])
+            acc[0] += res["wall_time_s"]
+            acc[1] += weight[c.key]
         if plan and tell is not None and k == 1 and len(todo) > 1 and c.work:
             per_work = (time.perf_counter() - t_start) / c.work
             left = (total - c.work) * per_work / max(1, s.workers)
@@ -512,8 +524,12 @@ def run_chunks(store, chunks, progress=None, desc="chunks", plan=False, costs=No
             last_line[0] = now = time.perf_counter()
             where = ": ".join(str(c.info[x]) for x in ("panel", "method") if x in c.info)
             elapsed = now - t_start
-            left = _time_left(elapsed, done_weight[0], total_weight, len(todo) - k, k,
-                              s.workers if weighed else None)
+            if weighed:
+                left = time_left_by_cost(
+                    [(c.group or c.key, weight[c.key]) for c in todo if c.key not in finished],
+                    timed, done_weight[0] >= 0.1 * total_weight, s.workers)
+            else:
+                left = _time_left(elapsed, done[0], total, len(todo) - k, k)
             eta = "" if k == len(todo) else f", about {_duration(left)} left"
             say(f"{desc}: {k}/{len(todo)} chunks done, {_duration(elapsed)} elapsed{eta}"
                 + (f" (last: {where})" if where else ""))
@@ -546,18 +562,53 @@ def check_progress(progress):
                         f"print), got {progress!r}")
 
 
-def _time_left(elapsed, done, total, chunks_left, chunks_done, workers=None):
-    """Seconds left, from the weight of the chunks done (run-rounds, or estimated seconds
-    of work) in ``elapsed`` seconds: ``elapsed (total - done) / done``.
-
-    With estimated seconds (``workers`` given), while the chunks done weigh under a tenth
-    of the total, their rate says little (a few cheap chunks, a fixed cost of starting the
-    workers): the estimate itself is used, the work left over the workers."""
-    if workers is not None and done < 0.1 * total:
-        return (total - done) / max(1, workers)
+def _time_left(elapsed, done, total, chunks_left, chunks_done):
+    """Seconds left, from the run-rounds of the chunks done in ``elapsed`` seconds:
+    ``elapsed (total - done) / done`` (by chunks where no run-round is done)."""
     if done:
         return elapsed * (total - done) / done
     return elapsed * chunks_left / chunks_done
+
+
+def time_left_by_cost(pending, timed, trust_overall, workers):
+    """Seconds left for the ``pending`` chunks ``[(group, estimated s)]`` (in the order
+    they were submitted), from their estimated costs corrected by the chunks timed so far.
+
+    ``timed``: ``{group: [measured s, estimated s]}`` of the finished chunks. A pending
+    chunk's estimate is multiplied by its group's ratio (measured over estimated: the
+    probe's error for that method, e.g. a cost growing with the history that its short
+    calls did not show); a group not yet timed, by the ratio over every finished chunk
+    when ``trust_overall`` (the caller's rule: they weigh a tenth of the work; a few cheap
+    chunks' fixed costs say little of the rest), else by 1. The corrected costs are then
+    scheduled on the ``workers`` (:func:`makespan`); chunks under way count in full, so
+    the figure is high by at most what they have done."""
+    measured = sum(m for m, _ in timed.values())
+    estimated = sum(e for _, e in timed.values())
+    overall = measured / estimated if trust_overall and estimated > 0 else 1.0
+
+    def ratio(group):
+        m, e = timed.get(group, (0.0, 0.0))
+        return m / e if e > 0 else overall
+
+    return makespan([cost * ratio(g) for g, cost in pending], workers)
+
+
+def makespan(costs, workers):
+    """Seconds until chunks of ``costs`` seconds are all done on ``workers`` workers when
+    each worker takes the next chunk, in order, as it frees (a process pool's order): the
+    total over the workers, plus the tail of a last chunk running alone.
+
+    Examples
+    --------
+    >>> makespan([3.0, 3.0, 3.0], 2)  # two at once, then the third alone
+    6.0
+    >>> makespan([1.0, 1.0, 4.0], 2)
+    5.0
+    """
+    free = [0.0] * max(1, int(workers))
+    for cost in costs:
+        heapq.heappush(free, heapq.heappop(free) + cost)
+    return max(free)
 
 
 def _duration(sec):

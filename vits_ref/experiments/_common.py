@@ -302,7 +302,8 @@ def _panel_plan(panels, runs, rounds, seed, kl_rounds, simulate_fn, s):
                                         arg={**base, "first_run": lo, "n_runs": hi - lo},
                                         work=(hi - lo) * rounds,
                                         info={"panel": panel, "method": label,
-                                              "candidate": c, "runs": [lo, hi]})
+                                              "candidate": c, "runs": [lo, hi]},
+                                        group=f"p{p}-m{m}-c{c}")
                           for lo, hi in _chunks.run_blocks(runs, s.chunk_runs)]
                 cands.append({"policy": policy, "info": cand_info, "base": base,
                               "chunks": chunks, "device": device})
@@ -396,7 +397,7 @@ def _probe(plan, store, runs, rounds, say):
             f"{n_chunks} chunks of <= {s.chunk_runs} runs ({n_done} already done"
             f"{'' if store.folder is None else ' in ' + store.folder}); executor: "
             f"{s.executor_name}")
-    estimate, warm, costs = 0.0, {}, {}
+    warm, costs, order = {}, {}, []
     for _, cand in pending:
         base = cand["base"]
         sim = base["simulate_fn"] or simulate
@@ -414,16 +415,35 @@ def _probe(plan, store, runs, rounds, say):
                                                   sum(c.work for c in todo) / rounds)
         except DivergenceError:
             continue
-        share = numba.get_num_threads() if fused and base["device"] == "cpu" else 1
+        threads = _chunk_threads(sim, s) if fused and base["device"] == "cpu" else 1
         for c in todo:
+            share = max(1, min(threads, c.work // rounds))  # the fused loop splits runs
             costs[c.key] = fixed + per_round * c.work / share
-        estimate += sum(costs[c.key] for c in todo)
+            order.append(c.key)
     if say and pending:
-        workers = max(1, getattr(s, "workers", 1) or 1)
-        say(f"estimate: about {_chunks._duration(estimate / workers)} (timed one-run probes "
+        estimate = _chunks.makespan([costs[k] for k in order], s.workers)
+        say(f"estimate: about {_chunks._duration(estimate)} (timed one-run probes "
             f"of each method after compilation, a fixed cost per chunk plus a cost per "
-            f"round that may grow with the history; first candidates only)")
+            f"round that may grow with the history, the chunks scheduled on "
+            f"{s.workers} worker{'s' if s.workers > 1 else ''}; first candidates only)")
     return warm, costs
+
+
+def _chunk_threads(sim, s):
+    """The Numba threads a chunk's fused loop runs with: ``sim.n_threads`` where the
+    simulate function fixes them (the showdown's one thread a run), else each worker's
+    share of the cores under an executor (:func:`vits_ref._threads.worker_share`, what
+    a process pool's workers are given), else this process's. Dividing by this process's
+    threads, as the estimate once did, halved the fused methods' cost on two workers of a
+    2-core machine, each of which runs on one thread."""
+    fixed = getattr(sim, "n_threads", None)
+    if fixed is not None:
+        return fixed
+    if s.executor is not None:
+        from .._threads import worker_share
+
+        return worker_share(s.workers)
+    return numba.get_num_threads()
 
 
 #: A probe call is lengthened (4x the rounds at a time) until it takes this long, so that

@@ -77,6 +77,10 @@ def simulate_serial(policy, env, **kwargs):
     return simulate(policy, env, n_threads=1, **kwargs)
 
 
+#: read by the cost estimate (:func:`vits_ref.experiments._common._chunk_threads`)
+simulate_serial.n_threads = 1
+
+
 def run(runs=5, rounds=200, seed=0, out="results/showdown", progress=None, size="small",
         environments=None, methods=None, n_jobs=1):
     """Run every method on every environment; write ``curves.csv``, ``summary.json``,
