@@ -45,7 +45,7 @@ def _planted(clock, fixed, per_round, calls, growth=0.0, noise=None):
                                                   (0.016, 2e-6)])
 def test_probe_recovers_a_planted_fixed_and_per_round_cost(clock, fixed, per_round):
     calls = []
-    got_fixed, got_per_round, fused = _common._probe_cost(
+    got_fixed, got_per_round, fused, _ = _common._probe_cost(
         _planted(clock, fixed, per_round, calls), 1000)
     # the planted cost is exactly linear in the rounds: the two-point fit is exact up to
     # float rounding of sums of a few numbers of order 1e-2
@@ -67,7 +67,7 @@ def test_the_old_single_probe_charged_the_fixed_cost_to_every_round(clock):
     """A 12 ms fixed cost and 50 us a round (LinTS on a loaded machine): one 10-round probe
     divided by its rounds says 1.25 ms a round, 25x the cost of a round."""
     fixed, per_round = 0.012, 50e-6
-    got_fixed, got_per_round, _ = _common._probe_cost(
+    got_fixed, got_per_round, _, _ = _common._probe_cost(
         _planted(clock, fixed, per_round, []), 1000)
     chunk = 10 * 1000  # a chunk of 10 runs x 1000 rounds
     line = got_fixed + got_per_round * chunk
@@ -116,7 +116,7 @@ def test_a_cost_growing_with_the_history_is_extrapolated_as_a_parabola(clock):
     recover ``a + b R`` a round, not the first call's 15 ms (seven times less here)."""
     fixed, a, b = 0.004, 0.012, 1.3e-4
     calls = []
-    got_fixed, got_per_round, _ = _common._probe_cost(
+    got_fixed, got_per_round, _, _ = _common._probe_cost(
         _planted(clock, fixed, a, calls, growth=b), 2000, runs=50)
     assert calls == [10, 40, 160]
     # exact for a parabola through the three points, up to the rounding of a few
@@ -132,7 +132,7 @@ def test_the_third_size_is_timed_only_when_cheap_beside_the_planned_runs(clock):
     ``PROBE_SHARE`` of them, so the probe keeps the line through its two sizes (a lower
     estimate, no extra cost); with one run planned, even the 40-round call would."""
     calls = []
-    got_fixed, got_per_round, _ = _common._probe_cost(
+    got_fixed, got_per_round, _, _ = _common._probe_cost(
         _planted(clock, 0.0, 0.012, calls, growth=1.3e-4), 2000, runs=10)
     assert calls == [10, 40]
     t10, t40 = 0.012 * 10 + 1.3e-4 * 100, 0.012 * 40 + 1.3e-4 * 1600
@@ -149,7 +149,7 @@ def test_a_linear_cost_with_timing_noise_is_not_taken_for_growth(clock, excess):
     over the run (which would multiply a 20% error by the horizon)."""
     assert excess < _common.PROBE_GROWTH
     calls = []
-    _, got_per_round, _ = _common._probe_cost(
+    _, got_per_round, _, _ = _common._probe_cost(
         _planted(clock, 0.0, 0.004, calls, noise={160: excess}), 2000, runs=50)
     assert calls == [10, 40, 160]
     assert got_per_round == pytest.approx((0.004 * 160 * excess - 0.004 * 40) / 120,
@@ -286,7 +286,7 @@ def test_the_estimate_divides_a_fused_chunk_by_the_threads_it_runs_with(monkeypa
     from vits_ref.experiments import _chunks
     from vits_ref.experiments.showdown.experiment import simulate_serial
 
-    monkeypatch.setattr(_common, "_probe_cost", lambda call, rounds, runs: (0.0, 1.0, True))
+    monkeypatch.setattr(_common, "_probe_cost", lambda call, rounds, runs: (0.0, 1.0, True, 1.0))
     env = vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=0)
     panels = [("p", env, [("LinTS", vr.make_policy("lints", 3))], {})]
     for sim, threads in ((None, min(worker_share(2), 2)), (simulate_serial, 1)):
@@ -298,3 +298,47 @@ def test_the_estimate_divides_a_fused_chunk_by_the_threads_it_runs_with(monkeypa
         # two chunks of 2 runs x 10 rounds at 1 s a run-round, side by side on 2 workers
         line = next(s for s in said if s.startswith("estimate: about"))
         assert line.startswith(f"estimate: about {20 // threads} s ("), (sim, line)
+
+
+def test_growth_below_the_threshold_is_kept_as_an_upper_reading(clock):
+    """The DiffTS chain on digits: its third probe call took about 1.2x what the line
+    through the first two predicts (growth, or noise: the probe cannot tell), and its runs
+    of 2000 rounds cost four times the line. The estimate keeps the line; the parabola's
+    ``a + b R`` comes back as the upper reading, exact for a planted parabola."""
+    a, b = 0.0189, 4e-5
+    calls = []
+    got_fixed, got_per_round, _, high = _common._probe_cost(
+        _planted(clock, 0.0, a, calls, growth=b), 2000, runs=50)
+    assert calls == [10, 40, 160]
+    t10, t40, t160 = (a * r + b * r * r for r in (10, 40, 160))
+    line = t10 + (t40 - t10) / 30 * 150
+    assert 1.0 < t160 / line < _common.PROBE_GROWTH  # below the threshold: no parabola
+    assert got_per_round == pytest.approx((t160 - t40) / 120, rel=1e-9)
+    assert high == pytest.approx(a + b * 2000, rel=1e-9)
+    assert high > 3 * got_per_round
+
+
+def test_a_linear_or_a_parabolic_cost_has_no_separate_upper_reading(clock):
+    """On an exact line the three sizes show no growth (``high`` is the line's), and where
+    the parabola is used ``high`` is the estimate itself."""
+    _, per_round, _, high = _common._probe_cost(_planted(clock, 0.0, 0.004, []), 2000,
+                                                runs=50)
+    # the divided differences of an exact line leave b at rounding level (~1e-20)
+    assert high == pytest.approx(per_round, rel=1e-9)
+    _, per_round, _, high = _common._probe_cost(
+        _planted(clock, 0.004, 0.012, [], growth=1.3e-4), 2000, runs=50)
+    assert high == per_round
+
+
+@pytest.mark.parametrize(("high", "named"), [(4.0, True), (1.0, False)])
+def test_the_estimate_names_the_upper_reading_and_its_methods(monkeypatch, high, named):
+    import vits_ref as vr
+
+    monkeypatch.setattr(_common, "_probe_cost",
+                        lambda call, rounds, runs: (0.0, 1.0, True, high))
+    env = vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=0)
+    panels = [("p", env, [("LinTS", vr.make_policy("lints", 3))], {})]
+    said = []
+    _common.execute_panels("probe", panels, 2, 10, 0, None, progress=said.append)
+    line = next(s for s in said if s.startswith("estimate: about"))
+    assert ("or up to about" in line and "of LinTS grows" in line) == named, line

@@ -397,8 +397,8 @@ def _probe(plan, store, runs, rounds, say):
             f"{n_chunks} chunks of <= {s.chunk_runs} runs ({n_done} already done"
             f"{'' if store.folder is None else ' in ' + store.folder}); executor: "
             f"{s.executor_name}")
-    warm, costs, order = {}, {}, []
-    for _, cand in pending:
+    warm, costs, order, highs, unsure = {}, {}, [], [], []
+    for e, cand in pending:
         base = cand["base"]
         sim = base["simulate_fn"] or simulate
 
@@ -411,18 +411,27 @@ def _probe(plan, store, runs, rounds, say):
             continue
         todo = [c for c in cand["chunks"] if not store.done(c.key)]
         try:
-            fixed, per_round, fused = _probe_cost(call, rounds,
-                                                  sum(c.work for c in todo) / rounds)
+            fixed, per_round, fused, high = _probe_cost(call, rounds,
+                                                        sum(c.work for c in todo) / rounds)
         except DivergenceError:
             continue
+        if high > UNSURE_GROWTH * per_round:
+            unsure.append(e["label"])
         threads = _chunk_threads(sim, s) if fused and base["device"] == "cpu" else 1
         for c in todo:
             share = max(1, min(threads, c.work // rounds))  # the fused loop splits runs
             costs[c.key] = fixed + per_round * c.work / share
+            highs.append(fixed + high * c.work / share)
             order.append(c.key)
     if say and pending:
         estimate = _chunks.makespan([costs[k] for k in order], s.workers)
-        say(f"estimate: about {_chunks._duration(estimate)} (timed one-run probes "
+        upper = _chunks.makespan(highs, s.workers)
+        names = ", ".join(dict.fromkeys(unsure))
+        say(f"estimate: about {_chunks._duration(estimate)}"
+            + (f", or up to about {_chunks._duration(upper)} if the cost of a round of "
+               f"{names} grows with the history (their probes' calls could not tell growth "
+               f"from timing noise)" if upper > UNSURE_GROWTH * estimate else "")
+            + f" (timed one-run probes "
             f"of each method after compilation, a fixed cost per chunk plus a cost per "
             f"round that may grow with the history, the chunks scheduled on "
             f"{s.workers} worker{'s' if s.workers > 1 else ''}; first candidates only)")
@@ -461,6 +470,12 @@ PROBE_SHARE = 0.02
 #: must not turn a linear cost into a quadratic one extrapolated over a whole run.
 PROBE_GROWTH = 1.25
 
+#: Below :data:`PROBE_GROWTH`, growth and noise cannot be told apart, and a real growth
+#: can hide there: the DiffTS chain on digits (d = 110) showed 1.2-1.26 at 160 rounds,
+#: whose runs of 2000 rounds then cost four times the line. The estimate also names the
+#: parabola's reading, as an upper one, where it exceeds the line by this factor.
+UNSURE_GROWTH = 1.5
+
 
 def _probe_rounds(rounds):
     """Rounds of the first timed probe: 10, or a fifth of a short run (so that the probe
@@ -469,9 +484,10 @@ def _probe_rounds(rounds):
 
 
 def _probe_cost(call, rounds, runs=1):
-    """``(fixed, per_round, fused)``: the cost of one call of a method (s), its average
-    cost per run-round over a run of ``rounds`` rounds (s), and whether it ran the fused
-    loop, from timed one-run calls ``call(n)`` of ``n`` rounds.
+    """``(fixed, per_round, fused, high)``: the cost of one call of a method (s), its
+    average cost per run-round over a run of ``rounds`` rounds (s), whether it ran the
+    fused loop, and an upper reading of ``per_round`` (below), from timed one-run calls
+    ``call(n)`` of ``n`` rounds.
 
     The cost of a call of ``r`` rounds is modelled as ``t(r) = fixed + a r + b r^2``:
     a fixed cost (thread wake-ups, the loop's set-up), a cost per round, and a cost per
@@ -487,9 +503,12 @@ def _probe_cost(call, rounds, runs=1):
     last call took more than :data:`PROBE_GROWTH` times the line through the two before it
     predicts (``per_round = a + b rounds``, the average over a run). Otherwise the line
     through the last two sizes: ``per_round = (t1 - t0) / (r1 - r0)``, ``fixed = t0 -
-    per_round r0`` (:func:`_cost_line`). Dividing one short call's time by its rounds, as
-    this once did, charged the fixed cost to every round: 19 min against the 4.3 min that
-    ``vits-fig1``'s runs took on a 2-core machine at a load average of 5. A line alone,
+    per_round r0`` (:func:`_cost_line`); ``high`` is then the parabola's ``a + b rounds``
+    where the three sizes show any growth (``b > 0``: real, or timing noise; the probe
+    cannot tell), else ``per_round`` (as it is when the parabola is used). Dividing one
+    short call's time by its rounds, as this once did, charged the fixed cost to every
+    round: 19 min against the 4.3 min that ``vits-fig1``'s runs took on a 2-core machine
+    at a load average of 5. A line alone,
     as it did next, said 7 min for Rényi VI's 50 runs x 2000 rounds on wine on two
     workers, where its chunks of ten runs took 37 min each, two at a time (five chunks:
     nearly two hours); the parabola says 98 min.
@@ -508,12 +527,17 @@ def _probe_cost(call, rounds, runs=1):
         r = min(4 * r, half)
         t, _ = timed(r)
         sizes.append((r, t))
+    fixed, per_round = _last_line(sizes)
+    high = per_round
     if len(sizes) >= 3:
         growth = _cost_parabola(*sizes[-3:])
         if growth is not None:
             fixed, a, b = growth
-            return fixed, a + b * rounds, fused
-    return _last_line(sizes) + (fused,)
+            return fixed, a + b * rounds, fused, a + b * rounds
+        weak = _cost_parabola(*sizes[-3:], threshold=0.0)  # None only for a zero cost
+        if weak is not None:
+            high = max(per_round, weak[1] + weak[2] * rounds)
+    return fixed, per_round, fused, high
 
 
 def _last_line(sizes):
@@ -538,15 +562,15 @@ def _cost_line(r0, t0, r1, t1):
     return 0.0, t1 / r1
 
 
-def _cost_parabola(p0, p1, p2):
+def _cost_parabola(p0, p1, p2, threshold=None):
     """``(fixed, a, b)`` of ``t(r) = fixed + a r + b r^2`` through three timed sizes
     ``(r, t)`` (rounds increasing), or None unless the last call took more than
-    :data:`PROBE_GROWTH` times what the line through the first two predicts (no
-    detectable growth: the caller keeps a line). ``fixed`` and ``a`` are clipped at 0, so
-    that a noisy fit can only raise the estimate of the runs' cost."""
+    ``threshold`` (default :data:`PROBE_GROWTH`) times what the line through the first two
+    predicts (no detectable growth: the caller keeps a line). ``fixed`` and ``a`` are
+    clipped at 0, so that a noisy fit can only raise the estimate of the runs' cost."""
     (r0, t0), (r1, t1), (r2, t2) = p0, p1, p2
     f, slope = _cost_line(r0, t0, r1, t1)
-    if not t2 > PROBE_GROWTH * (f + slope * r2):
+    if not t2 > (PROBE_GROWTH if threshold is None else threshold) * (f + slope * r2):
         return None
     # divided differences of Newton's form: exact for a parabola through the three points
     d01 = (t1 - t0) / (r1 - r0)
