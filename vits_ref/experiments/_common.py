@@ -471,9 +471,10 @@ PROBE_SHARE = 0.02
 PROBE_GROWTH = 1.25
 
 #: Below :data:`PROBE_GROWTH`, growth and noise cannot be told apart, and a real growth
-#: can hide there: the DiffTS chain on digits (d = 110) showed 1.2-1.26 at 160 rounds,
-#: whose runs of 2000 rounds then cost four times the line. The estimate also names the
-#: parabola's reading, as an upper one, where it exceeds the line by this factor.
+#: can hide there: the DiffTS chain on digits (d = 110) showed about 1.25 at 160 rounds,
+#: on either side of the threshold from one probe to the next, and its runs of 2000
+#: rounds cost four times the line. The estimate also names the parabola's reading, as
+#: an upper one, where it exceeds the line by this factor.
 UNSURE_GROWTH = 1.5
 
 
