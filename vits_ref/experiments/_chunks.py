@@ -493,7 +493,7 @@ def run_chunks(store, chunks, progress=None, desc="chunks", plan=False, costs=No
 
     every = max(1, len(todo) // 10)  # without a bar: about ten status lines
     last_line, done, done_weight = [time.perf_counter()], [0], [0.0]
-    finished, timed = set(), {}  # timed: group -> [measured s, estimated s] of its chunks
+    timed = {}  # group -> [measured s, estimated s] of its finished chunks
     tell = None if s.quiet else progress
     if plan and tell is not None:
         tell(f"planned: {desc}: {len(chunks)} chunks, {sum(c.work for c in chunks)} "
@@ -507,7 +507,6 @@ def run_chunks(store, chunks, progress=None, desc="chunks", plan=False, costs=No
         results[c.key] = res
         done[0] += c.work
         done_weight[0] += weight[c.key]
-        finished.add(c.key)
         if weighed and res.get("wall_time_s") is not None:
             acc = timed.setdefault(c.group or c.key, [0.0, 0.0])
             acc[0] += res["wall_time_s"]
@@ -526,7 +525,7 @@ def run_chunks(store, chunks, progress=None, desc="chunks", plan=False, costs=No
             elapsed = now - t_start
             if weighed:
                 left = time_left_by_cost(
-                    [(c.group or c.key, weight[c.key]) for c in todo if c.key not in finished],
+                    [(c.group or c.key, weight[c.key]) for c in todo if c.key not in results],
                     timed, done_weight[0] >= 0.1 * total_weight, s.workers)
             else:
                 left = _time_left(elapsed, done[0], total, len(todo) - k, k)

@@ -509,10 +509,9 @@ def _probe_cost(call, rounds, runs=1):
     cannot tell), else ``per_round`` (as it is when the parabola is used). Dividing one
     short call's time by its rounds, as this once did, charged the fixed cost to every
     round: 19 min against the 4.3 min that ``vits-fig1``'s runs took on a 2-core machine
-    at a load average of 5. A line alone,
-    as it did next, said 7 min for Rényi VI's 50 runs x 2000 rounds on wine on two
-    workers, where its chunks of ten runs took 37 min each, two at a time (five chunks:
-    nearly two hours); the parabola says 98 min.
+    at a load average of 5. A line alone, as it did next, said 7 min for Rényi VI's 50
+    runs x 2000 rounds on wine on two workers, where its chunks of ten runs took 37 min
+    each, two at a time (five chunks: nearly two hours); the parabola says 98 min.
     """
     def timed(n):
         t = time.perf_counter()
