@@ -342,3 +342,83 @@ def test_the_estimate_names_the_upper_reading_and_its_methods(monkeypatch, high,
     _common.execute_panels("probe", panels, 2, 10, 0, None, progress=said.append)
     line = next(s for s in said if s.startswith("estimate: about"))
     assert ("or up to about" in line and "of LinTS grows" in line) == named, line
+
+
+
+def _stored_run(tmp_path, said=None, runs=4):
+    """``runs`` runs each of LinTS and LinUCB in chunks of two stored under ``tmp_path``;
+    the store's chunk keys, by method."""
+    import vits_ref as vr
+    from vits_ref.experiments import _chunks
+
+    env = vr.envs.pool(dim=3, n_arms=4, zeta=1.0, seed=0)
+    panels = [("p", env, [("LinTS", vr.make_policy("lints", 3)),
+                          ("LinUCB", vr.make_policy("linucb", 3))], {})]
+    with _chunks.session(chunk_runs=2):
+        plan, _, _ = _common.execute_panels("probe", panels, runs, 10, 0, str(tmp_path),
+                                            progress=None if said is None else said.append)
+    return [[c.key for c in e["candidates"][0]["chunks"]] for e in plan]
+
+
+def test_a_stored_chunk_s_wall_time_is_read_back(tmp_path):
+    """``Store.wall_time``: the seconds each stored chunk's result recorded, None for a
+    chunk not stored."""
+    import json
+
+    from vits_ref.experiments import _chunks
+
+    keys = _stored_run(tmp_path)[0]
+    stage = json.loads((tmp_path / "manifest.json").read_text())["stages"]["panels"]
+    store = _chunks.Store(str(tmp_path), "probe", "panels", stage["description"])
+    for k in keys:
+        assert store.wall_time(k) == stage["chunks"][k]["wall_time_s"] > 0
+    (tmp_path / stage["chunks"][keys[1]]["file"]).unlink()
+    assert store.wall_time(keys[1]) is None
+    assert store.wall_time("no-such-chunk") is None
+
+
+@pytest.mark.parametrize("lose_linucb", [False, True])
+def test_a_resumed_method_is_costed_by_its_stored_chunks_not_probed(tmp_path, monkeypatch,
+                                                                    lose_linucb):
+    """Resuming LinTS with one of its two equal chunks to go: the pending chunk is
+    estimated at the stored chunk's measured time (planted: 7 s), and LinTS is not probed
+    (the probe's short calls can miss a cost that grows late in a run). A method with no
+    chunk stored (LinUCB, when its two are lost) is probed as before (planted: 1 s a
+    run-round, 20 s a chunk), and the line names both sources."""
+    from vits_ref.experiments import _chunks
+
+    lints, linucb = _stored_run(tmp_path)
+    for k in lints[1:] + (linucb if lose_linucb else []):
+        (tmp_path / f"chunks/panels/{k}.npz").unlink()
+    monkeypatch.setattr(_chunks.Store, "wall_time",
+                        lambda self, key: 7.0 if self.done(key) else None)
+    probed = []
+    monkeypatch.setattr(_common, "_probe_cost",
+                        lambda *a, **k: probed.append(a) or (0.0, 1.0, False, 1.0))
+    said = []
+    _stored_run(tmp_path, said)
+    line = next(s for s in said if s.startswith("estimate: about"))
+    stored = "the median time a run-round of the chunks already stored for "
+    if lose_linucb:  # one worker: 7 s, then LinUCB's two chunks of 20 s
+        assert line.startswith(f"estimate: about 47 s ({stored}"), line
+        assert "; timed one-run probes of each other method" in line
+        assert len(probed) == 1
+    else:
+        assert line.startswith(f"estimate: about 7 s ({stored}"), line
+        assert "probes" not in line and probed == []
+
+
+def test_a_resumed_method_is_costed_at_its_stored_chunks_median_rate(tmp_path, monkeypatch):
+    """Three stored chunks took 5, 6 and 20 s (the last on a shared machine): the pending
+    fourth is estimated at the median, 6 s, not the mean's 10.3 s."""
+    from vits_ref.experiments import _chunks
+
+    lints, _ = _stored_run(tmp_path, runs=8)
+    (tmp_path / f"chunks/panels/{lints[3]}.npz").unlink()
+    planted = dict(zip(lints[:3], (5.0, 6.0, 20.0), strict=True))
+    monkeypatch.setattr(_chunks.Store, "wall_time",
+                        lambda self, key: planted.get(key) if self.done(key) else None)
+    said = []
+    _stored_run(tmp_path, said, runs=8)
+    line = next(s for s in said if s.startswith("estimate: about"))
+    assert line.startswith("estimate: about 6 s (the median time"), line

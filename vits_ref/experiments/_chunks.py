@@ -338,6 +338,18 @@ class Store:
             return key in self._memory
         return key in self._chunks() and os.path.isfile(self._path(key))
 
+    def wall_time(self, key):
+        """The seconds that finished chunk ``key`` took, as its result recorded them
+        (``wall_time_s``), or None: not finished, not recorded (a diverged run), or not
+        a positive number."""
+        if not self.done(key):
+            return None
+        if self._memory is not None:
+            t = self._memory[key].get("wall_time_s")
+        else:
+            t = self._chunks()[key].get("wall_time_s")
+        return float(t) if isinstance(t, (int, float)) and t > 0 else None
+
     def _check(self, key, entry):
         """``(result, None)`` for chunk ``key`` matching its manifest ``entry``, else
         ``(None, why)``."""

@@ -379,6 +379,14 @@ def _probe(plan, store, runs, rounds, say):
     """Report the planned work and an estimate of its cost from a timed probe (a warm-up,
     then one run of :func:`_probe_rounds` rounds per pending method, in this process).
 
+    A method with chunks already stored (a resumed run) is not probed: its pending
+    chunks are costed at its stored chunks' median seconds per run-round. Those are
+    the runs themselves, at their full horizon, where the probe's short calls can miss a
+    cost that grows late: the DiffTS chain on digits at 2000 rounds, resumed with 13 of
+    its 25 chunks of two runs to go, its twelve stored chunks having taken 470-620 s
+    (two of them 1 050 s, on a shared machine). The probe said 14 min for the rest; the
+    stored chunks' median rate says 58 min.
+
     Without ``say`` (no progress, or a quiet session) nothing reads the estimate: the
     warm-ups still run, the timed probe calls do not (each is a run of up to half the
     rounds of every pending method; results never depend on them, every run starting
@@ -397,7 +405,7 @@ def _probe(plan, store, runs, rounds, say):
             f"{n_chunks} chunks of <= {s.chunk_runs} runs ({n_done} already done"
             f"{'' if store.folder is None else ' in ' + store.folder}); executor: "
             f"{s.executor_name}")
-    warm, costs, order, highs, unsure = {}, {}, [], [], []
+    warm, costs, order, highs, unsure, resumed = {}, {}, [], [], [], []
     for e, cand in pending:
         base = cand["base"]
         sim = base["simulate_fn"] or simulate
@@ -410,6 +418,19 @@ def _probe(plan, store, runs, rounds, say):
         if not say:
             continue
         todo = [c for c in cand["chunks"] if not store.done(c.key)]
+        stored = [(store.wall_time(c.key), c.work) for c in cand["chunks"]
+                  if store.done(c.key)]
+        stored = [(t, w) for t, w in stored if t is not None and w > 0]
+        if stored:
+            # the median rate: a few chunks slowed by a shared machine (two of the
+            # chain's twelve took twice the others' 470-620 s) must not set the rest
+            per_work = float(np.median([t / w for t, w in stored]))
+            for c in todo:
+                costs[c.key] = per_work * c.work
+                highs.append(costs[c.key])
+                order.append(c.key)
+            resumed.append(e["label"])
+            continue
         try:
             fixed, per_round, fused, high = _probe_cost(call, rounds,
                                                         sum(c.work for c in todo) / rounds)
@@ -431,11 +452,24 @@ def _probe(plan, store, runs, rounds, say):
             + (f", or up to about {_chunks._duration(upper)} if the cost of a round of "
                f"{names} grows with the history (their probes' calls could not tell growth "
                f"from timing noise)" if upper > UNSURE_GROWTH * estimate else "")
-            + f" (timed one-run probes "
-            f"of each method after compilation, a fixed cost per chunk plus a cost per "
-            f"round that may grow with the history, the chunks scheduled on "
-            f"{s.workers} worker{'s' if s.workers > 1 else ''}; first candidates only)")
+            + " (" + _estimate_sources(resumed, len(pending))
+            + f", the chunks scheduled on {s.workers} worker{'s' if s.workers > 1 else ''};"
+            f" first candidates only)")
     return warm, costs
+
+
+def _estimate_sources(resumed, n_pending):
+    """Where the estimate's costs come from, for its line: the stored chunks' times of
+    the ``resumed`` methods (labels, in order) and the probes of the others."""
+    probes = ("timed one-run probes of each {}method after compilation, a fixed cost per "
+              "chunk plus a cost per round that may grow with the history")
+    if not resumed:
+        return probes.format("")
+    stored = (f"the median time a run-round of the chunks already stored for "
+              f"{', '.join(dict.fromkeys(resumed))}")
+    if len(resumed) == n_pending:
+        return stored
+    return f"{stored}; {probes.format('other ')}"
 
 
 def _chunk_threads(sim, s):
