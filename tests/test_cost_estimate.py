@@ -144,17 +144,24 @@ def test_the_third_size_is_timed_only_when_cheap_beside_the_planned_runs(clock):
 
 @pytest.mark.parametrize("excess", [1.0, 1.2])
 def test_a_linear_cost_with_timing_noise_is_not_taken_for_growth(clock, excess):
-    """A linear cost whose longest probe call ran 20% slow (noise, below
-    ``PROBE_GROWTH``): the line through the last two sizes, no parabola extrapolated
-    over the run (which would multiply a 20% error by the horizon)."""
+    """A linear cost whose 160-round probe call ran 20% slow (noise, below
+    ``PROBE_GROWTH``): no parabola is extrapolated over the run (which would multiply a
+    20% error by the horizon). The parabola's reading, 4.5x the line, leaves the probe
+    unsure, so one more size is timed: at 640 rounds the cost is back on the line, and
+    the line through the last two sizes is kept. On an exact line no further size is."""
     assert excess < _common.PROBE_GROWTH
     calls = []
-    _, got_per_round, _, _ = _common._probe_cost(
+    _, got_per_round, _, high = _common._probe_cost(
         _planted(clock, 0.0, 0.004, calls, noise={160: excess}), 2000, runs=50)
-    assert calls == [10, 40, 160]
-    assert got_per_round == pytest.approx((0.004 * 160 * excess - 0.004 * 40) / 120,
-                                          rel=1e-9)
-    assert got_per_round < 1.3 * 0.004
+    t = {40: 0.004 * 40, 160: 0.004 * 160 * excess, 640: 0.004 * 640}
+    if excess == 1.0:
+        assert calls == [10, 40, 160]
+        assert got_per_round == pytest.approx((t[160] - t[40]) / 120, rel=1e-9)
+    else:
+        assert calls == [10, 40, 160, 640]
+        assert got_per_round == pytest.approx((t[640] - t[160]) / 480, rel=1e-9)
+    assert high == pytest.approx(got_per_round, rel=1e-9)  # no upper reading left
+    assert 0.9 * 0.004 < got_per_round < 1.3 * 0.004
 
 
 @pytest.mark.parametrize(("points", "want"), [
@@ -300,23 +307,41 @@ def test_the_estimate_divides_a_fused_chunk_by_the_threads_it_runs_with(monkeypa
         assert line.startswith(f"estimate: about {20 // threads} s ("), (sim, line)
 
 
-def test_growth_below_the_threshold_is_kept_as_an_upper_reading(clock):
+def test_growth_too_weak_to_tell_is_timed_once_more(clock):
     """The DiffTS chain on digits: its third probe call took about 1.2x what the line
-    through the first two predicts (growth, or noise: the probe cannot tell), and its runs
-    of 2000 rounds cost four times the line. The estimate keeps the line; the parabola's
-    ``a + b R`` comes back as the upper reading, exact for a planted parabola."""
+    through the first two predicts (growth, or noise), and its runs of 2000 rounds cost
+    four times the line. With 50 runs planned, a 640-round call costs 14% of 2% of them:
+    it is timed, shows the growth (1.7x the line), and the parabola gives ``a + b R``."""
     a, b = 0.0189, 4e-5
     calls = []
-    got_fixed, got_per_round, _, high = _common._probe_cost(
+    _, got_per_round, _, high = _common._probe_cost(
         _planted(clock, 0.0, a, calls, growth=b), 2000, runs=50)
-    assert calls == [10, 40, 160]
-    t10, t40, t160 = (a * r + b * r * r for r in (10, 40, 160))
-    line = t10 + (t40 - t10) / 30 * 150
-    assert 1.0 < t160 / line < _common.PROBE_GROWTH  # below the threshold: no parabola
-    assert got_per_round == pytest.approx((t160 - t40) / 120, rel=1e-9)
-    assert high == pytest.approx(a + b * 2000, rel=1e-9)
-    assert high > 3 * got_per_round
+    assert calls == [10, 40, 160, 640]
+    assert got_per_round == pytest.approx(a + b * 2000, rel=1e-9)
+    assert high == got_per_round
 
+
+def test_growth_still_unsure_after_the_further_size_is_an_upper_reading(clock):
+    """A linear cost whose 160- and 640-round calls ran 20% and 40% slow: after the one
+    further size the last three still show growth below ``PROBE_GROWTH`` (1.12x the line
+    at 640 rounds). The estimate keeps the line through the last two sizes; the parabola
+    through the last three (as ``numpy.polyfit`` gives it) comes back as the upper
+    reading, ``a + b R``."""
+    import numpy as np
+
+    noise = {160: 1.2, 640: 1.4}
+    calls = []
+    _, got_per_round, _, high = _common._probe_cost(
+        _planted(clock, 0.0, 0.004, calls, noise=noise), 2000, runs=50)
+    assert calls == [10, 40, 160, 640]
+    r = np.array([40.0, 160.0, 640.0])
+    t = 0.004 * r * np.array([1.0, noise[160], noise[640]])
+    assert got_per_round == pytest.approx((t[2] - t[1]) / 480, rel=1e-9)
+    b, a, _ = np.polyfit(r, t, 2)
+    # polyfit solves the Vandermonde system (condition number about 1e6) by least
+    # squares: its rounding is near 1e-10, so 1e-8 is loose for it and tight for a slip
+    assert high == pytest.approx(a + b * 2000, rel=1e-8)
+    assert high > got_per_round
 
 def test_a_linear_or_a_parabolic_cost_has_no_separate_upper_reading(clock):
     """On an exact line the three sizes show no growth (``high`` is the line's), and where

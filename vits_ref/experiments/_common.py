@@ -507,8 +507,9 @@ PROBE_GROWTH = 1.25
 #: Below :data:`PROBE_GROWTH`, growth and noise cannot be told apart, and a real growth
 #: can hide there: the DiffTS chain on digits (d = 110) showed about 1.25 at 160 rounds,
 #: on either side of the threshold from one probe to the next, and its runs of 2000
-#: rounds cost four times the line. The estimate also names the parabola's reading, as
-#: an upper one, where it exceeds the line by this factor.
+#: rounds cost four times the line. Where the parabola's reading exceeds the line by this
+#: factor, the probe times one more size, and if that cannot tell either, the estimate
+#: names the reading as an upper one.
 UNSURE_GROWTH = 1.5
 
 
@@ -534,6 +535,10 @@ def _probe_cost(call, rounds, runs=1):
     half a run, until a call takes :data:`PROBE_SECONDS`. Then, while fewer than three
     sizes are timed and a further 4x call is likely (at four times the line's prediction)
     to cost at most :data:`PROBE_SHARE` of the ``runs`` planned runs, one more is timed.
+    Where the last three cannot tell growth from noise (:func:`_unsure_growth`), one
+    further 4x size is timed, once, if the parabola through them predicts it to cost at
+    most that share: the DiffTS chain on digits showed 1.15-1.26 at 160 rounds and cost
+    four times the line over 2000 rounds; at 640 rounds its growth is plain.
     With three sizes or more, the last three give the parabola: its ``b`` is used where the
     last call took more than :data:`PROBE_GROWTH` times the line through the two before it
     predicts (``per_round = a + b rounds``, the average over a run). Otherwise the line
@@ -555,10 +560,21 @@ def _probe_cost(call, rounds, runs=1):
     half = max(1, rounds // 2)
     r, (t, fused) = _probe_rounds(rounds), timed(_probe_rounds(rounds))
     sizes = [(r, t)]
-    while r < half and (t < PROBE_SECONDS or (
-            len(sizes) < 3 and 4 * _line_at(sizes, min(4 * r, half))
-            <= PROBE_SHARE * runs * _line_at(sizes, rounds))):
-        r = min(4 * r, half)
+    looked = False  # the one further size allowed where three cannot tell growth
+    while r < half:
+        nxt = min(4 * r, half)
+        budget = PROBE_SHARE * runs
+        if t < PROBE_SECONDS or (len(sizes) < 3 and 4 * _line_at(sizes, nxt)
+                                 <= budget * _line_at(sizes, rounds)):
+            pass
+        elif not looked and len(sizes) >= 3:
+            weak = _unsure_growth(sizes, rounds)
+            if weak is None or _parabola_at(weak, nxt) > budget * _parabola_at(weak, rounds):
+                break
+            looked = True
+        else:
+            break
+        r = nxt
         t, _ = timed(r)
         sizes.append((r, t))
     fixed, per_round = _last_line(sizes)
@@ -572,6 +588,25 @@ def _probe_cost(call, rounds, runs=1):
         if weak is not None:
             high = max(per_round, weak[1] + weak[2] * rounds)
     return fixed, per_round, fused, high
+
+
+def _unsure_growth(sizes, rounds):
+    """The parabola ``(fixed, a, b)`` through the last three timed ``sizes`` where they
+    cannot tell growth from noise: their last call took less than :data:`PROBE_GROWTH`
+    times what the line through the two before it predicts, yet the parabola's cost a
+    round over ``rounds`` is :data:`UNSURE_GROWTH` times the line's (the case where the
+    estimate would print an upper reading); else None."""
+    if _cost_parabola(*sizes[-3:]) is not None:
+        return None
+    weak = _cost_parabola(*sizes[-3:], threshold=0.0)  # None only for a zero cost
+    if weak is None or weak[1] + weak[2] * rounds <= UNSURE_GROWTH * _last_line(sizes)[1]:
+        return None
+    return weak
+
+
+def _parabola_at(parabola, r):
+    fixed, a, b = parabola
+    return fixed + a * r + b * r * r
 
 
 def _last_line(sizes):
