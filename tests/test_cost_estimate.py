@@ -146,7 +146,7 @@ def test_the_third_size_is_timed_only_when_cheap_beside_the_planned_runs(clock):
 def test_a_linear_cost_with_timing_noise_is_not_taken_for_growth(clock, excess):
     """A linear cost whose 160-round probe call ran 20% slow (noise, below
     ``PROBE_GROWTH``): no parabola is extrapolated over the run (which would multiply a
-    20% error by the horizon). The parabola's reading, 4.5x the line, leaves the probe
+    20% error by the horizon). The parabola's reading, 3.5x the line, leaves the probe
     unsure, so one more size is timed: at 640 rounds the cost is back on the line, and
     the line through the last two sizes is kept. On an exact line no further size is."""
     assert excess < _common.PROBE_GROWTH
@@ -367,7 +367,6 @@ def test_the_estimate_names_the_upper_reading_and_its_methods(monkeypatch, high,
     _common.execute_panels("probe", panels, 2, 10, 0, None, progress=said.append)
     line = next(s for s in said if s.startswith("estimate: about"))
     assert ("or up to about" in line and "of LinTS grows" in line) == named, line
-
 
 
 def _stored_run(tmp_path, said=None, runs=4):
