@@ -418,9 +418,9 @@ def _probe(plan, store, runs, rounds, say):
         if not say:
             continue
         todo = [c for c in cand["chunks"] if not store.done(c.key)]
-        stored = [(store.wall_time(c.key), c.work) for c in cand["chunks"]
-                  if store.done(c.key)]
-        stored = [(t, w) for t, w in stored if t is not None and w > 0]
+        # wall_time is None for a chunk not stored or stored without a time
+        stored = [(t, c.work) for c in cand["chunks"]
+                  if (t := store.wall_time(c.key)) is not None and c.work > 0]
         if stored:
             # the median rate: a few chunks slowed by a shared machine (two of the
             # chain's twelve took twice the others' 470-620 s) must not set the rest
